@@ -1,0 +1,425 @@
+/*
+ * api.c - request dispatch, the advertised API table, and the handlers that
+ * need no partition owner (ApiVersions, Metadata, CreateTopics,
+ * DeleteTopics). Locality: NIC core.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "req.h"
+
+/*
+ * What we advertise and implement. Ranges follow VERSIONS.md: the classic
+ * APIs start at 0 because librdkafka's feature detection looks for overlaps.
+ * Produce v0-2 carry magic 0/1 message sets, answered with
+ * UNSUPPORTED_FOR_MESSAGE_FORMAT batch by batch.
+ */
+static const struct dp_api {
+	int16_t key, min, max;
+} dp_apis[] = {
+	{ 0, 0, 7 },    /* Produce */
+	{ 1, 0, 11 },   /* Fetch */
+	{ 2, 0, 3 },    /* ListOffsets */
+	{ 3, 0, 6 },    /* Metadata */
+	{ 18, 0, 3 },   /* ApiVersions */
+	{ 19, 0, 4 },   /* CreateTopics */
+	{ 20, 0, 1 },   /* DeleteTopics */
+};
+#define DP_NAPIS (sizeof(dp_apis) / sizeof(dp_apis[0]))
+
+static const struct dp_api *api_find(int16_t key)
+{
+	for (size_t i = 0; i < DP_NAPIS; i++)
+		if (dp_apis[i].key == key)
+			return &dp_apis[i];
+	return NULL;
+}
+
+static const int32_t *node_list(struct dp_core *c)
+{
+	static _Thread_local int32_t node[1];
+	node[0] = c->b->cfg.node_id;
+	return node;
+}
+
+/* ---- ApiVersions ---------------------------------------------------------- */
+
+static int api_versions(struct dp_core *c, struct dp_req *r, struct kreader *rd, bool supported)
+{
+	struct ApiVersionsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	r->resp = resp;
+	if (!supported) {
+		/* Kafka answers an unknown version with a v0 body: error 35 and our range. */
+		static struct ApiVersionsResponse_ApiVersion self = { .ApiKey = 18, .MinVersion = 0, .MaxVersion = 3 };
+		resp->ErrorCode = KERR_UNSUPPORTED_VERSION;
+		resp->ApiKeys = &self;
+		resp->ApiKeys_n = 1;
+		r->hdr.api_version = 0;
+		return 0;
+	}
+	struct ApiVersionsRequest req;
+	if (ApiVersionsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	resp->ApiKeys = dp_req_alloc(r, sizeof(*resp->ApiKeys) * DP_NAPIS);
+	for (size_t i = 0; i < DP_NAPIS; i++) {
+		resp->ApiKeys[i].ApiKey = dp_apis[i].key;
+		resp->ApiKeys[i].MinVersion = dp_apis[i].min;
+		resp->ApiKeys[i].MaxVersion = dp_apis[i].max;
+	}
+	resp->ApiKeys_n = DP_NAPIS;
+	resp->FinalizedFeaturesEpoch = -1;
+	return 0;
+}
+
+/* ---- Metadata ------------------------------------------------------------- */
+
+/* Per requested topic: the catalog answer is taken when the response is encoded. */
+struct md_topic {
+	struct kstr name;
+	int16_t err;
+};
+
+static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
+                        struct kstr name, int32_t nparts)
+{
+	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen };
+	m.u.topic.name = name.ptr;
+	m.u.topic.name_len = (uint32_t)name.len;
+	m.u.topic.nparts = nparts;
+	r->pending++;
+	dp_send(c, 0, &m);
+}
+
+static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct MetadataRequest *req = dp_req_alloc(r, sizeof(*req));
+	if (MetadataRequest_decode(rd, r->hdr.api_version, req, &r->arena) < 0)
+		return -1;
+	r->req = req;
+	/* null (v1+) or empty (v0) list: all topics (slots stay NULL); built at encode time. */
+	if (req->Topics_n < 0 || (req->Topics_n == 0 && r->hdr.api_version == 0))
+		return 0;
+	struct md_topic *mt = dp_req_alloc(r, sizeof(*mt) * (size_t)(req->Topics_n + 1));
+	if (!mt)
+		return -1;
+	r->slots = (void **)mt;
+	r->nslots = (uint32_t)req->Topics_n;
+	bool create = c->b->cfg.auto_create && req->AllowAutoTopicCreation;
+	for (int32_t i = 0; i < req->Topics_n; i++) {
+		struct kstr n = req->Topics[i].Name;
+		mt[i].name = n;
+		if (n.len < 0 || !dp_topic_name_valid(n.ptr, (size_t)n.len)) {
+			mt[i].err = KERR_INVALID_TOPIC_EXCEPTION;
+			continue;
+		}
+		if (dp_topic_find(c, n.ptr, (size_t)n.len) >= 0)
+			continue;
+		mt[i].err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		if (create)
+			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions);
+	}
+	return 0;
+}
+
+static void md_fill_topic(struct dp_core *c, struct dp_req *r, struct MetadataResponse_MetadataResponseTopic *t,
+                          const struct dp_topic *dt, struct kstr name, int16_t err, void **mem)
+{
+	t->Name = name;
+	t->ErrorCode = err;
+	t->TopicAuthorizedOperations = INT32_MIN;
+	if (!dt)
+		return;
+	struct MetadataResponse_MetadataResponsePartition *p = *mem;
+	*mem = p + dt->nparts;
+	t->Partitions = p;
+	t->Partitions_n = dt->nparts;
+	for (int32_t i = 0; i < dt->nparts; i++) {
+		memset(&p[i], 0, sizeof(p[i]));
+		p[i].PartitionIndex = i;
+		p[i].LeaderId = c->b->cfg.node_id;
+		p[i].LeaderEpoch = 0;
+		p[i].ReplicaNodes = (int32_t *)node_list(c);
+		p[i].ReplicaNodes_n = 1;
+		p[i].IsrNodes = (int32_t *)node_list(c);
+		p[i].IsrNodes_n = 1;
+		p[i].OfflineReplicas_n = 0;
+	}
+}
+
+static int metadata_build(struct dp_core *c, struct dp_req *r)
+{
+	struct MetadataResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	struct MetadataResponse_MetadataResponseBroker *br = dp_req_alloc(r, sizeof(*br));
+	if (!resp || !br)
+		return -ENOMEM;
+	r->resp = resp;
+	const struct dp_config *cfg = &c->b->cfg;
+	br->NodeId = cfg->node_id;
+	br->Host = (struct kstr){ cfg->advertised_host, (int32_t)strlen(cfg->advertised_host) };
+	br->Port = cfg->advertised_port;
+	br->Rack = (struct kstr){ NULL, -1 };
+	resp->Brokers = br;
+	resp->Brokers_n = 1;
+	resp->ClusterId = (struct kstr){ "sluice-cluster", 14 };
+	resp->ControllerId = cfg->node_id;
+	resp->ClusterAuthorizedOperations = INT32_MIN;
+
+	/* Size everything first so the arrays come from one buffer. */
+	struct md_topic *mt = (struct md_topic *)r->slots;
+	uint32_t ntopics = 0;
+	size_t nparts = 0;
+	if (mt) {
+		for (uint32_t i = 0; i < r->nslots; i++) {
+			int32_t id = mt[i].err == KERR_INVALID_TOPIC_EXCEPTION ? -1 :
+			             dp_topic_find(c, mt[i].name.ptr, (size_t)mt[i].name.len);
+			if (id >= 0)
+				nparts += (size_t)c->topics[id].nparts;
+		}
+		ntopics = r->nslots;
+	} else {
+		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+			if (c->topics[id].live) {
+				ntopics++;
+				nparts += (size_t)c->topics[id].nparts;
+			}
+	}
+	size_t bytes = ntopics * sizeof(struct MetadataResponse_MetadataResponseTopic) +
+	               nparts * sizeof(struct MetadataResponse_MetadataResponsePartition) + 64;
+	void *mem = dp_buf_get(bytes);
+	r->resp_buf = NULL;
+	r->slots_mem = mem;
+	struct MetadataResponse_MetadataResponseTopic *t = mem;
+	memset(t, 0, ntopics * sizeof(*t));
+	void *pmem = t + ntopics;
+	resp->Topics = t;
+	resp->Topics_n = (int32_t)ntopics;
+	if (mt) {
+		for (uint32_t i = 0; i < r->nslots; i++) {
+			int32_t id = mt[i].err == KERR_INVALID_TOPIC_EXCEPTION ? -1 :
+			             dp_topic_find(c, mt[i].name.ptr, (size_t)mt[i].name.len);
+			md_fill_topic(c, r, &t[i], id >= 0 ? &c->topics[id] : NULL, mt[i].name,
+			              id >= 0 ? 0 : mt[i].err, &pmem);
+		}
+	} else {
+		uint32_t k = 0;
+		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++) {
+			struct dp_topic *dt = &c->topics[id];
+			if (dt->live)
+				md_fill_topic(c, r, &t[k++], dt, (struct kstr){ dt->name, dt->name_len }, 0, &pmem);
+		}
+	}
+	return 0;
+}
+
+/* ---- CreateTopics / DeleteTopics -------------------------------------------- */
+
+static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct CreateTopicsRequest req;
+	if (CreateTopicsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct CreateTopicsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	r->resp = resp;
+	int32_t n = req.Topics_n > 0 ? req.Topics_n : 0;
+	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(n ? n : 1));
+	if (!resp->Topics)
+		return -1;
+	resp->Topics_n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct CreateTopicsRequest_CreatableTopic *in = &req.Topics[i];
+		struct CreateTopicsResponse_CreatableTopicResult *out = &resp->Topics[i];
+		out->Name = in->Name;
+		out->ErrorMessage = (struct kstr){ NULL, -1 };
+		out->NumPartitions = -1;
+		out->ReplicationFactor = -1;
+		out->Configs_n = -1;
+		int32_t np = in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
+			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
+		else if (np < 1 || np > DP_PARTITIONS_MAX || in->Assignments_n > 0)
+			out->ErrorCode = KERR_INVALID_PARTITIONS;
+		else if (in->ReplicationFactor != -1 && in->ReplicationFactor != 1)
+			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
+		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
+			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
+		else if (!req.validateOnly)
+			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np);
+		if (out->ErrorCode == 0) {
+			out->NumPartitions = np;
+			out->ReplicationFactor = 1;
+		}
+	}
+	return 0;
+}
+
+static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct DeleteTopicsRequest req;
+	if (DeleteTopicsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DeleteTopicsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	r->resp = resp;
+	int32_t n = req.TopicNames_n > 0 ? req.TopicNames_n : 0;
+	resp->Responses = dp_req_alloc(r, sizeof(*resp->Responses) * (size_t)(n ? n : 1));
+	if (!resp->Responses)
+		return -1;
+	resp->Responses_n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct DeleteTopicsResponse_DeletableTopicResult *out = &resp->Responses[i];
+		out->Name = req.TopicNames[i];
+		out->ErrorMessage = (struct kstr){ NULL, -1 };
+		if (out->Name.len < 0 || dp_topic_find(c, out->Name.ptr, (size_t)out->Name.len) < 0)
+			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		else
+			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0);
+	}
+	return 0;
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+int dp_handle_request(struct dp_core *c, struct dp_req *r)
+{
+	struct kreader rd;
+	kr_init(&rd, r->frame, r->frame_len);
+	if (kreq_header_decode(&rd, &r->hdr) < 0) {
+		DP_WARN("connection %u: malformed request header; closing", r->conn->handle);
+		return -1;
+	}
+	const struct dp_api *api = api_find(r->hdr.api_key);
+	bool supported = api && r->hdr.api_version >= api->min && r->hdr.api_version <= api->max;
+	if (r->hdr.api_key == 18)
+		return api_versions(c, r, &rd, supported) < 0 ? -1 : 0;
+	if (!supported) {
+		DP_WARN("connection %u: unsupported api %d version %d; closing", r->conn->handle,
+		        r->hdr.api_key, r->hdr.api_version);
+		return -1;
+	}
+	int rc;
+	switch (r->hdr.api_key) {
+	case 0: rc = dp_produce_start(c, r, &rd); break;
+	case 1: rc = dp_fetch_start(c, r, &rd); break;
+	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
+	case 3: rc = metadata(c, r, &rd); break;
+	case 19: rc = create_topics(c, r, &rd); break;
+	case 20: rc = delete_topics(c, r, &rd); break;
+	default: rc = -1; break;
+	}
+	if (rc < 0)
+		DP_WARN("connection %u: malformed %s v%d request; closing", r->conn->handle,
+		        kapi_info(r->hdr.api_key) ? kapi_info(r->hdr.api_key)->name : "?", r->hdr.api_version);
+	return rc;
+}
+
+void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_PRODUCE_DONE:
+		dp_produce_part(c, r, m);
+		return;
+	case DP_MSG_FETCH_DONE:
+		dp_fetch_part(c, r, m);
+		return;
+	case DP_MSG_LIST_DONE:
+		dp_list_offsets_part(c, r, m);
+		return;
+	case DP_MSG_CREATE_DONE:
+		if (r->hdr.api_key == 3) {
+			/* Someone else created it first: just as good. */
+			((struct md_topic *)r->slots)[m->idx].err =
+				m->err == KERR_TOPIC_ALREADY_EXISTS ? 0 : m->err;
+		} else {
+			struct CreateTopicsResponse *resp = r->resp;
+			resp->Topics[m->idx].ErrorCode = m->err;
+			if (m->err) {
+				resp->Topics[m->idx].NumPartitions = -1;
+				resp->Topics[m->idx].ReplicationFactor = -1;
+			}
+		}
+		return;
+	case DP_MSG_DELETE_DONE: {
+		struct DeleteTopicsResponse *resp = r->resp;
+		resp->Responses[m->idx].ErrorCode = m->err;
+		return;
+	}
+	default:
+		assert(!"unexpected reply type");
+	}
+}
+
+bool dp_handle_more(struct dp_core *c, struct dp_req *r)
+{
+	if (r->hdr.api_key == 1 && r->resp)
+		return dp_fetch_more(c, r);
+	return false;
+}
+
+void dp_req_release(struct dp_core *c, struct dp_req *r)
+{
+	if (r->hdr.api_key == 1)
+		dp_fetch_release(c, r);
+	if (r->slots_mem) {
+		dp_buf_put(r->slots_mem);
+		r->slots_mem = NULL;
+	}
+}
+
+#define ENCODE_CASE(key, Msg)                                                        \
+	case key:                                                                    \
+		body = Msg##_size(v, r->resp);                                       \
+		break;
+#define ENCODE_CASE2(key, Msg)                                                       \
+	case key:                                                                    \
+		rc = Msg##_encode(&w, v, r->resp);                                   \
+		break;
+
+int dp_encode_response(struct dp_core *c, struct dp_req *r)
+{
+	int16_t key = r->hdr.api_key, v = r->hdr.api_version;
+	if (key == 3 && metadata_build(c, r) < 0)
+		return -ENOMEM;
+	if (!r->resp)
+		return -EINVAL;
+	size_t body = 0;
+	switch (key) {
+	ENCODE_CASE(0, ProduceResponse)
+	ENCODE_CASE(1, FetchResponse)
+	ENCODE_CASE(2, ListOffsetsResponse)
+	ENCODE_CASE(3, MetadataResponse)
+	ENCODE_CASE(18, ApiVersionsResponse)
+	ENCODE_CASE(19, CreateTopicsResponse)
+	ENCODE_CASE(20, DeleteTopicsResponse)
+	default: return -EINVAL;
+	}
+	bool flex_hdr = key != 18 && kapi_flexible(key, v);
+	size_t total = 4 + 4 + (flex_hdr ? 1 : 0) + body;
+	r->resp_buf = dp_buf_get(total);
+	struct kwriter w;
+	kw_init(&w, r->resp_buf, total);
+	kw_i32(&w, (int32_t)(total - 4));
+	kresp_header_encode(&w, key, v, r->hdr.correlation_id);
+	int rc = -EINVAL;
+	switch (key) {
+	ENCODE_CASE2(0, ProduceResponse)
+	ENCODE_CASE2(1, FetchResponse)
+	ENCODE_CASE2(2, ListOffsetsResponse)
+	ENCODE_CASE2(3, MetadataResponse)
+	ENCODE_CASE2(18, ApiVersionsResponse)
+	ENCODE_CASE2(19, CreateTopicsResponse)
+	ENCODE_CASE2(20, DeleteTopicsResponse)
+	}
+	if (rc < 0 || w.err || (size_t)(w.p - w.start) != total) {
+		DP_ERR("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,
+		       (size_t)(w.p - w.start), total);
+		dp_buf_put(r->resp_buf);
+		r->resp_buf = NULL;
+		return rc < 0 ? rc : -EINVAL;
+	}
+	r->resp_len = (uint32_t)total;
+	return 0;
+}

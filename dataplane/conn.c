@@ -1,0 +1,323 @@
+/*
+ * conn.c - connections on a NIC core: framing, the in-order response queue,
+ * request contexts. Locality: NIC core.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "nic.h"
+#include "req.h"
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static struct dp_conn *conn_of(struct dp_core *c, uint32_t handle)
+{
+	struct dp_conn *k = &c->conns[handle % DP_CONNS_MAX];
+	return k->handle == handle ? k : NULL;
+}
+
+void *dp_req_alloc(struct dp_req *r, size_t bytes)
+{
+	void *p = karena_alloc(&r->arena, bytes);
+	return p;
+}
+
+static struct dp_req *req_get(struct dp_core *c)
+{
+	struct dp_req *r = c->req_free;
+	if (!r)
+		return NULL;
+	c->req_free = r->next;
+	uint32_t gen = r->gen + 1;
+	memset(r, 0, sizeof(*r));
+	r->gen = gen;
+	return r;
+}
+
+static void req_put(struct dp_core *c, struct dp_req *r)
+{
+	dp_req_release(c, r);
+	if (r->frame)
+		dp_buf_put(r->frame);
+	if (r->arena_mem)
+		dp_buf_put(r->arena_mem);
+	if (r->resp_buf)
+		dp_buf_put(r->resp_buf);
+	r->frame = r->arena_mem = r->resp_buf = NULL;
+	r->gen++;
+	r->next = c->req_free;
+	c->req_free = r;
+}
+
+static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
+{
+	if (!k->closed || k->nreqs || k->sends_inflight)
+		return;
+	if (k->frame)
+		dp_buf_put(k->frame);
+	memset(k, 0, sizeof(*k));
+}
+
+static void conn_close(struct dp_core *c, struct dp_conn *k, const char *why)
+{
+	if (k->closing)
+		return;
+	DP_DBG("closing connection %u: %s", k->handle, why);
+	k->closing = true;
+	nic_close(c->nic, k->handle);
+}
+
+/*
+ * Send every finished response at the head of the queue, in arrival order.
+ * A response that does not fit the NIC's per-connection queue (-ENOBUFS)
+ * stays at the head and is retried after the next NIC_EV_SENT.
+ */
+static void conn_flush(struct dp_core *c, struct dp_conn *k)
+{
+	while (k->q_head && k->q_head->done) {
+		struct dp_req *r = k->q_head;
+		if (r->resp_buf && !k->closing) {
+			int rc = nic_send(c->nic, k->handle, r->resp_buf, r->resp_len, r);
+			if (rc == -ENOBUFS)
+				return;
+			if (rc == 0) {
+				k->sends_inflight++;
+				k->q_head = r->next;
+				if (!k->q_head)
+					k->q_tail = NULL;
+				if (r->close_after)
+					k->closing = true; /* close once the response is out (on SENT) */
+				continue;
+			}
+		}
+		k->q_head = r->next;
+		if (!k->q_head)
+			k->q_tail = NULL;
+		k->nreqs--;
+		bool close_after = r->close_after;
+		req_put(c, r);
+		if (close_after)
+			conn_close(c, k, "protocol error");
+	}
+	conn_free_if_idle(c, k);
+}
+
+static void park_unlink(struct dp_core *c, struct dp_req *r)
+{
+	for (struct dp_req **pp = &c->parked; *pp; pp = &(*pp)->park_next)
+		if (*pp == r) {
+			*pp = r->park_next;
+			break;
+		}
+	r->in_park_list = false;
+	r->parked = false;
+}
+
+static void req_finish(struct dp_core *c, struct dp_req *r)
+{
+	struct dp_conn *k = r->conn;
+	if (r->in_park_list)
+		park_unlink(c, r);
+	if (!r->no_response && !k->closing) {
+		if (dp_encode_response(c, r) < 0) {
+			DP_WARN("cannot encode response for api %d v%d", r->hdr.api_key, r->hdr.api_version);
+			r->close_after = true;
+		}
+	}
+	dp_req_release(c, r);
+	r->done = true;
+	conn_flush(c, k);
+}
+
+/* A part of r finished (called after the handler recorded it). */
+void dp_req_part_done(struct dp_core *c, struct dp_req *r)
+{
+	assert(r->pending > 0);
+	if (--r->pending > 0)
+		return;
+	if (!r->conn->closing && dp_handle_more(c, r))
+		return;   /* another round started, or parked */
+	req_finish(c, r);
+}
+
+/* Called by owner replies routed through core.c. */
+void dp_req_complete_part(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_req *r = m->ctx;
+	if (m->type == DP_MSG_WATCH_FIRE) {
+		/* Watches are fire-and-forget: only a parked request of the same round cares. */
+		if (r->gen != m->gen || !r->parked)
+			return;
+		r->parked = false;
+		r->woken = true;
+		if (!dp_handle_more(c, r))
+			req_finish(c, r);
+		return;
+	}
+	dp_handle_part(c, r, m);
+	dp_req_part_done(c, r);
+}
+
+void dp_req_park(struct dp_core *c, struct dp_req *r)
+{
+	r->parked = true;
+	if (r->in_park_list)
+		return;
+	r->in_park_list = true;
+	r->park_next = c->parked;
+	c->parked = r;
+}
+
+/* Parked fetches whose deadline passed (or whose connection went away) finish now. */
+void dp_conn_timer(struct dp_core *c)
+{
+	struct dp_req **pp = &c->parked;
+	while (*pp) {
+		struct dp_req *r = *pp;
+		if (!r->parked) {          /* woken by a watch: drop from the list */
+			*pp = r->park_next;
+			r->in_park_list = false;
+			continue;
+		}
+		if (r->deadline_ms <= c->now_ms || r->conn->closing) {
+			*pp = r->park_next;
+			r->in_park_list = false;
+			r->parked = false;
+			r->final_round = true;
+			if (r->conn->closing || !dp_handle_more(c, r))
+				req_finish(c, r);
+			continue;
+		}
+		pp = &r->park_next;
+	}
+}
+
+static int start_request(struct dp_core *c, struct dp_conn *k)
+{
+	struct dp_req *r = req_get(c);
+	if (!r) {
+		DP_WARN("request pool exhausted; closing connection");
+		dp_buf_put(k->frame);
+		k->frame = NULL;
+		return -1;
+	}
+	r->conn = k;
+	r->frame = k->frame;
+	r->frame_len = k->frame_len;
+	k->frame = NULL;
+	size_t arena = DP_ARENA_BASE_BYTES + (size_t)r->frame_len * DP_ARENA_PER_FRAME_BYTE;
+	r->arena_mem = dp_buf_get(arena);
+	karena_init(&r->arena, r->arena_mem, arena);
+
+	if (k->q_tail)
+		k->q_tail->next = r;
+	else
+		k->q_head = r;
+	k->q_tail = r;
+	k->nreqs++;
+
+	r->pending = 1;  /* held by us until the handler has dispatched everything */
+	if (dp_handle_request(c, r) < 0) {
+		r->close_after = true;
+		r->no_response = r->resp_buf == NULL;
+	}
+	dp_req_part_done(c, r);
+	return r->close_after ? -1 : 0;
+}
+
+/* Feed received bytes into the frame assembler; dispatch complete frames. */
+static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n)
+{
+	while (n && !k->closing) {
+		if (!k->frame) {
+			uint32_t take = 4 - k->size_have;
+			if (take > n)
+				take = n;
+			memcpy(k->size_buf + k->size_have, p, take);
+			k->size_have += take;
+			p += take;
+			n -= take;
+			if (k->size_have < 4)
+				return;
+			uint32_t len = be32(k->size_buf);
+			k->size_have = 0;
+			if ((int32_t)len < 8 || len > c->b->cfg.max_frame_bytes) {
+				DP_WARN("connection %u: frame size %d out of range (max %u); closing",
+				        k->handle, (int32_t)len, c->b->cfg.max_frame_bytes);
+				conn_close(c, k, "bad frame size");
+				return;
+			}
+			k->frame = dp_buf_get(len);
+			k->frame_len = len;
+			k->frame_have = 0;
+		}
+		uint32_t take = k->frame_len - k->frame_have;
+		if (take > n)
+			take = n;
+		memcpy(k->frame + k->frame_have, p, take);
+		k->frame_have += take;
+		p += take;
+		n -= take;
+		if (k->frame_have == k->frame_len && start_request(c, k) < 0)
+			return;
+	}
+}
+
+void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
+{
+	switch (ev->kind) {
+	case NIC_EV_OPEN: {
+		struct dp_conn *k = &c->conns[ev->conn % DP_CONNS_MAX];
+		if (k->handle) {
+			DP_WARN("connection slot %u busy; refusing", ev->conn % DP_CONNS_MAX);
+			nic_close(c->nic, ev->conn);
+			return;
+		}
+		memset(k, 0, sizeof(*k));
+		k->handle = ev->conn;
+		return;
+	}
+	case NIC_EV_DATA: {
+		struct dp_conn *k = conn_of(c, ev->conn);
+		if (k)
+			conn_data(c, k, ev->data, ev->len);
+		nic_rx_release(c->nic, ev);
+		return;
+	}
+	case NIC_EV_SENT: {
+		struct dp_conn *k = conn_of(c, ev->conn);
+		struct dp_req *r = ev->cookie;
+		assert(k && r);
+		k->sends_inflight--;
+		k->nreqs--;
+		bool close_after = r->close_after;
+		req_put(c, r);
+		if (close_after) {
+			k->closing = false;
+			conn_close(c, k, "protocol error");
+		}
+		conn_flush(c, k);
+		return;
+	}
+	case NIC_EV_CLOSED: {
+		struct dp_conn *k = conn_of(c, ev->conn);
+		if (!k)
+			return;
+		k->closing = true;
+		k->closed = true;
+		/* Requests still out at owners come back and are dropped by conn_flush. */
+		conn_flush(c, k);
+		return;
+	}
+	}
+}
+
+void dp_conns_shutdown(struct dp_core *c)
+{
+	for (uint32_t i = 0; i < DP_CONNS_MAX; i++)
+		if (c->conns[i].handle && !c->conns[i].closing)
+			conn_close(c, &c->conns[i], "shutdown");
+}

@@ -1,0 +1,325 @@
+/*
+ * core.c - the per-core poll loop and cross-core messaging.
+ *
+ * One iteration: reap io_uring completions (NIC, storage, wake-ups), take a
+ * burst of NIC events, drain a burst from every incoming ring, run timers,
+ * then prepare SQEs (storage group commits, NIC sends) and submit them in one
+ * io_uring_submit(). A core that found no work for DP_IDLE_SPIN_US sleeps in
+ * the kernel until a completion, a wake-up from another core, or a timer.
+ * Locality: each function runs on the core that owns c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "nic.h"
+#include "core.h"
+
+_Thread_local struct dp_core *dp_this_core;
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t dp_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline struct dp_ring *ring_of(const struct dp_broker *b, int src, int dst)
+{
+	return b->rings[src * b->ncores + dst];
+}
+
+static void wake(struct dp_core *dst)
+{
+	/* seq_cst: orders our ring publish before reading the flag; pairs with the
+	 * fence in core_sleep() between setting `sleeping` and re-checking rings. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&dst->sleeping, memory_order_relaxed)) {
+		ssize_t w = write(dst->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
+		(void)w;
+	}
+}
+
+static void deliver(struct dp_core *c, struct dp_msg *m);
+
+void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
+{
+	m->src = (uint16_t)c->id;
+	if (dst == c->id) {
+		deliver(c, m);
+		return;
+	}
+	assert(dst >= 0 && dst < c->b->ncores);
+	if (c->backlog_n[dst] == 0 && dp_ring_enqueue_burst(ring_of(c->b, c->id, dst), m, 1) == 1) {
+		wake(c->b->cores[dst]);
+		return;
+	}
+	/* Ring full: keep order behind what is already waiting. Grows only under overload. */
+	if (c->backlog_n[dst] == c->backlog_cap[dst]) {
+		uint32_t cap = c->backlog_cap[dst] ? c->backlog_cap[dst] * 2 : 1024;
+		struct dp_msg *nb = realloc(c->backlog[dst], cap * sizeof(*nb));
+		if (!nb)
+			abort();
+		c->backlog[dst] = nb;
+		c->backlog_cap[dst] = cap;
+	}
+	c->backlog[dst][c->backlog_n[dst]++] = *m;
+}
+
+static int flush_backlog(struct dp_core *c)
+{
+	int work = 0;
+	for (int d = 0; d < c->b->ncores; d++) {
+		uint32_t n = c->backlog_n[d];
+		if (!n)
+			continue;
+		unsigned sent = dp_ring_enqueue_burst(ring_of(c->b, c->id, d), c->backlog[d], n);
+		if (sent) {
+			memmove(c->backlog[d], c->backlog[d] + sent, (n - sent) * sizeof(struct dp_msg));
+			c->backlog_n[d] = n - sent;
+			wake(c->b->cores[d]);
+			work++;
+		}
+	}
+	return work;
+}
+
+static void deliver(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_PRODUCE:
+	case DP_MSG_FETCH:
+	case DP_MSG_WATCH:
+	case DP_MSG_LIST:
+	case DP_MSG_TOPIC_ADD:
+	case DP_MSG_TOPIC_DEL:
+		if (!dp_shard_msg(c, m)) {
+			if (c->ndeferred == sizeof(c->deferred) / sizeof(c->deferred[0]))
+				abort();   /* bounded by concurrent topic deletes */
+			c->deferred[c->ndeferred++] = *m;
+		}
+		return;
+	case DP_MSG_CREATE:
+	case DP_MSG_DELETE:
+	case DP_MSG_TOPIC_ADD_ACK:
+	case DP_MSG_TOPIC_DEL_ACK:
+		dp_control_msg(c, m);
+		return;
+	default:
+		dp_req_complete_part(c, m);
+		return;
+	}
+}
+
+static int drain_rings(struct dp_core *c)
+{
+	struct dp_msg burst[DP_RING_BURST];
+	int work = 0;
+	for (int s = 0; s < c->b->ncores; s++) {
+		if (s == c->id)
+			continue;
+		unsigned n = dp_ring_dequeue_burst(ring_of(c->b, s, c->id), burst, DP_RING_BURST);
+		for (unsigned i = 0; i < n; i++)
+			deliver(c, &burst[i]);
+		work += (int)n;
+	}
+	return work;
+}
+
+static int retry_deferred(struct dp_core *c)
+{
+	uint32_t n = c->ndeferred;
+	if (!n)
+		return 0;
+	struct dp_msg tmp[sizeof(c->deferred) / sizeof(c->deferred[0])];
+	memcpy(tmp, c->deferred, n * sizeof(tmp[0]));
+	c->ndeferred = 0;
+	for (uint32_t i = 0; i < n; i++)
+		deliver(c, &tmp[i]);
+	return (int)(n - c->ndeferred);
+}
+
+static void arm_wakeup(struct dp_core *c)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+	if (!sqe) {
+		io_uring_submit(&c->ring);
+		sqe = io_uring_get_sqe(&c->ring);
+	}
+	io_uring_prep_read(sqe, c->efd, &c->efd_buf, sizeof(c->efd_buf), 0);
+	io_uring_sqe_set_data64(sqe, DP_CORE_TAG);
+}
+
+static int reap(struct dp_core *c)
+{
+	struct io_uring_cqe *cqes[DP_CQE_BURST];
+	unsigned n = io_uring_peek_batch_cqe(&c->ring, cqes, DP_CQE_BURST);
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_cqe *cqe = cqes[i];
+		switch (cqe->user_data & 0xf) {
+		case NIC_URING_TAG: nic_uring_complete(c->nic, cqe); break;
+		case ST_URING_TAG: st_io_complete(c->io, cqe); break;
+		case DP_CORE_TAG: arm_wakeup(c); break;
+		default: assert(!"unknown completion tag");
+		}
+	}
+	io_uring_cq_advance(&c->ring, n);
+	return (int)n;
+}
+
+static bool rings_idle(struct dp_core *c)
+{
+	for (int s = 0; s < c->b->ncores; s++)
+		if (s != c->id && !dp_ring_empty(ring_of(c->b, s, c->id)))
+			return false;
+	for (int d = 0; d < c->b->ncores; d++)
+		if (c->backlog_n[d])
+			return false;
+	return c->ndeferred == 0;
+}
+
+static void core_sleep(struct dp_core *c, int64_t max_us)
+{
+	atomic_store_explicit(&c->sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);   /* pairs with wake() */
+	if (rings_idle(c) && !*c->b->stop) {
+		struct __kernel_timespec ts = { .tv_sec = max_us / 1000000, .tv_nsec = (max_us % 1000000) * 1000 };
+		struct io_uring_cqe *cqe;
+		io_uring_submit_and_wait_timeout(&c->ring, &cqe, 1, &ts, NULL);
+	}
+	atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
+}
+
+static int core_setup(struct dp_core *c)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+	                                      IORING_SETUP_SINGLE_ISSUER };
+	int rc = io_uring_queue_init_params(DP_URING_ENTRIES, &c->ring, &p);
+	if (rc == -EINVAL) {   /* older kernels: plain ring */
+		memset(&p, 0, sizeof(p));
+		rc = io_uring_queue_init_params(DP_URING_ENTRIES, &c->ring, &p);
+	}
+	if (rc < 0) {
+		DP_ERR("io_uring setup: %s", strerror(-rc));
+		return rc;
+	}
+	c->efd = eventfd(0, EFD_CLOEXEC);
+	if (c->efd < 0)
+		return -errno;
+	arm_wakeup(c);
+	if (!c->is_data)
+		return 0;
+	const struct dp_config *cfg = &c->b->cfg;
+	struct st_io_config ioc = { .fsync = cfg->fsync, .on_append = dp_shard_on_append };
+	rc = st_io_create(&ioc, &c->ring, &c->io);
+	if (rc < 0) {
+		DP_ERR("storage setup: %s", strerror(-rc));
+		return rc;
+	}
+	for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+		if (c->topics[id].live)
+			dp_shard_open_owned(c, &c->topics[id], id);
+	struct nic_config nc = {
+		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
+		.rx_buf_bytes = 64 * 1024, .rx_bufs = 256, .reuseport = c->b->ndata > 1,
+	};
+	rc = nic_uring_create(&nc, &c->ring, &c->nic);
+	if (rc < 0) {
+		DP_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+static void core_teardown(struct dp_core *c)
+{
+	if (c->is_data && c->nic)
+		dp_conns_shutdown(c);
+	/* Let queued appends reach the disk (bounded: 10 s). */
+	int64_t until = mono_us() + 10 * 1000000;
+	while (c->io && st_io_pending(c->io) && mono_us() < until) {
+		st_io_flush(c->io);
+		if (c->nic)
+			nic_flush(c->nic);
+		io_uring_submit(&c->ring);
+		core_sleep(c, 1000);
+		reap(c);
+		if (c->nic) {
+			struct nic_ev ev[DP_NIC_BURST];
+			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
+			for (int i = 0; i < n; i++)
+				dp_conn_event(c, &ev[i]);
+		}
+	}
+	if (c->is_data) {
+		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+			if (c->topics[id].live)
+				dp_shard_close_topic(c, &c->topics[id], false);
+	}
+	if (c->nic)
+		nic_destroy(c->nic);
+	if (c->io)
+		st_io_destroy(c->io);
+	io_uring_queue_exit(&c->ring);
+	close(c->efd);
+	dp_buf_drain();
+}
+
+int dp_core_run(struct dp_core *c)
+{
+	dp_this_core = c;
+	dp_log_core = c->id;
+	int rc = core_setup(c);
+	atomic_fetch_add(c->b->ready, rc < 0 ? 1000 : 1);
+	if (rc < 0)
+		return rc;
+
+	int64_t idle_since = mono_us(), next_timer_us = 0;
+	while (!*c->b->stop) {
+		int64_t now = mono_us();
+		c->now_ms = now / 1000;
+		int work = reap(c);
+		if (c->nic) {
+			struct nic_ev ev[DP_NIC_BURST];
+			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
+			for (int i = 0; i < n; i++)
+				dp_conn_event(c, &ev[i]);
+			work += n;
+		}
+		work += drain_rings(c);
+		work += retry_deferred(c);
+		work += flush_backlog(c);
+		if (now >= next_timer_us) {
+			next_timer_us = now + 1000;
+			if (c->is_data) {
+				dp_conn_timer(c);
+				dp_shard_timer(c);
+			}
+		}
+		if (c->io)
+			work += st_io_flush(c->io);
+		if (c->nic)
+			work += nic_flush(c->nic);
+		io_uring_submit(&c->ring);
+		c->loops++;
+		if (work) {
+			c->busy_loops++;
+			idle_since = now;
+		} else if (now - idle_since > DP_IDLE_SPIN_US) {
+			core_sleep(c, c->parked ? 1000 : DP_SLEEP_MAX_MS * 1000);
+		}
+	}
+	core_teardown(c);
+	return 0;
+}

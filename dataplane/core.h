@@ -1,0 +1,265 @@
+/*
+ * core.h - the data plane's per-core state (internal to dataplane/).
+ *
+ * Cores: with --cores N > 1, core 0 is the control core (topic catalog
+ * changes, later the coordinators) and cores 1..N-1 are data cores: each is
+ * a NIC core (owns the connections the kernel hands its listener) and a
+ * shard core (owns the partitions that hash to it). With --cores 1 the one
+ * core plays every role, through the same code and the same rings.
+ *
+ * Share nothing: a core touches only its own struct dp_core. Cores talk by
+ * posting struct dp_msg to the SPSC ring of the (src, dst) pair; the reply
+ * carries the requester's ctx pointer back, and memory is freed by the core
+ * that allocated it.
+ */
+#ifndef SLUICE_DP_CORE_H
+#define SLUICE_DP_CORE_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <assert.h>
+#include <liburing.h>
+
+#include "ring.h"
+#include "kwire.h"
+#include "kmsg.h"
+
+struct nic;
+struct st_io;
+struct st_log;
+
+/* Limits, units last. */
+#define DP_CORES_MAX            64
+#define DP_RING_MSGS            4096      /* per (src, dst) pair */
+#define DP_RING_BURST           64
+#define DP_TOPICS_MAX           4096      /* catalog slots */
+#define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
+#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
+#define DP_PARTITIONS_MAX       10000     /* per topic */
+#define DP_CONNS_MAX            4096      /* per data core */
+#define DP_REQS_MAX             16384     /* in-flight requests per core */
+#define DP_NIC_BURST            64
+#define DP_CQE_BURST            256
+#define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
+#define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
+#define DP_SLEEP_MAX_MS         10
+#define DP_URING_ENTRIES        2048
+#define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
+#define DP_ARENA_BASE_BYTES     16384
+#define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
+_Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
+
+enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
+
+/* init only: parsed command line; read-only once cores start. */
+struct dp_config {
+	char listen_host[64];
+	uint16_t listen_port;
+	char advertised_host[64];
+	uint16_t advertised_port;
+	char data_dir[512];
+	int cores;
+	int log_level;
+	int32_t default_partitions;
+	bool auto_create;
+	bool fsync;
+	uint64_t segment_bytes;
+	int64_t retention_bytes;
+	int64_t retention_ms;
+	uint32_t max_frame_bytes;
+	int32_t node_id;
+};
+
+enum dp_msg_type {
+	DP_MSG_PRODUCE = 1,     /* conn core -> owner: append batches */
+	DP_MSG_PRODUCE_DONE,    /* owner -> conn core */
+	DP_MSG_FETCH,           /* conn core -> owner: read into the lent buffer */
+	DP_MSG_FETCH_DONE,
+	DP_MSG_WATCH,           /* conn core -> owner: tell me when HW passes offset */
+	DP_MSG_WATCH_FIRE,
+	DP_MSG_LIST,            /* ListOffsets */
+	DP_MSG_LIST_DONE,
+	DP_MSG_CREATE,          /* data core -> control: create topic */
+	DP_MSG_CREATE_DONE,
+	DP_MSG_DELETE,          /* data core -> control: delete topic */
+	DP_MSG_DELETE_DONE,
+	DP_MSG_TOPIC_ADD,       /* control -> every data core */
+	DP_MSG_TOPIC_ADD_ACK,
+	DP_MSG_TOPIC_DEL,
+	DP_MSG_TOPIC_DEL_ACK,
+};
+
+/* Owner core: a parked fetch waiting for this partition's HW to move. */
+struct dp_waiter {
+	uint16_t core;
+	uint32_t gen;
+	void *ctx;
+	int64_t offset;
+	int64_t deadline_ms;
+};
+
+/* Owner core: one partition this core owns. */
+struct dp_part {
+	struct st_log *log;
+	int64_t notified_hw;          /* HW last reported to waiters */
+	uint32_t nwaiters;
+	struct dp_waiter waiters[DP_WAITERS_PER_PART];
+};
+
+/* Every core: its own copy of one catalog entry (changed only by control messages). */
+struct dp_topic {
+	bool live;
+	bool deleting;                /* delete under way: refuse produces */
+	uint32_t gen;                 /* bumped when the slot is reused */
+	uint32_t hash;                /* xxHash32 of the name: ownership */
+	int32_t nparts;
+	uint16_t name_len;
+	char name[DP_TOPIC_NAME_MAX + 1];
+	struct dp_part **parts;       /* [nparts]; non-NULL only for owned partitions */
+};
+
+struct dp_req;
+struct nic_ev;
+struct dp_ctrl;
+
+/* NIC core: one client connection. */
+struct dp_conn {
+	uint32_t handle;              /* nic handle; 0 = free slot */
+	bool closing;                 /* nic_close() called or peer gone */
+	bool closed;                  /* NIC_EV_CLOSED seen */
+	uint8_t size_buf[4];
+	uint32_t size_have;
+	uint8_t *frame;               /* frame being assembled (pool buffer) */
+	uint32_t frame_len, frame_have;
+	struct dp_req *q_head, *q_tail; /* requests in arrival order */
+	uint32_t nreqs;
+	uint32_t sends_inflight;
+};
+
+/* Control core: a topic create/delete waiting for every data core's ack. */
+struct dp_ctrl_op {
+	bool used;
+	uint16_t req_core;
+	void *req_ctx;
+	uint32_t req_idx, req_gen;
+	uint32_t topic_id;
+	uint32_t acks_left;
+	int16_t err;
+	uint16_t reply_type;
+};
+
+/* One core. Everything here belongs to that core's thread. */
+struct dp_core {
+	int id;
+	struct dp_broker *b;
+	bool is_control, is_data;
+	int data_index;               /* 0..ndata-1 for data cores */
+	struct io_uring ring;
+	struct nic *nic;
+	struct st_io *io;
+	int efd;                      /* wake-up eventfd */
+	uint64_t efd_buf;
+	_Atomic int sleeping;         /* written by this core, read by senders */
+	int64_t now_ms;
+	uint64_t loops, busy_loops;
+
+	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
+	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
+
+	struct dp_conn *conns;        /* [DP_CONNS_MAX], by nic handle index */
+	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
+	struct dp_req *req_free;
+	struct dp_req *parked;        /* fetches waiting (long poll) */
+
+	/* Messages that did not fit in a full ring, per destination. */
+	struct dp_msg *backlog[DP_CORES_MAX];
+	uint32_t backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
+
+	/* Control core only. */
+	struct dp_ctrl *ctrl;
+
+	/* Owner side produce bookkeeping: free list of append groups. */
+	struct dp_append *append_free;
+	int64_t next_retention_ms;
+	struct dp_msg deferred[DP_TOPICS_MAX / 16]; /* topic deletes waiting for appends to drain */
+	uint32_t ndeferred;
+};
+
+/* init only: the whole broker. */
+struct dp_broker {
+	struct dp_config cfg;
+	int ncores, ndata, first_data;
+	struct dp_core *cores[DP_CORES_MAX];
+	struct dp_ring **rings;       /* [src * ncores + dst] */
+	volatile sig_atomic_t *stop;
+	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
+};
+
+/* Owner core: one partition's share of a produce request, until appended. */
+struct dp_append {
+	struct dp_append *next_free;
+	uint16_t src;
+	void *ctx;
+	uint32_t idx;
+	uint32_t left;                /* batches not yet durable */
+	int16_t err;
+	int64_t base_offset;
+	struct dp_part *part;
+	void *out;                    /* requester's response slot, echoed back */
+};
+
+/* log.c */
+extern _Thread_local int dp_log_core;
+extern int dp_log_level;
+void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define DP_ERR(...)  dp_log(DP_LOG_ERROR, __VA_ARGS__)
+#define DP_WARN(...) dp_log(DP_LOG_WARN, __VA_ARGS__)
+#define DP_INFO(...) do { if (dp_log_level >= DP_LOG_INFO) dp_log(DP_LOG_INFO, __VA_ARGS__); } while (0)
+#define DP_DBG(...)  do { if (dp_log_level >= DP_LOG_DEBUG) dp_log(DP_LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* buf.c: per-core size-class pool (any core, for its own buffers). */
+void *dp_buf_get(size_t bytes);
+void  dp_buf_put(void *p);
+void  dp_buf_drain(void);
+
+/* core.c */
+int  dp_core_run(struct dp_core *c);                       /* thread body */
+void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
+static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
+{
+	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);
+}
+
+int64_t dp_wall_ms(void);
+
+/* catalog.c */
+int  dp_catalog_init(struct dp_core *c);
+int32_t dp_topic_find(const struct dp_core *c, const char *name, size_t len); /* -1 if none */
+struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /* NULL if gone */
+int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
+                      int32_t nparts);
+void dp_topic_remove(struct dp_core *c, uint32_t id);
+bool dp_topic_name_valid(const char *name, size_t len);
+int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */
+void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,
+                      size_t len, int32_t p);
+
+/* shard.c: owner-side handlers */
+bool dp_shard_msg(struct dp_core *c, struct dp_msg *m);   /* false: retry later */
+void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
+void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
+void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
+void dp_shard_timer(struct dp_core *c);
+
+/* control.c */
+void dp_control_msg(struct dp_core *c, struct dp_msg *m);
+
+/* conn.c */
+void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
+void dp_req_complete_part(struct dp_core *c, struct dp_msg *m);
+void dp_conn_timer(struct dp_core *c);
+void dp_conns_shutdown(struct dp_core *c);
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * main.c - sluiced: command line, start-up, threads, signals. Locality: init only.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "req.h"
+
+static volatile sig_atomic_t stop_flag;
+static _Atomic int ready_count;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	"usage: sluiced [options]\n"
+	"  --listen HOST:PORT      address to accept Kafka clients on (default 127.0.0.1:9092)\n"
+	"  --advertise HOST:PORT   address given to clients in Metadata (default: --listen)\n"
+	"  --data DIR              data directory (default ./data)\n"
+	"  --cores N               threads: N-1 data cores + 1 control core; 1 = all on one (default 1)\n"
+	"  --log-level LEVEL       error | warn | info | debug (default info)\n"
+	"  --partitions N          partitions of auto-created topics (default 1)\n"
+	"  --no-auto-create        do not create topics named in Metadata requests\n"
+	"  --no-fsync              acknowledge after the write, without fdatasync (NOT durable)\n"
+	"  --segment-bytes N       roll log segments beyond N bytes (default 268435456)\n"
+	"  --retention-bytes N     keep at most N bytes per partition, -1 = unlimited (default -1)\n"
+	"  --retention-ms N        delete segments older than N ms, -1 = unlimited (default 604800000)\n"
+	"  --max-frame-bytes N     largest request accepted; larger closes the connection (default 104857600)\n"
+	"  --node-id N             broker id reported in Metadata (default 1)\n"
+	"  --help                  this text\n");
+}
+
+static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || (size_t)(colon - s) >= cap)
+		return -1;
+	long p = strtol(colon + 1, NULL, 10);
+	if (p < 0 || p > 65535)
+		return -1;
+	size_t hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {   /* [::1]:9092 */
+		s++;
+		hl -= 2;
+	}
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct dp_config *cfg)
+{
+	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_HELP };
+	static const struct option opts[] = {
+		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
+		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
+		{ "log-level", required_argument, 0, O_LOG }, { "partitions", required_argument, 0, O_PARTS },
+		{ "no-auto-create", no_argument, 0, O_NOAUTO }, { "no-fsync", no_argument, 0, O_NOFSYNC },
+		{ "segment-bytes", required_argument, 0, O_SEG }, { "retention-bytes", required_argument, 0, O_RBYTES },
+		{ "retention-ms", required_argument, 0, O_RMS }, { "max-frame-bytes", required_argument, 0, O_MAXFRAME },
+		{ "node-id", required_argument, 0, O_NODE }, { "help", no_argument, 0, O_HELP },
+		{ 0, 0, 0, 0 },
+	};
+	*cfg = (struct dp_config){
+		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 1,
+		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
+		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
+		.max_frame_bytes = 100u << 20, .node_id = 1,
+	};
+	bool adv = false;
+	int o;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end = NULL;
+		switch (o) {
+		case O_LISTEN:
+			if (parse_hostport(optarg, cfg->listen_host, sizeof(cfg->listen_host), &cfg->listen_port))
+				goto bad;
+			break;
+		case O_ADV:
+			if (parse_hostport(optarg, cfg->advertised_host, sizeof(cfg->advertised_host),
+			                   &cfg->advertised_port))
+				goto bad;
+			adv = true;
+			break;
+		case O_DATA:
+			snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", optarg);
+			break;
+		case O_CORES:
+			cfg->cores = (int)strtol(optarg, &end, 10);
+			if (*end || cfg->cores < 1 || cfg->cores > DP_CORES_MAX)
+				goto bad;
+			break;
+		case O_LOG:
+			if (!strcmp(optarg, "error")) cfg->log_level = DP_LOG_ERROR;
+			else if (!strcmp(optarg, "warn")) cfg->log_level = DP_LOG_WARN;
+			else if (!strcmp(optarg, "info")) cfg->log_level = DP_LOG_INFO;
+			else if (!strcmp(optarg, "debug")) cfg->log_level = DP_LOG_DEBUG;
+			else goto bad;
+			break;
+		case O_PARTS:
+			cfg->default_partitions = (int32_t)strtol(optarg, &end, 10);
+			if (*end || cfg->default_partitions < 1 || cfg->default_partitions > DP_PARTITIONS_MAX)
+				goto bad;
+			break;
+		case O_NOAUTO: cfg->auto_create = false; break;
+		case O_NOFSYNC: cfg->fsync = false; break;
+		case O_SEG:
+			cfg->segment_bytes = strtoull(optarg, &end, 10);
+			if (*end || cfg->segment_bytes < 4096)
+				goto bad;
+			break;
+		case O_RBYTES: cfg->retention_bytes = strtoll(optarg, &end, 10); if (*end) goto bad; break;
+		case O_RMS: cfg->retention_ms = strtoll(optarg, &end, 10); if (*end) goto bad; break;
+		case O_MAXFRAME:
+			cfg->max_frame_bytes = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end || cfg->max_frame_bytes < 1024 || cfg->max_frame_bytes > (1u << 30))
+				goto bad;
+			break;
+		case O_NODE: cfg->node_id = (int32_t)strtol(optarg, &end, 10); if (*end || cfg->node_id < 0) goto bad; break;
+		case O_HELP: case 'h': usage(stdout); exit(0);
+		default: goto bad;
+		}
+		continue;
+bad:
+		fprintf(stderr, "sluiced: bad option or value%s%s\n", optarg ? ": " : "", optarg ? optarg : "");
+		usage(stderr);
+		return -1;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sluiced: unexpected argument %s\n", argv[optind]);
+		return -1;
+	}
+	if (!adv) {
+		snprintf(cfg->advertised_host, sizeof(cfg->advertised_host), "%s",
+		         strcmp(cfg->listen_host, "0.0.0.0") && strcmp(cfg->listen_host, "::") ? cfg->listen_host : "localhost");
+		cfg->advertised_port = cfg->listen_port;
+	}
+	return 0;
+}
+
+static void *core_thread(void *arg)
+{
+	struct dp_core *c = arg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 1 && c->b->ncores <= ncpu) {
+		/* One core per CPU when there are enough; otherwise let the kernel place them. */
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(c->id % ncpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	dp_core_run(c);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static struct dp_broker b;
+	if (parse_args(argc, argv, &b.cfg) < 0)
+		return 2;
+	dp_log_level = b.cfg.log_level;
+	dp_log_core = 0;
+	b.ncores = b.cfg.cores;
+	b.ndata = b.ncores == 1 ? 1 : b.ncores - 1;
+	b.first_data = b.ncores == 1 ? 0 : 1;
+	b.stop = &stop_flag;
+	b.ready = &ready_count;
+
+	b.rings = calloc((size_t)b.ncores * (size_t)b.ncores, sizeof(*b.rings));
+	for (int i = 0; i < b.ncores * b.ncores; i++) {
+		b.rings[i] = aligned_alloc(DP_CACHE_LINE, dp_ring_bytes(DP_RING_MSGS));
+		dp_ring_init(b.rings[i], DP_RING_MSGS);
+	}
+	for (int i = 0; i < b.ncores; i++) {
+		struct dp_core *c = calloc(1, sizeof(*c));
+		c->id = i;
+		c->efd = -1;
+		c->b = &b;
+		c->is_control = i == 0;
+		c->is_data = i >= b.first_data;
+		c->data_index = i - b.first_data;
+		if (dp_catalog_init(c) < 0)
+			return 1;
+		if (c->is_data) {
+			c->conns = calloc(DP_CONNS_MAX, sizeof(*c->conns));
+			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
+			if (!c->conns || !c->reqs)
+				return 1;
+			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
+				c->reqs[r].next = c->req_free;
+				c->req_free = &c->reqs[r];
+			}
+		}
+		b.cores[i] = c;
+	}
+	int rc = dp_scan_data_dir(&b);
+	if (rc < 0) {
+		DP_ERR("data directory %s: %s", b.cfg.data_dir, strerror(-rc));
+		return 1;
+	}
+
+	/* Only this thread takes SIGINT/SIGTERM; the cores never see signals. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	pthread_t th[DP_CORES_MAX];
+	for (int i = 0; i < b.ncores; i++)
+		pthread_create(&th[i], NULL, core_thread, b.cores[i]);
+	while (atomic_load(&ready_count) < b.ncores)
+		usleep(1000);
+	if (atomic_load(&ready_count) >= 1000) {
+		DP_ERR("start-up failed");
+		stop_flag = 1;
+	} else {
+		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, data dir %s, fsync %s)",
+		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
+		        b.cfg.fsync ? "on" : "off");
+		int sig;
+		sigwait(&sigs, &sig);
+		DP_INFO("signal %d: shutting down", sig);
+		stop_flag = 1;
+	}
+	for (int i = 0; i < b.ncores; i++) {
+		if (b.cores[i]->efd < 0)
+			continue;   /* cores still starting check the stop flag themselves */
+		ssize_t w = write(b.cores[i]->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
+		(void)w;
+	}
+	for (int i = 0; i < b.ncores; i++)
+		pthread_join(th[i], NULL);
+	DP_INFO("stopped");
+	return stop_flag && atomic_load(&ready_count) >= 1000 ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+/*
+ * req.h - one Kafka request in flight on a NIC core (internal to dataplane/).
+ *
+ * Locality: NIC core (the core that owns the connection). A request owns
+ * its frame buffer and a bump arena for the decoded structs; parts of it
+ * travel to owner cores as dp_msg and come back. When nothing is pending
+ * the response is encoded, and responses leave in arrival order.
+ */
+#ifndef SLUICE_DP_REQ_H
+#define SLUICE_DP_REQ_H
+
+#include "core.h"
+
+/* Per partition of a Fetch, on the NIC core. */
+struct dp_fetch_part {
+	struct FetchResponse_PartitionData *out;
+	uint32_t topic_id, gen;
+	int32_t partition;
+	int owner;
+	int64_t offset;
+	uint32_t max_bytes;
+	uint8_t *buf;                 /* lent to the owner, freed here */
+	uint32_t cap;
+};
+
+struct dp_req {
+	struct dp_req *next;          /* connection queue / free list */
+	struct dp_req *park_next;     /* parked long-poll list */
+	uint32_t gen;                 /* bumped on reuse and on re-fetch rounds */
+	struct dp_conn *conn;
+	uint8_t *frame;               /* pool buffer, header + body, no size prefix */
+	uint32_t frame_len;
+	uint8_t *arena_mem;
+	struct karena arena;
+	struct kreq_header hdr;
+	int pending;                  /* parts out at other cores (or local) */
+	bool done;                    /* response ready (or none needed) */
+	bool no_response;             /* acks=0 produce */
+	bool close_after;             /* close the connection after this response */
+	bool parked;
+	uint8_t *resp_buf;            /* encoded response, freed on NIC_EV_SENT */
+	uint32_t resp_len;
+	void *req;                    /* decoded request (arena) */
+	void *resp;                   /* response struct (arena) */
+
+	/* Fetch state. */
+	struct dp_fetch_part *fparts;
+	uint32_t nfparts;
+	int64_t deadline_ms;
+	int32_t min_bytes, max_bytes;
+	int8_t isolation;
+	bool final_round;
+	bool woken;                   /* a watch fired: run another round */
+	bool in_park_list;
+
+	/* Produce/ListOffsets: flat slot -> response partition. */
+	void **slots;
+	uint32_t nslots;
+	void *slots_mem;              /* pool buffer for large responses (Metadata) */
+};
+
+/* api.c: request handlers. Return 0, or -1 to close the connection. */
+int  dp_handle_request(struct dp_core *c, struct dp_req *r);
+/* A part came back: update the response; returns true when the request may finish. */
+void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+/* All parts are in: may start another round (long poll); false means encode now. */
+bool dp_handle_more(struct dp_core *c, struct dp_req *r);
+/* Encode the response into r->resp_buf; returns 0 or -errno. */
+int  dp_encode_response(struct dp_core *c, struct dp_req *r);
+/* Release per-request buffers (fetch buffers). */
+void dp_req_release(struct dp_core *c, struct dp_req *r);
+
+/* conn.c */
+void dp_req_part_done(struct dp_core *c, struct dp_req *r);
+void dp_req_park(struct dp_core *c, struct dp_req *r);
+void *dp_req_alloc(struct dp_req *r, size_t bytes);
+
+/* produce.c / fetch.c */
+int  dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_produce_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+int  dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+bool dp_fetch_more(struct dp_core *c, struct dp_req *r);
+void dp_fetch_release(struct dp_core *c, struct dp_req *r);
+int  dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_list_offsets_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+
+#endif

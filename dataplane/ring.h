@@ -1,0 +1,121 @@
+/*
+ * ring.h - single-producer/single-consumer ring of fixed-size messages.
+ *
+ * Locality: one ring per ordered pair of cores (src -> dst). Only core src
+ * calls dp_ring_enqueue_burst(), only core dst calls dp_ring_dequeue_burst().
+ *
+ * The producer writes slots, then publishes `tail` with a release store; the
+ * consumer reads `tail` with an acquire load (pairs with that release), reads
+ * the slots, then publishes `head` with a release store, which the
+ * producer's acquire load of `head` pairs with before it reuses slots.
+ * head and tail live on separate cache lines, and each side keeps a private
+ * cached copy of the other's index so the shared line is only touched when
+ * the cached view says the ring looks full (or empty).
+ */
+#ifndef SLUICE_DP_RING_H
+#define SLUICE_DP_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <assert.h>
+
+#define DP_CACHE_LINE 64
+
+/* A message between cores: small, fixed size, copied by value. */
+struct dp_msg {
+	uint16_t type;        /* enum dp_msg_type (core.h) */
+	uint16_t src;         /* sending core */
+	int16_t  err;         /* Kafka error code in replies */
+	uint16_t flags;
+	uint32_t topic_id;    /* catalog slot */
+	int32_t  partition;
+	void    *ctx;         /* requester's context, returned unchanged in the reply */
+	uint32_t idx;         /* requester's sub-index (partition slot in the request) */
+	uint32_t gen;         /* topic generation or context generation */
+	union {
+		struct { void *ptr; uint32_t len; uint32_t nbatch; void *out; } produce;
+		struct { int64_t base_offset, log_start; void *out; } produce_done;
+		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; } fetch;
+		struct { int64_t hw, lso, log_start; uint32_t len, need; } fetch_done;
+		struct { int64_t timestamp; void *out; int8_t isolation; } list;
+		struct { int64_t offset, timestamp; void *out; } list_done;
+		struct { int64_t offset, deadline_ms; uint32_t topic_gen; } watch;
+		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; } topic;
+		uint8_t raw[32];
+	} u;
+};
+_Static_assert(sizeof(struct dp_msg) <= 80, "dp_msg should stay small");
+
+struct dp_ring {
+	_Alignas(DP_CACHE_LINE) _Atomic uint32_t head;   /* consumer's index */
+	uint32_t prod_head_cache;                        /* producer's view of head */
+	_Alignas(DP_CACHE_LINE) _Atomic uint32_t tail;   /* producer's index */
+	uint32_t cons_tail_cache;                        /* consumer's view of tail */
+	_Alignas(DP_CACHE_LINE) uint32_t mask;           /* size - 1, size a power of two */
+	struct dp_msg slot[];
+};
+
+/* init only: size must be a power of two. */
+static inline void dp_ring_init(struct dp_ring *r, uint32_t size)
+{
+	assert(size && (size & (size - 1)) == 0);
+	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+	r->prod_head_cache = 0;
+	r->cons_tail_cache = 0;
+	r->mask = size - 1;
+}
+
+static inline size_t dp_ring_bytes(uint32_t size)
+{
+	return sizeof(struct dp_ring) + (size_t)size * sizeof(struct dp_msg);
+}
+
+/* Producer core only. Returns how many of the n messages were enqueued. */
+static inline unsigned dp_ring_enqueue_burst(struct dp_ring *r, const struct dp_msg *m, unsigned n)
+{
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t size = r->mask + 1;
+	uint32_t free_slots = size - (tail - r->prod_head_cache);
+	if (free_slots < n) {
+		/* acquire: pairs with the consumer's release store of head */
+		r->prod_head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
+		free_slots = size - (tail - r->prod_head_cache);
+	}
+	if (n > free_slots)
+		n = free_slots;
+	for (unsigned i = 0; i < n; i++)
+		r->slot[(tail + i) & r->mask] = m[i];
+	/* release: slots are written before the consumer can see the new tail */
+	atomic_store_explicit(&r->tail, tail + n, memory_order_release);
+	return n;
+}
+
+/* Consumer core only. Returns how many messages were copied to m (<= max). */
+static inline unsigned dp_ring_dequeue_burst(struct dp_ring *r, struct dp_msg *m, unsigned max)
+{
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t avail = r->cons_tail_cache - head;
+	if (avail == 0) {
+		/* acquire: pairs with the producer's release store of tail */
+		r->cons_tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
+		avail = r->cons_tail_cache - head;
+	}
+	if (avail > max)
+		avail = max;
+	for (unsigned i = 0; i < avail; i++)
+		m[i] = r->slot[(head + i) & r->mask];
+	/* release: slots are read before the producer may overwrite them */
+	atomic_store_explicit(&r->head, head + avail, memory_order_release);
+	return avail;
+}
+
+/* Consumer core: true if nothing is waiting (re-reads the producer's tail). */
+static inline int dp_ring_empty(struct dp_ring *r)
+{
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	return atomic_load_explicit(&r->tail, memory_order_acquire) == head;
+}
+
+#endif

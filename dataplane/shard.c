@@ -1,0 +1,362 @@
+/*
+ * shard.c - the owner side of a partition: appends, reads, offsets lookups,
+ * high-watermark watches, and opening/closing the partitions a core owns.
+ * Locality: shard core (owner).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "kerr.h"
+#include "log.h"
+#include "core.h"
+
+extern _Thread_local struct dp_core *dp_this_core;
+
+#define DP_APPEND_CHUNK 256   /* append records taken from malloc at a time, then reused */
+
+static struct dp_append *append_get(struct dp_core *c)
+{
+	if (!c->append_free) {
+		/* Warm-up only: the pool grows to the peak number in flight, then stays. */
+		struct dp_append *a = calloc(DP_APPEND_CHUNK, sizeof(*a));
+		if (!a)
+			return NULL;
+		for (int i = 0; i < DP_APPEND_CHUNK; i++) {
+			a[i].next_free = c->append_free;
+			c->append_free = &a[i];
+		}
+	}
+	struct dp_append *a = c->append_free;
+	c->append_free = a->next_free;
+	memset(a, 0, sizeof(*a));
+	return a;
+}
+
+static void append_put(struct dp_core *c, struct dp_append *a)
+{
+	a->next_free = c->append_free;
+	c->append_free = a;
+}
+
+static struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	if (tp)
+		*tp = t;
+	if (!t || m->partition < 0 || m->partition >= t->nparts)
+		return NULL;
+	return t->parts[m->partition];
+}
+
+static void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type)
+{
+	m->type = type;
+	m->ctx = req->ctx;
+	m->idx = req->idx;
+	m->gen = req->gen;
+	m->topic_id = req->topic_id;
+	m->partition = req->partition;
+	dp_send(c, req->src, m);
+}
+
+/* Tell parked fetches whose offset is now below the high watermark. */
+static void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
+{
+	int64_t hw = p->log ? st_log_durable_offset(p->log) : 0;
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < p->nwaiters; i++) {
+		struct dp_waiter *w = &p->waiters[i];
+		if (all || hw > w->offset) {
+			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .ctx = w->ctx, .gen = w->gen };
+			dp_send(c, w->core, &m);
+		} else if (w->deadline_ms > c->now_ms) {
+			p->waiters[keep++] = *w;
+		}
+	}
+	p->nwaiters = keep;
+}
+
+void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
+{
+	struct dp_core *c = dp_this_core;
+	struct dp_append *a = cookie;
+	assert(a->left > 0);
+	if (status < 0 && !a->err) {
+		DP_ERR("append to partition failed: %s", strerror(-status));
+		a->err = KERR_KAFKA_STORAGE_ERROR;
+	}
+	if (--a->left)
+		return;
+	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
+	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .err = a->err, .ctx = a->ctx, .idx = a->idx };
+	m.u.produce_done.base_offset = a->base_offset;
+	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
+	m.u.produce_done.out = a->out;
+	struct dp_part *p = a->part;
+	uint16_t src = a->src;
+	append_put(c, a);
+	dp_send(c, src, &m);
+	if (p->nwaiters)
+		wake_waiters(c, p, false);
+}
+
+static void shard_produce(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t;
+	struct dp_part *p = part_of(c, m, &t);
+	struct dp_msg out = { 0 };
+	out.u.produce_done.out = m->u.produce.out;
+	if (!p || t->deleting) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
+		return;
+	}
+	struct dp_append *a = append_get(c);
+	if (!a) {
+		out.err = KERR_UNKNOWN_SERVER_ERROR;
+		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
+		return;
+	}
+	a->src = m->src;
+	a->ctx = m->ctx;
+	a->idx = m->idx;
+	a->out = m->u.produce.out;
+	a->part = p;
+	a->base_offset = -1;
+	a->left = m->u.produce.nbatch + 1;   /* +1 held until every batch is queued */
+	uint8_t *b = m->u.produce.ptr;
+	uint32_t left = m->u.produce.len;
+	for (uint32_t i = 0; i < m->u.produce.nbatch; i++) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse(b, left, &h);
+		assert(n > 0);   /* checked on the NIC core */
+		int64_t off = st_log_append(p->log, b, (uint32_t)n, (uint32_t)h.last_offset_delta + 1, a);
+		if (off < 0) {
+			dp_shard_on_append(a, (int)off, -1);
+		} else if (a->base_offset < 0) {
+			a->base_offset = off;
+		}
+		b += n;
+		left -= (uint32_t)n;
+	}
+	dp_shard_on_append(a, 0, a->base_offset);
+}
+
+static void shard_fetch(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { 0 };
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_FETCH_DONE);
+		return;
+	}
+	struct st_log *log = p->log;
+	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
+	int64_t off = m->u.fetch.offset;
+	out.u.fetch_done.hw = hw;
+	out.u.fetch_done.lso = hw;
+	out.u.fetch_done.log_start = start;
+	if (off < start || off > st_log_end_offset(log)) {
+		out.err = KERR_OFFSET_OUT_OF_RANGE;
+	} else if (off < hw) {
+		int fd;
+		uint64_t pos;
+		uint32_t len;
+		int rc = st_log_locate(log, off, hw, m->u.fetch.max_bytes, &fd, &pos, &len);
+		if (rc == -ERANGE) {
+			out.err = KERR_OFFSET_OUT_OF_RANGE;
+		} else if (rc < 0) {
+			out.err = KERR_KAFKA_STORAGE_ERROR;
+		} else if (len > m->u.fetch.cap) {
+			out.u.fetch_done.need = len;
+		} else if (len) {
+			/*
+			 * A read on the owner core. The tail of the log is nearly always
+			 * in the page cache, so this is a memcpy; a cold read blocks
+			 * this core for one disk read (noted in the docs).
+			 */
+			ssize_t got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
+			if (got != (ssize_t)len) {
+				DP_ERR("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
+				out.err = KERR_KAFKA_STORAGE_ERROR;
+			} else {
+				out.u.fetch_done.len = len;
+			}
+		}
+	}
+	reply(c, m, &out, DP_MSG_FETCH_DONE);
+}
+
+static void shard_watch(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg tm = *m;
+	tm.gen = m->u.watch.topic_gen;
+	struct dp_part *p = part_of(c, &tm, NULL);
+	bool now = !p || st_log_durable_offset(p->log) > m->u.watch.offset;
+	if (!now) {
+		/* One watch per (request, partition): a newer round replaces the older one. */
+		uint32_t i;
+		for (i = 0; i < p->nwaiters; i++)
+			if (p->waiters[i].ctx == m->ctx && p->waiters[i].core == m->src)
+				break;
+		if (i == p->nwaiters) {
+			if (p->nwaiters == DP_WAITERS_PER_PART)
+				wake_waiters(c, p, false);   /* drop expired ones */
+			if (p->nwaiters == DP_WAITERS_PER_PART)
+				now = true;                  /* full: degrade to polling */
+			else
+				p->nwaiters++;
+		}
+		if (!now)
+			p->waiters[i] = (struct dp_waiter){ .core = m->src, .gen = m->gen, .ctx = m->ctx,
+			                                    .offset = m->u.watch.offset,
+			                                    .deadline_ms = m->u.watch.deadline_ms };
+	}
+	if (now) {
+		struct dp_msg f = { .type = DP_MSG_WATCH_FIRE, .ctx = m->ctx, .gen = m->gen };
+		dp_send(c, m->src, &f);
+	}
+}
+
+static void shard_list(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { 0 };
+	out.u.list_done.out = m->u.list.out;
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_LIST_DONE);
+		return;
+	}
+	int64_t ts = m->u.list.timestamp, hw = st_log_durable_offset(p->log);
+	out.u.list_done.timestamp = -1;
+	if (ts == -1) {
+		out.u.list_done.offset = hw;                      /* latest (LSO = HW until transactions) */
+	} else if (ts == -2) {
+		out.u.list_done.offset = st_log_start_offset(p->log);
+	} else if (ts < 0) {
+		out.err = KERR_INVALID_REQUEST;
+	} else {
+		int64_t off = st_log_offset_for_time(p->log, ts);
+		out.u.list_done.offset = off < hw ? off : -1;     /* -1: no record that late */
+		out.u.list_done.timestamp = off < hw ? ts : -1;
+	}
+	reply(c, m, &out, DP_MSG_LIST_DONE);
+}
+
+/* Open (creating or recovering) every partition of t that this core owns. */
+void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+{
+	const struct dp_config *cfg = &c->b->cfg;
+	struct st_log_config lc = {
+		.segment_bytes = cfg->segment_bytes,
+		.retention_bytes = cfg->retention_bytes,
+		.retention_ms = cfg->retention_ms,
+		.index_interval_bytes = 4096,
+	};
+	for (int32_t i = 0; i < t->nparts; i++) {
+		if (dp_owner_core(c->b, t->hash, i) != c->id)
+			continue;
+		char dir[1024];
+		dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->name_len, i);
+		struct dp_part *p = calloc(1, sizeof(*p));
+		int rc = p ? st_log_open(c->io, dir, &lc, &p->log) : -ENOMEM;
+		if (rc < 0) {
+			/* The partition stays offline (requests get errors); others go on. */
+			DP_ERR("partition %s/%d: cannot open %s: %s", t->name, i, dir, strerror(-rc));
+			free(p);
+			continue;
+		}
+		t->parts[i] = p;
+		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld", t->name, i, c->id,
+		        (long long)st_log_start_offset(p->log), (long long)st_log_end_offset(p->log));
+	}
+	(void)id;
+}
+
+void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files)
+{
+	for (int32_t i = 0; i < t->nparts; i++) {
+		struct dp_part *p = t->parts[i];
+		if (!p)
+			continue;
+		wake_waiters(c, p, true);
+		if (delete_files)
+			st_log_delete(p->log);
+		else
+			st_log_close(p->log);
+		free(p);
+		t->parts[i] = NULL;
+	}
+}
+
+/* Owner timer: retention and expired watches. */
+void dp_shard_timer(struct dp_core *c)
+{
+	bool retain = c->now_ms >= c->next_retention_ms;
+	if (retain)
+		c->next_retention_ms = c->now_ms + 30000;
+	for (uint32_t id = 0; id < DP_TOPICS_MAX; id++) {
+		struct dp_topic *t = &c->topics[id];
+		if (!t->live || t->deleting)
+			continue;
+		for (int32_t i = 0; i < t->nparts; i++) {
+			struct dp_part *p = t->parts[i];
+			if (!p)
+				continue;
+			if (p->nwaiters)
+				wake_waiters(c, p, false);
+			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0)
+				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
+				        (long long)st_log_start_offset(p->log));
+		}
+	}
+}
+
+/*
+ * Topic deletion waits until this core has no append in flight, so no
+ * completion can refer to a closed log; new produces are refused meanwhile.
+ */
+static bool shard_topic_del(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	if (t) {
+		t->deleting = true;
+		if (st_io_pending(c->io))
+			return false;
+		dp_shard_close_topic(c, t, true);
+		dp_topic_remove(c, m->topic_id);
+	}
+	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
+	dp_send(c, m->src, &ack);
+	return true;
+}
+
+/* Returns false if the message must be retried later (kept by the caller). */
+bool dp_shard_msg(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_PRODUCE: shard_produce(c, m); return true;
+	case DP_MSG_FETCH: shard_fetch(c, m); return true;
+	case DP_MSG_WATCH: shard_watch(c, m); return true;
+	case DP_MSG_LIST: shard_list(c, m); return true;
+	case DP_MSG_TOPIC_ADD: {
+		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
+		                          m->u.topic.nparts);
+		if (rc == 0)
+			dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id);
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx,
+		                      .err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0 };
+		dp_send(c, m->src, &ack);
+		return true;
+	}
+	case DP_MSG_TOPIC_DEL: return shard_topic_del(c, m);
+	default:
+		assert(!"not a shard message");
+		return true;
+	}
+}

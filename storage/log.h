@@ -1,0 +1,99 @@
+/*
+ * log.h - a partition's durable, segmented log (interface for other folders).
+ *
+ * Locality: a struct st_log and the struct st_io it uses belong to one shard
+ * core (the partition's owner); nothing here is thread-safe and nothing
+ * needs to be.
+ *
+ * Batches are stored exactly as received, with only the base offset (bytes
+ * 0..7, not covered by the CRC) patched. Appends are written with io_uring
+ * on the owner core's ring; a group of appends is made durable by ONE
+ * fdatasync per segment (group commit). An append is reported complete
+ * (callback) only after the fdatasync that covers it has completed, unless
+ * the io was created with fsync disabled, in which case after its write.
+ */
+#ifndef SLUICE_STORAGE_LOG_H
+#define SLUICE_STORAGE_LOG_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct io_uring;
+struct io_uring_cqe;
+
+#define ST_URING_TAG 2u   /* see nic/nic.h for the user_data convention */
+
+struct st_io;    /* per-core I/O engine: SQE preparation, group commit */
+struct st_log;   /* one partition */
+
+/* Called on the owner core when an append is durable (status 0) or failed (-errno). */
+typedef void (*st_append_cb)(void *cookie, int status, int64_t base_offset);
+
+struct st_io_config {
+	bool fsync;                 /* false: ack after the write, no fdatasync */
+	st_append_cb on_append;     /* completion callback for every append */
+};
+
+int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
+void st_io_destroy(struct st_io *io);
+/* Feed one completion whose tag is ST_URING_TAG. */
+void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe);
+/* Prepare SQEs for appends queued since the last call (one write+fdatasync
+ * chain per dirty segment). Returns the number of SQEs prepared. */
+int  st_io_flush(struct st_io *io);
+/* Appends queued or in flight (for clean shutdown: loop until 0). */
+uint32_t st_io_pending(const struct st_io *io);
+
+struct st_log_config {
+	uint64_t segment_bytes;        /* roll the active segment beyond this size */
+	int64_t  retention_bytes;      /* -1: unlimited; else delete oldest segments beyond */
+	int64_t  retention_ms;         /* -1: unlimited; else delete segments older than this */
+	uint32_t index_interval_bytes; /* one sparse index entry per this many log bytes */
+};
+
+/*
+ * Open (creating if needed) the partition log in dir and recover it: every
+ * batch of the tail after the last clean point is checked (length, magic,
+ * CRC32C); a torn or corrupt tail is truncated; indexes are rebuilt.
+ * Synchronous; called at start-up or partition creation, not on the hot path.
+ */
+int  st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg,
+                 struct st_log **out);
+/* Flush indexes and close (after st_io_pending() reached 0). */
+void st_log_close(struct st_log *log);
+/* Close and remove the directory and all its files (topic deletion). */
+int  st_log_delete(struct st_log *log);
+
+int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
+int64_t st_log_end_offset(const struct st_log *log);    /* next offset to assign (LEO) */
+int64_t st_log_durable_offset(const struct st_log *log);/* end of completed appends (high watermark) */
+
+/*
+ * Queue one already-validated RecordBatch v2 (batch points at its first byte,
+ * len = 12 + batchLength). Assigns base offset = LEO, patches bytes 0..7 of
+ * the caller's buffer IN PLACE, and queues its write. The buffer must stay
+ * valid until the callback. Returns the base offset (>= 0) or -errno.
+ * record_count = lastOffsetDelta + 1.
+ */
+int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len,
+                      uint32_t record_count, void *cookie);
+
+/*
+ * Where to read for a fetch: whole batches starting with the batch that holds
+ * `offset`, ending before `limit` (an offset: high watermark or LSO), at most
+ * max_bytes except that the first batch is always included whole (KIP-74).
+ * Fills *fd, *pos and *len for one contiguous range within one segment; len 0 if
+ * there is nothing below limit. Returns 0, or -ERANGE if offset is below the
+ * log start or above the LEO.
+ */
+int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes,
+                   int *fd, uint64_t *pos, uint32_t *len);
+
+/* First offset whose batch has max timestamp >= ts; LEO if none. */
+int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
+
+/* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
+int  st_log_retain(struct st_log *log, int64_t now_ms);
+
+#endif
