@@ -221,11 +221,15 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 
 	r->pending = 1;  /* held by us until the handler has dispatched everything */
 	if (dp_handle_request(c, r) < 0) {
-		r->close_after = true;
-		r->no_response = r->resp_buf == NULL;
+		/* Protocol error: the stream can no longer be trusted. Close now;
+		 * parts already sent to owners still come back and are dropped. */
+		r->no_response = true;
+		conn_close(c, k, "protocol error");
+		dp_req_part_done(c, r);
+		return -1;
 	}
 	dp_req_part_done(c, r);
-	return r->close_after ? -1 : 0;
+	return 0;
 }
 
 /* Feed received bytes into the frame assembler; dispatch complete frames. */

@@ -97,7 +97,7 @@ static inline unsigned dp_ring_dequeue_burst(struct dp_ring *r, struct dp_msg *m
 {
 	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint32_t avail = r->cons_tail_cache - head;
-	if (avail == 0) {
+	if (avail < max) {
 		/* acquire: pairs with the producer's release store of tail */
 		r->cons_tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
 		avail = r->cons_tail_cache - head;
