@@ -1,0 +1,170 @@
+/*
+ * batch.c - RecordBatch v2 header parsing, CRC check and record iteration.
+ */
+#include "batch.h"
+
+#include <assert.h>
+#include <errno.h>
+
+#include "crc32c.h"
+
+/* Zig-zag varints are at most 10 bytes (64 bits, 7 per byte). */
+#define ST_VARINT_BYTES_MAX 10
+
+int st_batch_parse_header(const uint8_t *p, size_t avail, struct st_batch_hdr *h)
+{
+	assert(p && h);
+	if (avail < ST_BATCH_HEADER_BYTES)
+		return -EAGAIN;
+	h->base_offset = (int64_t)st_be64(p + ST_BATCH_OFF_BASE_OFFSET);
+	h->batch_length = (int32_t)st_be32(p + ST_BATCH_OFF_LENGTH);
+	h->leader_epoch = (int32_t)st_be32(p + ST_BATCH_OFF_LEADER_EPOCH);
+	h->magic = (int8_t)p[ST_BATCH_OFF_MAGIC];
+	h->crc = st_be32(p + ST_BATCH_OFF_CRC);
+	h->attributes = (int16_t)st_be16(p + ST_BATCH_OFF_ATTRIBUTES);
+	h->last_offset_delta = (int32_t)st_be32(p + ST_BATCH_OFF_LAST_OFFSET_DELTA);
+	h->first_timestamp = (int64_t)st_be64(p + ST_BATCH_OFF_FIRST_TIMESTAMP);
+	h->max_timestamp = (int64_t)st_be64(p + ST_BATCH_OFF_MAX_TIMESTAMP);
+	h->producer_id = (int64_t)st_be64(p + ST_BATCH_OFF_PRODUCER_ID);
+	h->producer_epoch = (int16_t)st_be16(p + ST_BATCH_OFF_PRODUCER_EPOCH);
+	h->base_sequence = (int32_t)st_be32(p + ST_BATCH_OFF_BASE_SEQUENCE);
+	h->records_count = (int32_t)st_be32(p + ST_BATCH_OFF_RECORDS_COUNT);
+	/* Length first: a garbage length must not be reported as a format (magic) problem. */
+	if (h->batch_length < ST_BATCH_LENGTH_MIN)
+		return -EBADMSG;
+	if (h->magic != ST_BATCH_MAGIC)
+		return -EPROTO;
+	if (h->records_count < 0 || h->last_offset_delta < 0)
+		return -EBADMSG;
+	/* The total (12 + batchLength) must still fit the int we return. */
+	if (h->batch_length > INT32_MAX - 12)
+		return -EBADMSG;
+	return h->batch_length + 12;
+}
+
+int st_batch_parse(const uint8_t *p, size_t avail, struct st_batch_hdr *h)
+{
+	int total = st_batch_parse_header(p, avail, h);
+
+	if (total < 0)
+		return total;
+	if ((size_t)total > avail)
+		return -EAGAIN;
+	return total;
+}
+
+bool st_batch_crc_ok(const uint8_t *p, size_t total_len)
+{
+	assert(total_len >= ST_BATCH_HEADER_BYTES);
+	return crc32c(0, p + ST_BATCH_OFF_ATTRIBUTES, total_len - ST_BATCH_OFF_ATTRIBUTES) ==
+	       st_be32(p + ST_BATCH_OFF_CRC);
+}
+
+void st_batch_set_base_offset(uint8_t *p, int64_t base_offset)
+{
+	assert(base_offset >= 0);
+	st_put_be64(p + ST_BATCH_OFF_BASE_OFFSET, (uint64_t)base_offset);
+}
+
+int st_varint_get(const uint8_t *p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u = 0;
+
+	for (int i = 0; i < ST_VARINT_BYTES_MAX && p + i < end; i++) {
+		u |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+			return i + 1;
+		}
+	}
+	return -EBADMSG;
+}
+
+int st_varint_put(uint8_t *p, int64_t v)
+{
+	uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	int n = 0;
+
+	while (u >= 0x80) {
+		p[n++] = (uint8_t)(u | 0x80);
+		u >>= 7;
+	}
+	p[n++] = (uint8_t)u;
+	return n;
+}
+
+int st_record_iter_init(struct st_record_iter *it, const uint8_t *batch, size_t len,
+                        const struct st_batch_hdr *h)
+{
+	assert(len >= ST_BATCH_HEADER_BYTES && len == (size_t)h->batch_length + 12);
+	if (h->attributes & ST_BATCH_ATTR_COMPRESSION)
+		return -ENOTSUP;
+	it->p = batch + ST_BATCH_HEADER_BYTES;
+	it->end = batch + len;
+	it->left = h->records_count;
+	return 0;
+}
+
+/* Read one varint into *v, advancing *p; false if malformed. */
+static bool rec_varint(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	int n = st_varint_get(*p, end, v);
+
+	if (n < 0)
+		return false;
+	*p += n;
+	return true;
+}
+
+/* Read a length-prefixed byte string (-1 = null) into *b and *len, advancing *p. */
+static bool rec_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **b, int32_t *len)
+{
+	int64_t n;
+
+	if (!rec_varint(p, end, &n) || n < -1 || n > end - *p)
+		return false;
+	*len = (int32_t)n;
+	*b = n < 0 ? NULL : *p;
+	*p += n < 0 ? 0 : n;
+	return true;
+}
+
+int st_record_next(struct st_record_iter *it, struct st_record *r)
+{
+	int64_t len, hc;
+	const uint8_t *p = it->p, *end;
+
+	if (it->left <= 0)
+		return 0;
+	if (!rec_varint(&p, it->end, &len) || len < 1 || len > it->end - p)
+		return -EBADMSG;
+	end = p + len;
+	r->attributes = (int8_t)*p++;
+	if (!rec_varint(&p, end, &r->timestamp_delta) || !rec_varint(&p, end, &r->offset_delta) ||
+	    !rec_bytes(&p, end, &r->key, &r->key_len) || !rec_bytes(&p, end, &r->value, &r->value_len) ||
+	    !rec_varint(&p, end, &hc) || hc < 0 || hc > end - p)
+		return -EBADMSG;
+	r->headers_count = (uint32_t)hc;
+	r->headers = p;
+	r->headers_len = (uint32_t)(end - p);
+	/* Walk the headers only to validate them; callers that want them re-read r->headers. */
+	for (int64_t i = 0; i < hc; i++) {
+		const uint8_t *b;
+		int32_t n;
+		if (!rec_bytes(&p, end, &b, &n) || n < 0 || !rec_bytes(&p, end, &b, &n))
+			return -EBADMSG;
+	}
+	if (p != end)
+		return -EBADMSG;
+	it->p = end;
+	it->left--;
+	return 1;
+}
+
+const char *st_batch_codec_name(int16_t attributes)
+{
+	static const char *const names[] = { "none", "gzip", "snappy", "lz4", "zstd" };
+	unsigned c = (unsigned)attributes & ST_BATCH_ATTR_COMPRESSION;
+
+	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}

@@ -1,0 +1,1209 @@
+/*
+ * log.c - the partition log: segments, sparse indexes, recovery, and the
+ * per-core io_uring group commit.
+ *
+ * Write path (all on the owner core, no allocation):
+ *   st_log_append   assign offsets (LEO moves at once), patch baseOffset,
+ *                   take a slot from the core's fixed pool, queue it on the
+ *                   log's pending list, put the log on the core's dirty list;
+ *   st_io_flush     per dirty log: form ONE group (a prefix of its pending
+ *                   appends in one segment), prepare ONE writev at their file
+ *                   position linked (IOSQE_IO_LINK) to ONE fdatasync;
+ *   st_io_complete  when the group's last CQE arrives: resubmit the rest of a
+ *                   short write, or fail the partition on an error, or
+ *                   advance the durable offset and call back every append in
+ *                   order. One group per log is in flight at a time; appends
+ *                   made meanwhile wait for the next flush after it.
+ * On-disk formats: log_internal.h.
+ */
+#include "log_internal.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "crc32c.h"
+
+#define ST_LOG_SUFFIX ".log"
+#define ST_INDEX_SUFFIX ".index"
+#define ST_SEG_NAME_DIGITS 20
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+
+static void seg_name(char *buf, int64_t base, const char *suffix)
+{
+	snprintf(buf, ST_LOG_NAME_BYTES, "%020" PRId64 "%s", base, suffix);
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t pos, size_t *got)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(pos + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	*got = done;
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = write(fd, (const uint8_t *)buf + done, len - done);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static struct st_seg *log_active(const struct st_log *log)
+{
+	assert(log->nsegs > 0);
+	return log->segs[log->nsegs - 1];
+}
+
+/* Entries a segment of `bytes` bytes can need: one per interval, plus the first. */
+static uint32_t index_cap_for(const struct st_log_config *cfg, uint64_t bytes)
+{
+	return (uint32_t)(bytes / cfg->index_interval_bytes + 2);
+}
+
+/* The active segment's array holds a full segment's entries (allocated at open or roll, not per
+ * append); a sealed segment's is trimmed to its entries. */
+static int seg_index_reserve(struct st_seg *seg, uint32_t cap)
+{
+	if (seg->index_cap >= cap)
+		return 0;
+	struct st_index_entry *e = realloc(seg->index, (size_t)cap * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	seg->index = e;
+	seg->index_cap = cap;
+	return 0;
+}
+
+static void seg_index_trim(struct st_seg *seg)
+{
+	uint32_t cap = seg->index_n ? seg->index_n : 1;
+	struct st_index_entry *e = realloc(seg->index, (size_t)cap * sizeof(*e));
+
+	if (e) { /* keeping the larger array is fine if realloc cannot shrink */
+		seg->index = e;
+		seg->index_cap = cap;
+	}
+}
+
+/* Record the batch at (base, pos) in seg's sparse index if it is due an entry. */
+static void seg_index_note(struct st_seg *seg, uint32_t interval, int64_t base, uint64_t pos)
+{
+	if (seg->index_n && pos - seg->index[seg->index_n - 1].pos < interval)
+		return;
+	if (pos > UINT32_MAX)
+		return; /* only a segment recovered from a larger configuration gets here: scan further */
+	assert(seg->index_n < seg->index_cap);
+	assert(base >= seg->base && base - seg->base <= UINT32_MAX);
+	assert(!seg->index_n || (uint32_t)(base - seg->base) > seg->index[seg->index_n - 1].rel);
+	seg->index[seg->index_n++] = (struct st_index_entry){ (uint32_t)(base - seg->base), (uint32_t)pos };
+	seg->index_dirty = true;
+}
+
+/* Position of the last index entry at or before offset (0 if none). */
+static uint64_t seg_index_lookup(const struct st_seg *seg, int64_t offset)
+{
+	uint32_t lo = 0, hi = seg->index_n;
+	int64_t rel = offset - seg->base;
+
+	assert(rel >= 0);
+	while (lo < hi) { /* first entry with rel > target */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if ((int64_t)seg->index[mid].rel <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? seg->index[lo - 1].pos : 0;
+}
+
+/* Index of the segment holding offset: the last one whose base <= offset. */
+static uint32_t log_seg_find(const struct st_log *log, int64_t offset)
+{
+	uint32_t lo = 0, hi = log->nsegs;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (log->segs[mid]->base <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	assert(lo > 0);
+	return lo - 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Index files                                                               */
+
+static int index_write(struct st_log *log, struct st_seg *seg)
+{
+	size_t bytes = ST_INDEX_HEADER_BYTES + (size_t)seg->index_n * ST_INDEX_ENTRY_BYTES;
+	uint8_t *buf = malloc(bytes); /* roll/close/recovery only, never per append */
+	char name[ST_LOG_NAME_BYTES];
+	int fd, rc;
+
+	if (!buf)
+		return -ENOMEM;
+	st_put_be32(buf + 0, ST_INDEX_MAGIC);
+	st_put_be32(buf + 4, ST_INDEX_VERSION);
+	st_put_be64(buf + 8, (uint64_t)seg->base);
+	st_put_be64(buf + 16, seg->size);
+	st_put_be64(buf + 24, (uint64_t)seg->end);
+	st_put_be64(buf + 32, (uint64_t)seg->max_ts);
+	st_put_be32(buf + 40, seg->index_n);
+	for (uint32_t i = 0; i < seg->index_n; i++) {
+		st_put_be32(buf + ST_INDEX_HEADER_BYTES + 8 * i, seg->index[i].rel);
+		st_put_be32(buf + ST_INDEX_HEADER_BYTES + 8 * i + 4, seg->index[i].pos);
+	}
+	uint32_t crc = crc32c(0, buf, 44);
+	st_put_be32(buf + 44, crc32c(crc, buf + ST_INDEX_HEADER_BYTES, bytes - ST_INDEX_HEADER_BYTES));
+
+	seg_name(name, seg->base, ST_INDEX_SUFFIX);
+	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
+	fd = openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	rc = fd < 0 ? -errno : write_full(fd, buf, bytes);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	if (rc == 0)
+		seg->index_dirty = false;
+	else
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n",
+		        log->dir, name, strerror(-rc));
+	return rc;
+}
+
+/* Load and validate seg's .index against a .log of log_bytes bytes. 0 if trusted. */
+static int index_load(struct st_log *log, struct st_seg *seg, uint64_t log_bytes)
+{
+	char name[ST_LOG_NAME_BYTES];
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t got;
+	int rc = -EBADMSG;
+
+	seg_name(name, seg->base, ST_INDEX_SUFFIX);
+	int fd = openat(log->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_size < ST_INDEX_HEADER_BYTES ||
+	    (st.st_size - ST_INDEX_HEADER_BYTES) % ST_INDEX_ENTRY_BYTES ||
+	    st.st_size > ST_INDEX_HEADER_BYTES + (off_t)ST_LOG_INDEX_ENTRIES_MAX * ST_INDEX_ENTRY_BYTES)
+		goto out;
+	buf = malloc((size_t)st.st_size);
+	if (!buf || pread_full(fd, buf, (size_t)st.st_size, 0, &got) < 0 || got != (size_t)st.st_size)
+		goto out;
+	uint32_t n = st_be32(buf + 40);
+	int64_t end = (int64_t)st_be64(buf + 24);
+	uint32_t crc = crc32c(crc32c(0, buf, 44), buf + ST_INDEX_HEADER_BYTES, got - ST_INDEX_HEADER_BYTES);
+	if (st_be32(buf) != ST_INDEX_MAGIC || st_be32(buf + 4) != ST_INDEX_VERSION ||
+	    (int64_t)st_be64(buf + 8) != seg->base || st_be64(buf + 16) != log_bytes ||
+	    n != (got - ST_INDEX_HEADER_BYTES) / ST_INDEX_ENTRY_BYTES || st_be32(buf + 44) != crc ||
+	    end < seg->base || (log_bytes == 0) != (end == seg->base) || (log_bytes == 0) != (n == 0))
+		goto out;
+	if ((rc = seg_index_reserve(seg, n)) < 0)
+		goto out;
+	rc = -EBADMSG;
+	for (uint32_t i = 0; i < n; i++) {
+		struct st_index_entry e = { st_be32(buf + 48 + 8 * i), st_be32(buf + 52 + 8 * i) };
+		bool ordered = i == 0 ? (e.rel == 0 && e.pos == 0)
+		                      : (e.rel > seg->index[i - 1].rel && e.pos > seg->index[i - 1].pos);
+		if (!ordered || e.pos >= log_bytes || (int64_t)e.rel >= end - seg->base)
+			goto out;
+		seg->index[i] = e;
+	}
+	seg->index_n = n;
+	seg->end = end;
+	seg->max_ts = (int64_t)st_be64(buf + 32);
+	seg->size = seg->durable_size = log_bytes;
+	rc = 0;
+out:
+	if (rc < 0)
+		seg->index_n = 0;
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Segments                                                                  */
+
+static void seg_free(struct st_seg *seg)
+{
+	if (!seg)
+		return;
+	if (seg->fd >= 0)
+		close(seg->fd);
+	free(seg->index);
+	free(seg);
+}
+
+static void seg_unlink(struct st_log *log, int64_t base)
+{
+	char name[ST_LOG_NAME_BYTES];
+
+	seg_name(name, base, ST_LOG_SUFFIX);
+	if (unlinkat(log->dirfd, name, 0) < 0 && errno != ENOENT)
+		fprintf(stderr, "sluice storage: %s: cannot remove %s: %s\n", log->dir, name, strerror(errno));
+	seg_name(name, base, ST_INDEX_SUFFIX);
+	unlinkat(log->dirfd, name, 0); /* may not exist */
+}
+
+/* Open (create if flags say so) segment `base`; *size_out gets its file size. */
+static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg **out, uint64_t *size_out)
+{
+	char name[ST_LOG_NAME_BYTES];
+	struct stat st;
+	struct st_seg *seg = calloc(1, sizeof(*seg));
+
+	if (!seg)
+		return -ENOMEM;
+	seg->base = seg->end = base;
+	seg->max_ts = -1;
+	seg_name(name, base, ST_LOG_SUFFIX);
+	seg->fd = openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
+	if (seg->fd < 0 || fstat(seg->fd, &st) < 0) {
+		int rc = -errno;
+		fprintf(stderr, "sluice storage: %s: cannot open %s: %s\n", log->dir, name, strerror(-rc));
+		seg_free(seg);
+		return rc;
+	}
+	*size_out = (uint64_t)st.st_size;
+	*out = seg;
+	return 0;
+}
+
+static int log_segs_push(struct st_log *log, struct st_seg *seg)
+{
+	if (log->nsegs == log->segs_cap) {
+		uint32_t cap = log->segs_cap ? 2 * log->segs_cap : ST_LOG_SEGMENTS_INIT;
+		struct st_seg **s = realloc(log->segs, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		log->segs = s;
+		log->segs_cap = cap;
+	}
+	assert(!log->nsegs || seg->base == log_active(log)->end);
+	log->segs[log->nsegs++] = seg;
+	return 0;
+}
+
+/* Make the directory entries of created/removed files durable. */
+static int log_sync_dir(struct st_log *log)
+{
+	if (fsync(log->dirfd) < 0) {
+		int rc = -errno;
+		fprintf(stderr, "sluice storage: %s: fsync of directory failed: %s\n", log->dir, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/*
+ * Write a sealed segment's index once all its bytes are durable, so that a
+ * trusted index never describes data that a crash could still lose.
+ */
+static void seg_seal(struct st_log *log, struct st_seg *seg)
+{
+	assert(seg != log_active(log) && seg->durable_size == seg->size);
+	index_write(log, seg); /* best effort: a missing index is rebuilt at open */
+	seg_index_trim(seg);
+}
+
+/*
+ * Start a new active segment at the LEO (called from append: rare, synchronous).
+ * The old segment keeps its fd: its group may still be in flight, and readers
+ * need it until retention removes it.
+ */
+static int log_roll(struct st_log *log)
+{
+	struct st_seg *old = log_active(log), *seg;
+	uint64_t size;
+	int rc;
+
+	assert(old->end == log->leo && old->size > 0);
+	rc = seg_open(log, log->leo, O_CREAT | O_TRUNC, &seg, &size);
+	if (rc < 0)
+		return rc;
+	assert(size == 0);
+	if ((rc = seg_index_reserve(seg, index_cap_for(&log->cfg, log->cfg.segment_bytes))) < 0) {
+		seg_unlink(log, seg->base);
+		seg_free(seg);
+		return rc;
+	}
+	/* The new file's name must be durable before any append in it is acknowledged. */
+	if ((log->io->cfg.fsync && (rc = log_sync_dir(log)) < 0) || (rc = log_segs_push(log, seg)) < 0) {
+		seg_unlink(log, seg->base);
+		seg_free(seg);
+		return rc;
+	}
+	if (old->durable_size == old->size)
+		seg_seal(log, old);
+	/* else group_settle seals it once its last write (and sync) completes */
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Recovery scan                                                             */
+
+/* A read window over a segment file, so small batches cost no syscall each. */
+struct scan_win {
+	int fd;
+	uint8_t *buf;
+	uint64_t pos;   /* file position of buf[0] */
+	size_t len;     /* valid bytes in buf */
+	uint64_t file_size;
+};
+
+/* Point *p at bytes [pos, pos+len) (len <= window capacity, inside the file). */
+static int win_get(struct scan_win *w, uint64_t pos, size_t len, const uint8_t **p)
+{
+	assert(len <= ST_LOG_SCAN_BUF_BYTES && pos + len <= w->file_size);
+	if (pos < w->pos || pos + len > w->pos + w->len) {
+		size_t want = ST_LOG_SCAN_BUF_BYTES, got;
+		if (want > w->file_size - pos)
+			want = (size_t)(w->file_size - pos);
+		int rc = pread_full(w->fd, w->buf, want, pos, &got);
+		w->pos = pos;
+		w->len = rc < 0 ? 0 : got;
+		if (rc < 0)
+			return rc;
+		if (got < len)
+			return -EIO; /* the file shrank under us */
+	}
+	*p = w->buf + (pos - w->pos);
+	return 0;
+}
+
+/* CRC check of a batch too large for the window: stream it through the buffer. */
+static int scan_crc_big(struct scan_win *w, uint64_t pos, uint64_t total, uint32_t want, bool *ok)
+{
+	uint32_t crc = 0;
+
+	for (uint64_t at = pos + ST_BATCH_OFF_ATTRIBUTES; at < pos + total;) {
+		size_t n = ST_LOG_SCAN_BUF_BYTES, got;
+		if (n > pos + total - at)
+			n = (size_t)(pos + total - at);
+		int rc = pread_full(w->fd, w->buf, n, at, &got);
+		w->len = 0; /* window contents replaced */
+		if (rc < 0)
+			return rc;
+		if (got != n)
+			return -EIO;
+		crc = crc32c(crc, w->buf, n);
+		at += n;
+	}
+	*ok = crc == want;
+	return 0;
+}
+
+/*
+ * Check seg's file batch by batch from byte 0: length, magic, CRC32C, and
+ * contiguous offsets from seg->base. Fills the index, end and max_ts.
+ * *good = bytes of the valid prefix; *why says what stopped it if < size.
+ * Returns 0 or -errno for an I/O error (then nothing is cut).
+ */
+static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf,
+                    uint64_t *good, const char **why)
+{
+	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = size };
+	uint64_t pos = 0;
+	int64_t next = seg->base;
+
+	int rc = seg_index_reserve(seg, index_cap_for(&log->cfg, size));
+	if (rc < 0)
+		return rc;
+	seg->index_n = 0;
+	seg->max_ts = -1;
+	*why = NULL;
+	while (pos < size) {
+		struct st_batch_hdr h;
+		const uint8_t *p;
+		bool ok;
+
+		if (size - pos < ST_BATCH_HEADER_BYTES) {
+			*why = "torn batch header";
+			break;
+		}
+		if ((rc = win_get(&w, pos, ST_BATCH_HEADER_BYTES, &p)) < 0)
+			return rc;
+		int total = st_batch_parse_header(p, ST_BATCH_HEADER_BYTES, &h);
+		if (total < 0) {
+			*why = total == -EPROTO ? "bad magic" : "bad batch header";
+			break;
+		}
+		if ((uint64_t)total > size - pos) {
+			*why = "torn batch (file ends inside it)";
+			break;
+		}
+		if (h.base_offset != next) {
+			*why = "batch offset does not continue the previous batch";
+			break;
+		}
+		if ((uint64_t)total <= ST_LOG_SCAN_BUF_BYTES) {
+			if ((rc = win_get(&w, pos, (size_t)total, &p)) < 0)
+				return rc;
+			ok = st_batch_crc_ok(p, (size_t)total);
+		} else if ((rc = scan_crc_big(&w, pos, (uint64_t)total, h.crc, &ok)) < 0) {
+			return rc;
+		}
+		if (!ok) {
+			*why = "CRC32C mismatch";
+			break;
+		}
+		if ((uint64_t)(next - seg->base) + h.last_offset_delta > UINT32_MAX) {
+			*why = "segment spans more than 2^32 offsets";
+			break;
+		}
+		seg_index_note(seg, log->cfg.index_interval_bytes, next, pos);
+		if (h.max_timestamp > seg->max_ts)
+			seg->max_ts = h.max_timestamp;
+		next += (int64_t)h.last_offset_delta + 1;
+		pos += (uint64_t)total;
+	}
+	seg->end = next;
+	seg->size = seg->durable_size = pos;
+	*good = pos;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Base offsets of the "<20 digits>.log" files in the directory, sorted (malloc'd). */
+static int log_list_segments(struct st_log *log, int64_t **out, uint32_t *n_out)
+{
+	int fd = dup(log->dirfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	int64_t *bases = NULL;
+	uint32_t n = 0, cap = 0;
+	struct dirent *de;
+
+	if (!d) {
+		int rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		const char *s = de->d_name;
+		size_t len = strlen(s);
+		if (len != ST_SEG_NAME_DIGITS + strlen(ST_LOG_SUFFIX) || strcmp(s + ST_SEG_NAME_DIGITS, ST_LOG_SUFFIX))
+			continue;
+		int64_t base = 0;
+		bool digits = true;
+		for (int i = 0; i < ST_SEG_NAME_DIGITS && digits; i++) {
+			digits = s[i] >= '0' && s[i] <= '9' && base <= (INT64_MAX - 9) / 10;
+			base = base * 10 + (s[i] - '0');
+		}
+		if (!digits)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : ST_LOG_SEGMENTS_INIT;
+			int64_t *b = realloc(bases, cap * sizeof(*b));
+			if (!b) {
+				free(bases);
+				closedir(d);
+				return -ENOMEM;
+			}
+			bases = b;
+		}
+		bases[n++] = base;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(bases, n, sizeof(*bases), cmp_i64);
+	*out = bases;
+	*n_out = n;
+	return 0;
+}
+
+/* Remove segments bases[from..n) (they follow a cut or a gap). */
+static void log_drop_segments(struct st_log *log, const int64_t *bases, uint32_t from, uint32_t n,
+                              const char *why)
+{
+	if (from >= n)
+		return;
+	fprintf(stderr, "sluice storage: %s: deleting %u segment(s) from %020" PRId64 " on: %s\n",
+	        log->dir, n - from, bases[from], why);
+	for (uint32_t i = from; i < n; i++)
+		seg_unlink(log, bases[i]);
+}
+
+/* Rebuild the in-memory log from the directory; truncate a bad tail. */
+static int log_recover(struct st_log *log)
+{
+	int64_t *bases = NULL;
+	uint32_t n = 0, i;
+	uint8_t *buf = NULL;
+	bool changed = false;
+	int rc = log_list_segments(log, &bases, &n);
+
+	if (rc < 0)
+		return rc;
+	if (n == 0) {
+		struct st_seg *seg;
+		uint64_t size;
+		free(bases);
+		if ((rc = seg_open(log, 0, O_CREAT, &seg, &size)) < 0)
+			return rc;
+		assert(size == 0);
+		if ((rc = log_segs_push(log, seg)) < 0) {
+			seg_free(seg);
+			return rc;
+		}
+		return log_sync_dir(log);
+	}
+	if (!(buf = malloc(ST_LOG_SCAN_BUF_BYTES))) {
+		free(bases);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct st_seg *seg;
+		uint64_t size, good;
+		const char *why;
+		bool last = i == n - 1;
+
+		if (i > 0 && bases[i] != log_active(log)->end) {
+			log_drop_segments(log, bases, i, n, "segment base does not continue the previous segment");
+			changed = true;
+			break;
+		}
+		if ((rc = seg_open(log, bases[i], 0, &seg, &size)) < 0)
+			goto out;
+		if ((rc = log_segs_push(log, seg)) < 0) {
+			seg_free(seg);
+			goto out;
+		}
+		if (!last && index_load(log, seg, size) == 0)
+			continue;
+		if ((rc = seg_scan(log, seg, size, buf, &good, &why)) < 0) {
+			fprintf(stderr, "sluice storage: %s: read error scanning segment %020" PRId64 ": %s\n",
+			        log->dir, seg->base, strerror(-rc));
+			goto out;
+		}
+		if (good < size) {
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64
+			        " byte(s) at position %" PRIu64 " (%s)\n", log->dir, seg->base, size - good, good, why);
+			if (ftruncate(seg->fd, (off_t)good) < 0 || fdatasync(seg->fd) < 0) {
+				rc = -errno;
+				fprintf(stderr, "sluice storage: %s: truncation failed: %s\n", log->dir, strerror(-rc));
+				goto out;
+			}
+			log_drop_segments(log, bases, i + 1, n, "they follow a cut");
+			changed = true;
+			break;
+		}
+		if (!last) {
+			index_write(log, seg); /* the old one was missing or stale */
+			seg_index_trim(seg);
+		}
+	}
+	if (changed && log->io->cfg.fsync)
+		rc = log_sync_dir(log);
+out:
+	free(buf);
+	free(bases);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Log lifecycle                                                             */
+
+/* A new partition directory's own name must be durable too. */
+static int sync_parent_dir(const char *dir)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	int fd, rc = 0;
+
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+	if ((fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		fprintf(stderr, "sluice storage: %s: fsync of parent directory failed: %s\n", dir, strerror(-rc));
+	return rc;
+}
+
+static void log_free(struct st_log *log)
+{
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		seg_free(log->segs[i]);
+	free(log->segs);
+	if (log->dirfd >= 0)
+		close(log->dirfd);
+	free(log->dir);
+	free(log);
+}
+
+int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg, struct st_log **out)
+{
+	struct st_log *log;
+	int rc;
+
+	assert(io && dir && cfg && out);
+	if (cfg->segment_bytes < ST_LOG_SEGMENT_BYTES_MIN || cfg->segment_bytes > ST_LOG_SEGMENT_BYTES_MAX ||
+	    cfg->index_interval_bytes == 0 ||
+	    cfg->segment_bytes / cfg->index_interval_bytes + 2 > ST_LOG_INDEX_ENTRIES_MAX)
+		return -EINVAL;
+	bool created = mkdir(dir, 0755) == 0;
+	if (!created && errno != EEXIST)
+		return -errno;
+	/* 16-byte alignment frees the low bits of the pointer for the op in user_data. */
+	if (!(log = aligned_alloc(64, (sizeof(*log) + 63) & ~(size_t)63)))
+		return -ENOMEM;
+	memset(log, 0, sizeof(*log));
+	assert(((uintptr_t)log >> 59) == 0);
+	log->io = io;
+	log->cfg = *cfg;
+	log->dirfd = -1;
+	if (!(log->dir = strdup(dir))) {
+		log_free(log);
+		return -ENOMEM;
+	}
+	log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (log->dirfd < 0) {
+		rc = -errno;
+		log_free(log);
+		return rc;
+	}
+	if (created && io->cfg.fsync && (rc = sync_parent_dir(dir)) < 0) {
+		log_free(log);
+		return rc;
+	}
+	if ((rc = log_recover(log)) < 0) {
+		log_free(log);
+		return rc;
+	}
+	/* The active segment takes appends: give its index room for a full segment now. */
+	struct st_seg *act = log_active(log);
+	uint64_t span = act->size > cfg->segment_bytes ? act->size : cfg->segment_bytes;
+	if ((rc = seg_index_reserve(act, index_cap_for(cfg, span))) < 0) {
+		log_free(log);
+		return rc;
+	}
+	log->leo = log->durable = log_active(log)->end;
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		assert(log->segs[i]->durable_size == log->segs[i]->size);
+	*out = log;
+	return 0;
+}
+
+void st_log_close(struct st_log *log)
+{
+	if (!log)
+		return;
+	assert(!log->pend_head && !log->grp.active && !log->on_dirty);
+	/* A failed log's LEO ran ahead of its file; let recovery rebuild from the bytes. */
+	for (uint32_t i = 0; i < log->nsegs && !log->failed; i++)
+		if (log->segs[i]->index_dirty || i == log->nsegs - 1)
+			index_write(log, log->segs[i]);
+	log_free(log);
+}
+
+int st_log_delete(struct st_log *log)
+{
+	int rc = 0, fd;
+	DIR *d;
+	struct dirent *de;
+
+	assert(log && !log->pend_head && !log->grp.active && !log->on_dirty);
+	for (uint32_t i = 0; i < log->nsegs; i++) {
+		seg_free(log->segs[i]);
+		log->segs[i] = NULL;
+	}
+	log->nsegs = 0;
+	/* Everything in the directory belongs to the partition (segments, indexes, snapshots). */
+	if ((fd = dup(log->dirfd)) < 0 || !(d = fdopendir(fd))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
+		for (int pass = 0, removed = 1; removed && !rc && pass < ST_LOG_DELETE_PASSES_MAX; pass++) {
+			removed = 0;
+			rewinddir(d);
+			while ((de = readdir(d))) {
+				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+					continue;
+				if (unlinkat(log->dirfd, de->d_name, 0) == 0)
+					removed++;
+				else if (errno != ENOENT && !rc)
+					rc = -errno;
+			}
+		}
+		closedir(d);
+	}
+	if (rc == 0 && rmdir(log->dir) < 0)
+		rc = -errno;
+	if (rc < 0)
+		fprintf(stderr, "sluice storage: %s: delete failed: %s\n", log->dir, strerror(-rc));
+	log_free(log);
+	return rc;
+}
+
+int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
+int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
+int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }
+
+/* ------------------------------------------------------------------------ */
+/* Append and group commit                                                   */
+
+int st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out)
+{
+	struct st_io *io;
+
+	assert(cfg && ring && out && cfg->on_append);
+	if (!(io = calloc(1, sizeof(*io))) || !(io->slots = calloc(ST_IO_APPENDS_MAX, sizeof(*io->slots)))) {
+		free(io);
+		return -ENOMEM;
+	}
+	io->ring = ring;
+	io->cfg = *cfg;
+	for (uint32_t i = 0; i < ST_IO_APPENDS_MAX; i++)
+		io->slots[i].next = i + 1 < ST_IO_APPENDS_MAX ? &io->slots[i + 1] : NULL;
+	io->free = &io->slots[0];
+	*out = io;
+	return 0;
+}
+
+void st_io_destroy(struct st_io *io)
+{
+	if (!io)
+		return;
+	assert(io->pending == 0 && !io->dirty_head);
+	free(io->slots);
+	free(io);
+}
+
+uint32_t st_io_pending(const struct st_io *io) { return io->pending; }
+
+static void dirty_push(struct st_io *io, struct st_log *log)
+{
+	if (log->on_dirty)
+		return;
+	log->on_dirty = true;
+	log->dirty_next = NULL;
+	if (io->dirty_tail)
+		io->dirty_tail->dirty_next = log;
+	else
+		io->dirty_head = log;
+	io->dirty_tail = log;
+}
+
+int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len, uint32_t record_count, void *cookie)
+{
+	struct st_io *io = log->io;
+	struct st_seg *seg = log_active(log);
+	struct st_slot *s;
+
+	/* The data plane validated the batch; check the framing we rely on again here. */
+	assert(batch && len >= ST_BATCH_HEADER_BYTES && record_count >= 1);
+	assert(st_be32(batch + ST_BATCH_OFF_LENGTH) + 12u == len);
+	assert(batch[ST_BATCH_OFF_MAGIC] == ST_BATCH_MAGIC);
+	assert(st_be32(batch + ST_BATCH_OFF_LAST_OFFSET_DELTA) + 1u == record_count);
+	if (log->failed)
+		return -EIO;
+	if (!io->free)
+		return -ENOBUFS;
+	if (seg->size > 0 && (seg->size + len > log->cfg.segment_bytes ||
+	                      (uint64_t)(log->leo - seg->base) + record_count > UINT32_MAX)) {
+		int rc = log_roll(log);
+		if (rc < 0)
+			return rc;
+		seg = log_active(log);
+	}
+
+	int64_t base = log->leo;
+	assert(seg->end == base && base >= log->durable);
+	st_batch_set_base_offset(batch, base);
+	seg_index_note(seg, log->cfg.index_interval_bytes, base, seg->size);
+	int64_t max_ts = (int64_t)st_be64(batch + ST_BATCH_OFF_MAX_TIMESTAMP);
+	if (max_ts > seg->max_ts)
+		seg->max_ts = max_ts;
+
+	s = io->free;
+	io->free = s->next;
+	*s = (struct st_slot){ .batch = batch, .len = len, .count = record_count, .base = base,
+	                       .pos = seg->size, .seg = seg, .cookie = cookie };
+	seg->size += len;
+	seg->end = log->leo = base + record_count;
+	seg->queued++;
+	if (log->pend_tail)
+		log->pend_tail->next = s;
+	else
+		log->pend_head = s;
+	log->pend_tail = s;
+	io->pending++;
+	/* With a group in flight, its completion puts the log back on the dirty list. */
+	if (!log->grp.active)
+		dirty_push(io, log);
+	return base;
+}
+
+/* Take the longest prefix of pending appends in one segment (<= ST_IO_IOV_MAX) as the group. */
+static void group_form(struct st_log *log)
+{
+	struct st_group *g = &log->grp;
+	struct st_slot *s = log->pend_head, *tail = NULL;
+	uint32_t n = 0;
+
+	assert(s && !g->active);
+	memset(g, 0, sizeof(*g));
+	g->seg = s->seg;
+	g->pos = s->pos;
+	g->head = s;
+	while (s && s->seg == g->seg && n < ST_IO_IOV_MAX) {
+		assert(s->pos == g->pos + g->total);
+		assert(n == 0 || s->base == tail->base + tail->count);
+		log->iov[n].iov_base = s->batch;
+		log->iov[n].iov_len = s->len;
+		g->total += s->len;
+		g->end = s->base + s->count;
+		n++;
+		tail = s;
+		s = s->next;
+	}
+	tail->next = NULL;
+	log->pend_head = s;
+	if (!s)
+		log->pend_tail = NULL;
+	g->tail = tail;
+	g->n = g->iov_n = n;
+	g->active = true;
+	assert(g->seg->durable_size == g->pos); /* groups of a segment go in file order */
+}
+
+static uint64_t op_user_data(struct st_log *log, unsigned op)
+{
+	return (((uint64_t)(uintptr_t)log | op) << 4) | ST_URING_TAG;
+}
+
+/* Prepare the SQEs of log's group (forming it if needed). -EBUSY if the SQ lacks room. */
+static int log_prep(struct st_io *io, struct st_log *log)
+{
+	struct st_group *g = &log->grp;
+	bool fsync = io->cfg.fsync;
+	bool write = !g->active || g->written < g->total;
+	unsigned need = (unsigned)write + (unsigned)fsync;
+	struct io_uring_sqe *sqe;
+
+	assert(!g->active || (g->ops_left == 0 && !g->err));
+	assert(need > 0);
+	if (io_uring_sq_space_left(io->ring) < need)
+		return -EBUSY;
+	if (!g->active)
+		group_form(log);
+	if (write) {
+		sqe = io_uring_get_sqe(io->ring);
+		assert(sqe);
+		io_uring_prep_writev(sqe, g->seg->fd, &log->iov[g->iov_first], g->iov_n - g->iov_first,
+		                     g->pos + g->written);
+		io_uring_sqe_set_data64(sqe, op_user_data(log, ST_OP_WRITE));
+		/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
+		if (fsync)
+			sqe->flags |= IOSQE_IO_LINK;
+	}
+	if (fsync) {
+		/* Group commit: one fdatasync makes every append of the group durable. */
+		sqe = io_uring_get_sqe(io->ring);
+		assert(sqe);
+		io_uring_prep_fsync(sqe, g->seg->fd, IORING_FSYNC_DATASYNC);
+		io_uring_sqe_set_data64(sqe, op_user_data(log, ST_OP_SYNC));
+	}
+	g->ops_left = need;
+	return (int)need;
+}
+
+int st_io_flush(struct st_io *io)
+{
+	struct st_log *log;
+	int prepared = 0;
+
+	while ((log = io->dirty_head)) {
+		int n = log_prep(io, log);
+		if (n < 0)
+			break; /* SQ full: this log and the ones after it go in the next flush */
+		io->dirty_head = log->dirty_next;
+		if (!io->dirty_head)
+			io->dirty_tail = NULL;
+		log->dirty_next = NULL;
+		log->on_dirty = false;
+		prepared += n;
+	}
+	return prepared;
+}
+
+/* Drop the first `bytes` of the group's remaining iovecs (after a short write). */
+static void group_consume(struct st_log *log, uint64_t bytes)
+{
+	struct st_group *g = &log->grp;
+
+	while (bytes) {
+		struct iovec *v = &log->iov[g->iov_first];
+		assert(g->iov_first < g->iov_n);
+		if (bytes < v->iov_len) {
+			v->iov_base = (uint8_t *)v->iov_base + bytes;
+			v->iov_len -= bytes;
+			return;
+		}
+		bytes -= v->iov_len;
+		g->iov_first++;
+	}
+}
+
+/* Call back every append in the list with status, returning their slots. */
+static void slots_finish(struct st_io *io, struct st_slot *s, int status)
+{
+	while (s) {
+		struct st_slot *next = s->next;
+		void *cookie = s->cookie;
+		int64_t base = s->base;
+
+		assert(s->seg->queued > 0);
+		s->seg->queued--;
+		io->pending--;
+		s->next = io->free;
+		io->free = s;
+		io->cfg.on_append(cookie, status, base);
+		s = next;
+	}
+}
+
+/* A hard write/sync error: the partition goes offline (absorbing). */
+static void log_fail(struct st_io *io, struct st_log *log, int err)
+{
+	struct st_group *g = &log->grp;
+	struct st_slot *group = g->head, *pend = log->pend_head;
+
+	assert(err < 0 && !log->on_dirty);
+	fprintf(stderr, "sluice storage: %s: %s of segment %020" PRId64 " at byte %" PRIu64
+	        " failed: %s; partition is offline, its appends now fail with EIO\n", log->dir,
+	        g->written < g->total ? "write" : "fdatasync", g->seg->base, g->pos + g->written, strerror(-err));
+	log->failed = err;
+	g->active = false;
+	g->head = g->tail = NULL;
+	log->pend_head = log->pend_tail = NULL;
+	slots_finish(io, group, err);
+	slots_finish(io, pend, err);
+}
+
+/* The group's chain is fully reaped: finish it, resubmit what is missing, or fail. */
+static void group_settle(struct st_io *io, struct st_log *log)
+{
+	struct st_group *g = &log->grp;
+
+	if (g->err) {
+		log_fail(io, log, g->err);
+		return;
+	}
+	if (g->written < g->total || (io->cfg.fsync && !g->synced)) {
+		if (++g->retries > ST_IO_RETRIES_MAX) {
+			log_fail(io, log, -EIO);
+			return;
+		}
+		dirty_push(io, log); /* st_io_flush resubmits the rest (and the sync) */
+		return;
+	}
+	/* Durable: publish the new high watermark before acknowledging. */
+	struct st_slot *done = g->head;
+	assert(g->end > log->durable && g->seg->durable_size == g->pos);
+	g->seg->durable_size = g->pos + g->total;
+	log->durable = g->end;
+	if (g->seg != log_active(log) && g->seg->durable_size == g->seg->size)
+		seg_seal(log, g->seg); /* its last group after a roll: rare, synchronous */
+	g->active = false;
+	g->head = g->tail = NULL;
+	if (log->pend_head)
+		dirty_push(io, log);
+	/* Acknowledge only now, after the fdatasync (or write, without fsync) completed. */
+	slots_finish(io, done, 0);
+}
+
+void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
+{
+	uint64_t payload = cqe->user_data >> 4;
+	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)1);
+	unsigned op = (unsigned)(payload & 1);
+	struct st_group *g = &log->grp;
+	int res = cqe->res;
+
+	assert((cqe->user_data & 0xf) == ST_URING_TAG && log && log->io == io);
+	assert(g->active && g->ops_left > 0);
+	g->ops_left--;
+	if (op == ST_OP_WRITE) {
+		if (res > 0) {
+			assert(g->written + (uint64_t)res <= g->total);
+			g->written += (uint64_t)res;
+			group_consume(log, (uint64_t)res);
+			g->retries = 0;
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR && !g->err) {
+			g->err = res;
+		} /* 0, -EAGAIN, -EINTR: no progress, resubmit */
+	} else {
+		/* The link runs the sync only after the whole write succeeded. */
+		if (res == 0)
+			g->synced = g->written == g->total;
+		else if (res != -ECANCELED && res != -EAGAIN && res != -EINTR && !g->err)
+			g->err = res;
+	}
+	if (g->ops_left == 0)
+		group_settle(io, log);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads: locate, time lookup, retention                                     */
+
+/* Read the batch header at pos of seg; returns the batch's total size or -errno. */
+static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h)
+{
+	uint8_t hdr[ST_BATCH_HEADER_BYTES];
+	size_t got;
+	int rc;
+
+	assert(pos + ST_BATCH_HEADER_BYTES <= seg->durable_size);
+	if ((rc = pread_full(seg->fd, hdr, sizeof(hdr), pos, &got)) < 0)
+		return rc;
+	if (got != sizeof(hdr))
+		return -EIO;
+	rc = st_batch_parse_header(hdr, sizeof(hdr), h);
+	/* Written and recovered batches were checked; a bad header now is corruption. */
+	if (rc < 0 || pos + (uint64_t)rc > seg->durable_size)
+		return -EIO;
+	return rc;
+}
+
+int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                  uint64_t *pos, uint32_t *len)
+{
+	struct st_batch_hdr h;
+	int total;
+
+	if (offset < st_log_start_offset(log) || offset > log->leo)
+		return -ERANGE;
+	/* Never hand out bytes whose write has not completed. */
+	int64_t lim = limit < log->durable ? limit : log->durable;
+	struct st_seg *seg = log->segs[log_seg_find(log, offset)];
+	uint64_t p = seg_index_lookup(seg, offset);
+
+	*fd = seg->fd;
+	*pos = p;
+	*len = 0;
+	if (offset >= lim)
+		return 0;
+	assert(offset < seg->end);
+	for (;;) { /* bounded: ~index_interval_bytes of headers */
+		if (p >= seg->durable_size)
+			return -EIO; /* offset < durable, so its batch must be here */
+		if ((total = seg_read_header(seg, p, &h)) < 0)
+			return total;
+		if (h.base_offset + h.last_offset_delta >= offset)
+			break;
+		p += (uint64_t)total;
+	}
+	*pos = p;
+	if (h.base_offset + h.last_offset_delta >= lim)
+		return 0; /* the batch holding offset is not wholly below the limit */
+	uint64_t end = p + (uint64_t)total; /* KIP-74: the first batch goes whole */
+	while (end < seg->durable_size) {
+		if ((total = seg_read_header(seg, end, &h)) < 0)
+			return total;
+		if (h.base_offset + h.last_offset_delta >= lim || end + (uint64_t)total - p > max_bytes)
+			break;
+		end += (uint64_t)total;
+	}
+	assert(end - p <= UINT32_MAX);
+	*len = (uint32_t)(end - p);
+	return 0;
+}
+
+int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
+{
+	struct st_batch_hdr h;
+
+	for (uint32_t i = 0; i < log->nsegs; i++) {
+		struct st_seg *seg = log->segs[i];
+		int total;
+		if (seg->max_ts < ts_ms)
+			continue; /* nothing in this segment is late enough */
+		for (uint64_t p = 0; p < seg->durable_size; p += (uint64_t)total) {
+			if ((total = seg_read_header(seg, p, &h)) < 0)
+				return log->leo; /* logged nowhere: reads retry; the header is checked again then */
+			if (h.max_timestamp >= ts_ms)
+				return h.base_offset;
+		}
+	}
+	return log->leo;
+}
+
+int st_log_retain(struct st_log *log, int64_t now_ms)
+{
+	uint64_t total = 0;
+	int deleted = 0;
+
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		total += log->segs[i]->size;
+	while (log->nsegs > 1) {
+		struct st_seg *seg = log->segs[0];
+		int64_t ts = seg->max_ts;
+		struct stat st;
+
+		if (seg->queued || seg->durable_size != seg->size)
+			break; /* writes in flight: its fd must stay open */
+		if (seg->size == 0 && fstat(seg->fd, &st) == 0)
+			ts = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+		bool by_size = log->cfg.retention_bytes >= 0 && total > (uint64_t)log->cfg.retention_bytes;
+		bool by_time = log->cfg.retention_ms >= 0 && ts < now_ms - log->cfg.retention_ms;
+		if (!by_size && !by_time)
+			break;
+		total -= seg->size;
+		seg_unlink(log, seg->base);
+		seg_free(seg);
+		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));
+		log->nsegs--;
+		deleted++;
+	}
+	return deleted;
+}

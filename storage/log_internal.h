@@ -1,0 +1,163 @@
+/*
+ * log_internal.h - storage-folder internals of the partition log: on-disk
+ * formats, limits and the structs behind struct st_io / struct st_log.
+ * Only storage/ (and its unit tests and tools/) include this.
+ *
+ * ---------------------------------------------------------------------------
+ * Directory of one partition:   <dir>/<base>.log   <dir>/<base>.index
+ * <base> is the segment's base offset (offset of its first batch) written as
+ * 20 decimal digits with leading zeros ("%020" PRId64), so names sort in
+ * offset order.
+ *
+ * <base>.log - the batches exactly as received, back to back, with only
+ * baseOffset (bytes 0..7, outside the CRC) patched by the broker. No file
+ * header, no padding: byte 0 is the first batch. Batch layout: batch.h.
+ * Invariants: batch i+1 starts where batch i ends; batch i+1's baseOffset ==
+ * batch i's baseOffset + lastOffsetDelta + 1; the first batch's baseOffset
+ * == <base>; segment k+1's <base> == segment k's end offset.
+ *
+ * <base>.index - sparse offset index, written when a rolled (sealed)
+ * segment's last write (and fdatasync) completed, at close, and after a
+ * recovery scan rebuilt it; never fsynced (recovery validates it). All
+ * integers BIG-endian (like the batches).
+ *
+ *   offset size field          notes
+ *   ------ ---- -------------- --------------------------------------------
+ *        0    4 magic          "SLIX" (0x534c4958)
+ *        4    4 version        1
+ *        8    8 base_offset    must equal <base>
+ *       16    8 log_bytes      size of <base>.log this index describes
+ *       24    8 end_offset     offset after the segment's last batch
+ *       32    8 max_timestamp  largest batch maxTimestamp, -1 if none
+ *       40    4 entry_count    n
+ *       44    4 crc            CRC-32C of bytes 0..43 followed by the entries
+ *       48  8*n entries        n x { uint32 relative offset, uint32 position }
+ *
+ * Entry (rel, pos): the batch whose baseOffset is <base> + rel starts at byte
+ * pos of the .log. The first batch always has an entry (0, 0); later batches
+ * get one when they start >= index_interval_bytes after the previous entry's
+ * position, so a lookup scans at most ~index_interval_bytes of headers.
+ * Both fields strictly increase. An index is trusted at recovery only when
+ * magic, version, base, crc and entry order are valid AND log_bytes equals
+ * the .log's size; otherwise the segment is scanned and the index rewritten.
+ * The last (active) segment is always scanned.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef SLUICE_STORAGE_LOG_INTERNAL_H
+#define SLUICE_STORAGE_LOG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "batch.h"
+#include "log.h"
+
+#define ST_INDEX_MAGIC 0x534c4958u          /* "SLIX" */
+#define ST_INDEX_VERSION 1u
+#define ST_INDEX_HEADER_BYTES 48
+#define ST_INDEX_ENTRY_BYTES 8
+
+/* Limits (units last). */
+#define ST_IO_APPENDS_MAX 8192u          /* appends queued or in flight per core (slot pool) */
+#define ST_IO_IOV_MAX 256u               /* iovecs in one group's writev; more waits for the next group */
+#define ST_IO_RETRIES_MAX 64u            /* consecutive writes without progress before failing */
+#define ST_LOG_INDEX_ENTRIES_MAX (1u << 22) /* per segment: bounds segment_bytes / index_interval_bytes */
+#define ST_LOG_SEGMENT_BYTES_MIN 1024u
+#define ST_LOG_SEGMENT_BYTES_MAX 0xffffffffu /* index positions are uint32 */
+#define ST_LOG_SCAN_BUF_BYTES (1u << 20) /* recovery read window; larger batches are CRC'd in chunks */
+#define ST_LOG_SEGMENTS_INIT 16u         /* initial segment table capacity (doubles on roll) */
+#define ST_LOG_NAME_BYTES 32u            /* "<20 digits>.index" + NUL */
+#define ST_LOG_DELETE_PASSES_MAX 16      /* directory passes of st_log_delete */
+
+_Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
+
+/* One sparse index entry, in host order in memory. Locality: shard core (owner). */
+struct st_index_entry {
+	uint32_t rel;   /* batch base offset - segment base */
+	uint32_t pos;   /* byte position in the .log */
+};
+
+/* One segment file and its index. Locality: shard core (owner). */
+struct st_seg {
+	int64_t base;             /* base offset (file name) */
+	int64_t end;              /* offset after the last batch appended (queued included) */
+	int64_t max_ts;           /* largest batch maxTimestamp, -1 if no batch */
+	uint64_t size;            /* bytes appended (queued included): next write position */
+	uint64_t durable_size;    /* bytes whose write (and sync) completed: readers stop here */
+	int fd;
+	bool index_dirty;         /* in-memory index newer than the .index file */
+	uint32_t queued;          /* appends of this segment queued or in flight */
+	struct st_index_entry *index;
+	uint32_t index_n, index_cap;
+};
+
+/* One append, from st_log_append until its callback. Locality: shard core (owner). */
+struct st_slot {
+	struct st_slot *next;     /* free list, a log's pending list or its group */
+	uint8_t *batch;
+	uint32_t len;
+	uint32_t count;           /* records (lastOffsetDelta + 1) */
+	int64_t base;
+	uint64_t pos;             /* file position in seg */
+	struct st_seg *seg;
+	void *cookie;
+};
+
+/*
+ * The write+sync chain of one log: a prefix of its pending appends that lie
+ * in one segment, written by ONE writev at their (contiguous) file position
+ * and covered by ONE fdatasync linked after it. Locality: shard core (owner).
+ */
+struct st_group {
+	struct st_slot *head, *tail;
+	uint32_t n;
+	struct st_seg *seg;
+	uint64_t pos;             /* file position of the first byte */
+	uint64_t total;           /* bytes to write */
+	uint64_t written;         /* bytes the kernel reported written so far */
+	int64_t end;              /* offset after the group's last batch */
+	uint32_t iov_n, iov_first;/* iovecs in use; first one not fully written */
+	uint32_t ops_left;        /* CQEs still expected for the submitted chain */
+	uint32_t retries;         /* consecutive submissions without progress */
+	int err;                  /* first hard error (-errno), 0 if none */
+	bool active;              /* formed: in flight or waiting to be resubmitted */
+	bool synced;              /* the fdatasync covering every byte completed */
+};
+
+/* Per-core I/O engine. Locality: shard core (one per core). */
+struct st_io {
+	struct io_uring *ring;
+	struct st_io_config cfg;
+	struct st_slot *free;              /* free slots */
+	struct st_slot *slots;             /* ST_IO_APPENDS_MAX, allocated at create */
+	struct st_log *dirty_head, *dirty_tail; /* logs with SQEs to prepare, FIFO */
+	uint32_t pending;                  /* appends queued or in flight */
+};
+
+/* One partition. Locality: shard core (owner). */
+struct st_log {
+	struct st_io *io;
+	struct st_log_config cfg;
+	char *dir;
+	int dirfd;
+	struct st_seg **segs;              /* oldest first; segs[nsegs-1] is active */
+	uint32_t nsegs, segs_cap;
+	int64_t leo;                       /* next offset to assign */
+	int64_t durable;                   /* end of completed appends (high watermark) */
+	int failed;                        /* -errno once a write failed; absorbing */
+	struct st_slot *pend_head, *pend_tail; /* queued, not yet in a group */
+	struct st_group grp;
+	struct st_log *dirty_next;
+	bool on_dirty;
+	struct iovec iov[ST_IO_IOV_MAX];
+};
+
+/* user_data payload: the log pointer (16-byte aligned) with the op in bit 0. */
+#define ST_OP_WRITE 0u
+#define ST_OP_SYNC 1u
+
+/* Number of segments (tests, tools). Locality: shard core (owner). */
+static inline uint32_t st_log_segment_count(const struct st_log *log) { return log->nsegs; }
+
+#endif

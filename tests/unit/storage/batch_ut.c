@@ -1,0 +1,199 @@
+/*
+ * batch_ut.c - CRC-32C and RecordBatch v2 parsing (storage/crc32c.c, storage/batch.c).
+ */
+#include <CUnit/Basic.h>
+#include <errno.h>
+
+#include "ut_batch.h"
+
+static void test_crc32c_check_value(void)
+{
+	CU_ASSERT_EQUAL(crc32c(0, "123456789", 9), 0xE3069283u);
+	CU_ASSERT_EQUAL(crc32c_sw(0, "123456789", 9), 0xE3069283u);
+	CU_ASSERT_EQUAL(crc32c(0, "", 0), 0u);
+	/* RFC 3720 B.4: 32 bytes of zeros -> 0x8A9136AA, of 0xFF -> 0x62A8AB43. */
+	uint8_t b[32];
+	memset(b, 0, sizeof(b));
+	CU_ASSERT_EQUAL(crc32c(0, b, 32), 0x8A9136AAu);
+	memset(b, 0xff, sizeof(b));
+	CU_ASSERT_EQUAL(crc32c(0, b, 32), 0x62A8AB43u);
+}
+
+static void test_crc32c_hw_matches_sw(void)
+{
+	static uint8_t buf[4096 + 16];
+	uint32_t x = 12345;
+
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	/* Every alignment and many lengths, plus chaining in two pieces. */
+	for (size_t off = 0; off < 16; off++)
+		for (size_t len = 0; len < 300; len += 7) {
+			CU_ASSERT_EQUAL(crc32c(0, buf + off, len), crc32c_sw(0, buf + off, len));
+			CU_ASSERT_EQUAL(crc32c(crc32c(0, buf + off, len / 3), buf + off + len / 3, len - len / 3),
+			                crc32c_sw(0, buf + off, len));
+		}
+	CU_ASSERT_EQUAL(crc32c(0, buf, 4096), crc32c_sw(0, buf, 4096));
+}
+
+static void test_vectors_crc_and_parse(void)
+{
+	uint8_t b[256];
+	struct st_batch_hdr h;
+	size_t n = ut_hex_decode(vec05, b, sizeof(b));
+
+	CU_ASSERT_EQUAL_FATAL(n, 96);
+	CU_ASSERT_EQUAL(crc32c(0, b + 21, n - 21), 0x8e6582a3u);
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), 96);
+	CU_ASSERT_EQUAL(h.base_offset, 0);
+	CU_ASSERT_EQUAL(h.batch_length, 84);
+	CU_ASSERT_EQUAL(h.leader_epoch, -1);
+	CU_ASSERT_EQUAL(h.magic, 2);
+	CU_ASSERT_EQUAL(h.crc, 0x8e6582a3u);
+	CU_ASSERT_EQUAL(h.attributes, ST_BATCH_ATTR_TRANSACTIONAL);
+	CU_ASSERT_EQUAL(h.last_offset_delta, 2);
+	CU_ASSERT_EQUAL(h.first_timestamp, 1700000000000LL);
+	CU_ASSERT_EQUAL(h.max_timestamp, 1700000000009LL);
+	CU_ASSERT_EQUAL(h.producer_id, 4000);
+	CU_ASSERT_EQUAL(h.producer_epoch, 0);
+	CU_ASSERT_EQUAL(h.base_sequence, 0);
+	CU_ASSERT_EQUAL(h.records_count, 3);
+
+	/* Records: (k0,v0), (k1,v1, header h=x, tsDelta 5), (null key, v2, tsDelta 9). */
+	struct st_record_iter it;
+	struct st_record r;
+	CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, n, &h), 0);
+	CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+	CU_ASSERT_EQUAL(r.offset_delta, 0);
+	CU_ASSERT(r.key_len == 2 && !memcmp(r.key, "k0", 2) && r.value_len == 2 && !memcmp(r.value, "v0", 2));
+	CU_ASSERT_EQUAL(r.headers_count, 0);
+	CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+	CU_ASSERT(r.offset_delta == 1 && r.timestamp_delta == 5 && r.headers_count == 1);
+	CU_ASSERT(r.key_len == 2 && !memcmp(r.key, "k1", 2));
+	CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+	CU_ASSERT(r.offset_delta == 2 && r.timestamp_delta == 9 && r.key == NULL && r.key_len == -1);
+	CU_ASSERT(r.value_len == 2 && !memcmp(r.value, "v2", 2));
+	CU_ASSERT_EQUAL(st_record_next(&it, &r), 0);
+
+	/* Patching the base offset keeps the CRC valid (bytes 0..7 are outside it). */
+	st_batch_set_base_offset(b, 0x0102030405060708LL);
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), 96);
+	CU_ASSERT_EQUAL(h.base_offset, 0x0102030405060708LL);
+
+	n = ut_hex_decode(vec06, b, sizeof(b));
+	CU_ASSERT_EQUAL_FATAL(n, 78);
+	CU_ASSERT_EQUAL(crc32c(0, b + 21, n - 21), 0xa2ccea22u);
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), 78);
+	CU_ASSERT_EQUAL(h.base_offset, 3);
+	CU_ASSERT_EQUAL(h.attributes, ST_BATCH_ATTR_TRANSACTIONAL | ST_BATCH_ATTR_CONTROL);
+	CU_ASSERT_EQUAL(h.base_sequence, -1);
+	CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, n, &h), 0);
+	CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+	CU_ASSERT(r.key_len == 4 && st_be16(r.key + 2) == 1);  /* COMMIT */
+	CU_ASSERT(r.value_len == 6 && st_be32(r.value + 2) == 0); /* coordinator epoch */
+	CU_ASSERT_EQUAL(st_record_next(&it, &r), 0);
+	/* A flipped bit anywhere from the attributes on breaks the CRC. */
+	b[60] ^= 1;
+	CU_ASSERT_FALSE(st_batch_crc_ok(b, n));
+}
+
+static void test_parse_errors(void)
+{
+	uint8_t b[512];
+	struct st_batch_hdr h;
+	uint32_t n = ut_batch(b, sizeof(b), &(struct ut_batch_spec){ .records = 3, .value_len = 10 });
+
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), (int)n);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n + 100, &h), (int)n); /* trailing bytes are not ours */
+	/* Truncated: header only, whole batch missing its last byte, not even a header. */
+	CU_ASSERT_EQUAL(st_batch_parse(b, n - 1, &h), -EAGAIN);
+	CU_ASSERT_EQUAL(st_batch_parse(b, 60, &h), -EAGAIN);
+	CU_ASSERT_EQUAL(st_batch_parse(b, 0, &h), -EAGAIN);
+	CU_ASSERT_EQUAL(st_batch_parse_header(b, 61, &h), (int)n);
+	/* Bad magic. */
+	b[ST_BATCH_OFF_MAGIC] = 1;
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EPROTO);
+	b[ST_BATCH_OFF_MAGIC] = 2;
+	/* Bad lengths and fields. */
+	st_put_be32(b + ST_BATCH_OFF_LENGTH, 48);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EBADMSG);
+	st_put_be32(b + ST_BATCH_OFF_LENGTH, (uint32_t)-5);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EBADMSG);
+	st_put_be32(b + ST_BATCH_OFF_LENGTH, 0x7fffffff);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EBADMSG);
+	st_put_be32(b + ST_BATCH_OFF_LENGTH, 49);
+	CU_ASSERT_EQUAL(st_batch_parse(b, 61, &h), 61); /* an empty batch is well formed */
+	st_put_be32(b + ST_BATCH_OFF_LENGTH, n - 12);
+	st_put_be32(b + ST_BATCH_OFF_RECORDS_COUNT, (uint32_t)-1);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EBADMSG);
+	st_put_be32(b + ST_BATCH_OFF_RECORDS_COUNT, 3);
+	st_put_be32(b + ST_BATCH_OFF_LAST_OFFSET_DELTA, (uint32_t)-1);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), -EBADMSG);
+	st_put_be32(b + ST_BATCH_OFF_LAST_OFFSET_DELTA, 2);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), (int)n);
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+}
+
+static void test_records_and_varints(void)
+{
+	uint8_t b[4096], v[10];
+	struct st_batch_hdr h;
+	struct st_record_iter it;
+	struct st_record r;
+	int64_t x;
+	const int64_t samples[] = { 0, 1, -1, 63, -64, 64, 300, -300, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN };
+
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		int n = st_varint_put(v, samples[i]);
+		CU_ASSERT_EQUAL(st_varint_get(v, v + n, &x), n);
+		CU_ASSERT_EQUAL(x, samples[i]);
+		CU_ASSERT_EQUAL(st_varint_get(v, v + n - 1, &x), -EBADMSG); /* truncated */
+	}
+	CU_ASSERT_EQUAL(st_varint_put(v, -1), 1);
+	CU_ASSERT_EQUAL(v[0], 0x01);
+
+	uint32_t n = ut_batch(b, sizeof(b), &(struct ut_batch_spec){ .records = 7, .value_len = 100 });
+	CU_ASSERT_EQUAL_FATAL(st_batch_parse(b, n, &h), (int)n);
+	CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, n, &h), 0);
+	for (int i = 0; i < 7; i++) {
+		CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+		CU_ASSERT_EQUAL(r.offset_delta, i);
+		CU_ASSERT_EQUAL(r.value_len, 100);
+		CU_ASSERT_EQUAL(r.value[99], 'a' + i);
+	}
+	CU_ASSERT_EQUAL(st_record_next(&it, &r), 0);
+	/* A record length running past the batch is malformed, not a crash. */
+	CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, n, &h), 0);
+	b[ST_BATCH_HEADER_BYTES] = 0x7e;
+	CU_ASSERT_EQUAL(st_record_next(&it, &r), -EBADMSG);
+	/* Compressed batches are not iterated. */
+	st_put_be16(b + ST_BATCH_OFF_ATTRIBUTES, 3);
+	CU_ASSERT_EQUAL(st_batch_parse(b, n, &h), (int)n);
+	CU_ASSERT_EQUAL(st_record_iter_init(&it, b, n, &h), -ENOTSUP);
+	CU_ASSERT_STRING_EQUAL(st_batch_codec_name(h.attributes), "lz4");
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return CU_get_error();
+	s = CU_add_suite("batch", NULL, NULL);
+	CU_add_test(s, "crc32c check value", test_crc32c_check_value);
+	CU_add_test(s, "crc32c hw == sw", test_crc32c_hw_matches_sw);
+	CU_add_test(s, "vectors 05/06", test_vectors_crc_and_parse);
+	CU_add_test(s, "parse errors", test_parse_errors);
+	CU_add_test(s, "records and varints", test_records_and_varints);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
