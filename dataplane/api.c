@@ -48,6 +48,9 @@ static const int32_t *node_list(struct dp_core *c)
 static int api_versions(struct dp_core *c, struct dp_req *r, struct kreader *rd, bool supported)
 {
 	struct ApiVersionsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	ApiVersionsResponse_init(resp);   /* schema defaults: unset tagged fields stay unsent */
 	r->resp = resp;
 	if (!supported) {
 		/* Kafka answers an unknown version with a v0 body: error 35 and our range. */
@@ -68,7 +71,6 @@ static int api_versions(struct dp_core *c, struct dp_req *r, struct kreader *rd,
 		resp->ApiKeys[i].MaxVersion = dp_apis[i].max;
 	}
 	resp->ApiKeys_n = DP_NAPIS;
-	resp->FinalizedFeaturesEpoch = -1;
 	return 0;
 }
 
