@@ -267,11 +267,12 @@ static void core_teardown(struct dp_core *c)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);
 	}
+	/* The ring goes first: the kernel then holds no receive buffer of the NIC's. */
+	io_uring_queue_exit(&c->ring);
 	if (c->nic)
 		nic_destroy(c->nic);
 	if (c->io)
 		st_io_destroy(c->io);
-	io_uring_queue_exit(&c->ring);
 	close(c->efd);
 	dp_buf_drain();
 }

@@ -1,0 +1,807 @@
+/*
+ * nic_uring.c - the kernel-socket NIC backend driven by the core's io_uring.
+ *
+ * Locality: NIC core. One struct nic per data core, touched only by the
+ * thread that owns the ring.
+ *
+ * Per connection there is at most one recv (multishot when the kernel has
+ * it) and at most one SENDMSG in flight: one send at a time is what keeps
+ * the byte order of queued buffers, and coalescing up to NIC_SEND_IOV_MAX of
+ * them into that SENDMSG keeps the syscall-free path wide. A slot is reused
+ * only after every op on its fd has posted its final CQE, so a CQE can never
+ * land on the wrong connection (the generation in user_data asserts it).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <liburing.h>
+
+#include "nic.h"
+#include "nic_internal.h"
+
+#define NIC_TXQ_MASK (NIC_TXQ_MAX - 1u)
+#define NIC_GEN_MASK ((1u << NIC_CONN_GEN_BITS) - 1u)
+#define NIC_IDX_MASK (NIC_CONNS_LIMIT - 1u)
+
+/* ---- user_data ---------------------------------------------------------- */
+
+static uint64_t nic_ud(enum nic_op op, uint32_t idx, uint32_t gen)
+{
+	assert(idx < NIC_CONNS_LIMIT && gen <= NIC_GEN_MASK);
+	uint64_t payload = (uint64_t)op | (uint64_t)idx << 4 | (uint64_t)gen << 24;
+	return payload << 4 | NIC_URING_TAG;
+}
+
+static uint32_t nic_handle(uint32_t idx, uint32_t gen)
+{
+	return idx | gen << NIC_CONN_IDX_BITS;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static struct io_uring_sqe *nic_get_sqe(struct nic *n)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(n->ring);
+	if (sqe)
+		return sqe;
+	/* SQ full: the only submit we do ourselves, to make room (allowed by the
+	 * core loop's contract; it submits everyone's SQEs in order). */
+	n->stats.sqe_full++;
+	io_uring_submit(n->ring);
+	return io_uring_get_sqe(n->ring);
+}
+
+static void nic_ev_push(struct nic *n, uint8_t kind, uint32_t idx, uint16_t bid, uint32_t len,
+			int status)
+{
+	assert(n->evq_n < n->evq_cap); /* bound proven in nic_internal.h */
+	uint32_t at = n->evq_head + n->evq_n;
+	if (at >= n->evq_cap)
+		at -= n->evq_cap;
+	n->evq[at] = (struct nic_iev){ .kind = kind, .bid = bid, .idx = idx, .len = len,
+				       .status = status };
+	n->evq_n++;
+}
+
+static void nic_mark_dirty(struct nic *n, struct nic_conn *c)
+{
+	if (c->flags & NIC_CF_ON_DIRTY)
+		return;
+	assert(n->dirty_n < n->conns_max);
+	c->flags |= NIC_CF_ON_DIRTY;
+	n->dirty[n->dirty_n++] = (uint32_t)(c - n->conns);
+}
+
+static void nic_mark_starved(struct nic *n, struct nic_conn *c)
+{
+	c->flags |= NIC_CF_RX_STARVED;
+	if (c->flags & NIC_CF_ON_STARVED)
+		return;
+	assert(n->starved_n < n->conns_max);
+	c->flags |= NIC_CF_ON_STARVED;
+	uint32_t at = n->starved_head + n->starved_n;
+	if (at >= n->conns_max)
+		at -= n->conns_max;
+	n->starved[at] = (uint32_t)(c - n->conns);
+	n->starved_n++;
+}
+
+static uint8_t *nic_rx_addr(const struct nic *n, uint32_t bid)
+{
+	return n->rx_mem + (size_t)bid * n->rx_buf_bytes;
+}
+
+/* Give a buffer back to whoever hands them to the kernel. */
+static void nic_rx_recycle(struct nic *n, uint16_t bid)
+{
+	assert(bid < n->rx_bufs);
+	if (n->multishot) {
+		io_uring_buf_ring_add(n->br, nic_rx_addr(n, bid), n->rx_buf_bytes, bid,
+				      (int)n->br_mask, 0);
+		/* store-release of the tail: pairs with the kernel's acquire when
+		 * it picks the next buffer. */
+		io_uring_buf_ring_advance(n->br, 1);
+	} else {
+		assert(n->rx_free_n < n->rx_bufs);
+		n->rx_free[n->rx_free_n++] = bid;
+	}
+}
+
+/* Buffers the kernel could fill right now (multishot) or that we can lend. */
+static uint32_t nic_rx_avail(const struct nic *n)
+{
+	return n->multishot ? n->rx_bufs - n->rx_held : n->rx_free_n;
+}
+
+/* ---- connection lifecycle ----------------------------------------------- */
+
+static struct nic_conn *nic_conn_lookup(struct nic *n, uint32_t handle)
+{
+	uint32_t idx = handle & NIC_IDX_MASK;
+	if (idx >= n->conns_max)
+		return NULL;
+	struct nic_conn *c = &n->conns[idx];
+	if (c->gen != handle >> NIC_CONN_IDX_BITS || c->state != NIC_CONN_OPEN)
+		return NULL;
+	return c;
+}
+
+/* OPEN -> CLOSING. Ops in flight are cancelled; the slot finishes closing
+ * when the last of them has completed (nic_conn_maybe_finish). */
+static void nic_conn_begin_close(struct nic *n, struct nic_conn *c, int status)
+{
+	assert(c->state == NIC_CONN_OPEN && c->fd >= 0);
+	assert(status <= 0);
+	c->state = NIC_CONN_CLOSING;
+	c->close_status = status;
+	c->flags &= (uint8_t)~(NIC_CF_WANT_RECV | NIC_CF_RX_STARVED);
+	/* shutdown wakes a poll-armed recv/send at once even where cancel by fd
+	 * is unsupported (< 5.19); it never blocks (no SO_LINGER). */
+	shutdown(c->fd, SHUT_RDWR);
+	if (c->inflight > 0) {
+		c->flags |= NIC_CF_WANT_CANCEL;
+		nic_mark_dirty(n, c);
+	}
+}
+
+/* CLOSING -> CLOSED once nothing is in flight: report the unsent buffers,
+ * close the fd, queue CLOSED (the slot is freed when CLOSED is delivered). */
+static void nic_conn_maybe_finish(struct nic *n, struct nic_conn *c)
+{
+	if (c->state != NIC_CONN_CLOSING || c->inflight > 0)
+		return;
+	assert(!(c->flags & (NIC_CF_RECV_ARMED | NIC_CF_SEND_ARMED)));
+	uint32_t idx = (uint32_t)(c - n->conns);
+	for (; c->tx_done != c->tx_tail; c->tx_done++)
+		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, -ECANCELED);
+	c->tx_off = 0;
+	close(c->fd);
+	c->fd = -1;
+	c->flags &= (uint8_t)(NIC_CF_ON_DIRTY | NIC_CF_ON_STARVED);
+	c->state = NIC_CONN_CLOSED;
+	nic_ev_push(n, NIC_EV_CLOSED, idx, 0, 0, c->close_status);
+}
+
+/* ---- completions -------------------------------------------------------- */
+
+static void nic_accept_complete(struct nic *n, const struct io_uring_cqe *cqe)
+{
+	assert(n->listen_inflight > 0);
+	if (!(cqe->flags & IORING_CQE_F_MORE)) {
+		/* multishot stopped (error, or single-shot mode): flush re-arms */
+		n->accept_armed = false;
+		n->listen_inflight--;
+	}
+	if (cqe->res < 0) {
+		if (cqe->res != -ECANCELED)
+			n->stats.accept_errors++;
+		return;
+	}
+	int fd = cqe->res;
+	if (n->free_n == 0 || n->shutting_down) {
+		close(fd); /* over conns_max: the client sees a reset/EOF at once */
+		n->stats.accepts_rejected++;
+		return;
+	}
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	uint32_t idx = n->free_slots[--n->free_n];
+	struct nic_conn *c = &n->conns[idx];
+	assert(c->state == NIC_CONN_FREE && c->inflight == 0);
+	assert(c->tx_head == c->tx_tail);
+	c->fd = fd;
+	c->state = NIC_CONN_OPEN;
+	c->flags = (uint8_t)((c->flags & (NIC_CF_ON_DIRTY | NIC_CF_ON_STARVED)) | NIC_CF_WANT_RECV);
+	c->close_status = 0;
+	c->tx_head = c->tx_done = c->tx_tail = 0;
+	c->tx_off = 0;
+	c->tx_sending = 0;
+	n->stats.accepts++;
+	nic_mark_dirty(n, c);
+	nic_ev_push(n, NIC_EV_OPEN, idx, 0, 0, 0);
+}
+
+static void nic_recv_complete(struct nic *n, struct nic_conn *c, const struct io_uring_cqe *cqe)
+{
+	uint32_t idx = (uint32_t)(c - n->conns);
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	int res = cqe->res;
+	assert(c->flags & NIC_CF_RECV_ARMED);
+
+	uint16_t bid = UINT16_MAX;
+	if (n->multishot) {
+		if (cqe->flags & IORING_CQE_F_BUFFER)
+			bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+		assert(res <= 0 || bid != UINT16_MAX);
+	} else {
+		assert(!more);
+		bid = c->rx_bid;
+	}
+	if (!more) {
+		c->flags &= (uint8_t)~NIC_CF_RECV_ARMED;
+		c->inflight--;
+		n->inflight--;
+	}
+	if (bid != UINT16_MAX) {
+		assert(bid < n->rx_bufs && !n->rx_out[bid]);
+		if (res > 0 && c->state == NIC_CONN_OPEN) {
+			assert((uint32_t)res <= n->rx_buf_bytes);
+			n->rx_out[bid] = 1;
+			n->rx_held++;
+			n->stats.rx_bytes += (uint64_t)res;
+			nic_ev_push(n, NIC_EV_DATA, idx, bid, (uint32_t)res, 0);
+		} else {
+			nic_rx_recycle(n, bid); /* closing, EOF or error: nobody wants it */
+		}
+	}
+	if (c->state != NIC_CONN_OPEN)
+		return;
+	if (res > 0) {
+		if (!more) {
+			if (n->multishot)
+				n->stats.rx_rearms++;
+			c->flags |= NIC_CF_WANT_RECV;
+			nic_mark_dirty(n, c);
+		}
+	} else if (res == 0) {
+		nic_conn_begin_close(n, c, 0); /* orderly EOF from the peer */
+	} else if (res == -ENOBUFS) {
+		/* buffer ring ran dry: re-armed by flush once buffers come back */
+		n->stats.rx_enobufs++;
+		assert(!more);
+		nic_mark_starved(n, c);
+	} else {
+		nic_conn_begin_close(n, c, res);
+	}
+}
+
+static void nic_send_complete(struct nic *n, struct nic_conn *c, const struct io_uring_cqe *cqe)
+{
+	uint32_t idx = (uint32_t)(c - n->conns);
+	int res = cqe->res;
+	assert(c->flags & NIC_CF_SEND_ARMED);
+	assert(!(cqe->flags & IORING_CQE_F_MORE));
+	c->flags &= (uint8_t)~NIC_CF_SEND_ARMED;
+	c->inflight--;
+	n->inflight--;
+	uint32_t sending = c->tx_sending;
+	c->tx_sending = 0;
+	if (res < 0) {
+		if (c->state == NIC_CONN_OPEN)
+			nic_conn_begin_close(n, c, res);
+		return;
+	}
+	assert((uint64_t)res <= c->tx_sending_bytes);
+	if (res == 0 && c->tx_sending_bytes > 0) {
+		/* a stream socket never sends 0 of >0 bytes; do not spin on it */
+		if (c->state == NIC_CONN_OPEN)
+			nic_conn_begin_close(n, c, -EIO);
+		return;
+	}
+	n->stats.tx_bytes += (uint64_t)res;
+	uint64_t left = (uint64_t)res;
+	for (uint32_t i = 0; i < sending; i++) {
+		assert(c->tx_done != c->tx_tail);
+		const struct nic_tx *tx = &c->tx[c->tx_done & NIC_TXQ_MASK];
+		uint64_t rest = tx->len - c->tx_off;
+		if (left < rest) {
+			/* partial: the rest goes out in the next SENDMSG, in order */
+			c->tx_off += (uint32_t)left;
+			left = 0;
+			n->stats.sends_partial++;
+			break;
+		}
+		left -= rest;
+		c->tx_off = 0;
+		c->tx_done++;
+		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, 0);
+	}
+	assert(left == 0);
+	if (c->state == NIC_CONN_OPEN && c->tx_done != c->tx_tail)
+		nic_mark_dirty(n, c);
+}
+
+/* Locality: NIC core. */
+void nic_uring_complete(struct nic *n, const struct io_uring_cqe *cqe)
+{
+	assert(n && cqe);
+	assert((cqe->user_data & 0xfu) == NIC_URING_TAG);
+	uint64_t payload = cqe->user_data >> 4;
+	enum nic_op op = (enum nic_op)(payload & 0xfu);
+	uint32_t idx = (uint32_t)(payload >> 4) & NIC_IDX_MASK;
+	uint32_t gen = (uint32_t)(payload >> 24) & NIC_GEN_MASK;
+
+	if (op == NIC_OP_ACCEPT) {
+		nic_accept_complete(n, cqe);
+		return;
+	}
+	if (op == NIC_OP_LCANCEL) {
+		assert(n->listen_inflight > 0);
+		n->listen_inflight--;
+		return;
+	}
+	assert(idx < n->conns_max);
+	struct nic_conn *c = &n->conns[idx];
+	/* every op completes before its slot is reused, so a stale CQE is a bug */
+	assert(c->gen == gen);
+	assert(c->state == NIC_CONN_OPEN || c->state == NIC_CONN_CLOSING);
+	assert(c->inflight > 0 && n->inflight > 0);
+	switch (op) {
+	case NIC_OP_RECV:
+		nic_recv_complete(n, c, cqe);
+		break;
+	case NIC_OP_SEND:
+		nic_send_complete(n, c, cqe);
+		break;
+	case NIC_OP_CANCEL:
+		/* res: ops cancelled, or -ENOENT when they had already finished */
+		c->inflight--;
+		n->inflight--;
+		break;
+	default:
+		assert(!"unknown nic op");
+	}
+	nic_conn_maybe_finish(n, c);
+}
+
+/* ---- application side --------------------------------------------------- */
+
+/* Locality: NIC core. */
+int nic_poll(struct nic *n, struct nic_ev *ev, int max)
+{
+	assert(n && (ev || max <= 0));
+	int k = 0;
+	while (k < max && n->evq_n > 0) {
+		const struct nic_iev ie = n->evq[n->evq_head];
+		if (++n->evq_head == n->evq_cap)
+			n->evq_head = 0;
+		n->evq_n--;
+		assert(ie.idx < n->conns_max);
+		struct nic_conn *c = &n->conns[ie.idx];
+		assert(c->state != NIC_CONN_FREE);
+		struct nic_ev *e = &ev[k++];
+		*e = (struct nic_ev){ .kind = ie.kind, .conn = nic_handle(ie.idx, c->gen),
+				      .status = ie.status };
+		switch (ie.kind) {
+		case NIC_EV_OPEN:
+			break;
+		case NIC_EV_DATA:
+			assert(n->rx_out[ie.bid]);
+			e->data = nic_rx_addr(n, ie.bid);
+			e->len = ie.len;
+			e->buf_id = ie.bid;
+			break;
+		case NIC_EV_SENT:
+			/* SENT events of a slot are queued in tx order */
+			assert(c->tx_head != c->tx_done);
+			e->cookie = c->tx[c->tx_head & NIC_TXQ_MASK].cookie;
+			c->tx_head++;
+			break;
+		case NIC_EV_CLOSED:
+			assert(c->state == NIC_CONN_CLOSED && c->inflight == 0);
+			assert(c->tx_head == c->tx_tail);
+			c->state = NIC_CONN_FREE;
+			c->gen = (uint16_t)((c->gen + 1u) & NIC_GEN_MASK);
+			if (c->gen == 0)
+				c->gen = 1;
+			assert(n->free_n < n->conns_max);
+			n->free_slots[n->free_n++] = ie.idx;
+			break;
+		default:
+			assert(!"unknown event kind");
+		}
+	}
+	return k;
+}
+
+/* Locality: NIC core. */
+void nic_rx_release(struct nic *n, const struct nic_ev *ev)
+{
+	assert(n && ev && ev->kind == NIC_EV_DATA);
+	uint32_t bid = ev->buf_id;
+	assert(bid < n->rx_bufs);
+	assert(n->rx_out[bid]); /* double release */
+	assert(ev->data == nic_rx_addr(n, bid));
+	n->rx_out[bid] = 0;
+	assert(n->rx_held > 0);
+	n->rx_held--;
+	nic_rx_recycle(n, (uint16_t)bid);
+}
+
+/* Locality: NIC core. */
+int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie)
+{
+	assert(n && (data || len == 0));
+	struct nic_conn *c = nic_conn_lookup(n, conn);
+	if (!c)
+		return -ENOTCONN;
+	if (c->tx_tail - c->tx_head == NIC_TXQ_MAX)
+		return -ENOBUFS;
+	c->tx[c->tx_tail & NIC_TXQ_MASK] = (struct nic_tx){ .data = data, .cookie = cookie,
+							    .len = len };
+	c->tx_tail++;
+	if (!(c->flags & NIC_CF_SEND_ARMED))
+		nic_mark_dirty(n, c);
+	return 0;
+}
+
+/* Locality: NIC core. */
+void nic_close(struct nic *n, uint32_t conn)
+{
+	assert(n);
+	struct nic_conn *c = nic_conn_lookup(n, conn);
+	if (!c)
+		return; /* already closing, or a stale handle */
+	nic_conn_begin_close(n, c, 0);
+	nic_conn_maybe_finish(n, c);
+}
+
+/* ---- SQE preparation ---------------------------------------------------- */
+
+static bool nic_prep_recv(struct nic *n, struct nic_conn *c)
+{
+	uint32_t idx = (uint32_t)(c - n->conns);
+	if (nic_rx_avail(n) == 0) {
+		nic_mark_starved(n, c);
+		c->flags &= (uint8_t)~NIC_CF_WANT_RECV;
+		return true;
+	}
+	struct io_uring_sqe *sqe = nic_get_sqe(n);
+	if (!sqe)
+		return false;
+	if (n->multishot) {
+		/* len 0: each completion fills (part of) one provided buffer */
+		io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = NIC_BGID;
+	} else {
+		assert(n->rx_free_n > 0);
+		c->rx_bid = n->rx_free[--n->rx_free_n];
+		io_uring_prep_recv(sqe, c->fd, nic_rx_addr(n, c->rx_bid), n->rx_buf_bytes, 0);
+	}
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_RECV, idx, c->gen));
+	c->flags = (uint8_t)((c->flags | NIC_CF_RECV_ARMED) & ~NIC_CF_WANT_RECV);
+	c->inflight++;
+	n->inflight++;
+	return true;
+}
+
+static bool nic_prep_send(struct nic *n, struct nic_conn *c)
+{
+	uint32_t idx = (uint32_t)(c - n->conns);
+	struct io_uring_sqe *sqe = nic_get_sqe(n);
+	if (!sqe)
+		return false;
+	uint32_t cnt = c->tx_tail - c->tx_done;
+	if (cnt > NIC_SEND_IOV_MAX)
+		cnt = NIC_SEND_IOV_MAX;
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < cnt; i++) {
+		const struct nic_tx *tx = &c->tx[(c->tx_done + i) & NIC_TXQ_MASK];
+		uint32_t skip = i == 0 ? c->tx_off : 0;
+		assert(skip <= tx->len);
+		c->iov[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)(tx->data + skip),
+					    .iov_len = tx->len - skip };
+		bytes += tx->len - skip;
+	}
+	c->msg = (struct msghdr){ .msg_iov = c->iov, .msg_iovlen = cnt };
+	/* MSG_NOSIGNAL: a peer reset is an -EPIPE completion, not a SIGPIPE */
+	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_SEND, idx, c->gen));
+	c->tx_sending = cnt;
+	c->tx_sending_bytes = bytes;
+	c->flags |= NIC_CF_SEND_ARMED;
+	c->inflight++;
+	n->inflight++;
+	n->stats.sendmsgs++;
+	return true;
+}
+
+/* Prepare what one slot needs. false: out of SQEs, come back next flush. */
+static bool nic_conn_flush(struct nic *n, struct nic_conn *c, int *prepared)
+{
+	uint32_t idx = (uint32_t)(c - n->conns);
+	if (c->state == NIC_CONN_CLOSING && (c->flags & NIC_CF_WANT_CANCEL)) {
+		struct io_uring_sqe *sqe = nic_get_sqe(n);
+		if (!sqe)
+			return false;
+		io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->gen));
+		c->flags &= (uint8_t)~NIC_CF_WANT_CANCEL;
+		c->inflight++;
+		n->inflight++;
+		(*prepared)++;
+		return true;
+	}
+	if (c->state != NIC_CONN_OPEN)
+		return true;
+	if ((c->flags & NIC_CF_WANT_RECV) && !(c->flags & NIC_CF_RECV_ARMED)) {
+		uint32_t before = c->inflight;
+		if (!nic_prep_recv(n, c))
+			return false;
+		*prepared += (int)(c->inflight - before);
+	}
+	if (!(c->flags & NIC_CF_SEND_ARMED) && c->tx_done != c->tx_tail) {
+		if (!nic_prep_send(n, c))
+			return false;
+		(*prepared)++;
+	}
+	return true;
+}
+
+/* Locality: NIC core. */
+int nic_flush(struct nic *n)
+{
+	assert(n);
+	int prepared = 0;
+	if (!n->accept_armed && !n->shutting_down && n->listen_fd >= 0) {
+		struct io_uring_sqe *sqe = nic_get_sqe(n);
+		if (!sqe)
+			return prepared;
+		if (n->multishot)
+			io_uring_prep_multishot_accept(sqe, n->listen_fd, NULL, NULL,
+						       SOCK_NONBLOCK | SOCK_CLOEXEC);
+		else
+			io_uring_prep_accept(sqe, n->listen_fd, NULL, NULL,
+					     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_ACCEPT, 0, 0));
+		n->accept_armed = true;
+		n->listen_inflight++;
+		prepared++;
+	}
+	/* Starved receivers, oldest first, one per buffer now available: with
+	 * multishot one recv may take many buffers, but this keeps a small pool
+	 * from re-arming hundreds of recvs that would all fail -ENOBUFS again. */
+	uint32_t avail = nic_rx_avail(n);
+	while (n->starved_n > 0 && avail > 0) {
+		uint32_t idx = n->starved[n->starved_head];
+		if (++n->starved_head == n->conns_max)
+			n->starved_head = 0;
+		n->starved_n--;
+		struct nic_conn *c = &n->conns[idx];
+		assert(c->flags & NIC_CF_ON_STARVED);
+		c->flags &= (uint8_t)~NIC_CF_ON_STARVED;
+		if (c->state != NIC_CONN_OPEN || !(c->flags & NIC_CF_RX_STARVED))
+			continue;
+		c->flags = (uint8_t)((c->flags | NIC_CF_WANT_RECV) & ~NIC_CF_RX_STARVED);
+		nic_mark_dirty(n, c);
+		avail--;
+	}
+	while (n->dirty_n > 0) {
+		uint32_t idx = n->dirty[n->dirty_n - 1];
+		struct nic_conn *c = &n->conns[idx];
+		assert(c->flags & NIC_CF_ON_DIRTY);
+		if (!nic_conn_flush(n, c, &prepared))
+			break; /* SQ full even after a submit: keep it listed */
+		n->dirty_n--;
+		c->flags &= (uint8_t)~NIC_CF_ON_DIRTY;
+	}
+	return prepared;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+static int nic_listen(struct nic *n, const struct nic_config *cfg)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	const char *host = cfg->host ? cfg->host : "0.0.0.0";
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(cfg->port);
+		sl = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(cfg->port);
+		sl = sizeof(*s6);
+	} else {
+		return -EINVAL; /* literals only: no resolver on a data core */
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (cfg->reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, NIC_LISTEN_BACKLOG) < 0)
+		goto fail;
+	sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		goto fail;
+	n->port = ntohs(ss.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
+	n->listen_fd = fd;
+	return 0;
+fail:;
+	int err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Multishot recv needs 6.0; provided-buffer rings 5.19. */
+static bool nic_kernel_has_multishot(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	(void)minor;
+	return major >= 6;
+}
+
+static int nic_setup_buf_ring(struct nic *n)
+{
+	uint32_t entries = 1;
+	while (entries < n->rx_bufs)
+		entries <<= 1;
+	n->br_bytes = (size_t)entries * sizeof(struct io_uring_buf);
+	/* page aligned, as the kernel requires for the ring */
+	void *p = mmap(NULL, n->br_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		n->br_bytes = 0;
+		return -errno;
+	}
+	n->br = p;
+	io_uring_buf_ring_init(n->br);
+	struct io_uring_buf_reg reg = { .ring_addr = (uint64_t)(uintptr_t)p,
+					.ring_entries = entries, .bgid = NIC_BGID };
+	int ret = io_uring_register_buf_ring(n->ring, &reg, 0);
+	if (ret < 0) {
+		munmap(p, n->br_bytes);
+		n->br = NULL;
+		n->br_bytes = 0;
+		return ret;
+	}
+	n->br_mask = entries - 1;
+	for (uint32_t i = 0; i < n->rx_bufs; i++)
+		io_uring_buf_ring_add(n->br, nic_rx_addr(n, i), n->rx_buf_bytes, (uint16_t)i,
+				      (int)n->br_mask, (int)i);
+	io_uring_buf_ring_advance(n->br, (int)n->rx_bufs);
+	return 0;
+}
+
+/* Locality: init only (on the NIC core's thread). */
+int nic_uring_create_ex(const struct nic_config *cfg, struct io_uring *ring, unsigned flags,
+			struct nic **out)
+{
+	if (!cfg || !ring || !out)
+		return -EINVAL;
+	if (cfg->conns_max == 0 || cfg->conns_max > NIC_CONNS_LIMIT || cfg->rx_bufs == 0 ||
+	    cfg->rx_bufs > NIC_RX_BUFS_LIMIT || cfg->rx_buf_bytes == 0 ||
+	    cfg->rx_buf_bytes > (uint32_t)INT32_MAX)
+		return -EINVAL;
+	struct nic *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->ring = ring;
+	n->listen_fd = -1;
+	n->conns_max = cfg->conns_max;
+	n->rx_bufs = cfg->rx_bufs;
+	n->rx_buf_bytes = cfg->rx_buf_bytes;
+	/* itemised event bound: see nic_internal.h */
+	n->evq_cap = cfg->conns_max * (2u + NIC_TXQ_MAX) + cfg->rx_bufs;
+	n->conns = calloc(n->conns_max, sizeof(*n->conns));
+	n->free_slots = calloc(n->conns_max, sizeof(uint32_t));
+	n->dirty = calloc(n->conns_max, sizeof(uint32_t));
+	n->starved = calloc(n->conns_max, sizeof(uint32_t));
+	n->evq = calloc(n->evq_cap, sizeof(*n->evq));
+	n->rx_out = calloc(n->rx_bufs, 1);
+	n->rx_free = calloc(n->rx_bufs, sizeof(uint16_t));
+	n->rx_mem_bytes = (size_t)n->rx_bufs * n->rx_buf_bytes;
+	n->rx_mem = mmap(NULL, n->rx_mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	int ret = -ENOMEM;
+	if (n->rx_mem == MAP_FAILED) {
+		n->rx_mem = NULL;
+		goto fail;
+	}
+	if (!n->conns || !n->free_slots || !n->dirty || !n->starved || !n->evq || !n->rx_out ||
+	    !n->rx_free)
+		goto fail;
+	for (uint32_t i = 0; i < n->conns_max; i++) {
+		n->conns[i].fd = -1;
+		n->conns[i].gen = 1;
+		n->free_slots[i] = n->conns_max - 1 - i; /* slot 0 is handed out first */
+	}
+	n->free_n = n->conns_max;
+	ret = nic_listen(n, cfg);
+	if (ret < 0)
+		goto fail;
+	n->multishot = !(flags & NIC_URING_F_SINGLESHOT) && nic_kernel_has_multishot() &&
+		       nic_setup_buf_ring(n) == 0;
+	if (!n->multishot) {
+		for (uint32_t i = 0; i < n->rx_bufs; i++)
+			n->rx_free[i] = (uint16_t)(n->rx_bufs - 1 - i);
+		n->rx_free_n = n->rx_bufs;
+	}
+	*out = n;
+	return 0;
+fail:
+	nic_destroy(n);
+	return ret;
+}
+
+/* Locality: init only. */
+int nic_uring_create(const struct nic_config *cfg, struct io_uring *ring, struct nic **out)
+{
+	return nic_uring_create_ex(cfg, ring, 0, out);
+}
+
+/* Locality: NIC core. */
+void nic_uring_shutdown(struct nic *n)
+{
+	assert(n);
+	if (n->shutting_down)
+		return;
+	n->shutting_down = true;
+	if (n->accept_armed) {
+		struct io_uring_sqe *sqe = nic_get_sqe(n);
+		/* without an SQE, shutdown(2) below still ends the accept */
+		if (sqe) {
+			io_uring_prep_cancel_fd(sqe, n->listen_fd, IORING_ASYNC_CANCEL_ALL);
+			io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_LCANCEL, 0, 0));
+			n->listen_inflight++;
+		}
+	}
+	shutdown(n->listen_fd, SHUT_RDWR);
+	for (uint32_t i = 0; i < n->conns_max; i++) {
+		struct nic_conn *c = &n->conns[i];
+		if (c->state == NIC_CONN_OPEN) {
+			nic_conn_begin_close(n, c, -ECANCELED);
+			nic_conn_maybe_finish(n, c);
+		}
+	}
+}
+
+/* Locality: NIC core. */
+uint32_t nic_uring_inflight(const struct nic *n)
+{
+	assert(n);
+	return n->inflight + n->listen_inflight;
+}
+
+/* Locality: NIC core, or any thread once the ring has been torn down. */
+void nic_destroy(struct nic *n)
+{
+	if (!n)
+		return;
+	/* Unregister only on the clean path (see nic.h); after queue_exit the
+	 * ring's fd may already name something else. */
+	if (n->br && n->shutting_down && nic_uring_inflight(n) == 0)
+		io_uring_unregister_buf_ring(n->ring, NIC_BGID);
+	if (n->conns)
+		for (uint32_t i = 0; i < n->conns_max; i++)
+			if (n->conns[i].state == NIC_CONN_OPEN || n->conns[i].state == NIC_CONN_CLOSING)
+				close(n->conns[i].fd);
+	if (n->listen_fd >= 0)
+		close(n->listen_fd);
+	if (n->br)
+		munmap(n->br, n->br_bytes);
+	if (n->rx_mem)
+		munmap(n->rx_mem, n->rx_mem_bytes);
+	free(n->conns);
+	free(n->free_slots);
+	free(n->dirty);
+	free(n->starved);
+	free(n->evq);
+	free(n->rx_out);
+	free(n->rx_free);
+	free(n);
+}
+
+/* Locality: any. */
+uint16_t nic_local_port(const struct nic *n)
+{
+	assert(n);
+	return n->port;
+}
