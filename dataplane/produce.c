@@ -22,6 +22,10 @@ static int16_t check_records(struct kbytes rec, uint32_t *nbatch)
 	size_t left = (size_t)rec.len;
 	while (left) {
 		struct st_batch_hdr h;
+		/* Legacy message sets keep their magic byte at the same place (16):
+		 * say "old format" rather than "corrupt" even when they are short. */
+		if (left > ST_BATCH_OFF_MAGIC && p[ST_BATCH_OFF_MAGIC] != 2)
+			return KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
 		int n = st_batch_parse(p, left, &h);
 		if (n == -EPROTO)
 			return KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
