@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# kafkajs.sh SLUICED RDK_LOAD [SLUICE_DUMP]
+#
+# kafkajs 2.2.4 (pinned in kafkajs/package-lock.json) creates a 6-partition
+# topic and produces 20,000 keyed messages with acks -1 (kafkajs/test.js checks
+# errors, offsets and ListOffsets); then rdk_load reads the topic back and
+# checks every message exactly once, whole, in order per partition.
+# node_modules is installed once with `npm ci` and kept (gitignored); without
+# node/npm or without a network for the first install the test is skipped (77).
+. "$(dirname "$0")/lib.sh"
+
+COUNT=${KJS_COUNT:-20000}
+TOPIC=kjs
+integ_init kafkajs 8 "$@"
+need_exe "$RDK_LOAD"
+JSDIR=$(cd "$(dirname "$0")/kafkajs" && pwd)
+
+command -v node >/dev/null || skip "node is not installed"
+if ! node -e 'process.exit(require(process.argv[1]).version === "2.2.4" ? 0 : 1)' \
+	"$JSDIR/node_modules/kafkajs/package.json" 2>/dev/null; then
+	command -v npm >/dev/null || skip "npm is not installed"
+	log "installing kafkajs with npm ci in $JSDIR"
+	if ! (cd "$JSDIR" && timeout 300 npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
+		cat "$WORK/npm.log" >&2
+		if grep -Eqi 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET|network' "$WORK/npm.log"; then
+			skip "npm ci failed: no network to the npm registry"
+		fi
+		fail "npm ci failed"
+	fi
+fi
+
+start_broker --cores "${SLUICE_CORES:-2}"
+guarded env -C "$JSDIR" node test.js "$BOOTSTRAP" "$TOPIC" "$COUNT" || fail "kafkajs test.js exited $?"
+broker_alive || fail "broker died during the kafkajs run"
+guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --partitions 6 \
+	--expect "$COUNT" --timeout 120 || fail "rdk_load consume of the kafkajs data exited $?"
+stop_broker
+pass "kafkajs produced $COUNT, librdkafka verified"

@@ -1,0 +1,192 @@
+# lib.sh - shared helpers for the integration scripts (sourced, not run).
+#
+# Each script calls integ_init NAME SLUICED [RDK_LOAD [SLUICE_DUMP]] first. That
+# makes a private temp dir ($WORK, with $DATA for the broker), installs an EXIT
+# trap that always kills the broker, and picks a free port ($PORT, $BOOTSTRAP).
+# On failure the logs in the temp dir are kept and the broker log tail is
+# printed; on success everything is removed. SLUICE_KEEP=1 keeps all, data too.
+#
+# Env knobs: SLUICE_CORES (broker --cores), SLUICE_LOG_LEVEL (default info),
+# SLUICE_PORT_BASE (default: a per-test range inside 20000..29999).
+
+set -u -o pipefail
+
+START_TIMEOUT_S=${START_TIMEOUT_S:-20}
+STOP_TIMEOUT_S=${STOP_TIMEOUT_S:-15}
+BROKER_PID=
+BROKER_LOG=
+INTEG_OK=0
+
+log() { printf '[%s %s] %s\n' "$(date +%T)" "$INTEG_NAME" "$*" >&2; }
+
+fail() {
+	log "FAIL: $*"
+	exit 1
+}
+
+skip() {
+	log "SKIP: $*"
+	INTEG_OK=1
+	exit 77
+}
+
+abs_path() {
+	[ -n "$1" ] && [ -e "$1" ] && realpath "$1" || printf '%s' "$1"
+}
+
+need_exe() {
+	[ -n "$1" ] && [ -x "$1" ] || fail "not an executable: '$1' (args: sluiced rdk_load sluice-dump)"
+}
+
+integ_cleanup() {
+	local rc=$?
+	if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
+		kill -KILL "$BROKER_PID" 2>/dev/null
+		wait "$BROKER_PID" 2>/dev/null
+	fi
+	# Background helpers (producers) started by the script, by their recorded pids only.
+	for p in ${INTEG_CHILDREN:-}; do
+		kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ] && [ "$INTEG_OK" -eq 0 ]; then
+		if [ -n "$BROKER_LOG" ] && [ -f "$BROKER_LOG" ]; then
+			log "broker log tail ($BROKER_LOG):"
+			tail -n 40 "$BROKER_LOG" >&2
+		fi
+		# Logs stay for the post-mortem; the data (hundreds of MB) only on request.
+		[ "${SLUICE_KEEP:-0}" = 1 ] || rm -rf "$DATA"
+		log "exit $rc; kept $WORK (data dir too only with SLUICE_KEEP=1)"
+	elif [ "${SLUICE_KEEP:-0}" = 1 ]; then
+		log "kept $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+
+# A connect() that is refused means nobody listens there; good enough for a
+# fixed per-test range on a test machine.
+port_free() {
+	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+pick_port() {
+	# A random start inside the range avoids ports a previous run left in TIME_WAIT.
+	local base=$1 p
+	for ((p = base + RANDOM % 100; p < base + 200; p++)); do
+		if port_free "$p"; then
+			PORT=$p
+			BOOTSTRAP=127.0.0.1:$PORT
+			return 0
+		fi
+	done
+	fail "no free port in $base..$((base + 199))"
+}
+
+# integ_init NAME PORT_OFFSET SLUICED [RDK_LOAD [SLUICE_DUMP]]
+integ_init() {
+	INTEG_NAME=$1
+	# meson passes build-dir-relative paths; scripts may cd, so make them absolute.
+	SLUICED=$(abs_path "${3:-}")
+	RDK_LOAD=$(abs_path "${4:-}")
+	SLUICE_DUMP=$(abs_path "${5:-}")
+	need_exe "$SLUICED"
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-integ-$INTEG_NAME.XXXXXX") || fail "mktemp"
+	DATA=$WORK/data
+	BROKER_LOG=$WORK/broker.log
+	mkdir -p "$DATA"
+	trap integ_cleanup EXIT
+	trap 'exit 130' INT TERM
+	pick_port "${SLUICE_PORT_BASE:-$((20000 + $2 * 200))}"
+	log "work dir $WORK, port $PORT"
+}
+
+# start_broker [extra sluiced args...]: starts sluiced on $PORT/$DATA, appends
+# its stderr to $BROKER_LOG, waits for "listening on" (or for a connect to
+# succeed) and fails if it dies or times out.
+start_broker() {
+	local from
+	from=1
+	[ -f "$BROKER_LOG" ] && from=$(($(wc -l <"$BROKER_LOG") + 1))
+	echo "=== start: $SLUICED --listen $BOOTSTRAP --data $DATA $*" >>"$BROKER_LOG"
+	"$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --log-level "${SLUICE_LOG_LEVEL:-info}" "$@" \
+		>>"$BROKER_LOG" 2>&1 &
+	BROKER_PID=$!
+	local deadline=$((SECONDS + START_TIMEOUT_S))
+	while ((SECONDS < deadline)); do
+		if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+			wait "$BROKER_PID"
+			local rc=$?
+			BROKER_PID=
+			fail "sluiced exited with status $rc during start-up"
+		fi
+		if tail -n +"$from" "$BROKER_LOG" | grep -q "listening on"; then
+			log "broker pid $BROKER_PID listening on $BOOTSTRAP"
+			return 0
+		fi
+		sleep 0.1
+	done
+	if ! port_free "$PORT"; then
+		log "WARNING: broker accepts connections but never logged 'listening on'"
+		return 0
+	fi
+	fail "sluiced did not listen on $BOOTSTRAP within ${START_TIMEOUT_S}s"
+}
+
+broker_alive() {
+	[ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null
+}
+
+# stop_broker: SIGTERM, wait for a clean exit; fails unless it exits 0 in time.
+stop_broker() {
+	[ -n "$BROKER_PID" ] || return 0
+	broker_alive || { wait "$BROKER_PID"; local rc=$?; BROKER_PID=; fail "broker died before stop (status $rc)"; }
+	kill -TERM "$BROKER_PID"
+	local deadline=$((SECONDS + STOP_TIMEOUT_S))
+	while broker_alive && ((SECONDS < deadline)); do sleep 0.1; done
+	if broker_alive; then
+		fail "broker did not exit within ${STOP_TIMEOUT_S}s of SIGTERM"
+	fi
+	wait "$BROKER_PID"
+	local rc=$?
+	BROKER_PID=
+	[ "$rc" -eq 0 ] || fail "broker exited with status $rc after SIGTERM"
+	log "broker stopped cleanly"
+}
+
+# kill9_broker: SIGKILL and reap, as a crash would.
+kill9_broker() {
+	[ -n "$BROKER_PID" ] || return 0
+	kill -KILL "$BROKER_PID" 2>/dev/null
+	wait "$BROKER_PID" 2>/dev/null
+	BROKER_PID=
+	echo "=== SIGKILL" >>"$BROKER_LOG"
+}
+
+# guarded CMD [ARGS...]: run CMD while watching the broker, and return CMD's
+# status. If the broker exits first (crash, or a stray signal from elsewhere),
+# stop CMD and fail at once with the broker's status, instead of letting a
+# client wait out its own timeout against a dead port.
+guarded() {
+	"$@" &
+	local pid=$! brc
+	INTEG_CHILDREN="${INTEG_CHILDREN:-} $pid"
+	while kill -0 "$pid" 2>/dev/null; do
+		if ! broker_alive; then
+			kill -TERM "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			wait "$BROKER_PID" 2>/dev/null
+			brc=$?
+			BROKER_PID=
+			fail "broker exited (status $brc) during: ${*:1:2} ... ($(grep -E 'signal [0-9]+' "$BROKER_LOG" | tail -n 1))"
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+}
+
+# Exit with the status of the script's own verdict, keeping the trap's cleanup.
+pass() {
+	log "PASS${1:+: $1}"
+	exit 0
+}
