@@ -22,6 +22,7 @@ static const struct dp_api {
 	{ 1, 0, 11 },   /* Fetch */
 	{ 2, 0, 3 },    /* ListOffsets */
 	{ 3, 0, 6 },    /* Metadata */
+	{ 10, 0, 2 },   /* FindCoordinator */
 	{ 18, 0, 3 },   /* ApiVersions */
 	{ 19, 0, 4 },   /* CreateTopics */
 	{ 20, 0, 1 },   /* DeleteTopics */
@@ -214,6 +215,36 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 	return 0;
 }
 
+/* ---- FindCoordinator --------------------------------------------------------- */
+
+/*
+ * One node: this broker coordinates every group (key type 0) and every
+ * transactional id (1). librdkafka also takes FindCoordinator support as its
+ * sign of a 0.9+ broker, and only then compresses with lz4.
+ */
+static int find_coordinator(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct FindCoordinatorRequest req;
+	struct FindCoordinatorResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp || FindCoordinatorRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	FindCoordinatorResponse_init(resp);
+	r->resp = resp;
+	const struct dp_config *cfg = &c->b->cfg;
+	resp->ErrorMessage = (struct kstr){ NULL, -1 };
+	if (req.KeyType != 0 && req.KeyType != 1) {
+		resp->ErrorCode = KERR_INVALID_REQUEST;
+		resp->NodeId = -1;
+		resp->Host = (struct kstr){ "", 0 };
+		resp->Port = -1;
+		return 0;
+	}
+	resp->NodeId = cfg->node_id;
+	resp->Host = (struct kstr){ cfg->advertised_host, (int32_t)strlen(cfg->advertised_host) };
+	resp->Port = cfg->advertised_port;
+	return 0;
+}
+
 /* ---- CreateTopics / DeleteTopics -------------------------------------------- */
 
 static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -308,6 +339,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 1: rc = dp_fetch_start(c, r, &rd); break;
 	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
 	case 3: rc = metadata(c, r, &rd); break;
+	case 10: rc = find_coordinator(c, r, &rd); break;
 	case 19: rc = create_topics(c, r, &rd); break;
 	case 20: rc = delete_topics(c, r, &rd); break;
 	default: rc = -1; break;
@@ -393,6 +425,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(1, FetchResponse)
 	ENCODE_CASE(2, ListOffsetsResponse)
 	ENCODE_CASE(3, MetadataResponse)
+	ENCODE_CASE(10, FindCoordinatorResponse)
 	ENCODE_CASE(18, ApiVersionsResponse)
 	ENCODE_CASE(19, CreateTopicsResponse)
 	ENCODE_CASE(20, DeleteTopicsResponse)
@@ -411,6 +444,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(1, FetchResponse)
 	ENCODE_CASE2(2, ListOffsetsResponse)
 	ENCODE_CASE2(3, MetadataResponse)
+	ENCODE_CASE2(10, FindCoordinatorResponse)
 	ENCODE_CASE2(18, ApiVersionsResponse)
 	ENCODE_CASE2(19, CreateTopicsResponse)
 	ENCODE_CASE2(20, DeleteTopicsResponse)

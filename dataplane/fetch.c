@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "batch.h"
 #include "kerr.h"
 #include "req.h"
 
@@ -116,6 +117,22 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	return 0;
 }
 
+/* Fetch < v10 predates zstd (KIP-110): such a consumer must not get zstd batches. */
+static bool has_zstd(const uint8_t *p, uint32_t len)
+{
+	while (len >= ST_BATCH_HEADER_BYTES) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse_header(p, len, &h);
+		if (n <= 0 || (uint32_t)n > len)
+			return false;
+		if ((h.attributes & ST_BATCH_ATTR_COMPRESSION) == ST_BATCH_CODEC_ZSTD)
+			return true;
+		p += n;
+		len -= (uint32_t)n;
+	}
+	return false;
+}
+
 void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 {
 	struct dp_fetch_part *fp = &r->fparts[m->idx];
@@ -129,10 +146,15 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		return;
 	}
 	out->ErrorCode = m->err;
+	uint32_t len = m->u.fetch_done.len;
+	if (r->hdr.api_version < 10 && has_zstd(fp->buf, len)) {
+		out->ErrorCode = KERR_UNSUPPORTED_COMPRESSION_TYPE;   /* consumer too old for zstd */
+		len = 0;
+	}
 	out->HighWatermark = m->u.fetch_done.hw;
 	out->LastStableOffset = m->u.fetch_done.lso;
 	out->LogStartOffset = m->u.fetch_done.log_start;
-	out->Records = (struct kbytes){ fp->buf, (int32_t)m->u.fetch_done.len };
+	out->Records = (struct kbytes){ fp->buf, (int32_t)len };
 }
 
 /* Called when every owner has answered (or a watch woke a parked fetch). */

@@ -12,8 +12,9 @@
 #include "kerr.h"
 #include "req.h"
 
+
 /* Validate the batches of one partition; returns a Kafka error code. */
-static int16_t check_records(struct kbytes rec, uint32_t *nbatch)
+static int16_t check_records(struct kbytes rec, int16_t version, uint32_t *nbatch)
 {
 	*nbatch = 0;
 	if (rec.len <= 0)
@@ -35,6 +36,8 @@ static int16_t check_records(struct kbytes rec, uint32_t *nbatch)
 			return KERR_CORRUPT_MESSAGE;
 		if (h.attributes & ST_BATCH_ATTR_CONTROL)
 			return KERR_INVALID_RECORD;   /* clients may not write control batches */
+		if ((h.attributes & ST_BATCH_ATTR_COMPRESSION) == ST_BATCH_CODEC_ZSTD && version < 7)
+			return KERR_UNSUPPORTED_COMPRESSION_TYPE;   /* zstd needs Produce v7 (KIP-110) */
 		p += n;
 		left -= (size_t)n;
 		(*nbatch)++;
@@ -88,7 +91,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			else if (v < 3)
 				pr->ErrorCode = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT; /* magic 0/1 message sets */
 			else
-				pr->ErrorCode = check_records(pd->Records, &nbatch);
+				pr->ErrorCode = check_records(pd->Records, v, &nbatch);
 			if (pr->ErrorCode)
 				continue;
 			/*

@@ -33,7 +33,8 @@
 #include <stdint.h>
 
 #define ST_BATCH_HEADER_BYTES 61
-#define ST_BATCH_ATTR_COMPRESSION 0x07
+#define ST_BATCH_ATTR_COMPRESSION 0x07   /* codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd */
+#define ST_BATCH_CODEC_ZSTD 4
 #define ST_BATCH_ATTR_TIMESTAMP_TYPE 0x08
 #define ST_BATCH_ATTR_TRANSACTIONAL 0x10
 #define ST_BATCH_ATTR_CONTROL 0x20

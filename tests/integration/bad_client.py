@@ -25,6 +25,7 @@ CLIENT_ID = b'bad_client'
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 2, 3
 INVALID_TOPIC_EXCEPTION, UNSUPPORTED_VERSION = 17, 35
 UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_RECORD = 43, 87
+UNSUPPORTED_COMPRESSION_TYPE = 76
 API_PRODUCE, API_METADATA, API_APIVERSIONS = 0, 3, 18
 
 
@@ -245,10 +246,10 @@ def record(offset_delta, key, value):
     return varint(len(body)) + body
 
 
-def batch_v2(n=3, magic=2, corrupt_crc=False, length_delta=0):
+def batch_v2(n=3, magic=2, corrupt_crc=False, length_delta=0, attributes=0):
     ts = int(time.time() * 1000)
     recs = b''.join(record(i, b'bad-%d' % i, b'value-%d' % i) for i in range(n))
-    after_crc = struct.pack('>hiqqqhii', 0, n - 1, ts, ts, -1, -1, -1, n) + recs
+    after_crc = struct.pack('>hiqqqhii', attributes, n - 1, ts, ts, -1, -1, -1, n) + recs
     crc = crc32c(after_crc) ^ (0x5A5A5A5A if corrupt_crc else 0)
     batch_len = 4 + 1 + 4 + len(after_crc) + length_delta
     return struct.pack('>qiibI', 0, batch_len, -1, magic, crc) + after_crc
@@ -526,6 +527,68 @@ def case_records_length_overruns_frame(a):
         c.close()
 
 
+def fetch_error(port, version, topic, partition, offset):
+    """Fetch (v4+ layout) one partition; returns (error, records length)."""
+    body = struct.pack('>iiiib', -1, 100, 1, 1 << 20, 0)             # replica, wait, min, max, isolation
+    if version >= 7:
+        body += struct.pack('>ii', 0, -1)                            # session id, epoch
+    body += struct.pack('>i', 1) + kstr(topic) + struct.pack('>ii', 1, partition)
+    if version >= 9:
+        body += struct.pack('>i', -1)                                # current leader epoch
+    body += struct.pack('>q', offset)
+    if version >= 5:
+        body += struct.pack('>q', -1)                                # log start offset
+    body += struct.pack('>i', 1 << 20)
+    if version >= 7:
+        body += struct.pack('>i', 0)                                 # forgotten topics
+    if version >= 11:
+        body += kstr('')                                             # rack
+    c = Conn(port)
+    try:
+        r = Reader(c.call(1, version, body))
+    finally:
+        c.close()
+    r.i32()                                                          # throttle
+    if version >= 7:
+        r.i16(), r.i32()                                             # error, session
+    assert r.i32() == 1
+    r.string()
+    assert r.i32() == 1
+    r.i32()
+    err = r.i16()
+    r.i64(), r.i64()                                                 # hw, lso
+    if version >= 5:
+        r.i64()
+    for _ in range(max(r.i32(), 0)):
+        r.i64(), r.i64()
+    if version >= 11:
+        r.i32()
+    n = r.i32()
+    return err, n
+
+
+def case_zstd_needs_produce_v7_and_fetch_v10(a):
+    # The broker never decompresses, so a zstd-flagged batch with plain records will do.
+    zstd = batch_v2(attributes=4)
+    c = Conn(a.port)
+    try:
+        res = parse_produce_v7(c.call(API_PRODUCE, 6, produce_v7_body(a.known_topic, 1, zstd)))
+    finally:
+        c.close()
+    if res.get((a.known_topic, 1), (None,))[0] != UNSUPPORTED_COMPRESSION_TYPE:
+        return f'Produce v6 with zstd: {res}, want {UNSUPPORTED_COMPRESSION_TYPE}'
+    err, base = produce_error(a.port, a.known_topic, 1, zstd)
+    if err != NONE:
+        return f'Produce v7 with zstd: error {err}'
+    err, n = fetch_error(a.port, 9, a.known_topic, 1, base)
+    if err != UNSUPPORTED_COMPRESSION_TYPE:
+        return f'Fetch v9 of a zstd batch: error {err} ({n} bytes), want {UNSUPPORTED_COMPRESSION_TYPE}'
+    err, n = fetch_error(a.port, 11, a.known_topic, 1, base)
+    if err != NONE or n != len(zstd):
+        return f'Fetch v11 of a zstd batch: error {err}, {n} bytes, want 0 and {len(zstd)}'
+    return None
+
+
 def case_metadata_bad_names(a):
     c = Conn(a.port)
     try:
@@ -554,7 +617,7 @@ CASES = [
     case_produce_partition_negative, case_produce_magic1,
     case_produce_batch_length_too_big, case_produce_batch_length_too_small,
     case_produce_records_truncated, case_records_length_overruns_frame,
-    case_metadata_bad_names,
+    case_zstd_needs_produce_v7_and_fetch_v10, case_metadata_bad_names,
 ]
 
 

@@ -57,6 +57,7 @@ struct opts {
 	const char *topic;
 	const char *acks;
 	const char *acked_file;
+	const char *compression; /* compression.codec, NULL: librdkafka's default (none) */
 	int32_t partitions;
 	int64_t count;
 	int64_t expect;        /* -1: not given */
@@ -143,6 +144,7 @@ static void usage(void)
 		"usage: rdk_load produce --bootstrap B --topic T --partitions P --count N --size S\n"
 		"                        [--acks all|1|0] [--acked-file F] [--allow-failures]\n"
 		"                        [--timeout-ms MS] [--idempotent] [--no-create]\n"
+		"                        [--compression none|gzip|snappy|lz4|zstd]\n"
 		"       rdk_load consume --bootstrap B --topic T --partitions P [--expect N]\n"
 		"                        [--acked-file F] [--timeout S]\n");
 	exit(exit_usage);
@@ -178,6 +180,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--topic")) o->topic = v;
 		else if (!strcmp(a, "--acks")) o->acks = v;
 		else if (!strcmp(a, "--acked-file")) o->acked_file = v;
+		else if (!strcmp(a, "--compression")) o->compression = v;
 		else if (!strcmp(a, "--partitions"))
 			o->partitions = (int32_t)parse_num(v, 1, partitions_max, a);
 		else if (!strcmp(a, "--count")) o->count = parse_num(v, 0, INT32_MAX, a);
@@ -341,6 +344,8 @@ static int cmd_produce(const struct opts *o)
 	conf_set(conf, "bootstrap.servers", o->bootstrap);
 	conf_set(conf, "client.id", "rdk_load");
 	conf_set(conf, "acks", o->acks);
+	if (o->compression)
+		conf_set(conf, "compression.codec", o->compression);
 	conf_set(conf, "linger.ms", "5");
 	conf_set(conf, "batch.num.messages", "10000");
 	conf_set(conf, "queue.buffering.max.messages", "200000");
