@@ -1159,6 +1159,39 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	return 0;
 }
 
+int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg)
+{
+	struct st_batch_hdr h;
+	int64_t next; /* offset after the previous batch: they must run on without gaps */
+
+	assert(cb);
+	if (from_offset < st_log_start_offset(log))
+		from_offset = st_log_start_offset(log);
+	if (from_offset >= log->durable)
+		return 0;
+	uint32_t i = log_seg_find(log, from_offset);
+	uint64_t p = seg_index_lookup(log->segs[i], from_offset);
+	for (next = -1; i < log->nsegs; i++, p = 0) {
+		const struct st_seg *seg = log->segs[i];
+		int total, rc;
+		while (p < seg->durable_size) {
+			if (seg->durable_size - p < ST_BATCH_HEADER_BYTES)
+				return -EIO; /* recovery cut torn tails: only corruption since gets here */
+			if ((total = seg_read_header(seg, p, &h)) < 0)
+				return total;
+			if (next >= 0 && h.base_offset != next)
+				return -EIO; /* sealed segments trusted from their index were not rescanned */
+			next = h.base_offset + h.last_offset_delta + 1;
+			p += (uint64_t)total;
+			if (next <= from_offset)
+				continue; /* before the batch holding from_offset (index entries are sparse) */
+			if ((rc = cb(arg, &h)) != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 {
 	struct st_batch_hdr h;

@@ -21,6 +21,7 @@
 
 struct io_uring;
 struct io_uring_cqe;
+struct st_batch_hdr;
 
 #define ST_URING_TAG 2u   /* see nic/nic.h for the user_data convention */
 
@@ -92,6 +93,21 @@ int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t m
 
 /* First offset whose batch has max timestamp >= ts; LEO if none. */
 int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
+
+/* Called by st_log_scan for each batch header, in offset order; non-zero stops the scan. */
+typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h);
+
+/*
+ * Call cb for the header of every batch from the one that holds from_offset
+ * (or the first one at/after it; from the log start if from_offset is below
+ * it) up to the end of the durable log, in order, across segments. Reads only
+ * the 61-byte headers (pread) and skips bodies by batchLength. Synchronous,
+ * for start-up recovery (producer state rebuild), where the durable end is the
+ * LEO; appends still in flight are not visited. Returns 0 at the end, cb's
+ * value if it stopped the scan, or -errno on a read error (-EIO for a bad
+ * header). Locality: shard core (owner), init only.
+ */
+int  st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg);
 
 /* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);

@@ -472,6 +472,90 @@ static void test_offset_for_time(void)
 	ut_teardown();
 }
 
+/* What st_log_scan reported, and when to stop. */
+struct ut_scan {
+	int n, stop_after;
+	int64_t base[64];
+	int32_t seq[64];
+};
+
+static int ut_scan_cb(void *arg, const struct st_batch_hdr *h)
+{
+	struct ut_scan *sc = arg;
+	CU_ASSERT_FATAL(sc->n < 64);
+	sc->base[sc->n] = h->base_offset;
+	sc->seq[sc->n] = h->base_sequence;
+	sc->n++;
+	return sc->n == sc->stop_after ? 1000 + sc->n : 0;
+}
+
+/* Scan from offset o: expect batches first..n-1 of bases[] (batch i carries sequence i). */
+static void ut_check_scan(struct st_log *log, int64_t o, const int64_t *bases, int first, int n)
+{
+	struct ut_scan sc = { 0 };
+	CU_ASSERT_EQUAL(st_log_scan(log, o, ut_scan_cb, &sc), 0);
+	CU_ASSERT_EQUAL_FATAL(sc.n, n - first);
+	for (int i = first; i < n; i++) {
+		CU_ASSERT_EQUAL(sc.base[i - first], bases[i]);
+		CU_ASSERT_EQUAL(sc.seq[i - first], i);
+	}
+}
+
+/* st_log_scan: headers from the batch holding an offset to the end, across segments. */
+static void test_scan(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	const int n = 12;
+	int64_t bases[13], o = 0;
+
+	cfg.segment_bytes = 1024;
+	cfg.index_interval_bytes = 300; /* sparse: lookups land before the batch wanted */
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < n; i++) { /* batch i: (i % 3) + 1 records of ~100 bytes */
+		int recs = i % 3 + 1;
+		lens[i] = ut_batch(bufs[i], UT_BATCH_BYTES_MAX, &(struct ut_batch_spec){
+			.records = recs, .first_ts = i, .value_len = 90, .producer_id = 5, .base_sequence = i });
+		bases[i] = o;
+		CU_ASSERT_EQUAL(st_log_append(log, bufs[i], lens[i], (uint32_t)recs, NULL), o);
+		o += recs;
+	}
+	bases[n] = o;
+	/* Nothing durable yet: nothing to scan. */
+	ut_check_scan(log, 0, bases, n, n);
+	ut_drive();
+	CU_ASSERT_FATAL(st_log_segment_count(log) >= 2);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int64_t from = -3; from <= o + 2; from++) {
+			int first = 0;
+			while (first < n && bases[first + 1] <= from)
+				first++;
+			ut_check_scan(log, from, bases, first, n);
+		}
+		/* A non-zero callback value stops the scan and is returned. */
+		struct ut_scan sc = { .stop_after = 3 };
+		CU_ASSERT_EQUAL(st_log_scan(log, bases[2], ut_scan_cb, &sc), 1003);
+		CU_ASSERT_EQUAL(sc.n, 3);
+		CU_ASSERT_EQUAL(sc.base[2], bases[4]);
+		st_log_close(log); /* again with sealed segments taken from their index files */
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	}
+	/* Below the log start (first segment deleted): from the start. */
+	cfg.retention_bytes = 0;
+	st_log_close(log);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT(st_log_retain(log, 0) > 0);
+	int64_t start = st_log_start_offset(log);
+	int first = 0;
+	while (bases[first] < start)
+		first++;
+	CU_ASSERT_EQUAL_FATAL(bases[first], start);
+	ut_check_scan(log, 0, bases, first, n);
+	st_log_close(log);
+	ut_teardown();
+}
+
 static void test_retention(void)
 {
 	struct st_log *log;
@@ -815,6 +899,7 @@ int main(void)
 	CU_add_test(s, "empty segments", test_empty_segments);
 	CU_add_test(s, "locate limit and max_bytes", test_locate_limits);
 	CU_add_test(s, "offset for time", test_offset_for_time);
+	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
 	CU_add_test(s, "group commit", test_group_commit);

@@ -1,0 +1,735 @@
+/*
+ * pstate.c - per-partition idempotent-producer state (KIP-98 sequence and
+ * epoch rules as Kafka 3.7 applies them) and its snapshots.
+ *
+ * Table: open addressing with linear probing, keyed by producer id (pid -1
+ * marks a free slot), hashed with a 64-bit finalizer so consecutive pids
+ * spread. It doubles when more than half full, so a probe ends quickly and a
+ * free slot always exists. Allocation happens only when a NEW producer does
+ * not fit (txn_pstate_update) and at create/snapshot read: checking or
+ * updating a known producer never allocates. Deletion (expiry) shifts the
+ * following cluster back instead of leaving tombstones, so lookups never
+ * degrade. Pointers from find/next stay valid until the next update that
+ * inserts a producer, expire, snapshot read or destroy.
+ *
+ * Snapshot encoding (txn_pstate_snapshot_write/read), all integers
+ * BIG-endian:
+ *
+ *   offset size field               notes
+ *   ------ ---- ------------------- ---------------------------------------
+ *        0    4 magic               "SLPS" (0x534c5053)
+ *        4    2 version             1
+ *        6    4 entry_count         n (<= TXN_PSTATE_PRODUCERS_MAX)
+ *       10    8 offset              log offset the state reflects (>= 0)
+ *       18  n*E entries             E = 199 bytes each, layout below
+ *   18+n*E    4 crc                 CRC-32C of bytes [0, 18 + n*E)
+ *
+ * Entry (E = 39 + 5 * 32 = 199 bytes, fixed size):
+ *
+ *   offset size field               notes
+ *   ------ ---- ------------------- ---------------------------------------
+ *        0    8 producer_id         >= 0, unique in the snapshot
+ *        8    2 epoch
+ *       10    1 nbatches            <= TXN_PSTATE_BATCHES
+ *       11    8 txn_first_offset    -1 none
+ *       19    4 coordinator_epoch   -1 none
+ *       23    8 last_timestamp
+ *       31    8 last_update_ms
+ *       39 5*32 batches             oldest first; the first nbatches are valid,
+ *                                   the rest zero. Each: first_seq i32,
+ *                                   last_seq i32, first_offset i64,
+ *                                   last_offset i64, max_timestamp i64
+ *
+ * A file is exactly 22 + n*E bytes; any other length, a bad magic, version
+ * or CRC, or an out-of-range field is -EBADMSG. Files: <dir>/<offset, 20
+ * digits>.snapshot, written as <name>.tmp then renamed.
+ */
+#include "pstate.h"
+#include "log.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "crc32c.h"
+
+/* Limits (units last). */
+#define TXN_PSTATE_SLOTS_INIT 16u              /* table slots at create (power of two) */
+#define TXN_PSTATE_PRODUCERS_MAX (1u << 20)    /* producers per partition: bounds table and snapshot */
+#define TXN_PSTATE_SLOTS_MAX (2 * TXN_PSTATE_PRODUCERS_MAX) /* load stays <= 1/2 */
+#define TXN_PSTATE_KEEP_FILES 2u               /* snapshots kept by save */
+#define TXN_PSTATE_LOAD_TRIES_MAX 64u          /* damaged snapshots skipped before giving up */
+#define TXN_PSTATE_PATH_BYTES 4096u
+
+#define TXN_SNAP_MAGIC 0x534c5053u             /* "SLPS" */
+#define TXN_SNAP_VERSION 1u
+#define TXN_SNAP_HEADER_BYTES 18u
+#define TXN_SNAP_BATCH_BYTES 32u
+#define TXN_SNAP_ENTRY_FIXED_BYTES 39u
+#define TXN_SNAP_ENTRY_BYTES (TXN_SNAP_ENTRY_FIXED_BYTES + TXN_PSTATE_BATCHES * TXN_SNAP_BATCH_BYTES)
+#define TXN_SNAP_CRC_BYTES 4u
+#define TXN_SNAP_BYTES_MAX \
+	(TXN_SNAP_HEADER_BYTES + (uint64_t)TXN_PSTATE_PRODUCERS_MAX * TXN_SNAP_ENTRY_BYTES + TXN_SNAP_CRC_BYTES)
+#define TXN_SNAP_DIGITS 20
+#define TXN_SNAP_SUFFIX ".snapshot"
+#define TXN_SNAP_TMP_SUFFIX ".snapshot.tmp"
+
+_Static_assert(TXN_SNAP_ENTRY_BYTES == 199, "entry layout in the table above");
+_Static_assert((TXN_PSTATE_SLOTS_INIT & (TXN_PSTATE_SLOTS_INIT - 1)) == 0, "power of two");
+_Static_assert((TXN_PSTATE_SLOTS_MAX & (TXN_PSTATE_SLOTS_MAX - 1)) == 0, "power of two");
+_Static_assert(TXN_PSTATE_BATCHES < 256, "nbatches is a u8");
+_Static_assert(TXN_SNAP_BYTES_MAX < (uint64_t)1 << 31, "a snapshot fits one read");
+
+/* The table. Locality: shard core (owner of the partition). */
+struct txn_pstate {
+	struct txn_producer *slots;   /* cap entries; pid -1 free */
+	uint32_t cap;                 /* power of two */
+	uint32_t count;               /* used slots, <= cap / 2 */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Table                                                                     */
+
+/* splitmix64's finalizer: every input bit affects every output bit. */
+static uint64_t pid_hash(int64_t pid)
+{
+	uint64_t x = (uint64_t)pid;
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static struct txn_producer *slots_alloc(uint32_t cap)
+{
+	struct txn_producer *s = malloc((size_t)cap * sizeof(*s));
+
+	if (s)
+		for (uint32_t i = 0; i < cap; i++)
+			s[i].pid = -1;
+	return s;
+}
+
+/* Slot of pid, or of the free slot where it would go. */
+static uint32_t slot_of(const struct txn_pstate *ps, int64_t pid)
+{
+	uint32_t mask = ps->cap - 1, i = (uint32_t)pid_hash(pid) & mask;
+
+	/* Bounded: at most half the slots are used, so a free one ends the probe. */
+	while (ps->slots[i].pid != pid && ps->slots[i].pid != -1)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Move every entry into a table of cap slots (allocation: a new producer or a snapshot read). */
+static int table_resize(struct txn_pstate *ps, uint32_t cap)
+{
+	struct txn_producer *old = ps->slots;
+	uint32_t old_cap = ps->cap;
+
+	assert(cap >= TXN_PSTATE_SLOTS_INIT && cap <= TXN_PSTATE_SLOTS_MAX && (cap & (cap - 1)) == 0);
+	assert(ps->count <= cap / 2);
+	if (!(ps->slots = slots_alloc(cap))) {
+		ps->slots = old;
+		return -ENOMEM;
+	}
+	ps->cap = cap;
+	for (uint32_t i = 0; i < old_cap; i++) {
+		if (old[i].pid < 0)
+			continue;
+		uint32_t j = slot_of(ps, old[i].pid);
+		assert(ps->slots[j].pid == -1);
+		ps->slots[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Remove slot i, shifting later members of its cluster back (no tombstones). */
+static void table_delete(struct txn_pstate *ps, uint32_t i)
+{
+	uint32_t mask = ps->cap - 1;
+
+	assert(ps->slots[i].pid >= 0 && ps->count > 0);
+	for (uint32_t j = (i + 1) & mask; ps->slots[j].pid != -1; j = (j + 1) & mask) {
+		uint32_t home = (uint32_t)pid_hash(ps->slots[j].pid) & mask;
+		/* j may fill the hole at i only if i lies on j's probe path [home, j]. */
+		bool on_path = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+		if (on_path) {
+			ps->slots[i] = ps->slots[j];
+			i = j;
+		}
+	}
+	ps->slots[i].pid = -1;
+	ps->count--;
+}
+
+static void table_clear(struct txn_pstate *ps)
+{
+	for (uint32_t i = 0; i < ps->cap; i++)
+		ps->slots[i].pid = -1;
+	ps->count = 0;
+}
+
+/* Locality: shard core (owner); init only. */
+int txn_pstate_create(struct txn_pstate **out)
+{
+	struct txn_pstate *ps = calloc(1, sizeof(*ps));
+
+	if (!ps || !(ps->slots = slots_alloc(TXN_PSTATE_SLOTS_INIT))) {
+		free(ps);
+		return -ENOMEM;
+	}
+	ps->cap = TXN_PSTATE_SLOTS_INIT;
+	*out = ps;
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+void txn_pstate_destroy(struct txn_pstate *ps)
+{
+	if (!ps)
+		return;
+	free(ps->slots);
+	free(ps);
+}
+
+/* Locality: shard core (owner). */
+struct txn_producer *txn_pstate_find(struct txn_pstate *ps, int64_t pid)
+{
+	assert(pid >= 0);
+	struct txn_producer *p = &ps->slots[slot_of(ps, pid)];
+	return p->pid == pid ? p : NULL;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_pstate_count(const struct txn_pstate *ps) { return ps->count; }
+
+/* Locality: shard core (owner). */
+struct txn_producer *txn_pstate_next(struct txn_pstate *ps, uint32_t *cursor)
+{
+	for (uint32_t i = *cursor; i < ps->cap; i++) {
+		if (ps->slots[i].pid >= 0) {
+			*cursor = i + 1;
+			return &ps->slots[i];
+		}
+	}
+	*cursor = ps->cap;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sequence rules                                                            */
+
+/* seq + n in Kafka's sequence space: INT32_MAX is followed by 0. */
+static int32_t seq_add(int32_t seq, int64_t n)
+{
+	int64_t s = (int64_t)seq + n;
+
+	assert(seq >= 0 && n >= 0 && n <= INT32_MAX);
+	return (int32_t)(s > INT32_MAX ? s - INT32_MAX - 1 : s);
+}
+
+static const struct txn_pbatch *newest_batch(const struct txn_producer *p)
+{
+	return p->nbatches ? &p->b[p->newest] : NULL;
+}
+
+/* Locality: shard core (owner). */
+enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct st_batch_hdr *h,
+                                       struct txn_pbatch *dup)
+{
+	assert(h->producer_id >= 0 && h->last_offset_delta >= 0);
+	/* A producer's batch without a sequence is malformed; Kafka never accepts it either. */
+	if (h->base_sequence < 0)
+		return TXN_ERR_SEQUENCE;
+	const struct txn_producer *p = &ps->slots[slot_of(ps, h->producer_id)];
+	int32_t first = h->base_sequence, last = seq_add(first, h->last_offset_delta);
+
+	if (p->pid != h->producer_id)
+		return TXN_APPEND; /* unknown or expired: Kafka >= 2.5 accepts any sequence */
+	assert(p->nbatches <= TXN_PSTATE_BATCHES);
+	if (h->producer_epoch == p->epoch) {
+		for (uint32_t i = 0; i < p->nbatches; i++) {
+			if (p->b[i].first_seq == first && p->b[i].last_seq == last) {
+				*dup = p->b[i]; /* a retry: answer with the original's offsets */
+				return TXN_DUPLICATE;
+			}
+		}
+	}
+	if (h->producer_epoch < p->epoch)
+		return TXN_ERR_EPOCH;
+	if (h->producer_epoch > p->epoch)
+		return first == 0 ? TXN_APPEND : TXN_ERR_SEQUENCE;
+	/* Same epoch: exactly the next sequence (0 when nothing is remembered, as in Kafka). */
+	const struct txn_pbatch *nb = newest_batch(p);
+	int32_t want = nb ? seq_add(nb->last_seq, 1) : 0;
+	return first == want ? TXN_APPEND : TXN_ERR_SEQUENCE;
+}
+
+/* Locality: shard core (owner). */
+int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
+                      int64_t now_ms)
+{
+	uint32_t i = slot_of(ps, h->producer_id);
+	struct txn_producer *p = &ps->slots[i];
+
+	assert(h->producer_id >= 0 && h->last_offset_delta >= 0 && base_offset >= 0);
+	if (p->pid != h->producer_id) {
+		if (ps->count >= TXN_PSTATE_PRODUCERS_MAX)
+			return -ENOMEM;
+		if ((ps->count + 1) * 2 > ps->cap) { /* the only allocation: a new producer that does not fit */
+			int rc = table_resize(ps, ps->cap * 2);
+			if (rc < 0)
+				return rc;
+			i = slot_of(ps, h->producer_id);
+			p = &ps->slots[i];
+		}
+		assert(p->pid == -1);
+		*p = (struct txn_producer){ .pid = h->producer_id, .epoch = h->producer_epoch,
+		                            .txn_first_offset = -1, .coordinator_epoch = -1 };
+		ps->count++;
+	}
+	if (p->epoch != h->producer_epoch) {
+		p->epoch = h->producer_epoch; /* a new epoch starts a new sequence space */
+		p->nbatches = 0;
+		p->newest = 0;
+	}
+	p->last_timestamp = h->max_timestamp;
+	p->last_update_ms = now_ms;
+	if (h->attributes & ST_BATCH_ATTR_CONTROL)
+		return 0; /* markers carry no sequence: only epoch and time move */
+	if (h->base_sequence < 0)
+		return 0; /* rebuilding from a log with such a batch: nothing to remember */
+	if (p->nbatches)
+		p->newest = (uint8_t)((p->newest + 1) % TXN_PSTATE_BATCHES);
+	if (p->nbatches < TXN_PSTATE_BATCHES)
+		p->nbatches++; /* else the newest overwrites the oldest */
+	p->b[p->newest] = (struct txn_pbatch){
+		.first_seq = h->base_sequence,
+		.last_seq = seq_add(h->base_sequence, h->last_offset_delta),
+		.first_offset = base_offset,
+		.last_offset = base_offset + h->last_offset_delta,
+		.max_timestamp = h->max_timestamp,
+	};
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms)
+{
+	uint32_t n = 0;
+
+	/*
+	 * A deletion may shift a later entry into slot i, so i is examined again.
+	 * Entries shifted from the wrapped start of the table into its end were
+	 * already kept once and are simply kept again.
+	 */
+	for (uint32_t i = 0; i < ps->cap;) {
+		struct txn_producer *p = &ps->slots[i];
+		if (p->pid >= 0 && p->last_update_ms < now_ms - expiration_ms) {
+			table_delete(ps, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshot encoding                                                         */
+
+/* Locality: shard core (owner). */
+size_t txn_pstate_snapshot_size(const struct txn_pstate *ps)
+{
+	return TXN_SNAP_HEADER_BYTES + (size_t)ps->count * TXN_SNAP_ENTRY_BYTES + TXN_SNAP_CRC_BYTES;
+}
+
+/* Locality: shard core (owner). */
+size_t txn_pstate_snapshot_write(const struct txn_pstate *ps, int64_t offset, uint8_t *buf, size_t cap)
+{
+	size_t size = txn_pstate_snapshot_size(ps);
+	uint8_t *q = buf + TXN_SNAP_HEADER_BYTES;
+
+	assert(offset >= 0);
+	if (cap < size)
+		return 0;
+	st_put_be32(buf, TXN_SNAP_MAGIC);
+	st_put_be16(buf + 4, TXN_SNAP_VERSION);
+	st_put_be32(buf + 6, ps->count);
+	st_put_be64(buf + 10, (uint64_t)offset);
+	for (uint32_t i = 0; i < ps->cap; i++) {
+		const struct txn_producer *p = &ps->slots[i];
+		if (p->pid < 0)
+			continue;
+		memset(q, 0, TXN_SNAP_ENTRY_BYTES);
+		st_put_be64(q, (uint64_t)p->pid);
+		st_put_be16(q + 8, (uint16_t)p->epoch);
+		q[10] = p->nbatches;
+		st_put_be64(q + 11, (uint64_t)p->txn_first_offset);
+		st_put_be32(q + 19, (uint32_t)p->coordinator_epoch);
+		st_put_be64(q + 23, (uint64_t)p->last_timestamp);
+		st_put_be64(q + 31, (uint64_t)p->last_update_ms);
+		uint8_t *bq = q + TXN_SNAP_ENTRY_FIXED_BYTES;
+		for (uint32_t k = 0; k < p->nbatches; k++, bq += TXN_SNAP_BATCH_BYTES) {
+			/* oldest first: the newest is k = nbatches - 1 */
+			const struct txn_pbatch *b =
+				&p->b[(p->newest + TXN_PSTATE_BATCHES + 1 + k - p->nbatches) % TXN_PSTATE_BATCHES];
+			st_put_be32(bq, (uint32_t)b->first_seq);
+			st_put_be32(bq + 4, (uint32_t)b->last_seq);
+			st_put_be64(bq + 8, (uint64_t)b->first_offset);
+			st_put_be64(bq + 16, (uint64_t)b->last_offset);
+			st_put_be64(bq + 24, (uint64_t)b->max_timestamp);
+		}
+		q += TXN_SNAP_ENTRY_BYTES;
+	}
+	assert((size_t)(q - buf) == size - TXN_SNAP_CRC_BYTES);
+	st_put_be32(q, crc32c(0, buf, (size_t)(q - buf)));
+	return size;
+}
+
+/* Decode one entry into *p; false if a field is out of range. */
+static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
+{
+	*p = (struct txn_producer){
+		.pid = (int64_t)st_be64(q),
+		.epoch = (int16_t)st_be16(q + 8),
+		.nbatches = q[10],
+		.txn_first_offset = (int64_t)st_be64(q + 11),
+		.coordinator_epoch = (int32_t)st_be32(q + 19),
+		.last_timestamp = (int64_t)st_be64(q + 23),
+		.last_update_ms = (int64_t)st_be64(q + 31),
+	};
+	if (p->pid < 0 || p->nbatches > TXN_PSTATE_BATCHES || p->txn_first_offset < -1)
+		return false;
+	const uint8_t *bq = q + TXN_SNAP_ENTRY_FIXED_BYTES;
+	for (uint32_t k = 0; k < p->nbatches; k++, bq += TXN_SNAP_BATCH_BYTES) {
+		struct txn_pbatch *b = &p->b[k];
+		*b = (struct txn_pbatch){
+			.first_seq = (int32_t)st_be32(bq),
+			.last_seq = (int32_t)st_be32(bq + 4),
+			.first_offset = (int64_t)st_be64(bq + 8),
+			.last_offset = (int64_t)st_be64(bq + 16),
+			.max_timestamp = (int64_t)st_be64(bq + 24),
+		};
+		if (b->first_seq < 0 || b->last_seq < 0 || b->first_offset < 0 ||
+		    b->last_offset < b->first_offset || (k && b->first_offset <= p->b[k - 1].last_offset))
+			return false;
+	}
+	p->newest = p->nbatches ? (uint8_t)(p->nbatches - 1) : 0;
+	return true;
+}
+
+/* Locality: shard core (owner). */
+int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t len, int64_t *offset)
+{
+	if (len < TXN_SNAP_HEADER_BYTES + TXN_SNAP_CRC_BYTES || st_be32(buf) != TXN_SNAP_MAGIC ||
+	    st_be16(buf + 4) != TXN_SNAP_VERSION)
+		return -EBADMSG;
+	uint32_t n = st_be32(buf + 6);
+	int64_t off = (int64_t)st_be64(buf + 10);
+	/* The count is bounded before it sizes anything: the length must match it exactly. */
+	if (n > TXN_PSTATE_PRODUCERS_MAX ||
+	    (uint64_t)len != TXN_SNAP_HEADER_BYTES + (uint64_t)n * TXN_SNAP_ENTRY_BYTES + TXN_SNAP_CRC_BYTES)
+		return -EBADMSG;
+	if (crc32c(0, buf, len - TXN_SNAP_CRC_BYTES) != st_be32(buf + len - TXN_SNAP_CRC_BYTES) || off < 0)
+		return -EBADMSG;
+
+	/* Decode into a fresh table; the old state stays untouched on damage. */
+	struct txn_pstate tmp = { .cap = TXN_PSTATE_SLOTS_INIT };
+	while (tmp.cap / 2 < n)
+		tmp.cap *= 2;
+	if (!(tmp.slots = slots_alloc(tmp.cap)))
+		return -ENOMEM;
+	const uint8_t *q = buf + TXN_SNAP_HEADER_BYTES;
+	for (uint32_t i = 0; i < n; i++, q += TXN_SNAP_ENTRY_BYTES) {
+		struct txn_producer p;
+		if (!snap_entry_decode(q, &p)) {
+			free(tmp.slots);
+			return -EBADMSG;
+		}
+		struct txn_producer *slot = &tmp.slots[slot_of(&tmp, p.pid)];
+		if (slot->pid == p.pid) { /* a pid twice */
+			free(tmp.slots);
+			return -EBADMSG;
+		}
+		*slot = p;
+		tmp.count++;
+	}
+	free(ps->slots);
+	*ps = tmp;
+	*offset = off;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshot files                                                            */
+
+/* Offset of a "<20 digits>.snapshot" name, or -1 for any other name. */
+static int64_t snap_name_offset(const char *name)
+{
+	int64_t v = 0;
+
+	for (int i = 0; i < TXN_SNAP_DIGITS; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return -1;
+		if (v > (INT64_MAX - (name[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (name[i] - '0');
+	}
+	return strcmp(name + TXN_SNAP_DIGITS, TXN_SNAP_SUFFIX) == 0 ? v : -1;
+}
+
+static bool snap_path(char *buf, const char *dir, int64_t offset, const char *suffix)
+{
+	int n = snprintf(buf, TXN_PSTATE_PATH_BYTES, "%s/%0*" PRId64 "%s", dir, TXN_SNAP_DIGITS, offset, suffix);
+	return n > 0 && (size_t)n < TXN_PSTATE_PATH_BYTES;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t r = write(fd, buf, len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * After writing the snapshot at `offset`: keep the newest TXN_PSTATE_KEEP_FILES
+ * snapshots at or below it, and remove those above it (they describe a log
+ * that was since truncated: loading them later would be wrong) and leftover
+ * temp files. Two passes over the directory, no allocation.
+ */
+static void snap_prune(const char *dir, int64_t offset)
+{
+	int64_t keep[TXN_PSTATE_KEEP_FILES];
+	char path[TXN_PSTATE_PATH_BYTES];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		fprintf(stderr, "pstate: %s: cannot list for pruning: %s\n", dir, strerror(errno));
+		return;
+	}
+	for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++)
+		keep[k] = -1;
+	while ((de = readdir(d))) { /* keep[] = the largest offsets <= offset, descending */
+		int64_t o = snap_name_offset(de->d_name);
+		if (o < 0 || o > offset)
+			continue;
+		for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++) {
+			if (o == keep[k])
+				break;
+			if (o > keep[k]) {
+				memmove(&keep[k + 1], &keep[k], (TXN_PSTATE_KEEP_FILES - 1 - k) * sizeof(keep[0]));
+				keep[k] = o;
+				break;
+			}
+		}
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		int64_t o = snap_name_offset(de->d_name);
+		size_t nl = strlen(de->d_name), tl = strlen(TXN_SNAP_TMP_SUFFIX);
+		bool tmp = nl > tl && strcmp(de->d_name + nl - tl, TXN_SNAP_TMP_SUFFIX) == 0;
+		bool kept = false;
+		for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++)
+			kept |= o == keep[k];
+		if ((o < 0 && !tmp) || (o >= 0 && kept))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		if (unlink(path) < 0 && errno != ENOENT)
+			fprintf(stderr, "pstate: %s: cannot remove: %s\n", path, strerror(errno));
+	}
+	closedir(d);
+}
+
+/* Locality: shard core (owner); synchronous, off the hot path (start-up, timer, shutdown). */
+int txn_pstate_snapshot_save(const struct txn_pstate *ps, const char *dir, int64_t offset)
+{
+	char tmp[TXN_PSTATE_PATH_BYTES], path[TXN_PSTATE_PATH_BYTES];
+	size_t size = txn_pstate_snapshot_size(ps);
+	uint8_t *buf;
+	int fd, rc;
+
+	assert(offset >= 0);
+	if (!snap_path(tmp, dir, offset, TXN_SNAP_TMP_SUFFIX) || !snap_path(path, dir, offset, TXN_SNAP_SUFFIX))
+		return -ENAMETOOLONG;
+	if (!(buf = malloc(size)))
+		return -ENOMEM;
+	size_t n = txn_pstate_snapshot_write(ps, offset, buf, size);
+	assert(n == size);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+		rc = -errno;
+		free(buf);
+		fprintf(stderr, "pstate: %s: open: %s\n", tmp, strerror(-rc));
+		return rc;
+	}
+	rc = write_all(fd, buf, n);
+	free(buf);
+	/* Durable content before the rename makes the name visible: never a short file under it. */
+	if (rc == 0 && fdatasync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = sync_dir(dir); /* the rename itself */
+	if (rc < 0) {
+		fprintf(stderr, "pstate: %s: save failed: %s\n", path, strerror(-rc));
+		unlink(tmp);
+		return rc;
+	}
+	snap_prune(dir, offset);
+	return 0;
+}
+
+/* Read and decode one snapshot file. -EBADMSG for damage, -errno for I/O. */
+static int snap_load_file(struct txn_pstate *ps, const char *path, int64_t want)
+{
+	struct stat st;
+	int64_t off;
+	int rc = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	/* Bound the size before allocating: a damaged inode must not ask for gigabytes. */
+	if (st.st_size < (off_t)(TXN_SNAP_HEADER_BYTES + TXN_SNAP_CRC_BYTES) ||
+	    (uint64_t)st.st_size > TXN_SNAP_BYTES_MAX) {
+		close(fd);
+		return -EBADMSG;
+	}
+	size_t len = (size_t)st.st_size, got = 0;
+	uint8_t *buf = malloc(len);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < len) {
+		ssize_t r = pread(fd, buf + got, len - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EBADMSG; /* shrank under us */
+			break;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	if (rc == 0)
+		rc = txn_pstate_snapshot_read(ps, buf, len, &off);
+	if (rc == 0 && off != want) { /* the name and the content disagree: state may be wrong */
+		table_clear(ps);
+		rc = -EBADMSG;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Locality: shard core (owner); init only (start-up recovery). */
+int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max_offset, int64_t *offset)
+{
+	char path[TXN_PSTATE_PATH_BYTES];
+	int64_t bound = max_offset;
+
+	/* Newest first, one directory pass per candidate: no list to allocate, and damaged
+	 * snapshots are rare (each costs one pass). */
+	for (uint32_t tries = 0; tries < TXN_PSTATE_LOAD_TRIES_MAX && bound >= 0; tries++) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		int64_t best = -1;
+		if (!d) {
+			if (errno == ENOENT)
+				break; /* no directory: no snapshot yet */
+			int rc = -errno;
+			fprintf(stderr, "pstate: %s: cannot list: %s\n", dir, strerror(-rc));
+			return rc;
+		}
+		while ((de = readdir(d))) {
+			int64_t o = snap_name_offset(de->d_name);
+			if (o > max_offset && tries == 0)
+				fprintf(stderr, "pstate: %s/%s: above offset %" PRId64 ", skipped\n", dir, de->d_name,
+				        max_offset);
+			if (o >= 0 && o <= bound && o > best)
+				best = o;
+		}
+		closedir(d);
+		if (best < 0)
+			break;
+		if (!snap_path(path, dir, best, TXN_SNAP_SUFFIX))
+			return -ENAMETOOLONG;
+		int rc = snap_load_file(ps, path, best);
+		if (rc == 0) {
+			*offset = best;
+			return 0;
+		}
+		if (rc == -ENOMEM)
+			return rc;
+		/* The log can rebuild what an older snapshot lacks: fall back rather than fail. */
+		fprintf(stderr, "pstate: %s: unusable (%s), trying an older one\n", path, strerror(-rc));
+		bound = best - 1;
+	}
+	table_clear(ps);
+	*offset = -1;
+	return 0;
+}
+
+/* ---- recovery --------------------------------------------------------------- */
+
+static int replay_batch(void *arg, const struct st_batch_hdr *h)
+{
+	if (h->producer_id >= 0 && txn_pstate_update(arg, h, h->base_offset, h->max_timestamp) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int txn_pstate_recover(struct txn_pstate *ps, struct st_log *log, const char *dir, int64_t *snap_offset)
+{
+	int64_t snap = -1;
+	int rc = txn_pstate_snapshot_load(ps, dir, st_log_end_offset(log), &snap);
+	if (rc < 0)
+		return rc;
+	*snap_offset = snap;
+	return st_log_scan(log, snap >= 0 ? snap : st_log_start_offset(log), replay_batch, ps);
+}

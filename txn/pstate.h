@@ -1,0 +1,105 @@
+/*
+ * pstate.h - per-partition idempotent-producer state: the sequence/epoch
+ * rules of KIP-98 as Kafka 3.x applies them, and their snapshots.
+ *
+ * Locality: one struct txn_pstate per partition, owned by the partition's
+ * shard core; no locks. Pure logic except the two snapshot file helpers
+ * (synchronous, rare: start-up, periodic snapshot, clean shutdown).
+ */
+#ifndef SLUICE_TXN_PSTATE_H
+#define SLUICE_TXN_PSTATE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct st_batch_hdr;
+
+#define TXN_PSTATE_BATCHES 5          /* batches remembered per producer (max.in.flight) */
+
+/* Metadata of one appended batch. */
+struct txn_pbatch {
+	int32_t first_seq, last_seq;
+	int64_t first_offset, last_offset;
+	int64_t max_timestamp;
+};
+
+/* One producer's state on one partition. */
+struct txn_producer {
+	int64_t pid;                  /* -1: free slot */
+	int16_t epoch;
+	uint8_t nbatches;             /* valid entries in b[] (<= TXN_PSTATE_BATCHES) */
+	uint8_t newest;               /* index of the newest entry in b[] */
+	struct txn_pbatch b[TXN_PSTATE_BATCHES];
+	int64_t last_timestamp;       /* max timestamp of the newest batch */
+	int64_t last_update_ms;       /* broker wall clock of the newest append: expiration */
+	int64_t txn_first_offset;     /* open transaction's first offset here, -1 none (issue 4) */
+	int32_t coordinator_epoch;    /* of the last marker (issue 4), -1 none */
+};
+
+enum txn_check_result {
+	TXN_APPEND = 0,        /* the next batch: append it */
+	TXN_DUPLICATE,         /* a retry of one of the last 5: answer with its offsets, do not write */
+	TXN_ERR_EPOCH,         /* epoch older than the producer's: INVALID_PRODUCER_EPOCH */
+	TXN_ERR_SEQUENCE,      /* gap, out of window, or non-zero first sequence of a new epoch */
+};
+
+struct txn_pstate;
+
+int  txn_pstate_create(struct txn_pstate **out);
+void txn_pstate_destroy(struct txn_pstate *ps);
+struct txn_producer *txn_pstate_find(struct txn_pstate *ps, int64_t pid);
+uint32_t txn_pstate_count(const struct txn_pstate *ps);
+
+/*
+ * Validate a batch with producer_id >= 0 against the state. No side effects.
+ * On TXN_DUPLICATE, *dup receives the original batch's metadata.
+ */
+enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct st_batch_hdr *h,
+                                       struct txn_pbatch *dup);
+
+/*
+ * Record a batch appended at base_offset (after TXN_APPEND, and when
+ * rebuilding from the log, where no check is made). A new epoch clears the
+ * remembered batches. now_ms: broker wall clock. Returns 0 or -ENOMEM.
+ */
+int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
+                      int64_t now_ms);
+
+/* Drop producers whose last append is older than now_ms - expiration_ms. Returns how many. */
+uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms);
+
+/* Iterate: returns the next used entry at or after *cursor (start at 0), or NULL. */
+struct txn_producer *txn_pstate_next(struct txn_pstate *ps, uint32_t *cursor);
+
+/*
+ * Snapshot encoding (byte table in pstate.c): the state as of log offset
+ * `offset` (every batch below it is reflected). write returns the bytes
+ * written (<= cap) or 0 if cap is too small (see _size); read replaces the
+ * state and returns 0, or -EBADMSG on any damage (CRC, lengths, version).
+ */
+size_t txn_pstate_snapshot_size(const struct txn_pstate *ps);
+size_t txn_pstate_snapshot_write(const struct txn_pstate *ps, int64_t offset, uint8_t *buf, size_t cap);
+int    txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t len, int64_t *offset);
+
+/*
+ * Files: DIR/<offset, 20 digits>.snapshot, written atomically (temp file,
+ * fdatasync, rename, directory fsync); older snapshots beyond the newest 2
+ * are removed. load picks the newest valid snapshot with offset <= max_offset
+ * (a damaged or too-new one is skipped, with a log line) and returns 0 with
+ * *offset = its offset, or 0 with *offset = -1 and an empty state if none.
+ */
+int txn_pstate_snapshot_save(const struct txn_pstate *ps, const char *dir, int64_t offset);
+int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max_offset, int64_t *offset);
+
+struct st_log;
+
+/*
+ * Rebuild a partition's state after a restart: the newest snapshot that the
+ * recovered log still covers, then every batch after it, replayed from the
+ * log (a snapshot is taken at the log end, so this is a short tail, not the
+ * whole log). The log's batch timestamps stand in for the broker clock of
+ * replayed appends. *snap_offset: the snapshot used, -1 if none. Start-up only.
+ */
+int txn_pstate_recover(struct txn_pstate *ps, struct st_log *log, const char *dir, int64_t *snap_offset);
+
+#endif
