@@ -26,6 +26,7 @@ static const struct dp_api {
 	{ 18, 0, 3 },   /* ApiVersions */
 	{ 19, 0, 4 },   /* CreateTopics */
 	{ 20, 0, 1 },   /* DeleteTopics */
+	{ 22, 0, 4 },   /* InitProducerId (4: librdkafka's epoch bump, KIP-360) */
 };
 #define DP_NAPIS (sizeof(dp_apis) / sizeof(dp_apis[0]))
 
@@ -314,6 +315,31 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	return 0;
 }
 
+/* ---- InitProducerId ----------------------------------------------------------- */
+
+static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct InitProducerIdRequest req;
+	struct InitProducerIdResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp || InitProducerIdRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	InitProducerIdResponse_init(resp);
+	r->resp = resp;
+	if (req.TransactionalId.len >= 0) {
+		/* Transactions are issue 4: refuse clearly rather than half-serve them. */
+		DP_WARN("InitProducerId with a transactional id: transactions are not supported yet");
+		resp->ErrorCode = KERR_INVALID_REQUEST;
+		resp->ProducerEpoch = -1;
+		return 0;
+	}
+	struct dp_msg m = { .type = DP_MSG_INIT_PID, .ctx = r, .gen = r->gen };
+	m.u.pid.pid = req.ProducerId;
+	m.u.pid.epoch = req.ProducerEpoch;
+	r->pending++;
+	dp_send(c, 0, &m);
+	return 0;
+}
+
 /* ---- dispatch --------------------------------------------------------------- */
 
 int dp_handle_request(struct dp_core *c, struct dp_req *r)
@@ -342,6 +368,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 10: rc = find_coordinator(c, r, &rd); break;
 	case 19: rc = create_topics(c, r, &rd); break;
 	case 20: rc = delete_topics(c, r, &rd); break;
+	case 22: rc = init_producer_id(c, r, &rd); break;
 	default: rc = -1; break;
 	}
 	if (rc < 0)
@@ -376,6 +403,13 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 			}
 		}
 		return;
+	case DP_MSG_INIT_PID_DONE: {
+		struct InitProducerIdResponse *resp = r->resp;
+		resp->ErrorCode = m->err;
+		resp->ProducerId = m->err ? -1 : m->u.pid.pid;
+		resp->ProducerEpoch = m->err ? -1 : m->u.pid.epoch;
+		return;
+	}
 	case DP_MSG_DELETE_DONE: {
 		struct DeleteTopicsResponse *resp = r->resp;
 		resp->Responses[m->idx].ErrorCode = m->err;
@@ -429,6 +463,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(18, ApiVersionsResponse)
 	ENCODE_CASE(19, CreateTopicsResponse)
 	ENCODE_CASE(20, DeleteTopicsResponse)
+	ENCODE_CASE(22, InitProducerIdResponse)
 	default: return -EINVAL;
 	}
 	bool flex_hdr = key != 18 && kapi_flexible(key, v);
@@ -448,6 +483,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(18, ApiVersionsResponse)
 	ENCODE_CASE2(19, CreateTopicsResponse)
 	ENCODE_CASE2(20, DeleteTopicsResponse)
+	ENCODE_CASE2(22, InitProducerIdResponse)
 	}
 	if (rc < 0 || w.err || (size_t)(w.p - w.start) != total) {
 		DP_ERR("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,

@@ -187,6 +187,7 @@ void dp_control_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_DELETE: ctrl_delete(c, m); return;
 	case DP_MSG_TOPIC_ADD_ACK:
 	case DP_MSG_TOPIC_DEL_ACK: ctrl_ack(c, m); return;
+	case DP_MSG_INIT_PID: dp_pid_init_producer(c, m); return;
 	default: assert(!"not a control message");
 	}
 }
@@ -200,6 +201,9 @@ int dp_scan_data_dir(struct dp_broker *b)
 		return -ENOMEM;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	int prc = dp_pid_init(&cc->ctrl_pids, b->cfg.data_dir);
+	if (prc < 0)
+		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
 	if (!d)
 		return -errno;

@@ -114,6 +114,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_DELETE:
 	case DP_MSG_TOPIC_ADD_ACK:
 	case DP_MSG_TOPIC_DEL_ACK:
+	case DP_MSG_INIT_PID:
 		dp_control_msg(c, m);
 		return;
 	default:
@@ -287,6 +288,7 @@ int dp_core_run(struct dp_core *c)
 		return rc;
 
 	int64_t idle_since = mono_us(), next_timer_us = 0;
+	c->next_snapshot_ms = idle_since / 1000 + c->b->cfg.producer_snapshot_ms;
 	while (!*c->b->stop) {
 		int64_t now = mono_us();
 		c->now_ms = now / 1000;

@@ -29,6 +29,7 @@
 struct nic;
 struct st_io;
 struct st_log;
+struct txn_pstate;
 
 /* Limits, units last. */
 #define DP_CORES_MAX            64
@@ -70,6 +71,12 @@ struct dp_config {
 	int64_t retention_ms;
 	uint32_t max_frame_bytes;
 	int32_t node_id;
+	int64_t producer_expiration_ms;  /* idle idempotent producers are forgotten after this */
+	int64_t producer_snapshot_ms;    /* producer-state snapshot interval per partition */
+	/* Test-only fault injection (off by default): after a Produce is appended,
+	 * drop its response, or close the connection, with these per-mille odds. */
+	uint32_t fault_drop_permille, fault_close_permille;
+	uint64_t fault_seed;
 };
 
 enum dp_msg_type {
@@ -89,6 +96,8 @@ enum dp_msg_type {
 	DP_MSG_TOPIC_ADD_ACK,
 	DP_MSG_TOPIC_DEL,
 	DP_MSG_TOPIC_DEL_ACK,
+	DP_MSG_INIT_PID,        /* data core -> control: InitProducerId (idempotent) */
+	DP_MSG_INIT_PID_DONE,
 };
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */
@@ -103,6 +112,10 @@ struct dp_waiter {
 /* Owner core: one partition this core owns. */
 struct dp_part {
 	struct st_log *log;
+	struct txn_pstate *ps;        /* idempotent producers on this partition */
+	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
+	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
+	char *dir;
 	int64_t notified_hw;          /* HW last reported to waiters */
 	uint32_t nwaiters;
 	struct dp_waiter waiters[DP_WAITERS_PER_PART];
@@ -150,6 +163,12 @@ struct dp_ctrl_op {
 	uint16_t reply_type;
 };
 
+/* Control core: the producer-id allocator (pid.c). */
+struct dp_pids {
+	const char *dir;
+	int64_t next, end;            /* ids [next, end) are recorded and unused */
+};
+
 /* One core. Everything here belongs to that core's thread. */
 struct dp_core {
 	int id;
@@ -164,6 +183,7 @@ struct dp_core {
 	_Atomic int sleeping;         /* written by this core, read by senders */
 	int64_t now_ms;
 	uint64_t loops, busy_loops;
+	uint64_t rng;                 /* xorshift state for fault injection */
 
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
@@ -179,10 +199,12 @@ struct dp_core {
 
 	/* Control core only. */
 	struct dp_ctrl *ctrl;
+	struct dp_pids ctrl_pids;
 
 	/* Owner side produce bookkeeping: free list of append groups. */
 	struct dp_append *append_free;
 	int64_t next_retention_ms;
+	int64_t next_snapshot_ms;
 	struct dp_msg deferred[DP_TOPICS_MAX / 16]; /* topic deletes waiting for appends to drain */
 	uint32_t ndeferred;
 };
@@ -208,6 +230,8 @@ struct dp_append {
 	int64_t base_offset;
 	struct dp_part *part;
 	void *out;                    /* requester's response slot, echoed back */
+	struct dp_append *dup_next;   /* on the partition's dupwait list */
+	int64_t dup_until;            /* reply once the durable offset reaches this */
 };
 
 /* log.c */
@@ -252,6 +276,10 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 void dp_shard_timer(struct dp_core *c);
+
+/* pid.c: control core */
+int  dp_pid_init(struct dp_pids *p, const char *dir);
+void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* control.c */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);

@@ -33,6 +33,12 @@ static void usage(FILE *f)
 	"  --retention-ms N        delete segments older than N ms, -1 = unlimited (default 604800000)\n"
 	"  --max-frame-bytes N     largest request accepted; larger closes the connection (default 104857600)\n"
 	"  --node-id N             broker id reported in Metadata (default 1)\n"
+	"  --producer-expiration-ms N  forget idempotent producers idle this long (default 86400000)\n"
+	"  --producer-snapshot-ms N    producer-state snapshot interval (default 60000)\n"
+	"  test only (fault injection, off by default):\n"
+	"  --fault-drop-produce N  after appending, drop the Produce response with N/1000 odds\n"
+	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
+	"  --fault-seed N          seed of the fault dice (default 1)\n"
 	"  --help                  this text\n");
 }
 
@@ -58,7 +64,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -67,6 +73,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "segment-bytes", required_argument, 0, O_SEG }, { "retention-bytes", required_argument, 0, O_RBYTES },
 		{ "retention-ms", required_argument, 0, O_RMS }, { "max-frame-bytes", required_argument, 0, O_MAXFRAME },
 		{ "node-id", required_argument, 0, O_NODE }, { "help", no_argument, 0, O_HELP },
+		{ "producer-expiration-ms", required_argument, 0, O_PEXP },
+		{ "producer-snapshot-ms", required_argument, 0, O_PSNAP },
+		{ "fault-drop-produce", required_argument, 0, O_FDROP },
+		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
+		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ 0, 0, 0, 0 },
 	};
 	*cfg = (struct dp_config){
@@ -74,6 +85,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
 		.max_frame_bytes = 100u << 20, .node_id = 1,
+		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 	};
 	bool adv = false;
 	int o;
@@ -125,6 +137,25 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 				goto bad;
 			break;
 		case O_NODE: cfg->node_id = (int32_t)strtol(optarg, &end, 10); if (*end || cfg->node_id < 0) goto bad; break;
+		case O_PEXP:
+			cfg->producer_expiration_ms = strtoll(optarg, &end, 10);
+			if (*end || cfg->producer_expiration_ms < 1)
+				goto bad;
+			break;
+		case O_PSNAP:
+			cfg->producer_snapshot_ms = strtoll(optarg, &end, 10);
+			if (*end || cfg->producer_snapshot_ms < 10)
+				goto bad;
+			break;
+		case O_FDROP:
+		case O_FCLOSE: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > 1000)
+				goto bad;
+			*(o == O_FDROP ? &cfg->fault_drop_permille : &cfg->fault_close_permille) = (uint32_t)v;
+			break;
+		}
+		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -183,6 +214,7 @@ int main(int argc, char **argv)
 		struct dp_core *c = calloc(1, sizeof(*c));
 		c->id = i;
 		c->efd = -1;
+		c->rng = b.cfg.fault_seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
 		c->b = &b;
 		c->is_control = i == 0;
 		c->is_data = i >= b.first_data;
@@ -224,6 +256,9 @@ int main(int argc, char **argv)
 		DP_ERR("start-up failed");
 		stop_flag = 1;
 	} else {
+		if (b.cfg.fault_drop_permille || b.cfg.fault_close_permille)
+			DP_WARN("TEST-ONLY fault injection is on: Produce responses dropped %u/1000, "
+			        "connections closed %u/1000", b.cfg.fault_drop_permille, b.cfg.fault_close_permille);
 		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, data dir %s, fsync %s)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
 		        b.cfg.fsync ? "on" : "off");

@@ -41,6 +41,7 @@ struct dp_msg {
 		struct { int64_t timestamp; void *out; int8_t isolation; } list;
 		struct { int64_t offset, timestamp; void *out; } list_done;
 		struct { int64_t offset, deadline_ms; uint32_t topic_gen; } watch;
+		struct { int64_t pid; int16_t epoch; } pid;
 		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; } topic;
 		uint8_t raw[32];
 	} u;

@@ -11,6 +11,7 @@
 #include "batch.h"
 #include "kerr.h"
 #include "log.h"
+#include "pstate.h"
 #include "core.h"
 
 extern _Thread_local struct dp_core *dp_this_core;
@@ -79,6 +80,8 @@ static void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
 	p->nwaiters = keep;
 }
 
+static void dupwait_check(struct dp_part *p);
+
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_this_core;
@@ -92,7 +95,7 @@ void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 		return;
 	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
 	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .err = a->err, .ctx = a->ctx, .idx = a->idx };
-	m.u.produce_done.base_offset = a->base_offset;
+	m.u.produce_done.base_offset = a->err ? -1 : a->base_offset;
 	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
 	m.u.produce_done.out = a->out;
 	struct dp_part *p = a->part;
@@ -101,6 +104,82 @@ void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 	dp_send(c, src, &m);
 	if (p->nwaiters)
 		wake_waiters(c, p, false);
+	if (p->dupwait)
+		dupwait_check(p);
+}
+
+/*
+ * A retried batch that is still on its way to the disk is answered only when
+ * the original is durable: the answer "it is written" must stay true.
+ */
+static void dupwait_add(struct dp_part *p, struct dp_append *a, int64_t until)
+{
+	a->left++;
+	a->dup_until = until;
+	a->dup_next = p->dupwait;
+	p->dupwait = a;
+}
+
+static void dupwait_check(struct dp_part *p)
+{
+	int64_t durable = st_log_durable_offset(p->log);
+	struct dp_append *ready = NULL, **pp = &p->dupwait;
+	while (*pp) {   /* detach first: the replies below may re-enter */
+		struct dp_append *a = *pp;
+		if (a->dup_until <= durable) {
+			*pp = a->dup_next;
+			a->dup_next = ready;
+			ready = a;
+		} else {
+			pp = &a->dup_next;
+		}
+	}
+	while (ready) {
+		struct dp_append *a = ready;
+		ready = a->dup_next;
+		dp_shard_on_append(a, 0, a->base_offset);   /* may free a */
+	}
+}
+
+/*
+ * Idempotence, on the owner core with no lock: each batch with a producer id
+ * is checked against that producer's state on this partition (pstate.h), in
+ * arrival order. The state is updated when the append is queued, so batches
+ * pipelined behind it (up to 5 per producer) are checked against it at once.
+ */
+static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_append *a, uint8_t *b,
+                             const struct st_batch_hdr *h, uint32_t n)
+{
+	struct txn_pbatch dup;
+	if (h->producer_id >= 0) {
+		if (h->attributes & ST_BATCH_ATTR_TRANSACTIONAL)
+			return KERR_INVALID_TXN_STATE;   /* no coordinator added this partition (issue 4) */
+		switch (txn_pstate_check(p->ps, h, &dup)) {
+		case TXN_APPEND:
+			break;
+		case TXN_DUPLICATE:
+			if (a->base_offset < 0)
+				a->base_offset = dup.first_offset;
+			if (dup.last_offset >= st_log_durable_offset(p->log))
+				dupwait_add(p, a, dup.last_offset + 1);
+			return 0;
+		case TXN_ERR_EPOCH:
+			return KERR_INVALID_PRODUCER_EPOCH;
+		case TXN_ERR_SEQUENCE:
+			return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		}
+	}
+	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
+	if (off < 0) {
+		DP_ERR("append failed: %s", strerror((int)-off));
+		return KERR_KAFKA_STORAGE_ERROR;
+	}
+	a->left++;
+	if (a->base_offset < 0)
+		a->base_offset = off;
+	if (h->producer_id >= 0 && txn_pstate_update(p->ps, h, off, dp_wall_ms()) < 0)
+		DP_ERR("producer state: out of memory");
+	return 0;
 }
 
 static void shard_produce(struct dp_core *c, struct dp_msg *m)
@@ -126,19 +205,14 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 	a->out = m->u.produce.out;
 	a->part = p;
 	a->base_offset = -1;
-	a->left = m->u.produce.nbatch + 1;   /* +1 held until every batch is queued */
+	a->left = 1;   /* held until every batch is queued */
 	uint8_t *b = m->u.produce.ptr;
 	uint32_t left = m->u.produce.len;
-	for (uint32_t i = 0; i < m->u.produce.nbatch; i++) {
+	for (uint32_t i = 0; i < m->u.produce.nbatch && !a->err; i++) {
 		struct st_batch_hdr h;
 		int n = st_batch_parse(b, left, &h);
 		assert(n > 0);   /* checked on the NIC core */
-		int64_t off = st_log_append(p->log, b, (uint32_t)n, (uint32_t)h.last_offset_delta + 1, a);
-		if (off < 0) {
-			dp_shard_on_append(a, (int)off, -1);
-		} else if (a->base_offset < 0) {
-			a->base_offset = off;
-		}
+		a->err = produce_batch(c, p, a, b, &h, (uint32_t)n);
 		b += n;
 		left -= (uint32_t)n;
 	}
@@ -248,6 +322,30 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 	reply(c, m, &out, DP_MSG_LIST_DONE);
 }
 
+static int recover_producers(struct dp_part *p)
+{
+	int rc = txn_pstate_create(&p->ps);
+	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->log, p->dir, &p->snap_offset);
+}
+
+static void snapshot_producers(struct dp_core *c, struct dp_part *p)
+{
+	int64_t end = st_log_end_offset(p->log);
+	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
+	if (end == p->snap_offset)
+		return;
+	if (txn_pstate_snapshot_save(p->ps, p->dir, end) == 0)
+		p->snap_offset = end;
+}
+
+static void part_free(struct dp_part *p)
+{
+	if (p->ps)
+		txn_pstate_destroy(p->ps);
+	free(p->dir);
+	free(p);
+}
+
 /* Open (creating or recovering) every partition of t that this core owns. */
 void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 {
@@ -264,16 +362,23 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 		char dir[1024];
 		dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->name_len, i);
 		struct dp_part *p = calloc(1, sizeof(*p));
-		int rc = p ? st_log_open(c->io, dir, &lc, &p->log) : -ENOMEM;
+		int rc = p && (p->dir = strdup(dir)) ? st_log_open(c->io, dir, &lc, &p->log) : -ENOMEM;
+		if (rc == 0) {
+			rc = recover_producers(p);
+			if (rc < 0)
+				st_log_close(p->log);
+		}
 		if (rc < 0) {
 			/* The partition stays offline (requests get errors); others go on. */
 			DP_ERR("partition %s/%d: cannot open %s: %s", t->name, i, dir, strerror(-rc));
-			free(p);
+			if (p)
+				part_free(p);
 			continue;
 		}
 		t->parts[i] = p;
-		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld", t->name, i, c->id,
-		        (long long)st_log_start_offset(p->log), (long long)st_log_end_offset(p->log));
+		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld, %u producers "
+		        "(snapshot at %lld)", t->name, i, c->id, (long long)st_log_start_offset(p->log),
+		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);
 	}
 	(void)id;
 }
@@ -285,21 +390,27 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 		if (!p)
 			continue;
 		wake_waiters(c, p, true);
-		if (delete_files)
+		assert(!p->dupwait);   /* callers wait for st_io_pending() == 0 */
+		if (delete_files) {
 			st_log_delete(p->log);
-		else
+		} else {
+			snapshot_producers(c, p);   /* a clean restart replays nothing */
 			st_log_close(p->log);
-		free(p);
+		}
+		part_free(p);
 		t->parts[i] = NULL;
 	}
 }
 
-/* Owner timer: retention and expired watches. */
+/* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
 	bool retain = c->now_ms >= c->next_retention_ms;
 	if (retain)
 		c->next_retention_ms = c->now_ms + 30000;
+	bool snap = c->now_ms >= c->next_snapshot_ms;
+	if (snap)
+		c->next_snapshot_ms = c->now_ms + c->b->cfg.producer_snapshot_ms;
 	for (uint32_t id = 0; id < DP_TOPICS_MAX; id++) {
 		struct dp_topic *t = &c->topics[id];
 		if (!t->live || t->deleting)
@@ -310,6 +421,10 @@ void dp_shard_timer(struct dp_core *c)
 				continue;
 			if (p->nwaiters)
 				wake_waiters(c, p, false);
+			if (p->dupwait)
+				dupwait_check(p);
+			if (snap)
+				snapshot_producers(c, p);
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0)
 				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
 				        (long long)st_log_start_offset(p->log));

@@ -12,8 +12,11 @@
 # Finally sluice-dump must read each partition directory and exit 0.
 # SIGKILL keeps the page cache, so this checks recovery and ack ordering, not
 # fdatasync itself (that needs a power cut or the simulated faulty disk).
+# With CRASH_IDEMPOTENT=1 the producer is idempotent and the check is strict:
+# every message exactly once, in order per partition, no duplicates (the
+# producer state must survive the crash for retries to be recognised).
 # Knobs: SLUICE_CORES (default 2), CRASH_COUNT (600000), CRASH_KILLS (2),
-# CRASH_KILL_AFTER (acked lines before each kill, default 40000).
+# CRASH_KILL_AFTER (acked lines before each kill, default 40000), CRASH_IDEMPOTENT.
 . "$(dirname "$0")/lib.sh"
 
 CORES=${SLUICE_CORES:-2}
@@ -22,6 +25,12 @@ KILLS=${CRASH_KILLS:-2}
 KILL_AFTER=${CRASH_KILL_AFTER:-40000}
 PARTS=3
 TOPIC=crash
+IDEMP=()
+STRICT=()
+if [ "${CRASH_IDEMPOTENT:-0}" = 1 ]; then
+	IDEMP=(--idempotent)
+	STRICT=(--expect "$COUNT")
+fi
 integ_init crash 6 "$@"
 need_exe "$RDK_LOAD"
 need_exe "$SLUICE_DUMP"
@@ -30,7 +39,7 @@ ACKED=$WORK/acked.txt
 start_broker --cores "$CORES"
 "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --partitions "$PARTS" \
 	--count "$COUNT" --size 100 --acks all --acked-file "$ACKED" --allow-failures \
-	--timeout-ms 180000 >"$WORK/produce.out" 2>"$WORK/produce.err" &
+	--timeout-ms 180000 "${IDEMP[@]}" >"$WORK/produce.out" 2>"$WORK/produce.err" &
 PROD_PID=$!
 INTEG_CHILDREN=$PROD_PID
 
@@ -68,7 +77,7 @@ grep -q ' failed 0 ' "$WORK/produce.out" ||
 broker_alive || fail "broker died after restart"
 
 guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --partitions "$PARTS" \
-	--acked-file "$ACKED" --timeout 240 || fail "verification failed (rdk_load consume exited $?)"
+	--acked-file "$ACKED" --timeout 240 "${STRICT[@]}" || fail "verification failed (rdk_load consume exited $?)"
 
 for ((p = 0; p < PARTS; p++)); do
 	dir=$DATA/$TOPIC-$p

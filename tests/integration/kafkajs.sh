@@ -5,6 +5,9 @@
 # topic and produces 20,000 keyed messages with acks -1 (kafkajs/test.js checks
 # errors, offsets and ListOffsets); then rdk_load reads the topic back and
 # checks every message exactly once, whole, in order per partition.
+# With KJS_IDEMPOTENT=1 the producer is idempotent and the broker drops 5% of
+# Produce responses (and closes 1% of connections) after appending, so every
+# retry must be recognised as a duplicate: still exactly once.
 # node_modules is installed once with `npm ci` and kept (gitignored); without
 # node/npm or without a network for the first install the test is skipped (77).
 . "$(dirname "$0")/lib.sh"
@@ -29,7 +32,13 @@ if ! node -e 'process.exit(require(process.argv[1]).version === "2.2.4" ? 0 : 1)
 	fi
 fi
 
-start_broker --cores "${SLUICE_CORES:-2}"
+FAULTS=()
+if [ "${KJS_IDEMPOTENT:-0}" = 1 ]; then
+	# Test-only: lose 5% of Produce responses after the append, so kafkajs retries.
+	FAULTS=(--fault-drop-produce 50 --fault-close-produce 10 --fault-seed 3)
+	TOPIC=kjs-idem
+fi
+start_broker --cores "${SLUICE_CORES:-2}" "${FAULTS[@]}"
 guarded env -C "$JSDIR" node test.js "$BOOTSTRAP" "$TOPIC" "$COUNT" || fail "kafkajs test.js exited $?"
 broker_alive || fail "broker died during the kafkajs run"
 guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --partitions 6 \

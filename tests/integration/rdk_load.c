@@ -64,6 +64,8 @@ struct opts {
 	uint32_t size;
 	int timeout_s;         /* consume: overall limit */
 	int msg_timeout_ms;    /* produce: message.timeout.ms */
+	int req_timeout_ms;    /* produce: request.timeout.ms, 0 = librdkafka's default */
+	int batch_messages;    /* produce: batch.num.messages, 0 = librdkafka's default */
 	bool allow_failures;
 	bool idempotent;
 	bool no_create;        /* topic exists or is auto-created: skip CreateTopics */
@@ -144,7 +146,8 @@ static void usage(void)
 		"usage: rdk_load produce --bootstrap B --topic T --partitions P --count N --size S\n"
 		"                        [--acks all|1|0] [--acked-file F] [--allow-failures]\n"
 		"                        [--timeout-ms MS] [--idempotent] [--no-create]\n"
-		"                        [--compression none|gzip|snappy|lz4|zstd]\n"
+		"                        [--compression none|gzip|snappy|lz4|zstd] [--request-timeout-ms MS]\n"
+		"                        [--batch-messages N]\n"
 		"       rdk_load consume --bootstrap B --topic T --partitions P [--expect N]\n"
 		"                        [--acked-file F] [--timeout S]\n");
 	exit(exit_usage);
@@ -188,6 +191,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--size"))
 			o->size = (uint32_t)parse_num(v, value_bytes_min, value_bytes_max, a);
 		else if (!strcmp(a, "--timeout")) o->timeout_s = (int)parse_num(v, 1, 3600, a);
+		else if (!strcmp(a, "--batch-messages"))
+			o->batch_messages = (int)parse_num(v, 1, 1000000, a);
+		else if (!strcmp(a, "--request-timeout-ms"))
+			o->req_timeout_ms = (int)parse_num(v, 100, 300000, a);
 		else if (!strcmp(a, "--timeout-ms"))
 			o->msg_timeout_ms = (int)parse_num(v, 1000, 3600000, a);
 		else
@@ -352,6 +359,18 @@ static int cmd_produce(const struct opts *o)
 	conf_set(conf, "message.timeout.ms", tmo);
 	conf_set(conf, "reconnect.backoff.max.ms", "1000");
 	conf_set(conf, "enable.idempotence", o->idempotent ? "true" : "false");
+	if (o->batch_messages) {
+		char bm[32];
+		snprintf(bm, sizeof(bm), "%d", o->batch_messages);
+		conf_set(conf, "batch.num.messages", bm);
+	}
+	if (o->req_timeout_ms) {
+		char rt[32];
+		snprintf(rt, sizeof(rt), "%d", o->req_timeout_ms);
+		/* socket.timeout.ms is librdkafka's own wait for a response; the other is the broker's. */
+		conf_set(conf, "request.timeout.ms", rt);
+		conf_set(conf, "socket.timeout.ms", rt);
+	}
 	rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
 	rd_kafka_conf_set_log_cb(conf, log_cb);
 	rd_kafka_conf_set_opaque(conf, &st);

@@ -23,6 +23,8 @@ const PARTITIONS = 6;
 const BATCH = 500;
 const SIZE = 100;
 const DEADLINE_MS = 180000;
+// KJS_IDEMPOTENT=1: idempotent producer (kafkajs.sh then has the broker drop responses).
+const IDEMPOTENT = process.env.KJS_IDEMPOTENT === '1';
 
 if (!bootstrap || !topic || !(COUNT > 0)) {
   console.error('usage: node test.js BOOTSTRAP TOPIC [COUNT]');
@@ -53,8 +55,8 @@ async function main() {
     brokers: [bootstrap],
     logLevel: logLevel.WARN,
     connectionTimeout: 5000,
-    requestTimeout: 30000,
-    retry: { retries: 5 },
+    requestTimeout: IDEMPOTENT ? 2000 : 30000,
+    retry: { retries: IDEMPOTENT ? 20 : 5, initialRetryTime: 100, maxRetryTime: 2000 },
   });
   const admin = kafka.admin();
   await admin.connect();
@@ -73,6 +75,8 @@ async function main() {
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent: IDEMPOTENT,
+    maxInFlightRequests: IDEMPOTENT ? 1 : undefined,
   });
   await producer.connect();
   const next = new Array(PARTITIONS).fill(0); // expected base offset per partition
