@@ -27,6 +27,13 @@ static const struct dp_api {
 	{ 19, 0, 4 },   /* CreateTopics */
 	{ 20, 0, 1 },   /* DeleteTopics */
 	{ 22, 0, 4 },   /* InitProducerId (4: librdkafka's epoch bump, KIP-360) */
+	{ 24, 0, 1 },   /* AddPartitionsToTxn */
+	{ 25, 0, 1 },   /* AddOffsetsToTxn */
+	{ 26, 0, 1 },   /* EndTxn */
+	{ 27, 0, 1 },   /* WriteTxnMarkers (admin tools; the coordinator writes markers itself) */
+	{ 61, 0, 0 },   /* DescribeProducers */
+	{ 65, 0, 0 },   /* DescribeTransactions */
+	{ 66, 0, 0 },   /* ListTransactions */
 };
 #define DP_NAPIS (sizeof(dp_apis) / sizeof(dp_apis[0]))
 
@@ -326,11 +333,12 @@ static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader 
 	InitProducerIdResponse_init(resp);
 	r->resp = resp;
 	if (req.TransactionalId.len >= 0) {
-		/* Transactions are issue 4: refuse clearly rather than half-serve them. */
-		DP_WARN("InitProducerId with a transactional id: transactions are not supported yet");
-		resp->ErrorCode = KERR_INVALID_REQUEST;
-		resp->ProducerEpoch = -1;
-		return 0;
+		struct InitProducerIdRequest *q = dp_req_alloc(r, sizeof(*q));
+		if (!q)
+			return -1;
+		*q = req;
+		r->req = q;
+		return dp_txn_init_producer(c, r);   /* the transaction coordinator */
 	}
 	struct dp_msg m = { .type = DP_MSG_INIT_PID, .ctx = r, .gen = r->gen };
 	m.u.pid.pid = req.ProducerId;
@@ -369,6 +377,9 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 19: rc = create_topics(c, r, &rd); break;
 	case 20: rc = delete_topics(c, r, &rd); break;
 	case 22: rc = init_producer_id(c, r, &rd); break;
+	case 24: case 25: case 26: case 27: case 61: case 65: case 66:
+		rc = dp_txn_handle(c, r, &rd);
+		break;
 	default: rc = -1; break;
 	}
 	if (rc < 0)
@@ -402,6 +413,12 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 				resp->Topics[m->idx].ReplicationFactor = -1;
 			}
 		}
+		return;
+	case DP_MSG_TXN_DONE:
+		return;   /* the coordinator filled the response */
+	case DP_MSG_TXN_MARKER_DONE:
+	case DP_MSG_DESCRIBE_PRODUCERS_DONE:
+		dp_txn_part(c, r, m);
 		return;
 	case DP_MSG_INIT_PID_DONE: {
 		struct InitProducerIdResponse *resp = r->resp;
@@ -464,6 +481,13 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(19, CreateTopicsResponse)
 	ENCODE_CASE(20, DeleteTopicsResponse)
 	ENCODE_CASE(22, InitProducerIdResponse)
+	ENCODE_CASE(24, AddPartitionsToTxnResponse)
+	ENCODE_CASE(25, AddOffsetsToTxnResponse)
+	ENCODE_CASE(26, EndTxnResponse)
+	ENCODE_CASE(27, WriteTxnMarkersResponse)
+	ENCODE_CASE(61, DescribeProducersResponse)
+	ENCODE_CASE(65, DescribeTransactionsResponse)
+	ENCODE_CASE(66, ListTransactionsResponse)
 	default: return -EINVAL;
 	}
 	bool flex_hdr = key != 18 && kapi_flexible(key, v);
@@ -484,6 +508,13 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(19, CreateTopicsResponse)
 	ENCODE_CASE2(20, DeleteTopicsResponse)
 	ENCODE_CASE2(22, InitProducerIdResponse)
+	ENCODE_CASE2(24, AddPartitionsToTxnResponse)
+	ENCODE_CASE2(25, AddOffsetsToTxnResponse)
+	ENCODE_CASE2(26, EndTxnResponse)
+	ENCODE_CASE2(27, WriteTxnMarkersResponse)
+	ENCODE_CASE2(61, DescribeProducersResponse)
+	ENCODE_CASE2(65, DescribeTransactionsResponse)
+	ENCODE_CASE2(66, ListTransactionsResponse)
 	}
 	if (rc < 0 || w.err || (size_t)(w.p - w.start) != total) {
 		DP_ERR("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,

@@ -27,10 +27,12 @@ bool dp_topic_name_valid(const char *name, size_t len)
 	return true;
 }
 
-static uint32_t name_hash(const char *name, size_t len)
+uint32_t dp_topic_hash(const char *name, size_t len)
 {
 	return XXH32(name, len, 0x5111ce);
 }
+
+
 
 int dp_catalog_init(struct dp_core *c)
 {
@@ -43,7 +45,7 @@ int32_t dp_topic_find(const struct dp_core *c, const char *name, size_t len)
 {
 	if (len == 0 || len > DP_TOPIC_NAME_MAX)
 		return -1;
-	uint32_t h = name_hash(name, len);
+	uint32_t h = dp_topic_hash(name, len);
 	for (uint32_t i = 0; i < DP_TOPIC_INDEX_SLOTS; i++) {
 		uint16_t v = c->topic_index[(h + i) % DP_TOPIC_INDEX_SLOTS];
 		if (v == 0)
@@ -77,7 +79,7 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	memcpy(t->name, name, len);
 	t->name[len] = 0;
 	t->name_len = (uint16_t)len;
-	t->hash = name_hash(name, len);
+	t->hash = dp_topic_hash(name, len);
 	t->gen = gen;
 	t->nparts = nparts;
 	t->deleting = false;

@@ -192,6 +192,19 @@ void dp_control_msg(struct dp_core *c, struct dp_msg *m)
 	}
 }
 
+/* Control core: where a partition lives, for the transaction coordinator. */
+bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
+                   uint32_t *id, uint32_t *gen, uint32_t *hash)
+{
+	int32_t i = ctrl_find(c->ctrl, name, len);
+	if (i < 0 || c->ctrl->topics[i].deleting || partition < 0 || partition >= c->ctrl->topics[i].nparts)
+		return false;
+	*id = (uint32_t)i;
+	*gen = c->ctrl->topics[i].gen;
+	*hash = dp_topic_hash(name, len);
+	return true;
+}
+
 /* init only: the control catalog and every data core's copy from the data directory. */
 int dp_scan_data_dir(struct dp_broker *b)
 {

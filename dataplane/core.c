@@ -110,6 +110,21 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 			c->deferred[c->ndeferred++] = *m;
 		}
 		return;
+	case DP_MSG_TXN_ADD:
+	case DP_MSG_TXN_MARKER:
+	case DP_MSG_DESCRIBE_PRODUCERS:
+		dp_shard_txn_msg(c, m);
+		return;
+	case DP_MSG_TXN_REQ:
+	case DP_MSG_TXN_ADD_ACK:
+		dp_txnc_msg(c, m);
+		return;
+	case DP_MSG_TXN_MARKER_DONE:
+		if (m->flags & DP_F_WIRE)
+			dp_req_complete_part(c, m);
+		else
+			dp_txnc_msg(c, m);
+		return;
 	case DP_MSG_CREATE:
 	case DP_MSG_DELETE:
 	case DP_MSG_TOPIC_ADD_ACK:
@@ -202,6 +217,17 @@ static void core_sleep(struct dp_core *c, int64_t max_us)
 	atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
 }
 
+/* Every append completion on this core, routed by the cookie's first byte. */
+static void on_append(void *cookie, int status, int64_t base_offset)
+{
+	switch (*(const uint8_t *)cookie) {
+	case DP_COOKIE_PRODUCE: dp_shard_on_append(cookie, status, base_offset); return;
+	case DP_COOKIE_MARKER: dp_shard_on_marker(cookie, status); return;
+	case DP_COOKIE_COORD: dp_txnc_on_write(cookie, status); return;
+	default: assert(!"unknown append cookie");
+	}
+}
+
 static int core_setup(struct dp_core *c)
 {
 	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
@@ -219,18 +245,21 @@ static int core_setup(struct dp_core *c)
 	if (c->efd < 0)
 		return -errno;
 	arm_wakeup(c);
-	if (!c->is_data)
-		return 0;
 	const struct dp_config *cfg = &c->b->cfg;
-	struct st_io_config ioc = { .fsync = cfg->fsync, .on_append = dp_shard_on_append };
+	struct st_io_config ioc = { .fsync = cfg->fsync, .on_append = on_append };
 	rc = st_io_create(&ioc, &c->ring, &c->io);
 	if (rc < 0) {
 		DP_ERR("storage setup: %s", strerror(-rc));
 		return rc;
 	}
-	for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
-		if (c->topics[id].live)
-			dp_shard_open_owned(c, &c->topics[id], id);
+	if (c->is_data)
+		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+			if (c->topics[id].live)
+				dp_shard_open_owned(c, &c->topics[id], id);
+	if (c->is_control && (rc = dp_txnc_start(c)) < 0)
+		return rc;
+	if (!c->is_data)
+		return 0;
 	struct nic_config nc = {
 		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
 		.rx_buf_bytes = 64 * 1024, .rx_bufs = 256, .reuseport = c->b->ndata > 1,
@@ -268,6 +297,8 @@ static void core_teardown(struct dp_core *c)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);
 	}
+	if (c->is_control)
+		dp_txnc_stop(c);
 	/* The ring goes first: the kernel then holds no receive buffer of the NIC's. */
 	io_uring_queue_exit(&c->ring);
 	if (c->nic)
@@ -309,6 +340,8 @@ int dp_core_run(struct dp_core *c)
 				dp_conn_timer(c);
 				dp_shard_timer(c);
 			}
+			if (c->is_control)
+				dp_txnc_timer(c);
 		}
 		if (c->io)
 			work += st_io_flush(c->io);

@@ -30,6 +30,14 @@ struct nic;
 struct st_io;
 struct st_log;
 struct txn_pstate;
+struct txn_lso;
+struct dp_txnc;
+
+/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
+struct dp_txn_allow {
+	int64_t pid;
+	int16_t epoch;
+};
 
 /* Limits, units last. */
 #define DP_CORES_MAX            64
@@ -77,6 +85,9 @@ struct dp_config {
 	 * drop its response, or close the connection, with these per-mille odds. */
 	uint32_t fault_drop_permille, fault_close_permille;
 	uint64_t fault_seed;
+	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
+	                                    2 after the first marker, 3 before Complete */
+	int32_t txn_max_timeout_ms;
 };
 
 enum dp_msg_type {
@@ -98,6 +109,21 @@ enum dp_msg_type {
 	DP_MSG_TOPIC_DEL_ACK,
 	DP_MSG_INIT_PID,        /* data core -> control: InitProducerId (idempotent) */
 	DP_MSG_INIT_PID_DONE,
+	DP_MSG_TXN_REQ,         /* data core -> control: a coordinator request (req lent until the reply) */
+	DP_MSG_TXN_DONE,
+	DP_MSG_TXN_ADD,         /* control -> owner: pid/epoch may write this partition in its txn */
+	DP_MSG_TXN_ADD_ACK,
+	DP_MSG_TXN_MARKER,      /* control or WriteTxnMarkers -> owner: append COMMIT/ABORT */
+	DP_MSG_TXN_MARKER_DONE,
+	DP_MSG_DESCRIBE_PRODUCERS, /* data core -> owner: list this partition's producers */
+	DP_MSG_DESCRIBE_PRODUCERS_DONE,
+};
+
+/* What an append's cookie is: the first byte of every cookie given to st_log_append. */
+enum dp_cookie_kind {
+	DP_COOKIE_PRODUCE = 1,   /* struct dp_append (shard.c) */
+	DP_COOKIE_MARKER,        /* struct dp_marker (shard.c) */
+	DP_COOKIE_COORD,         /* coordinator log write (txncoord.c) */
 };
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */
@@ -107,12 +133,19 @@ struct dp_waiter {
 	void *ctx;
 	int64_t offset;
 	int64_t deadline_ms;
+	int8_t isolation;             /* 1: wait for the LSO, not the HW */
 };
+
+/* Fetch buffers: where the aborted-transaction list starts after len bytes of records. */
+#define DP_ABORTED_AT(len) (((len) + 7u) & ~7u)
 
 /* Owner core: one partition this core owns. */
 struct dp_part {
 	struct st_log *log;
 	struct txn_pstate *ps;        /* idempotent producers on this partition */
+	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
+	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
+	uint32_t nallow, allow_cap;
 	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
 	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
 	char *dir;
@@ -200,6 +233,7 @@ struct dp_core {
 	/* Control core only. */
 	struct dp_ctrl *ctrl;
 	struct dp_pids ctrl_pids;
+	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
 
 	/* Owner side produce bookkeeping: free list of append groups. */
 	struct dp_append *append_free;
@@ -221,6 +255,7 @@ struct dp_broker {
 
 /* Owner core: one partition's share of a produce request, until appended. */
 struct dp_append {
+	uint8_t kind;                 /* DP_COOKIE_PRODUCE: keep first */
 	struct dp_append *next_free;
 	uint16_t src;
 	void *ctx;
@@ -279,7 +314,23 @@ void dp_shard_timer(struct dp_core *c);
 
 /* pid.c: control core */
 int  dp_pid_init(struct dp_pids *p, const char *dir);
+int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
 void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
+
+/* txncoord.c: control core */
+int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
+void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
+void dp_txnc_on_write(void *cookie, int status);
+void dp_txnc_timer(struct dp_core *c);
+void dp_txnc_stop(struct dp_core *c);
+uint32_t dp_topic_hash(const char *name, size_t len);
+/* control.c: control core's catalog, for the coordinator */
+bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
+                   uint32_t *id, uint32_t *gen, uint32_t *hash);
+
+/* shard.c: transactions on the owner */
+void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m);
+void dp_shard_on_marker(void *cookie, int status);
 
 /* control.c */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "lso.h"
 #include "kerr.h"
 #include "req.h"
 
@@ -25,6 +26,7 @@ static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	m.u.fetch.buf = fp->buf;
 	m.u.fetch.cap = fp->cap;
 	m.u.fetch.max_bytes = fp->max_bytes;
+	m.u.fetch.isolation = r->isolation;
 	r->pending++;
 	dp_send(c, fp->owner, &m);
 }
@@ -155,6 +157,21 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	out->LastStableOffset = m->u.fetch_done.lso;
 	out->LogStartOffset = m->u.fetch_done.log_start;
 	out->Records = (struct kbytes){ fp->buf, (int32_t)len };
+	if (r->isolation == 1 && !m->err && m->u.fetch_done.len) {
+		/* The owner put the aborted transactions after the records (shard.c). */
+		uint32_t n, pos = DP_ABORTED_AT(m->u.fetch_done.len);
+		memcpy(&n, fp->buf + pos, 4);
+		struct FetchResponse_AbortedTransaction *at = dp_req_alloc(r, sizeof(*at) * (n + 1));
+		const struct txn_aborted *src = (const void *)(fp->buf + pos + 8);
+		if (at) {
+			for (uint32_t i = 0; i < n; i++) {
+				at[i].ProducerId = src[i].pid;
+				at[i].FirstOffset = src[i].first_offset;
+			}
+			out->AbortedTransactions = at;
+			out->AbortedTransactions_n = (int32_t)n;
+		}
+	}
 }
 
 /* Called when every owner has answered (or a watch woke a parked fetch). */
@@ -186,6 +203,7 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 			m.u.watch.offset = fp->offset;
 			m.u.watch.deadline_ms = r->deadline_ms;
 			m.u.watch.topic_gen = fp->gen;
+			m.u.watch.isolation = r->isolation;
 			dp_send(c, fp->owner, &m);
 		}
 		dp_req_park(c, r);

@@ -35,10 +35,13 @@ static void usage(FILE *f)
 	"  --node-id N             broker id reported in Metadata (default 1)\n"
 	"  --producer-expiration-ms N  forget idempotent producers idle this long (default 86400000)\n"
 	"  --producer-snapshot-ms N    producer-state snapshot interval (default 60000)\n"
+	"  --transaction-max-timeout-ms N  largest transaction.timeout.ms accepted (default 900000)\n"
 	"  test only (fault injection, off by default):\n"
 	"  --fault-drop-produce N  after appending, drop the Produce response with N/1000 odds\n"
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
+	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
+	"                          after-first-marker or before-complete\n"
 	"  --help                  this text\n");
 }
 
@@ -64,7 +67,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -78,6 +81,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-drop-produce", required_argument, 0, O_FDROP },
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
+		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
+		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ 0, 0, 0, 0 },
 	};
 	*cfg = (struct dp_config){
@@ -86,6 +91,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
 		.max_frame_bytes = 100u << 20, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
+		.txn_max_timeout_ms = 900000,
 	};
 	bool adv = false;
 	int o;
@@ -156,6 +162,17 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;
+		case O_TXNKILL:
+			if (!strcmp(optarg, "after-prepare")) cfg->fault_txn_kill = 1;
+			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;
+			else if (!strcmp(optarg, "before-complete")) cfg->fault_txn_kill = 3;
+			else goto bad;
+			break;
+		case O_TXNMAX:
+			cfg->txn_max_timeout_ms = (int32_t)strtol(optarg, &end, 10);
+			if (*end || cfg->txn_max_timeout_ms < 1)
+				goto bad;
+			break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}

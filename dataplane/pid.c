@@ -86,7 +86,7 @@ int dp_pid_init(struct dp_pids *p, const char *dir)
 	return 0;
 }
 
-static int64_t pid_next(struct dp_pids *p)
+int64_t dp_pid_alloc(struct dp_pids *p)
 {
 	if (p->next == p->end) {
 		/* Record the block before handing out any id in it. */
@@ -115,7 +115,7 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 		r.u.pid.pid = pid;
 		r.u.pid.epoch = (int16_t)(epoch + 1);
 	} else {
-		r.u.pid.pid = pid_next(p);
+		r.u.pid.pid = dp_pid_alloc(p);
 		r.u.pid.epoch = 0;
 		if (r.u.pid.pid < 0)
 			r.err = KERR_KAFKA_STORAGE_ERROR;

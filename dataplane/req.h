@@ -75,6 +75,11 @@ void dp_req_part_done(struct dp_core *c, struct dp_req *r);
 void dp_req_park(struct dp_core *c, struct dp_req *r);
 void *dp_req_alloc(struct dp_req *r, size_t bytes);
 
+/* txnapi.c */
+int  dp_txn_init_producer(struct dp_core *c, struct dp_req *r);
+int  dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+
 /* produce.c / fetch.c */
 int  dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 void dp_produce_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);

@@ -16,6 +16,7 @@
 #define SLUICE_DP_RING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <assert.h>
@@ -23,11 +24,13 @@
 #define DP_CACHE_LINE 64
 
 /* A message between cores: small, fixed size, copied by value. */
+#define DP_F_WIRE 1   /* the request came over the wire (ctx is a struct dp_req) */
+
 struct dp_msg {
 	uint16_t type;        /* enum dp_msg_type (core.h) */
 	uint16_t src;         /* sending core */
 	int16_t  err;         /* Kafka error code in replies */
-	uint16_t flags;
+	uint16_t flags;       /* DP_F_* */
 	uint32_t topic_id;    /* catalog slot */
 	int32_t  partition;
 	void    *ctx;         /* requester's context, returned unchanged in the reply */
@@ -36,12 +39,13 @@ struct dp_msg {
 	union {
 		struct { void *ptr; uint32_t len; uint32_t nbatch; void *out; } produce;
 		struct { int64_t base_offset, log_start; void *out; } produce_done;
-		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; } fetch;
+		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; int8_t isolation; } fetch;
 		struct { int64_t hw, lso, log_start; uint32_t len, need; } fetch_done;
 		struct { int64_t timestamp; void *out; int8_t isolation; } list;
 		struct { int64_t offset, timestamp; void *out; } list_done;
-		struct { int64_t offset, deadline_ms; uint32_t topic_gen; } watch;
+		struct { int64_t offset, deadline_ms; uint32_t topic_gen; int8_t isolation; } watch;
 		struct { int64_t pid; int16_t epoch; } pid;
+		struct { int64_t pid; int16_t epoch; bool commit; int32_t coord_epoch; void *ptr; uint32_t cap; } txn;
 		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; } topic;
 		uint8_t raw[32];
 	} u;

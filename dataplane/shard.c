@@ -11,6 +11,7 @@
 #include "batch.h"
 #include "kerr.h"
 #include "log.h"
+#include "lso.h"
 #include "pstate.h"
 #include "core.h"
 
@@ -33,6 +34,7 @@ static struct dp_append *append_get(struct dp_core *c)
 	struct dp_append *a = c->append_free;
 	c->append_free = a->next_free;
 	memset(a, 0, sizeof(*a));
+	a->kind = DP_COOKIE_PRODUCE;
 	return a;
 }
 
@@ -64,13 +66,19 @@ static void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m,
 }
 
 /* Tell parked fetches whose offset is now below the high watermark. */
+/* What a fetch may read up to: the high watermark, or for read_committed the LSO. */
+static int64_t readable_end(const struct dp_part *p, int8_t isolation)
+{
+	int64_t hw = st_log_durable_offset(p->log);
+	return isolation == 1 ? txn_lso_get(p->lso, hw) : hw;
+}
+
 static void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
 {
-	int64_t hw = p->log ? st_log_durable_offset(p->log) : 0;
 	uint32_t keep = 0;
 	for (uint32_t i = 0; i < p->nwaiters; i++) {
 		struct dp_waiter *w = &p->waiters[i];
-		if (all || hw > w->offset) {
+		if (all || readable_end(p, w->isolation) > w->offset) {
 			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .ctx = w->ctx, .gen = w->gen };
 			dp_send(c, w->core, &m);
 		} else if (w->deadline_ms > c->now_ms) {
@@ -141,6 +149,43 @@ static void dupwait_check(struct dp_part *p)
 	}
 }
 
+static bool allow_has(const struct dp_part *p, int64_t pid, int16_t epoch)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid)
+			return p->allow[i].epoch == epoch;
+	return false;
+}
+
+static int allow_set(struct dp_part *p, int64_t pid, int16_t epoch)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid) {
+			p->allow[i].epoch = epoch;
+			return 0;
+		}
+	if (p->nallow == p->allow_cap) {
+		/* Grows to the peak number of concurrent transactions on this partition. */
+		uint32_t cap = p->allow_cap ? p->allow_cap * 2 : 8;
+		struct dp_txn_allow *n = realloc(p->allow, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->allow = n;
+		p->allow_cap = cap;
+	}
+	p->allow[p->nallow++] = (struct dp_txn_allow){ pid, epoch };
+	return 0;
+}
+
+static void allow_drop(struct dp_part *p, int64_t pid)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid) {
+			p->allow[i] = p->allow[--p->nallow];
+			return;
+		}
+}
+
 /*
  * Idempotence, on the owner core with no lock: each batch with a producer id
  * is checked against that producer's state on this partition (pstate.h), in
@@ -151,9 +196,10 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
                              const struct st_batch_hdr *h, uint32_t n)
 {
 	struct txn_pbatch dup;
+	bool txnl = h->attributes & ST_BATCH_ATTR_TRANSACTIONAL;
+	if (txnl && h->producer_id < 0)
+		return KERR_INVALID_RECORD;
 	if (h->producer_id >= 0) {
-		if (h->attributes & ST_BATCH_ATTR_TRANSACTIONAL)
-			return KERR_INVALID_TXN_STATE;   /* no coordinator added this partition (issue 4) */
 		switch (txn_pstate_check(p->ps, h, &dup)) {
 		case TXN_APPEND:
 			break;
@@ -168,6 +214,18 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		case TXN_ERR_SEQUENCE:
 			return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
 		}
+		/*
+		 * Beyond Kafka 3.x (the "torn transaction" Jepsen found): a
+		 * transactional batch is taken only if the coordinator added this
+		 * partition to this producer's current transaction at this epoch.
+		 * The permission is withdrawn when the marker is written, so a late
+		 * batch of an ended transaction cannot start a new, unknown one here.
+		 */
+		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
+			return KERR_INVALID_TXN_STATE;
+		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
+		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
+			return KERR_INVALID_TXN_STATE;
 	}
 	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
 	if (off < 0) {
@@ -177,6 +235,9 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 	a->left++;
 	if (a->base_offset < 0)
 		a->base_offset = off;
+	if (txnl && txn_lso_open_first(p->lso, h->producer_id) < 0 &&
+	    txn_lso_begin(p->lso, h->producer_id, off) < 0)
+		DP_ERR("transaction index: out of memory");
 	if (h->producer_id >= 0 && txn_pstate_update(p->ps, h, off, dp_wall_ms()) < 0)
 		DP_ERR("producer state: out of memory");
 	return 0;
@@ -219,6 +280,13 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 	dp_shard_on_append(a, 0, a->base_offset);
 }
 
+/*
+ * Reads whole stored batches into the buffer the NIC core lent. For
+ * read_committed the range ends at the LSO, and the aborted transactions
+ * that overlap it follow the records in the same buffer:
+ *   [records: len bytes][pad to 8][u32 count, 4 pad][count x struct txn_aborted]
+ * If it does not fit, the reply asks for a bigger buffer (need).
+ */
 static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_msg out = { 0 };
@@ -229,24 +297,26 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	struct st_log *log = p->log;
+	bool committed = m->u.fetch.isolation == 1;
 	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
+	int64_t lso = txn_lso_get(p->lso, hw), end = committed ? lso : hw;
 	int64_t off = m->u.fetch.offset;
+	uint32_t len = 0, cap = m->u.fetch.cap;
 	out.u.fetch_done.hw = hw;
-	out.u.fetch_done.lso = hw;
+	out.u.fetch_done.lso = lso;
 	out.u.fetch_done.log_start = start;
 	if (off < start || off > st_log_end_offset(log)) {
 		out.err = KERR_OFFSET_OUT_OF_RANGE;
-	} else if (off < hw) {
+	} else if (off < end) {
 		int fd;
 		uint64_t pos;
-		uint32_t len;
-		int rc = st_log_locate(log, off, hw, m->u.fetch.max_bytes, &fd, &pos, &len);
+		int rc = st_log_locate(log, off, end, m->u.fetch.max_bytes, &fd, &pos, &len);
 		if (rc == -ERANGE) {
 			out.err = KERR_OFFSET_OUT_OF_RANGE;
 		} else if (rc < 0) {
 			out.err = KERR_KAFKA_STORAGE_ERROR;
-		} else if (len > m->u.fetch.cap) {
-			out.u.fetch_done.need = len;
+		} else if (len > cap) {
+			out.u.fetch_done.need = len + (committed ? 4096 : 0);
 		} else if (len) {
 			/*
 			 * A read on the owner core. The tail of the log is nearly always
@@ -257,11 +327,23 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			if (got != (ssize_t)len) {
 				DP_ERR("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
 				out.err = KERR_KAFKA_STORAGE_ERROR;
-			} else {
-				out.u.fetch_done.len = len;
+				len = 0;
 			}
 		}
 	}
+	if (committed && !out.err && !out.u.fetch_done.need) {
+		/* The records cover [off, end) at most; the list goes 8-byte aligned after them. */
+		uint32_t at = DP_ABORTED_AT(len);
+		uint32_t room = cap >= at + 8 ? (cap - at - 8) / (uint32_t)sizeof(struct txn_aborted) : 0;
+		struct txn_aborted *list = (struct txn_aborted *)(void *)((uint8_t *)m->u.fetch.buf + at + 8);
+		uint32_t n = len ? txn_lso_aborted(p->lso, off, end, list, room) : 0;
+		if (cap < at + 8 || n > room)
+			out.u.fetch_done.need = at + 8 + (n + 16) * (uint32_t)sizeof(struct txn_aborted);
+		else
+			memcpy((uint8_t *)m->u.fetch.buf + at, &n, 4);
+	}
+	if (!out.u.fetch_done.need)
+		out.u.fetch_done.len = len;
 	reply(c, m, &out, DP_MSG_FETCH_DONE);
 }
 
@@ -270,7 +352,7 @@ static void shard_watch(struct dp_core *c, struct dp_msg *m)
 	struct dp_msg tm = *m;
 	tm.gen = m->u.watch.topic_gen;
 	struct dp_part *p = part_of(c, &tm, NULL);
-	bool now = !p || st_log_durable_offset(p->log) > m->u.watch.offset;
+	bool now = !p || readable_end(p, m->u.watch.isolation) > m->u.watch.offset;
 	if (!now) {
 		/* One watch per (request, partition): a newer round replaces the older one. */
 		uint32_t i;
@@ -288,7 +370,8 @@ static void shard_watch(struct dp_core *c, struct dp_msg *m)
 		if (!now)
 			p->waiters[i] = (struct dp_waiter){ .core = m->src, .gen = m->gen, .ctx = m->ctx,
 			                                    .offset = m->u.watch.offset,
-			                                    .deadline_ms = m->u.watch.deadline_ms };
+			                                    .deadline_ms = m->u.watch.deadline_ms,
+			                                    .isolation = m->u.watch.isolation };
 	}
 	if (now) {
 		struct dp_msg f = { .type = DP_MSG_WATCH_FIRE, .ctx = m->ctx, .gen = m->gen };
@@ -306,10 +389,10 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 		reply(c, m, &out, DP_MSG_LIST_DONE);
 		return;
 	}
-	int64_t ts = m->u.list.timestamp, hw = st_log_durable_offset(p->log);
+	int64_t ts = m->u.list.timestamp, hw = readable_end(p, m->u.list.isolation);
 	out.u.list_done.timestamp = -1;
 	if (ts == -1) {
-		out.u.list_done.offset = hw;                      /* latest (LSO = HW until transactions) */
+		out.u.list_done.offset = hw;                      /* latest: HW, or LSO for read_committed */
 	} else if (ts == -2) {
 		out.u.list_done.offset = st_log_start_offset(p->log);
 	} else if (ts < 0) {
@@ -325,7 +408,11 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 static int recover_producers(struct dp_part *p)
 {
 	int rc = txn_pstate_create(&p->ps);
-	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->log, p->dir, &p->snap_offset);
+	if (rc == 0)
+		rc = txn_lso_create(&p->lso);
+	if (rc == 0)
+		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
+	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset);
 }
 
 static void snapshot_producers(struct dp_core *c, struct dp_part *p)
@@ -333,6 +420,9 @@ static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 	int64_t end = st_log_end_offset(p->log);
 	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
 	if (end == p->snap_offset)
+		return;
+	/* Every abort below the snapshot's offset must be on disk before the snapshot is. */
+	if (txn_lso_sync(p->lso) < 0)
 		return;
 	if (txn_pstate_snapshot_save(p->ps, p->dir, end) == 0)
 		p->snap_offset = end;
@@ -342,6 +432,11 @@ static void part_free(struct dp_part *p)
 {
 	if (p->ps)
 		txn_pstate_destroy(p->ps);
+	if (p->lso) {
+		txn_lso_close_index(p->lso);
+		txn_lso_destroy(p->lso);
+	}
+	free(p->allow);
 	free(p->dir);
 	free(p);
 }
@@ -425,9 +520,11 @@ void dp_shard_timer(struct dp_core *c)
 				dupwait_check(p);
 			if (snap)
 				snapshot_producers(c, p);
-			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0)
+			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
+				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
 				        (long long)st_log_start_offset(p->log));
+			}
 		}
 	}
 }
@@ -473,5 +570,124 @@ bool dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 	default:
 		assert(!"not a shard message");
 		return true;
+	}
+}
+
+/* ---- transactions on the owner ------------------------------------------------ */
+
+/* An owner's marker append, until durable. The control batch follows the struct. */
+struct dp_marker {
+	uint8_t kind;             /* DP_COOKIE_MARKER: keep first */
+	struct dp_msg req;        /* the request, for the reply */
+	struct dp_part *p;
+};
+
+static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
+{
+	struct dp_msg out = { .flags = req->flags, .err = err };
+	out.u.txn.ptr = req->u.txn.ptr;
+	reply(c, req, &out, DP_MSG_TXN_MARKER_DONE);
+}
+
+void dp_shard_on_marker(void *cookie, int status)
+{
+	struct dp_core *c = dp_this_core;
+	struct dp_marker *mk = cookie;
+	if (status < 0)
+		DP_ERR("marker append failed: %s", strerror(-status));
+	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
+	struct dp_part *p = mk->p;
+	dp_buf_put(mk);
+	if (p->nwaiters)
+		wake_waiters(c, p, false);   /* the LSO moved */
+}
+
+/*
+ * COMMIT/ABORT for pid on this partition: append the control batch, close
+ * the producer's transaction here (the LSO moves past it; an abort enters
+ * the aborted index), and withdraw its permission to write transactionally.
+ * A marker for a transaction that is not open here (already closed by an
+ * earlier marker, or one that never wrote here) writes nothing: re-sending
+ * markers after a coordinator crash is harmless.
+ */
+static void shard_marker(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t;
+	struct dp_part *p = part_of(c, m, &t);
+	int64_t pid = m->u.txn.pid;
+	if (!p) {
+		marker_reply(c, m, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		return;
+	}
+	allow_drop(p, pid);
+	if (txn_lso_open_first(p->lso, pid) < 0) {
+		marker_reply(c, m, 0);
+		return;
+	}
+	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
+	if (pr && m->u.txn.epoch < pr->epoch) {
+		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
+		return;
+	}
+	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
+	uint8_t *batch = (uint8_t *)(mk + 1);
+	mk->kind = DP_COOKIE_MARKER;
+	mk->req = *m;
+	mk->p = p;
+	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
+	                              dp_wall_ms());
+	assert(n > 0);
+	int64_t off = st_log_append(p->log, batch, (uint32_t)n, 1, mk);
+	if (off < 0) {
+		DP_ERR("marker append failed: %s", strerror((int)-off));
+		dp_buf_put(mk);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	struct st_batch_hdr h;
+	st_batch_parse(batch, (size_t)n, &h);
+	txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
+	txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+}
+
+static void shard_describe_producers(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { .flags = m->flags };
+	struct DescribeProducersResponse_PartitionResponse *pr = m->u.txn.ptr;
+	out.u.txn.ptr = pr;
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	} else {
+		uint32_t cur = 0, n = 0;
+		struct txn_producer *x;
+		while (n < m->u.txn.cap && (x = txn_pstate_next(p->ps, &cur))) {
+			struct DescribeProducersResponse_ProducerState *ps = &pr->ActiveProducers[n++];
+			ps->ProducerId = x->pid;
+			ps->ProducerEpoch = x->epoch;
+			ps->LastSequence = x->nbatches ? x->b[x->newest].last_seq : -1;
+			ps->LastTimestamp = x->last_timestamp;
+			ps->CoordinatorEpoch = x->coordinator_epoch;
+			ps->CurrentTxnStartOffset = txn_lso_open_first(p->lso, x->pid);
+		}
+		out.u.txn.cap = n;
+	}
+	reply(c, m, &out, DP_MSG_DESCRIBE_PRODUCERS_DONE);
+}
+
+void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_TXN_ADD: {
+		struct dp_part *p = part_of(c, m, NULL);
+		struct dp_msg out = { .err = p ? 0 : KERR_UNKNOWN_TOPIC_OR_PARTITION };
+		if (p && allow_set(p, m->u.txn.pid, m->u.txn.epoch) < 0)
+			out.err = KERR_UNKNOWN_SERVER_ERROR;
+		reply(c, m, &out, DP_MSG_TXN_ADD_ACK);
+		return;
+	}
+	case DP_MSG_TXN_MARKER: shard_marker(c, m); return;
+	case DP_MSG_DESCRIBE_PRODUCERS: shard_describe_producers(c, m); return;
+	default: assert(!"not a transaction message");
 	}
 }

@@ -1,10 +1,12 @@
 /*
- * batch.c - RecordBatch v2 header parsing, CRC check and record iteration.
+ * batch.c - RecordBatch v2 header parsing, CRC check, record iteration, and
+ * the one-record builder used for transaction markers (and tests).
  */
 #include "batch.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <string.h>
 
 #include "crc32c.h"
 
@@ -167,4 +169,101 @@ const char *st_batch_codec_name(int16_t attributes)
 	unsigned c = (unsigned)attributes & ST_BATCH_ATTR_COMPRESSION;
 
 	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+/* Bytes st_varint_put uses for v. */
+static int varint_len(int64_t v)
+{
+	uint8_t tmp[ST_VARINT_BYTES_MAX];
+	return st_varint_put(tmp, v);
+}
+
+/* Write a record field of len bytes (-1: null, no bytes) at p; returns the bytes used. */
+static size_t put_bytes(uint8_t *p, const void *b, int32_t len)
+{
+	size_t n = (size_t)st_varint_put(p, len);
+	if (len > 0)
+		memcpy(p + n, b, (size_t)len);
+	return n + (len > 0 ? (size_t)len : 0);
+}
+
+int st_batch_build(uint8_t *buf, size_t cap, int16_t attributes, int64_t producer_id, int16_t producer_epoch,
+                   int32_t base_sequence, int64_t timestamp_ms, const void *key, int32_t key_len,
+                   const void *value, int32_t value_len)
+{
+	assert(buf && key_len >= -1 && value_len >= -1);
+	assert((key_len <= 0 || key) && (value_len <= 0 || value));
+	/* Record body: attributes, timestampDelta 0, offsetDelta 0, key, value, headers count 0. */
+	int64_t body = 3 + varint_len(key_len) + (key_len > 0 ? key_len : 0) + varint_len(value_len) +
+	               (value_len > 0 ? value_len : 0) + 1;
+	int64_t total = ST_BATCH_HEADER_BYTES + varint_len(body) + body;
+	if ((uint64_t)total > cap || total > INT32_MAX)
+		return -ENOSPC;
+
+	uint8_t *p = buf + ST_BATCH_HEADER_BYTES;
+	p += st_varint_put(p, body);
+	*p++ = 0; /* record attributes: unused in v2 */
+	*p++ = 0; /* timestampDelta 0 (zig-zag 0 is one zero byte) */
+	*p++ = 0; /* offsetDelta 0 */
+	p += put_bytes(p, key, key_len);
+	p += put_bytes(p, value, value_len);
+	*p++ = 0; /* no headers */
+	assert(p - buf == total);
+
+	st_put_be64(buf + ST_BATCH_OFF_BASE_OFFSET, 0);
+	st_put_be32(buf + ST_BATCH_OFF_LENGTH, (uint32_t)(total - 12));
+	st_put_be32(buf + ST_BATCH_OFF_LEADER_EPOCH, UINT32_MAX); /* -1: the broker writes its own */
+	buf[ST_BATCH_OFF_MAGIC] = ST_BATCH_MAGIC;
+	st_put_be16(buf + ST_BATCH_OFF_ATTRIBUTES, (uint16_t)attributes);
+	st_put_be32(buf + ST_BATCH_OFF_LAST_OFFSET_DELTA, 0);
+	st_put_be64(buf + ST_BATCH_OFF_FIRST_TIMESTAMP, (uint64_t)timestamp_ms);
+	st_put_be64(buf + ST_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)timestamp_ms);
+	st_put_be64(buf + ST_BATCH_OFF_PRODUCER_ID, (uint64_t)producer_id);
+	st_put_be16(buf + ST_BATCH_OFF_PRODUCER_EPOCH, (uint16_t)producer_epoch);
+	st_put_be32(buf + ST_BATCH_OFF_BASE_SEQUENCE, (uint32_t)base_sequence);
+	st_put_be32(buf + ST_BATCH_OFF_RECORDS_COUNT, 1);
+	/* The CRC covers attributes onwards, so it is computed last. */
+	st_put_be32(buf + ST_BATCH_OFF_CRC, crc32c(0, buf + ST_BATCH_OFF_ATTRIBUTES, (size_t)total - ST_BATCH_OFF_ATTRIBUTES));
+	return (int)total;
+}
+
+int st_batch_build_marker(uint8_t *buf, size_t cap, int64_t producer_id, int16_t producer_epoch, bool commit,
+                          int32_t coordinator_epoch, int64_t timestamp_ms)
+{
+	uint8_t key[4], value[6];
+
+	assert(producer_id >= 0);
+	st_put_be16(key, 0); /* ControlRecordType key version */
+	st_put_be16(key + 2, commit ? ST_MARKER_COMMIT : ST_MARKER_ABORT);
+	st_put_be16(value, 0); /* EndTransactionMarker version */
+	st_put_be32(value + 2, (uint32_t)coordinator_epoch);
+	int n = st_batch_build(buf, cap, ST_BATCH_ATTR_TRANSACTIONAL | ST_BATCH_ATTR_CONTROL, producer_id,
+	                       producer_epoch, -1, timestamp_ms, key, sizeof(key), value, sizeof(value));
+	assert(n < 0 || n == ST_MARKER_BATCH_BYTES);
+	return n;
+}
+
+int st_batch_marker_type(const uint8_t *batch, size_t len)
+{
+	struct st_batch_hdr h;
+	int64_t rec_len, v;
+	int total = st_batch_parse_header(batch, len, &h);
+
+	if (total < 0 || !(h.attributes & ST_BATCH_ATTR_CONTROL) || (h.attributes & ST_BATCH_ATTR_COMPRESSION) ||
+	    h.records_count != 1)
+		return -EBADMSG;
+	/* Everything read below lies inside both the batch and the bytes we were given. */
+	const uint8_t *p = batch + ST_BATCH_HEADER_BYTES, *end = batch + ((size_t)total < len ? (size_t)total : len);
+	if (!rec_varint(&p, end, &rec_len) || rec_len < 1 || p >= end)
+		return -EBADMSG;
+	p++; /* record attributes */
+	if (!rec_varint(&p, end, &v) || !rec_varint(&p, end, &v) || !rec_varint(&p, end, &v) || v < 4 ||
+	    end - p < 4)
+		return -EBADMSG; /* timestampDelta, offsetDelta, then a key of at least version + type */
+	int16_t version = (int16_t)st_be16(p), type = (int16_t)st_be16(p + 2);
+	if (version < 0 || (type != ST_MARKER_ABORT && type != ST_MARKER_COMMIT))
+		return -EBADMSG;
+	return type;
 }

@@ -150,6 +150,43 @@ int st_record_iter_init(struct st_record_iter *it, const uint8_t *batch, size_t 
 /* Next record: 1 and *r filled, 0 at the end, -EBADMSG if malformed. Locality: any. */
 int st_record_next(struct st_record_iter *it, struct st_record *r);
 
+/*
+ * Build a RecordBatch v2 of ONE record into buf (cap bytes): base offset 0,
+ * partition leader epoch -1, last offset delta 0, first = max timestamp =
+ * timestamp_ms; the record has offset and timestamp delta 0, no headers, and
+ * key/value of key_len/value_len bytes (-1: null). The CRC is filled in.
+ * Returns the total size, or -ENOSPC if it does not fit cap (or an int).
+ * Locality: any.
+ */
+int st_batch_build(uint8_t *buf, size_t cap, int16_t attributes, int64_t producer_id, int16_t producer_epoch,
+                   int32_t base_sequence, int64_t timestamp_ms, const void *key, int32_t key_len,
+                   const void *value, int32_t value_len);
+
+/* Control record types (§3.4, the key's int16 type). */
+#define ST_MARKER_ABORT 0
+#define ST_MARKER_COMMIT 1
+/* Bytes of a marker batch: header + 1 + record length 16 (§3.4). */
+#define ST_MARKER_BATCH_BYTES (ST_BATCH_HEADER_BYTES + 17)
+
+/*
+ * Build a transaction marker (control batch, attributes transactional |
+ * control, base sequence -1) of pid/epoch: key = int16 version 0 + int16
+ * type (ABORT 0, COMMIT 1), value = int16 version 0 + int32
+ * coordinator_epoch. Returns ST_MARKER_BATCH_BYTES or -ENOSPC. Locality: any.
+ */
+int st_batch_build_marker(uint8_t *buf, size_t cap, int64_t producer_id, int16_t producer_epoch, bool commit,
+                          int32_t coordinator_epoch, int64_t timestamp_ms);
+
+/*
+ * Type of the transaction marker at batch: ST_MARKER_COMMIT (1),
+ * ST_MARKER_ABORT (0), or -EBADMSG if it is not a control batch with one
+ * uncompressed record whose key holds version >= 0 and type 0 or 1. Reads
+ * only what lies in [batch, batch + len): the header plus the record's first
+ * bytes (ST_MARKER_BATCH_BYTES is always enough; the whole batch need not be
+ * there). The CRC is not checked. Locality: any.
+ */
+int st_batch_marker_type(const uint8_t *batch, size_t len);
+
 /* "none", "gzip", "snappy", "lz4", "zstd" or "unknown". Locality: any. */
 const char *st_batch_codec_name(int16_t attributes);
 

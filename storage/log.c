@@ -1159,9 +1159,32 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	return 0;
 }
 
+_Static_assert(ST_SCAN_RAW_BYTES >= ST_MARKER_BATCH_BYTES, "a scanned marker can be decoded");
+
+/* As seg_read_header, also keeping the first min(total, cap) raw bytes in buf (*raw_len). */
+static int seg_read_raw(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h, uint8_t *buf, size_t cap,
+                        size_t *raw_len)
+{
+	size_t want = seg->durable_size - pos < cap ? (size_t)(seg->durable_size - pos) : cap, got;
+	int rc;
+
+	assert(cap >= ST_BATCH_HEADER_BYTES && pos + ST_BATCH_HEADER_BYTES <= seg->durable_size);
+	if ((rc = pread_full(seg->fd, buf, want, pos, &got)) < 0)
+		return rc;
+	if (got != want)
+		return -EIO;
+	rc = st_batch_parse_header(buf, got, h);
+	if (rc < 0 || pos + (uint64_t)rc > seg->durable_size)
+		return -EIO; /* as seg_read_header: recovered batches were checked */
+	*raw_len = (size_t)rc < got ? (size_t)rc : got;
+	return rc;
+}
+
 int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg)
 {
 	struct st_batch_hdr h;
+	uint8_t raw[ST_SCAN_RAW_BYTES];
+	size_t raw_len;
 	int64_t next; /* offset after the previous batch: they must run on without gaps */
 
 	assert(cb);
@@ -1177,7 +1200,7 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 		while (p < seg->durable_size) {
 			if (seg->durable_size - p < ST_BATCH_HEADER_BYTES)
 				return -EIO; /* recovery cut torn tails: only corruption since gets here */
-			if ((total = seg_read_header(seg, p, &h)) < 0)
+			if ((total = seg_read_raw(seg, p, &h, raw, sizeof(raw), &raw_len)) < 0)
 				return total;
 			if (next >= 0 && h.base_offset != next)
 				return -EIO; /* sealed segments trusted from their index were not rescanned */
@@ -1185,7 +1208,7 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 			p += (uint64_t)total;
 			if (next <= from_offset)
 				continue; /* before the batch holding from_offset (index entries are sparse) */
-			if ((rc = cb(arg, &h)) != 0)
+			if ((rc = cb(arg, &h, raw, raw_len)) != 0)
 				return rc;
 		}
 	}

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct io_uring;
@@ -94,14 +95,23 @@ int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t m
 /* First offset whose batch has max timestamp >= ts; LEO if none. */
 int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
 
-/* Called by st_log_scan for each batch header, in offset order; non-zero stops the scan. */
-typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h);
+/* Raw bytes of each batch st_log_scan hands over: header + enough of the first
+ * record to decode a transaction marker (st_batch_marker_type). */
+#define ST_SCAN_RAW_BYTES 128
+
+/*
+ * Called by st_log_scan for each batch, in offset order: its decoded header,
+ * and its first raw_len = min(total size, ST_SCAN_RAW_BYTES) bytes as stored
+ * (valid only during the call). Non-zero stops the scan.
+ */
+typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len);
 
 /*
  * Call cb for the header of every batch from the one that holds from_offset
  * (or the first one at/after it; from the log start if from_offset is below
  * it) up to the end of the durable log, in order, across segments. Reads only
- * the 61-byte headers (pread) and skips bodies by batchLength. Synchronous,
+ * each batch's first ST_SCAN_RAW_BYTES (one pread) and skips the rest by
+ * batchLength. Synchronous,
  * for start-up recovery (producer state rebuild), where the durable end is the
  * LEO; appends still in flight are not visited. Returns 0 at the end, cb's
  * value if it stopped the scan, or -errno on a read error (-EIO for a bad

@@ -12,6 +12,11 @@
  * degrade. Pointers from find/next stay valid until the next update that
  * inserts a producer, expire, snapshot read or destroy.
  *
+ * Transactions: update keeps txn_first_offset (the open transaction's first
+ * offset on this partition) from the batch attributes, so snapshots carry the
+ * open transactions; recover rebuilds a struct txn_lso (lso.c) from them and
+ * from the replayed tail.
+ *
  * Snapshot encoding (txn_pstate_snapshot_write/read), all integers
  * BIG-endian:
  *
@@ -46,6 +51,7 @@
  */
 #include "pstate.h"
 #include "log.h"
+#include "lso.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -309,8 +315,12 @@ int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64
 	}
 	p->last_timestamp = h->max_timestamp;
 	p->last_update_ms = now_ms;
-	if (h->attributes & ST_BATCH_ATTR_CONTROL)
-		return 0; /* markers carry no sequence: only epoch and time move */
+	if (h->attributes & ST_BATCH_ATTR_CONTROL) {
+		p->txn_first_offset = -1; /* a marker (COMMIT or ABORT) closes the transaction */
+		return 0;                 /* markers carry no sequence: only epoch and time move */
+	}
+	if ((h->attributes & ST_BATCH_ATTR_TRANSACTIONAL) && p->txn_first_offset < 0)
+		p->txn_first_offset = base_offset; /* the transaction's first batch on this partition */
 	if (h->base_sequence < 0)
 		return 0; /* rebuilding from a log with such a batch: nothing to remember */
 	if (p->nbatches)
@@ -339,7 +349,8 @@ uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expira
 	 */
 	for (uint32_t i = 0; i < ps->cap;) {
 		struct txn_producer *p = &ps->slots[i];
-		if (p->pid >= 0 && p->last_update_ms < now_ms - expiration_ms) {
+		/* As Kafka: a producer with an open transaction stays (its marker must still find it). */
+		if (p->pid >= 0 && p->txn_first_offset < 0 && p->last_update_ms < now_ms - expiration_ms) {
 			table_delete(ps, i);
 			n++;
 		} else {
@@ -717,19 +728,82 @@ int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max
 
 /* ---- recovery --------------------------------------------------------------- */
 
-static int replay_batch(void *arg, const struct st_batch_hdr *h)
+/* What the replay updates. Locality: shard core (owner), init only. */
+struct replay {
+	struct txn_pstate *ps;
+	struct txn_lso *lso;   /* NULL: producer state only */
+};
+
+/* One batch of the log tail: transactions first (they read the state before it), then pstate. */
+static int replay_batch(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len)
 {
-	if (h->producer_id >= 0 && txn_pstate_update(arg, h, h->base_offset, h->max_timestamp) < 0)
+	struct replay *r = arg;
+
+	if (h->producer_id < 0)
+		return 0;
+	if (r->lso && (h->attributes & ST_BATCH_ATTR_CONTROL)) {
+		int type = st_batch_marker_type(raw, raw_len);
+		if (type < 0) {
+			fprintf(stderr, "pstate: control batch at %" PRId64 " is not a COMMIT/ABORT marker, skipped\n",
+			        h->base_offset);
+		} else {
+			/* -ENOENT: no data of this transaction here (or below the log start): nothing to close. An
+			 * abort already in the loaded index is not added twice (txn_lso_end checks last_marker). */
+			int rc = txn_lso_end(r->lso, h->producer_id, h->base_offset, type == ST_MARKER_ABORT);
+			if (rc < 0 && rc != -ENOENT)
+				return rc;
+		}
+	} else if (r->lso && (h->attributes & ST_BATCH_ATTR_TRANSACTIONAL) &&
+	           txn_lso_open_first(r->lso, h->producer_id) < 0) {
+		int rc = txn_lso_begin(r->lso, h->producer_id, h->base_offset);
+		if (rc < 0)
+			return rc;
+	}
+	if (txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
-int txn_pstate_recover(struct txn_pstate *ps, struct st_log *log, const char *dir, int64_t *snap_offset)
+static int cmp_first_offset(const void *a, const void *b)
 {
+	int64_t x = (*(const struct txn_producer *const *)a)->txn_first_offset;
+	int64_t y = (*(const struct txn_producer *const *)b)->txn_first_offset;
+	return (x > y) - (x < y);
+}
+
+/* Open, in ascending first offset (the lso's order), the transactions the snapshot holds. */
+static int reopen_snapshot_txns(struct txn_pstate *ps, struct txn_lso *lso)
+{
+	struct txn_producer **open = malloc(((size_t)ps->count + 1) * sizeof(*open));
+	uint32_t n = 0, cursor = 0;
+	int rc = 0;
+
+	if (!open)
+		return -ENOMEM;
+	for (struct txn_producer *p; (p = txn_pstate_next(ps, &cursor));)
+		if (p->txn_first_offset >= 0)
+			open[n++] = p;
+	assert(n <= ps->count);
+	qsort(open, n, sizeof(*open), cmp_first_offset);
+	for (uint32_t i = 0; i < n && rc == 0; i++)
+		rc = txn_lso_begin(lso, open[i]->pid, open[i]->txn_first_offset);
+	free(open);
+	return rc;
+}
+
+/* Locality: shard core (owner); init only (start-up recovery). */
+int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log *log, const char *dir,
+                       int64_t *snap_offset)
+{
+	struct replay r = { .ps = ps, .lso = lso };
 	int64_t snap = -1;
 	int rc = txn_pstate_snapshot_load(ps, dir, st_log_end_offset(log), &snap);
+
 	if (rc < 0)
 		return rc;
+	assert(!lso || txn_lso_open_count(lso) == 0);
+	if (lso && (rc = reopen_snapshot_txns(ps, lso)) < 0)
+		return rc;
 	*snap_offset = snap;
-	return st_log_scan(log, snap >= 0 ? snap : st_log_start_offset(log), replay_batch, ps);
+	return st_log_scan(log, snap >= 0 ? snap : st_log_start_offset(log), replay_batch, &r);
 }

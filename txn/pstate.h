@@ -32,7 +32,7 @@ struct txn_producer {
 	struct txn_pbatch b[TXN_PSTATE_BATCHES];
 	int64_t last_timestamp;       /* max timestamp of the newest batch */
 	int64_t last_update_ms;       /* broker wall clock of the newest append: expiration */
-	int64_t txn_first_offset;     /* open transaction's first offset here, -1 none (issue 4) */
+	int64_t txn_first_offset;     /* open transaction's first offset here, -1 none (update keeps it) */
 	int32_t coordinator_epoch;    /* of the last marker (issue 4), -1 none */
 };
 
@@ -60,12 +60,16 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
 /*
  * Record a batch appended at base_offset (after TXN_APPEND, and when
  * rebuilding from the log, where no check is made). A new epoch clears the
- * remembered batches. now_ms: broker wall clock. Returns 0 or -ENOMEM.
+ * remembered batches. Transactions: a transactional data batch (attribute
+ * 0x10) opens one at base_offset when none is open (txn_first_offset == -1);
+ * a control batch (marker, 0x20) closes it (txn_first_offset = -1) and only
+ * moves epoch and time. now_ms: broker wall clock. Returns 0 or -ENOMEM.
  */
 int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
                       int64_t now_ms);
 
-/* Drop producers whose last append is older than now_ms - expiration_ms. Returns how many. */
+/* Drop producers whose last append is older than now_ms - expiration_ms and that
+ * have no open transaction (as Kafka). Returns how many. */
 uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms);
 
 /* Iterate: returns the next used entry at or after *cursor (start at 0), or NULL. */
@@ -92,6 +96,7 @@ int txn_pstate_snapshot_save(const struct txn_pstate *ps, const char *dir, int64
 int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max_offset, int64_t *offset);
 
 struct st_log;
+struct txn_lso;
 
 /*
  * Rebuild a partition's state after a restart: the newest snapshot that the
@@ -99,7 +104,18 @@ struct st_log;
  * log (a snapshot is taken at the log end, so this is a short tail, not the
  * whole log). The log's batch timestamps stand in for the broker clock of
  * replayed appends. *snap_offset: the snapshot used, -1 if none. Start-up only.
+ *
+ * lso (may be NULL): a fresh txn_lso (no open transactions) whose aborted
+ * index the caller has already opened (txn_lso_open_index with the log's end
+ * offset). The snapshot's open transactions are begun in it in ascending
+ * first offset; the replay then, before updating the producer state for each
+ * batch, begins a transaction at a transactional data batch whose producer
+ * has none open and ends one at each COMMIT/ABORT marker (an ABORT already in
+ * the loaded index, at or below txn_lso_last_marker, is not indexed twice).
+ * Afterwards txn_lso_get gives the LSO and the index holds every abort.
+ * Returns 0, -ENOMEM, or -errno from the log scan.
  */
-int txn_pstate_recover(struct txn_pstate *ps, struct st_log *log, const char *dir, int64_t *snap_offset);
+int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log *log, const char *dir,
+                       int64_t *snap_offset);
 
 #endif

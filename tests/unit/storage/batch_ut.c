@@ -3,6 +3,7 @@
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <stdlib.h>
 
 #include "ut_batch.h"
 
@@ -179,6 +180,109 @@ static void test_records_and_varints(void)
 	CU_ASSERT_STRING_EQUAL(st_batch_codec_name(h.attributes), "lz4");
 }
 
+/* st_batch_build_marker gives vector 06 byte for byte; st_batch_marker_type reads it back. */
+static void test_build_marker(void)
+{
+	uint8_t v[128], b[128];
+	size_t n = ut_hex_decode(vec06, v, sizeof(v));
+	const int64_t ts = 0x18bcfe56814LL;
+
+	CU_ASSERT_EQUAL_FATAL(n, ST_MARKER_BATCH_BYTES);
+	CU_ASSERT_EQUAL(st_batch_build_marker(b, n - 1, 4000, 0, true, 0, ts), -ENOSPC);
+	CU_ASSERT_EQUAL_FATAL(st_batch_build_marker(b, n, 4000, 0, true, 0, ts), (int)n);
+	st_batch_set_base_offset(b, 3); /* the vector was appended at offset 3 */
+	CU_ASSERT_EQUAL(memcmp(b, v, n), 0);
+	CU_ASSERT_EQUAL(st_batch_marker_type(v, n), ST_MARKER_COMMIT);
+
+	/* ABORT, another producer and coordinator epoch: valid batch, fields in place. */
+	struct st_batch_hdr h;
+	struct st_record_iter it;
+	struct st_record r;
+	CU_ASSERT_EQUAL_FATAL(st_batch_build_marker(b, sizeof(b), 77, 5, false, 0x01020304, 9), (int)n);
+	CU_ASSERT_TRUE(st_batch_crc_ok(b, n));
+	CU_ASSERT_EQUAL_FATAL(st_batch_parse(b, n, &h), (int)n);
+	CU_ASSERT(h.producer_id == 77 && h.producer_epoch == 5 && h.base_sequence == -1);
+	CU_ASSERT(h.attributes == 0x30 && h.records_count == 1 && h.last_offset_delta == 0);
+	CU_ASSERT(h.first_timestamp == 9 && h.max_timestamp == 9 && h.leader_epoch == -1);
+	CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, n, &h), 0);
+	CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+	CU_ASSERT(r.key_len == 4 && st_be16(r.key) == 0 && st_be16(r.key + 2) == 0);
+	CU_ASSERT(r.value_len == 6 && st_be16(r.value) == 0 && st_be32(r.value + 2) == 0x01020304u);
+	CU_ASSERT_EQUAL(st_batch_marker_type(b, n), ST_MARKER_ABORT);
+
+	/* Any prefix that stops before the key's type is refused, never over-read. */
+	for (size_t len = 0; len <= n; len++) {
+		uint8_t *c = malloc(len ? len : 1); /* exact size: ASan sees any over-read */
+		memcpy(c, v, len);
+		CU_ASSERT_EQUAL(st_batch_marker_type(c, len), len >= 70 ? ST_MARKER_COMMIT : -EBADMSG);
+		free(c);
+	}
+	/* Not a marker: data batch, compressed, two records, unknown type, negative version. */
+	uint8_t d[128];
+	n = ut_hex_decode(vec05, d, sizeof(d));
+	CU_ASSERT_EQUAL(st_batch_marker_type(d, n), -EBADMSG);
+	const struct { size_t pos; uint8_t val; } bad[] = {
+		{ ST_BATCH_OFF_ATTRIBUTES + 1, 0x10 },      /* control bit off */
+		{ ST_BATCH_OFF_ATTRIBUTES + 1, 0x31 },      /* gzip */
+		{ ST_BATCH_OFF_RECORDS_COUNT + 3, 2 },
+		{ 69, 2 },                                  /* type 2 (KRaft) */
+		{ 69, 0xff },
+		{ 66, 0x80 },                               /* version < 0 */
+		{ 65, 4 },                                  /* key length 2 */
+		{ ST_BATCH_OFF_MAGIC, 1 },
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		memcpy(b, v, ST_MARKER_BATCH_BYTES);
+		b[bad[k].pos] = bad[k].val;
+		CU_ASSERT_EQUAL(st_batch_marker_type(b, ST_MARKER_BATCH_BYTES), -EBADMSG);
+	}
+	memcpy(b, v, ST_MARKER_BATCH_BYTES);
+	b[66] = 0x7f; /* a newer key version is read like version 0 (Kafka only warns) */
+	CU_ASSERT_EQUAL(st_batch_marker_type(b, ST_MARKER_BATCH_BYTES), ST_MARKER_COMMIT);
+}
+
+/* st_batch_build: one record, null/empty/large key and value, exact capacity. */
+static void test_build(void)
+{
+	static uint8_t b[1024], val[300];
+	static const char key[] = "keykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeykeyk";
+	const struct { int32_t klen, vlen; } cases[] = { { -1, -1 }, { 0, 0 }, { 3, -1 }, { -1, 300 }, { 64, 63 } };
+
+	for (size_t i = 0; i < sizeof(val); i++)
+		val[i] = (uint8_t)i;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int32_t kl = cases[k].klen, vl = cases[k].vlen;
+		int n = st_batch_build(b, sizeof(b), 0x10, 42, 3, 17, -7, key, kl, val, vl);
+		CU_ASSERT_FATAL(n > ST_BATCH_HEADER_BYTES);
+		struct st_batch_hdr h;
+		struct st_record_iter it;
+		struct st_record r;
+		CU_ASSERT_TRUE(st_batch_crc_ok(b, (size_t)n));
+		CU_ASSERT_EQUAL_FATAL(st_batch_parse(b, (size_t)n, &h), n);
+		CU_ASSERT(h.base_offset == 0 && h.leader_epoch == -1 && h.attributes == 0x10 && h.last_offset_delta == 0);
+		CU_ASSERT(h.first_timestamp == -7 && h.max_timestamp == -7 && h.producer_id == 42);
+		CU_ASSERT(h.producer_epoch == 3 && h.base_sequence == 17 && h.records_count == 1);
+		CU_ASSERT_EQUAL_FATAL(st_record_iter_init(&it, b, (size_t)n, &h), 0);
+		CU_ASSERT_EQUAL_FATAL(st_record_next(&it, &r), 1);
+		CU_ASSERT(r.timestamp_delta == 0 && r.offset_delta == 0 && r.headers_count == 0);
+		CU_ASSERT_EQUAL(r.key_len, kl);
+		CU_ASSERT_EQUAL(r.key == NULL, kl < 0);
+		if (kl > 0)
+			CU_ASSERT_EQUAL(memcmp(r.key, key, (size_t)kl), 0);
+		CU_ASSERT_EQUAL(r.value_len, vl);
+		CU_ASSERT_EQUAL(r.value == NULL, vl < 0);
+		if (vl > 0)
+			CU_ASSERT_EQUAL(memcmp(r.value, val, (size_t)vl), 0);
+		CU_ASSERT_EQUAL(st_record_next(&it, &r), 0);
+		CU_ASSERT_EQUAL(st_batch_marker_type(b, (size_t)n), -EBADMSG); /* not a control batch */
+		/* Exactly n bytes suffice; one fewer does not and writes nothing past cap. */
+		memset(b, 0xee, sizeof(b));
+		CU_ASSERT_EQUAL(st_batch_build(b, (size_t)n - 1, 0x10, 42, 3, 17, -7, key, kl, val, vl), -ENOSPC);
+		CU_ASSERT_EQUAL(b[0], 0xee);
+		CU_ASSERT_EQUAL(st_batch_build(b, (size_t)n, 0x10, 42, 3, 17, -7, key, kl, val, vl), n);
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -191,6 +295,8 @@ int main(void)
 	CU_add_test(s, "vectors 05/06", test_vectors_crc_and_parse);
 	CU_add_test(s, "parse errors", test_parse_errors);
 	CU_add_test(s, "records and varints", test_records_and_varints);
+	CU_add_test(s, "build marker (vector 06), marker type", test_build_marker);
+	CU_add_test(s, "build one-record batch", test_build);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

@@ -475,14 +475,23 @@ static void test_offset_for_time(void)
 /* What st_log_scan reported, and when to stop. */
 struct ut_scan {
 	int n, stop_after;
+	bool raw_check;
 	int64_t base[64];
 	int32_t seq[64];
 };
 
-static int ut_scan_cb(void *arg, const struct st_batch_hdr *h)
+static int ut_scan_cb(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len)
 {
 	struct ut_scan *sc = arg;
 	CU_ASSERT_FATAL(sc->n < 64);
+	/* raw: the batch's first bytes as stored (base offset patched), up to ST_SCAN_RAW_BYTES. */
+	size_t total = (size_t)h->batch_length + 12;
+	CU_ASSERT_EQUAL(raw_len, total < ST_SCAN_RAW_BYTES ? total : ST_SCAN_RAW_BYTES);
+	CU_ASSERT_EQUAL((int64_t)st_be64(raw), h->base_offset);
+	CU_ASSERT_EQUAL((int32_t)st_be32(raw + ST_BATCH_OFF_BASE_SEQUENCE), h->base_sequence);
+	CU_ASSERT_EQUAL(st_be32(raw + ST_BATCH_OFF_CRC), h->crc);
+	if (sc->raw_check && h->base_sequence < 64) /* tail of the raw window against the batch written */
+		CU_ASSERT_EQUAL(memcmp(raw + 8, bufs[h->base_sequence] + 8, raw_len - 8), 0);
 	sc->base[sc->n] = h->base_offset;
 	sc->seq[sc->n] = h->base_sequence;
 	sc->n++;
@@ -492,7 +501,7 @@ static int ut_scan_cb(void *arg, const struct st_batch_hdr *h)
 /* Scan from offset o: expect batches first..n-1 of bases[] (batch i carries sequence i). */
 static void ut_check_scan(struct st_log *log, int64_t o, const int64_t *bases, int first, int n)
 {
-	struct ut_scan sc = { 0 };
+	struct ut_scan sc = { .raw_check = true };
 	CU_ASSERT_EQUAL(st_log_scan(log, o, ut_scan_cb, &sc), 0);
 	CU_ASSERT_EQUAL_FATAL(sc.n, n - first);
 	for (int i = first; i < n; i++) {
@@ -513,10 +522,10 @@ static void test_scan(void)
 	cfg.index_interval_bytes = 300; /* sparse: lookups land before the batch wanted */
 	ut_setup(true);
 	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
-	for (int i = 0; i < n; i++) { /* batch i: (i % 3) + 1 records of ~100 bytes */
+	for (int i = 0; i < n; i++) { /* batch i: (i % 3) + 1 records of ~100 bytes (~10 every 4th) */
 		int recs = i % 3 + 1;
 		lens[i] = ut_batch(bufs[i], UT_BATCH_BYTES_MAX, &(struct ut_batch_spec){
-			.records = recs, .first_ts = i, .value_len = 90, .producer_id = 5, .base_sequence = i });
+			.records = recs, .first_ts = i, .value_len = i % 4 ? 90 : 4, .producer_id = 5, .base_sequence = i });
 		bases[i] = o;
 		CU_ASSERT_EQUAL(st_log_append(log, bufs[i], lens[i], (uint32_t)recs, NULL), o);
 		o += recs;

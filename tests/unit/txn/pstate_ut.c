@@ -535,6 +535,67 @@ static void test_snapshot_damage(void)
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
 
+/* Transactions: a transactional batch opens one (first batch only), a marker closes it;
+ * snapshots keep it; expiry spares a producer with one open. */
+static void test_transactions(void)
+{
+	struct txn_pstate *ps = ut_new(), *b = ut_new();
+	struct st_batch_hdr h = hdr(1, 0, 0, 2);
+
+	ut_append(ps, h, 0, 10); /* idempotent, not transactional */
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, -1);
+	h = hdr(1, 0, 2, 3);
+	h.attributes = ST_BATCH_ATTR_TRANSACTIONAL;
+	ut_append(ps, h, 5, 11);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, 5);
+	h = hdr(1, 0, 5, 1);
+	h.attributes = ST_BATCH_ATTR_TRANSACTIONAL;
+	ut_append(ps, h, 9, 12); /* later batches of the same transaction keep its first offset */
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, 5);
+	h = hdr(2, 3, 0, 1);
+	h.attributes = ST_BATCH_ATTR_TRANSACTIONAL;
+	ut_append(ps, h, 10, 13); /* a new producer whose first batch is transactional */
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 2)->txn_first_offset, 10);
+
+	/* The snapshot keeps both open transactions. */
+	uint8_t *buf;
+	int64_t off;
+	size_t n = ut_snap(ps, 11, &buf);
+	CU_ASSERT_EQUAL_FATAL(txn_pstate_snapshot_read(b, buf, n, &off), 0);
+	free(buf);
+	CU_ASSERT_EQUAL(txn_pstate_find(b, 1)->txn_first_offset, 5);
+	CU_ASSERT_EQUAL(txn_pstate_find(b, 2)->txn_first_offset, 10);
+	ut_same_state(ps, b);
+
+	/* Expiry passes over producers with an open transaction (their marker must find them). */
+	CU_ASSERT_EQUAL(txn_pstate_expire(b, 1000, 10), 0);
+	CU_ASSERT_EQUAL(txn_pstate_count(b), 2);
+
+	/* A marker (COMMIT or ABORT alike: the header does not say) closes it; the next opens anew. */
+	struct st_batch_hdr m = hdr(1, 0, -1, 1);
+	m.attributes = ST_BATCH_ATTR_CONTROL | ST_BATCH_ATTR_TRANSACTIONAL;
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &m, 11, 14), 0);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, -1);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 2)->txn_first_offset, 10);
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &m, 12, 15), 0); /* a marker with nothing open: no change */
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, -1);
+	h = hdr(1, 0, 6, 1);
+	h.attributes = ST_BATCH_ATTR_TRANSACTIONAL;
+	ut_append(ps, h, 13, 16);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, 13);
+	/* A marker with a bumped epoch (coordinator abort on timeout) closes it too. */
+	m.producer_epoch = 1;
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &m, 14, 17), 0);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->txn_first_offset, -1);
+	CU_ASSERT_EQUAL(txn_pstate_find(ps, 1)->epoch, 1);
+	m.producer_id = 2;
+	m.producer_epoch = 3;
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &m, 15, 18), 0);
+	CU_ASSERT_EQUAL(txn_pstate_expire(ps, 1000, 10), 2); /* nothing open now: both go */
+	txn_pstate_destroy(ps);
+	txn_pstate_destroy(b);
+}
+
 static char tdir[64];
 
 static void ut_path(char *buf, size_t cap, int64_t offset, const char *suffix)
@@ -684,6 +745,7 @@ int main(void)
 	CU_add_test(s, "snapshot round trip", test_snapshot_round_trip);
 	CU_add_test(s, "snapshot damage", test_snapshot_damage);
 	CU_add_test(s, "snapshot files", test_snapshot_files);
+	CU_add_test(s, "transactions: open, close, snapshot, expiry", test_transactions);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

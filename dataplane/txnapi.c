@@ -1,0 +1,213 @@
+/*
+ * txnapi.c - transaction APIs on the NIC core: decode, shape the response
+ * so the coordinator only fills in error codes, and lend the request to the
+ * control core (InitProducerId with a transactional id, AddPartitionsToTxn,
+ * AddOffsetsToTxn, EndTxn, ListTransactions, DescribeTransactions); or ask
+ * owner shards directly (WriteTxnMarkers, DescribeProducers).
+ * Locality: NIC core.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "req.h"
+
+#define DP_DESCRIBE_PRODUCERS_MAX 4096   /* producers listed per partition */
+
+static void to_coordinator(struct dp_core *c, struct dp_req *r)
+{
+	struct dp_msg m = { .type = DP_MSG_TXN_REQ, .ctx = r, .gen = r->gen };
+	r->pending++;
+	dp_send(c, 0, &m);
+}
+
+int dp_txn_init_producer(struct dp_core *c, struct dp_req *r)
+{
+	to_coordinator(c, r);
+	return 0;
+}
+
+static int add_partitions(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct AddPartitionsToTxnRequest *q = dp_req_alloc(r, sizeof(*q));
+	struct AddPartitionsToTxnResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!q || !resp || AddPartitionsToTxnRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
+		return -1;
+	AddPartitionsToTxnResponse_init(resp);
+	int32_t nt = q->V3AndBelowTopics_n > 0 ? q->V3AndBelowTopics_n : 0;
+	resp->ResultsByTopicV3AndBelow = dp_req_alloc(r, sizeof(*resp->ResultsByTopicV3AndBelow) * (size_t)(nt + 1));
+	if (!resp->ResultsByTopicV3AndBelow)
+		return -1;
+	resp->ResultsByTopicV3AndBelow_n = nt;
+	for (int32_t i = 0; i < nt; i++) {
+		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
+		struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *tr = &resp->ResultsByTopicV3AndBelow[i];
+		int32_t np = tq->Partitions_n > 0 ? tq->Partitions_n : 0;
+		tr->Name = tq->Name;
+		tr->ResultsByPartition = dp_req_alloc(r, sizeof(*tr->ResultsByPartition) * (size_t)(np + 1));
+		if (!tr->ResultsByPartition)
+			return -1;
+		tr->ResultsByPartition_n = np;
+		for (int32_t j = 0; j < np; j++)
+			tr->ResultsByPartition[j].PartitionIndex = tq->Partitions[j];
+		if (tq->Partitions_n < 0)
+			tq->Partitions_n = 0;
+	}
+	r->req = q;
+	r->resp = resp;
+	to_coordinator(c, r);
+	return 0;
+}
+
+#define SIMPLE(Name)                                                                       \
+	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
+	{                                                                                  \
+		struct Name##Request *q = dp_req_alloc(r, sizeof(*q));                     \
+		struct Name##Response *resp = dp_req_alloc(r, sizeof(*resp));              \
+		if (!q || !resp || Name##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
+			return -1;                                                         \
+		Name##Response_init(resp);                                                 \
+		r->req = q;                                                                \
+		r->resp = resp;                                                            \
+		to_coordinator(c, r);                                                      \
+		return 0;                                                                  \
+	}
+SIMPLE(AddOffsetsToTxn)
+SIMPLE(EndTxn)
+SIMPLE(ListTransactions)
+SIMPLE(DescribeTransactions)
+
+/* ---- WriteTxnMarkers: markers written by the owners, as the coordinator does it ---- */
+
+static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct WriteTxnMarkersRequest *q = dp_req_alloc(r, sizeof(*q));
+	struct WriteTxnMarkersResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!q || !resp || WriteTxnMarkersRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
+		return -1;
+	r->resp = resp;
+	int32_t nm = q->Markers_n > 0 ? q->Markers_n : 0;
+	resp->Markers = dp_req_alloc(r, sizeof(*resp->Markers) * (size_t)(nm + 1));
+	if (!resp->Markers)
+		return -1;
+	resp->Markers_n = nm;
+	for (int32_t i = 0; i < nm; i++) {
+		struct WriteTxnMarkersRequest_WritableTxnMarker *mk = &q->Markers[i];
+		struct WriteTxnMarkersResponse_WritableTxnMarkerResult *mr = &resp->Markers[i];
+		int32_t nt = mk->Topics_n > 0 ? mk->Topics_n : 0;
+		mr->ProducerId = mk->ProducerId;
+		mr->Topics = dp_req_alloc(r, sizeof(*mr->Topics) * (size_t)(nt + 1));
+		if (!mr->Topics)
+			return -1;
+		mr->Topics_n = nt;
+		for (int32_t j = 0; j < nt; j++) {
+			struct WriteTxnMarkersRequest_WritableTxnMarkerTopic *tq = &mk->Topics[j];
+			struct WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *tr = &mr->Topics[j];
+			int32_t np = tq->PartitionIndexes_n > 0 ? tq->PartitionIndexes_n : 0;
+			tr->Name = tq->Name;
+			tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
+			if (!tr->Partitions)
+				return -1;
+			tr->Partitions_n = np;
+			int32_t id = tq->Name.len > 0 ? dp_topic_find(c, tq->Name.ptr, (size_t)tq->Name.len) : -1;
+			struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
+			for (int32_t k = 0; k < np; k++) {
+				struct WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *pr = &tr->Partitions[k];
+				int32_t part = tq->PartitionIndexes[k];
+				pr->PartitionIndex = part;
+				if (!t || part < 0 || part >= t->nparts) {
+					pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+					continue;
+				}
+				struct dp_msg m = { .type = DP_MSG_TXN_MARKER, .flags = DP_F_WIRE, .ctx = r,
+				                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
+				m.u.txn.pid = mk->ProducerId;
+				m.u.txn.epoch = mk->ProducerEpoch;
+				m.u.txn.commit = mk->TransactionResult;
+				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
+				m.u.txn.ptr = pr;
+				r->pending++;
+				dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- DescribeProducers (KIP-664): each owner lists its producers into a lent array ---- */
+
+static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct DescribeProducersRequest *q = dp_req_alloc(r, sizeof(*q));
+	struct DescribeProducersResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!q || !resp || DescribeProducersRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
+		return -1;
+	r->resp = resp;
+	int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;
+	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));
+	if (!resp->Topics)
+		return -1;
+	resp->Topics_n = nt;
+	for (int32_t i = 0; i < nt; i++) {
+		struct DescribeProducersRequest_TopicRequest *tq = &q->Topics[i];
+		struct DescribeProducersResponse_TopicResponse *tr = &resp->Topics[i];
+		int32_t np = tq->PartitionIndexes_n > 0 ? tq->PartitionIndexes_n : 0;
+		tr->Name = tq->Name;
+		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
+		if (!tr->Partitions)
+			return -1;
+		tr->Partitions_n = np;
+		int32_t id = tq->Name.len > 0 ? dp_topic_find(c, tq->Name.ptr, (size_t)tq->Name.len) : -1;
+		struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
+		for (int32_t k = 0; k < np; k++) {
+			struct DescribeProducersResponse_PartitionResponse *pr = &tr->Partitions[k];
+			int32_t part = tq->PartitionIndexes[k];
+			pr->PartitionIndex = part;
+			pr->ErrorMessage = (struct kstr){ NULL, -1 };
+			if (!t || part < 0 || part >= t->nparts) {
+				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			/* A lent array: the owner fills it and says how many (bounded). */
+			pr->ActiveProducers = dp_req_alloc(r, sizeof(*pr->ActiveProducers) * DP_DESCRIBE_PRODUCERS_MAX);
+			if (!pr->ActiveProducers) {
+				pr->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+				continue;
+			}
+			struct dp_msg m = { .type = DP_MSG_DESCRIBE_PRODUCERS, .flags = DP_F_WIRE, .ctx = r,
+			                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
+			m.u.txn.ptr = pr;
+			m.u.txn.cap = DP_DESCRIBE_PRODUCERS_MAX;
+			r->pending++;
+			dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+		}
+	}
+	return 0;
+}
+
+int dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	switch (r->hdr.api_key) {
+	case 24: return add_partitions(c, r, rd);
+	case 25: return AddOffsetsToTxn_start(c, r, rd);
+	case 26: return EndTxn_start(c, r, rd);
+	case 27: return write_txn_markers(c, r, rd);
+	case 61: return describe_producers(c, r, rd);
+	case 65: return DescribeTransactions_start(c, r, rd);
+	case 66: return ListTransactions_start(c, r, rd);
+	}
+	return -1;
+}
+
+/* Owner answers to WriteTxnMarkers / DescribeProducers: the owner filled what it could. */
+void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
+{
+	if (m->type == DP_MSG_TXN_MARKER_DONE) {
+		struct WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *pr = m->u.txn.ptr;
+		pr->ErrorCode = m->err;
+	} else if (m->type == DP_MSG_DESCRIBE_PRODUCERS_DONE) {
+		struct DescribeProducersResponse_PartitionResponse *pr = m->u.txn.ptr;
+		pr->ErrorCode = m->err;
+		pr->ActiveProducers_n = m->err ? 0 : (int32_t)m->u.txn.cap;
+	}
+}

@@ -1,0 +1,701 @@
+/*
+ * txncoord.c - the transaction coordinator, on the control core.
+ *
+ * Every state change that matters is appended to the coordinator's own log,
+ * DATA/__transaction_state (one RecordBatch per change: key = transactional
+ * id, value = txn_meta_encode), and acted on only once that write is
+ * durable. EndTxn: Prepare{Commit,Abort} is written, then a marker message
+ * goes to the owner shard of every partition in the transaction; each owner
+ * appends its COMMIT/ABORT control batch and answers once it is durable;
+ * then Complete{Commit,Abort} is written and the client answered. The
+ * answer does not wait for the Complete record: should we crash first, the
+ * log still says Prepare*, and the restart finishes the fan-out (owners
+ * ignore a marker for a transaction they already closed).
+ *
+ * On start the whole log is read back (latest record per id wins), every
+ * interrupted Prepare* fan-out is finished, and the owners of Ongoing
+ * transactions are told again which producer may write where.
+ * Locality: control core.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "coord.h"
+#include "kerr.h"
+#include "log.h"
+#include "req.h"
+
+#define DP_TXNC_TIMER_MS   100
+#define DP_TXNC_READ_BYTES (4u << 20)
+
+enum txnc_op {
+	OP_NONE = 0,
+	OP_INIT,          /* InitProducerId: answer once the new epoch is durable */
+	OP_ADD_PARTS,     /* AddPartitionsToTxn: durable, then owners told, then answer */
+	OP_ADD_OFFSETS,   /* AddOffsetsToTxn: answer once durable */
+	OP_END,           /* EndTxn: Prepare durable, markers durable, answer */
+	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
+};
+
+struct dp_txnc {
+	struct txn_coord *coord;
+	struct st_log *log;
+	char dir[1024];
+	int64_t next_timer_ms;
+	bool loaded;
+};
+
+/* A write in flight to the coordinator log. */
+struct txnc_write {
+	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
+	bool step;                /* the current op waits for this write */
+	struct txn_meta *m;
+	uint8_t *buf;
+};
+
+static void txnc_step(struct dp_core *c, struct txn_meta *m);
+
+static int16_t fenced_err(int16_t api, int16_t version)
+{
+	/* PRODUCER_FENCED exists from InitProducerId v4, AddPartitions/AddOffsets/EndTxn v2; older clients know 47. */
+	bool new_code = api == 22 ? version >= 4 : version >= 2;
+	return new_code ? 90 : KERR_INVALID_PRODUCER_EPOCH;
+}
+
+static void fault_point(struct dp_core *c, int point, const char *what)
+{
+	if (c->b->cfg.fault_txn_kill == point) {
+		DP_WARN("fault injection: SIGKILL %s", what);
+		raise(SIGKILL);
+	}
+}
+
+/* ---- replies ------------------------------------------------------------------ */
+
+static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
+{
+	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .ctx = ctx, .gen = gen };
+	dp_send(c, core, &r);
+}
+
+/* Fill the error of whatever coordinator response r carries. */
+static void set_error(struct dp_req *r, int16_t err)
+{
+	switch (r->hdr.api_key) {
+	case 22: {
+		struct InitProducerIdResponse *resp = r->resp;
+		resp->ErrorCode = err;
+		resp->ProducerId = -1;
+		resp->ProducerEpoch = -1;
+		return;
+	}
+	case 24: {
+		struct AddPartitionsToTxnResponse *resp = r->resp;
+		for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow_n; i++) {
+			struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *t = &resp->ResultsByTopicV3AndBelow[i];
+			for (int32_t j = 0; j < t->ResultsByPartition_n; j++)
+				t->ResultsByPartition[j].PartitionErrorCode = err;
+		}
+		return;
+	}
+	case 25: ((struct AddOffsetsToTxnResponse *)r->resp)->ErrorCode = err; return;
+	case 26: ((struct EndTxnResponse *)r->resp)->ErrorCode = err; return;
+	}
+}
+
+static void op_reply(struct dp_core *c, struct txn_meta *m, int16_t err)
+{
+	struct dp_req *r = m->op_ctx;
+	if (r) {
+		if (err)
+			set_error(r, err);
+		else if (r->hdr.api_key == 22) {
+			struct InitProducerIdResponse *resp = r->resp;
+			resp->ProducerId = m->pid;
+			resp->ProducerEpoch = m->epoch;
+		}
+		reply(c, m->op_core, r, m->op_gen);
+	}
+	m->op_ctx = NULL;
+	m->op = OP_NONE;
+	m->busy = false;
+}
+
+/* ---- the log -------------------------------------------------------------------- */
+
+static int persist(struct dp_core *c, struct txn_meta *m, bool step)
+{
+	struct dp_txnc *t = c->txnc;
+	m->update_ms = dp_wall_ms();
+	size_t vlen = txn_meta_value_size(m);
+	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
+	uint8_t *val = dp_buf_get(vlen);
+	uint8_t *buf = dp_buf_get(cap);
+	struct txnc_write *w = malloc(sizeof(*w));
+	int n = txn_meta_encode(m, val, vlen);
+	if (n >= 0)
+		n = st_batch_build(buf, cap, 0, -1, -1, -1, m->update_ms, m->id, m->id_len, val, n);
+	dp_buf_put(val);
+	if (n < 0 || !w) {
+		dp_buf_put(buf);
+		free(w);
+		return -ENOMEM;
+	}
+	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .m = m, .buf = buf };
+	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
+	if (off < 0) {
+		DP_ERR("transaction log append failed: %s", strerror((int)-off));
+		dp_buf_put(buf);
+		free(w);
+		return (int)off;
+	}
+	DP_DBG("txn %.*s: %s epoch %d written", m->id_len, m->id, txn_state_name(m->state), m->epoch);
+	return 0;
+}
+
+void dp_txnc_on_write(void *cookie, int status)
+{
+	extern _Thread_local struct dp_core *dp_this_core;
+	struct dp_core *c = dp_this_core;
+	struct txnc_write *w = cookie;
+	struct txn_meta *m = w->m;
+	bool step = w->step;
+	dp_buf_put(w->buf);
+	free(w);
+	if (status < 0) {
+		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
+		if (step)
+			op_reply(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
+		return;
+	}
+	if (step)
+		txnc_step(c, m);
+}
+
+/* ---- owners --------------------------------------------------------------------- */
+
+/* Send one message per partition of m's transaction; returns how many went out. */
+static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, bool commit)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->ntps; i++) {
+		struct txn_tp *tp = &m->tps[i];
+		uint32_t id, gen, hash;
+		if (!dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &gen, &hash))
+			continue;   /* deleted since: nothing to mark */
+		struct dp_msg msg = { .type = type, .ctx = m, .topic_id = id, .gen = gen, .partition = tp->partition };
+		msg.u.txn.pid = m->pid;
+		msg.u.txn.epoch = m->epoch;
+		msg.u.txn.commit = commit;
+		msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
+		n++;
+		m->markers_left++;
+		m->markers_total++;
+		dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
+	}
+	return n;
+}
+
+static void complete(struct dp_core *c, struct txn_meta *m)
+{
+	bool commit = m->state == TXN_PREPARE_COMMIT;
+	fault_point(c, 3, "before CompleteCommit/CompleteAbort is written");
+	txn_set_state(m, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
+	txn_meta_clear_txn(m);
+	if (persist(c, m, false) < 0)
+		DP_ERR("txn %.*s: cannot write Complete; the restart will finish it", m->id_len, m->id);
+	DP_DBG("txn %.*s: %s", m->id_len, m->id, txn_state_name(m->state));
+	op_reply(c, m, 0);
+}
+
+/* The current op's write is durable, or all owners answered: take the next step. */
+static void txnc_step(struct dp_core *c, struct txn_meta *m)
+{
+	switch (m->op) {
+	case OP_INIT:
+	case OP_ADD_OFFSETS:
+		op_reply(c, m, 0);
+		return;
+	case OP_ADD_PARTS:
+		if (m->markers_left)
+			return;            /* the acks complete it */
+		if (!m->tps_acked) {
+			m->tps_acked = true;
+			if (to_owners(c, m, DP_MSG_TXN_ADD, false))
+				return;
+		}
+		op_reply(c, m, 0);
+		return;
+	case OP_END:
+	case OP_ABORT_BG:
+		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+			if (!m->markers_sent) {
+				m->markers_sent = true;
+				fault_point(c, 1, "after Prepare is durable, before any marker");
+				if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
+					return;
+			}
+			if (m->markers_left == 0)
+				complete(c, m);
+		}
+		return;
+	case OP_NONE:
+		if (m->markers_left == 0)
+			m->busy = false;   /* start-up re-authorisations answered */
+		return;
+	}
+}
+
+static void owner_ack(struct dp_core *c, struct dp_msg *msg)
+{
+	struct txn_meta *m = msg->ctx;
+	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
+		DP_WARN("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
+	assert(m->markers_left > 0);
+	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_left == m->markers_total)
+		fault_point(c, 2, "after the first marker is durable");
+	if (--m->markers_left == 0)
+		txnc_step(c, m);
+}
+
+/* Abort m's open transaction with a bumped epoch, so the old producer is fenced. */
+static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *why)
+{
+	DP_INFO("txn %.*s: aborting (%s), epoch %d -> %d", m->id_len, m->id, why, m->epoch, m->epoch + 1);
+	txn_set_state(m, TXN_PREPARE_EPOCH_FENCE);
+	m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
+	txn_set_state(m, TXN_PREPARE_ABORT);
+	m->busy = true;
+	m->op = OP_ABORT_BG;
+	m->op_ctx = NULL;
+	m->markers_sent = false;
+	m->markers_left = 0;
+	m->markers_total = 0;
+	if (persist(c, m, true) < 0)
+		op_reply(c, m, 15);
+}
+
+/* ---- requests --------------------------------------------------------------------- */
+
+static void start_op(struct txn_meta *m, int op, struct dp_msg *msg, struct dp_req *r)
+{
+	m->busy = true;
+	m->op = op;
+	m->op_ctx = r;
+	m->op_core = msg->src;
+	m->op_gen = msg->gen;
+	m->op_version = r->hdr.api_version;
+	m->markers_sent = m->tps_acked = false;
+	m->markers_left = m->markers_total = 0;
+}
+
+static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+{
+	struct InitProducerIdRequest *q = r->req;
+	struct dp_txnc *t = c->txnc;
+	if (q->TransactionalId.len == 0 || q->TransactionalId.len > TXN_ID_BYTES_MAX)
+		return KERR_INVALID_REQUEST;
+	if (q->TransactionTimeoutMs <= 0 || q->TransactionTimeoutMs > c->b->cfg.txn_max_timeout_ms)
+		return 50; /* INVALID_TRANSACTION_TIMEOUT */
+	struct txn_meta *m = txn_coord_find(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
+	if (!m) {
+		m = txn_coord_add(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
+		if (!m)
+			return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+		return 51;   /* CONCURRENT_TRANSACTIONS: the client retries */
+	if (q->ProducerId >= 0 && m->pid >= 0) {
+		/* KIP-360: the caller says who it is; only the current instance may bump. */
+		bool current = q->ProducerId == m->pid && q->ProducerEpoch == m->epoch;
+		bool rolled = q->ProducerId == m->prev_pid && q->ProducerEpoch == m->prev_epoch;
+		if (!current && !rolled)
+			return fenced_err(22, r->hdr.api_version);
+	}
+	if (m->state == TXN_ONGOING) {
+		/* A new instance while a transaction is open: fence the old one, abort its
+		 * transaction, and have the new one retry once that is done. */
+		fence_and_abort(c, m, "a new instance of the producer arrived");
+		return 51;
+	}
+	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
+		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
+		if (pid < 0)
+			return KERR_KAFKA_STORAGE_ERROR;
+		m->prev_pid = m->pid;
+		m->prev_epoch = m->epoch;
+		m->pid = pid;
+		m->epoch = 0;
+	} else {
+		m->prev_pid = -1;
+		m->prev_epoch = -1;
+		m->epoch++;
+	}
+	txn_set_state(m, TXN_EMPTY);
+	txn_meta_clear_txn(m);
+	m->timeout_ms = q->TransactionTimeoutMs;
+	start_op(m, OP_INIT, msg, r);
+	if (persist(c, m, true) < 0) {
+		m->busy = false;
+		m->op = OP_NONE;
+		return 15;
+	}
+	return -1;   /* answered later */
+}
+
+/* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */
+static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr id, int64_t pid,
+                              int16_t epoch, struct txn_meta **out)
+{
+	struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
+	if (!m || m->pid != pid)
+		return 49;   /* INVALID_PRODUCER_ID_MAPPING */
+	if (m->epoch != epoch)
+		return fenced_err(r->hdr.api_key, r->hdr.api_version);
+	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
+	    m->state == TXN_PREPARE_EPOCH_FENCE)
+		return 51;
+	*out = m;
+	return 0;
+}
+
+static void begin_if_new(struct txn_meta *m)
+{
+	if (m->state != TXN_ONGOING) {
+		txn_meta_clear_txn(m);
+		txn_set_state(m, TXN_ONGOING);
+		m->start_ms = dp_wall_ms();
+	}
+}
+
+static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+{
+	struct AddPartitionsToTxnRequest *q = r->req;
+	struct AddPartitionsToTxnResponse *resp = r->resp;
+	struct txn_meta *m;
+	int16_t err = check_producer(c, r, q->V3AndBelowTransactionalId, q->V3AndBelowProducerId,
+	                             q->V3AndBelowProducerEpoch, &m);
+	if (err)
+		return err;
+	/* Unknown partitions: Kafka adds none, and marks the rest OPERATION_NOT_ATTEMPTED. */
+	bool unknown = false, all_in = m->state == TXN_ONGOING;
+	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
+		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
+		for (int32_t j = 0; j < tq->Partitions_n; j++) {
+			uint32_t id, gen, hash;
+			bool ok = tq->Name.len > 0 &&
+			          dp_ctrl_topic(c, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j], &id, &gen, &hash);
+			resp->ResultsByTopicV3AndBelow[i].ResultsByPartition[j].PartitionErrorCode =
+				ok ? 0 : KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			unknown |= !ok;
+			if (ok && !txn_meta_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]))
+				all_in = false;
+		}
+	}
+	if (unknown) {
+		for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow_n; i++) {
+			struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *t = &resp->ResultsByTopicV3AndBelow[i];
+			for (int32_t j = 0; j < t->ResultsByPartition_n; j++)
+				if (!t->ResultsByPartition[j].PartitionErrorCode)
+					t->ResultsByPartition[j].PartitionErrorCode = 55;
+		}
+		reply(c, msg->src, r, msg->gen);
+		return -1;
+	}
+	if (all_in)
+		return 0;   /* a retry: everything is already in the transaction */
+	begin_if_new(m);
+	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
+		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
+		for (int32_t j = 0; j < tq->Partitions_n; j++)
+			if (txn_meta_add_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]) < 0)
+				return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX */
+	}
+	start_op(m, OP_ADD_PARTS, msg, r);
+	if (persist(c, m, true) < 0) {
+		m->busy = false;
+		m->op = OP_NONE;
+		return 15;
+	}
+	return -1;
+}
+
+static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+{
+	struct AddOffsetsToTxnRequest *q = r->req;
+	struct txn_meta *m;
+	int16_t err = check_producer(c, r, q->TransactionalId, q->ProducerId, q->ProducerEpoch, &m);
+	if (err)
+		return err;
+	if (q->GroupId.len <= 0)
+		return 24;   /* INVALID_GROUP_ID */
+	if (m->state == TXN_ONGOING && txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
+		return 0;
+	begin_if_new(m);
+	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
+		return KERR_INVALID_REQUEST;
+	start_op(m, OP_ADD_OFFSETS, msg, r);
+	if (persist(c, m, true) < 0) {
+		m->busy = false;
+		m->op = OP_NONE;
+		return 15;
+	}
+	return -1;
+}
+
+static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+{
+	struct EndTxnRequest *q = r->req;
+	struct txn_meta *m = q->TransactionalId.len > 0 ?
+		txn_coord_find(c->txnc->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
+	if (!m || m->pid != q->ProducerId)
+		return 49;
+	if (m->epoch != q->ProducerEpoch)
+		return fenced_err(26, r->hdr.api_version);
+	if (m->busy)
+		return 51;
+	bool commit = q->Committed;
+	switch (m->state) {
+	case TXN_ONGOING:
+		break;
+	case TXN_COMPLETE_COMMIT:
+		return commit ? 0 : KERR_INVALID_TXN_STATE;   /* a retry of a finished call */
+	case TXN_COMPLETE_ABORT:
+		return commit ? KERR_INVALID_TXN_STATE : 0;
+	case TXN_PREPARE_COMMIT:
+		return commit ? 51 : KERR_INVALID_TXN_STATE;
+	case TXN_PREPARE_ABORT:
+		return commit ? KERR_INVALID_TXN_STATE : 51;
+	default:
+		return KERR_INVALID_TXN_STATE;
+	}
+	txn_set_state(m, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT);
+	start_op(m, OP_END, msg, r);
+	if (persist(c, m, true) < 0) {
+		/* Not durable: fall back so a retry can try again. */
+		m->state = TXN_ONGOING;
+		m->busy = false;
+		m->op = OP_NONE;
+		return 15;
+	}
+	return -1;
+}
+
+/* ListTransactions / DescribeTransactions: read-only views of the table. */
+static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
+{
+	struct ListTransactionsRequest *q = r->req;
+	struct ListTransactionsResponse *resp = r->resp;
+	uint32_t n = txn_coord_count(c->txnc->coord), k = 0, cur = 0;
+	resp->TransactionStates = karena_alloc(&r->arena, sizeof(*resp->TransactionStates) * (n + 1));
+	resp->UnknownStateFilters_n = 0;
+	if (!resp->TransactionStates)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	struct txn_meta *m;
+	while ((m = txn_coord_next(c->txnc->coord, &cur))) {
+		const char *sname = txn_state_name(m->state);
+		bool keep = q->StateFilters_n <= 0 && q->ProducerIdFilters_n <= 0;
+		for (int32_t i = 0; i < q->StateFilters_n; i++)
+			keep |= (size_t)q->StateFilters[i].len == strlen(sname) &&
+			        memcmp(q->StateFilters[i].ptr, sname, strlen(sname)) == 0;
+		for (int32_t i = 0; i < q->ProducerIdFilters_n; i++)
+			keep |= q->ProducerIdFilters[i] == m->pid;
+		if (!keep || m->pid < 0)
+			continue;
+		struct ListTransactionsResponse_TransactionState *s = &resp->TransactionStates[k++];
+		s->TransactionalId = (struct kstr){ m->id, m->id_len };
+		s->ProducerId = m->pid;
+		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
+	}
+	resp->TransactionStates_n = (int32_t)k;
+	return 0;
+}
+
+static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
+{
+	struct DescribeTransactionsRequest *q = r->req;
+	struct DescribeTransactionsResponse *resp = r->resp;
+	int32_t n = q->TransactionalIds_n > 0 ? q->TransactionalIds_n : 0;
+	resp->TransactionStates = karena_alloc(&r->arena, sizeof(*resp->TransactionStates) * (size_t)(n + 1));
+	if (!resp->TransactionStates)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	resp->TransactionStates_n = n;
+	for (int32_t i = 0; i < n; i++) {
+		struct DescribeTransactionsResponse_TransactionState *s = &resp->TransactionStates[i];
+		struct kstr id = q->TransactionalIds[i];
+		s->TransactionalId = id;
+		s->TransactionState = (struct kstr){ "", 0 };
+		struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
+		if (!m || m->pid < 0) {
+			s->ErrorCode = 105;   /* TRANSACTIONAL_ID_NOT_FOUND */
+			s->ProducerId = -1;
+			s->ProducerEpoch = -1;
+			continue;
+		}
+		const char *sname = txn_state_name(m->state);
+		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
+		s->TransactionTimeoutMs = m->timeout_ms;
+		s->TransactionStartTimeMs = m->state == TXN_EMPTY ? -1 : m->start_ms;
+		s->ProducerId = m->pid;
+		s->ProducerEpoch = m->epoch;
+		/* Group the partitions by topic (tps are few; quadratic is fine here). */
+		s->Topics = karena_alloc(&r->arena, sizeof(*s->Topics) * (m->ntps + 1));
+		if (!s->Topics)
+			return KERR_UNKNOWN_SERVER_ERROR;
+		int32_t nt = 0;
+		for (uint32_t j = 0; j < m->ntps; j++) {
+			struct txn_tp *tp = &m->tps[j];
+			int32_t k;
+			for (k = 0; k < nt; k++)
+				if (s->Topics[k].Topic.len == tp->topic_len && !memcmp(s->Topics[k].Topic.ptr, tp->topic, tp->topic_len))
+					break;
+			if (k == nt) {
+				s->Topics[nt].Topic = (struct kstr){ tp->topic, tp->topic_len };
+				s->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(int32_t) * (m->ntps + 1));
+				if (!s->Topics[nt].Partitions)
+					return KERR_UNKNOWN_SERVER_ERROR;
+				s->Topics[nt].Partitions_n = 0;
+				nt++;
+			}
+			s->Topics[k].Partitions[s->Topics[k].Partitions_n++] = tp->partition;
+		}
+		s->Topics_n = nt;
+	}
+	return 0;
+}
+
+static void txn_request(struct dp_core *c, struct dp_msg *msg)
+{
+	struct dp_req *r = msg->ctx;
+	int16_t err;
+	if (!c->txnc->loaded) {
+		err = 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
+	} else {
+		switch (r->hdr.api_key) {
+		case 22: err = init_pid(c, msg, r); break;
+		case 24: err = add_partitions(c, msg, r); break;
+		case 25: err = add_offsets(c, msg, r); break;
+		case 26: err = end_txn(c, msg, r); break;
+		case 65: err = describe_transactions(c, r); break;
+		case 66: err = list_transactions(c, r); break;
+		default: err = KERR_INVALID_REQUEST; break;
+		}
+	}
+	if (err < 0)
+		return;   /* answered later, or already */
+	if (err)
+		set_error(r, err);
+	if (r->hdr.api_key == 66 && err)
+		((struct ListTransactionsResponse *)r->resp)->ErrorCode = err;
+	reply(c, msg->src, r, msg->gen);
+}
+
+void dp_txnc_msg(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_TXN_REQ: txn_request(c, m); return;
+	case DP_MSG_TXN_ADD_ACK:
+	case DP_MSG_TXN_MARKER_DONE: owner_ack(c, m); return;
+	default: assert(!"not a coordinator message");
+	}
+}
+
+/* Transactions open longer than their timeout are aborted, fencing the producer. */
+void dp_txnc_timer(struct dp_core *c)
+{
+	struct dp_txnc *t = c->txnc;
+	int64_t now = dp_wall_ms();
+	if (!t || now < t->next_timer_ms)
+		return;
+	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
+	uint32_t cur = 0;
+	struct txn_meta *m;
+	while ((m = txn_coord_next(t->coord, &cur)))
+		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
+			fence_and_abort(c, m, "transaction timed out");
+}
+
+/* ---- start-up ------------------------------------------------------------------- */
+
+static int load_log(struct dp_txnc *t)
+{
+	int64_t off = st_log_start_offset(t->log), end = st_log_end_offset(t->log);
+	uint8_t *buf = malloc(DP_TXNC_READ_BYTES);
+	if (!buf)
+		return -ENOMEM;
+	while (off < end) {
+		int fd;
+		uint64_t pos;
+		uint32_t len;
+		int rc = st_log_locate(t->log, off, end, DP_TXNC_READ_BYTES, &fd, &pos, &len);
+		if (rc < 0 || len == 0 || len > DP_TXNC_READ_BYTES || pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
+			free(buf);
+			return rc < 0 ? rc : -EIO;
+		}
+		for (uint32_t p = 0; p < len;) {
+			struct st_batch_hdr h;
+			int n = st_batch_parse(buf + p, len - p, &h);
+			if (n <= 0)
+				break;
+			if (txn_coord_apply_batch(t->coord, buf + p, (size_t)n) < 0)
+				DP_WARN("transaction log: a damaged record at offset %lld was skipped", (long long)h.base_offset);
+			off = h.base_offset + h.last_offset_delta + 1;
+			p += (uint32_t)n;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+int dp_txnc_start(struct dp_core *c)
+{
+	struct dp_txnc *t = calloc(1, sizeof(*t));
+	if (!t || txn_coord_create(&t->coord) < 0)
+		return -ENOMEM;
+	c->txnc = t;
+	snprintf(t->dir, sizeof(t->dir), "%s/__transaction_state", c->b->cfg.data_dir);
+	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
+	                            .index_interval_bytes = 4096 };
+	mkdir(t->dir, 0755);
+	int rc = st_log_open(c->io, t->dir, &lc, &t->log);
+	if (rc < 0 || (rc = load_log(t)) < 0) {
+		DP_ERR("transaction coordinator log %s: %s", t->dir, strerror(-rc));
+		return rc;
+	}
+	uint32_t cur = 0, n = 0, resumed = 0;
+	struct txn_meta *m;
+	while ((m = txn_coord_next(t->coord, &cur))) {
+		n++;
+		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+			/* Interrupted fan-out: markers again (owners skip closed ones), then Complete. */
+			m->busy = true;
+			m->op = OP_ABORT_BG;   /* no client waits */
+			m->op_ctx = NULL;
+			m->markers_sent = false;
+			m->markers_left = m->markers_total = 0;
+			resumed++;
+			txnc_step(c, m);
+		} else if (m->state == TXN_ONGOING) {
+			m->markers_left = 0;
+			to_owners(c, m, DP_MSG_TXN_ADD, false);   /* acks are counted and dropped */
+			m->busy = m->markers_left > 0;
+			m->op = OP_NONE;
+		}
+	}
+	t->loaded = true;
+	DP_INFO("transaction coordinator: %u transactional ids loaded, %u interrupted commits/aborts resumed",
+	        n, resumed);
+	return 0;
+}
+
+void dp_txnc_stop(struct dp_core *c)
+{
+	if (c->txnc && c->txnc->log)
+		st_log_close(c->txnc->log);
+}

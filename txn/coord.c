@@ -1,0 +1,407 @@
+/*
+ * coord.c - transaction coordinator state: the table of transactional ids,
+ * the state machine's single setter, and the log record encoding.
+ * Locality: control core.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "coord.h"
+
+static const char *const state_names[] = {
+	[TXN_EMPTY] = "Empty",
+	[TXN_ONGOING] = "Ongoing",
+	[TXN_PREPARE_COMMIT] = "PrepareCommit",
+	[TXN_PREPARE_ABORT] = "PrepareAbort",
+	[TXN_COMPLETE_COMMIT] = "CompleteCommit",
+	[TXN_COMPLETE_ABORT] = "CompleteAbort",
+	[TXN_DEAD] = "Dead",
+	[TXN_PREPARE_EPOCH_FENCE] = "PrepareEpochFence",
+};
+
+const char *txn_state_name(enum txn_state s)
+{
+	return (unsigned)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "?";
+}
+
+/* Kafka's TransactionState.validPreviousStates, as a bit set per target state. */
+#define B(s) (1u << (s))
+static const uint32_t valid_from[] = {
+	[TXN_EMPTY] = B(TXN_EMPTY) | B(TXN_COMPLETE_COMMIT) | B(TXN_COMPLETE_ABORT),
+	[TXN_ONGOING] = B(TXN_ONGOING) | B(TXN_EMPTY) | B(TXN_COMPLETE_COMMIT) | B(TXN_COMPLETE_ABORT),
+	[TXN_PREPARE_COMMIT] = B(TXN_ONGOING),
+	[TXN_PREPARE_ABORT] = B(TXN_ONGOING) | B(TXN_PREPARE_EPOCH_FENCE),
+	[TXN_COMPLETE_COMMIT] = B(TXN_PREPARE_COMMIT),
+	[TXN_COMPLETE_ABORT] = B(TXN_PREPARE_ABORT),
+	[TXN_DEAD] = B(TXN_EMPTY) | B(TXN_COMPLETE_COMMIT) | B(TXN_COMPLETE_ABORT),
+	[TXN_PREPARE_EPOCH_FENCE] = B(TXN_ONGOING),
+};
+#undef B
+
+bool txn_state_move_ok(enum txn_state from, enum txn_state to)
+{
+	if ((unsigned)to >= sizeof(valid_from) / sizeof(valid_from[0]) || (unsigned)from > TXN_PREPARE_EPOCH_FENCE)
+		return false;
+	return valid_from[to] & (1u << from);
+}
+
+enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to)
+{
+	enum txn_state from = m->state;
+	if (!txn_state_move_ok(from, to)) {
+		fprintf(stderr, "txn %.*s: illegal state move %s -> %s\n", m->id_len, m->id,
+		        txn_state_name(from), txn_state_name(to));
+		abort();   /* a coordinator bug: never continue with a corrupt state */
+	}
+	m->state = to;
+	return from;
+}
+
+/* ---- the table: open addressing over pointers, keyed by id --------------- */
+
+struct txn_coord {
+	struct txn_meta **slot;
+	uint32_t cap, used;
+};
+
+static uint64_t id_hash(const char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+int txn_coord_create(struct txn_coord **out)
+{
+	struct txn_coord *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cap = 64;
+	c->slot = calloc(c->cap, sizeof(*c->slot));
+	if (!c->slot) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void meta_free(struct txn_meta *m)
+{
+	free(m->tps);
+	free(m->groups);
+	free(m);
+}
+
+void txn_coord_destroy(struct txn_coord *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; i < c->cap; i++)
+		if (c->slot[i])
+			meta_free(c->slot[i]);
+	free(c->slot);
+	free(c);
+}
+
+static uint32_t find_slot(const struct txn_coord *c, const char *id, size_t len)
+{
+	uint32_t i = (uint32_t)id_hash(id, len) & (c->cap - 1);
+	while (c->slot[i] && !(c->slot[i]->id_len == len && memcmp(c->slot[i]->id, id, len) == 0))
+		i = (i + 1) & (c->cap - 1);
+	return i;
+}
+
+struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len)
+{
+	if (len > TXN_ID_BYTES_MAX)
+		return NULL;
+	return c->slot[find_slot(c, id, len)];
+}
+
+static int grow(struct txn_coord *c)
+{
+	struct txn_coord n = { .cap = c->cap * 2 };
+	n.slot = calloc(n.cap, sizeof(*n.slot));
+	if (!n.slot)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->cap; i++)
+		if (c->slot[i])
+			n.slot[find_slot(&n, c->slot[i]->id, c->slot[i]->id_len)] = c->slot[i];
+	free(c->slot);
+	c->slot = n.slot;
+	c->cap = n.cap;
+	return 0;
+}
+
+struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
+{
+	assert(len <= TXN_ID_BYTES_MAX && !txn_coord_find(c, id, len));
+	if ((c->used + 1) * 2 > c->cap && grow(c) < 0)
+		return NULL;
+	struct txn_meta *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->groups = calloc(TXN_GROUPS_MAX, sizeof(*m->groups));
+	if (!m->groups) {
+		free(m);
+		return NULL;
+	}
+	memcpy(m->id, id, len);
+	m->id_len = (uint16_t)len;
+	m->pid = m->prev_pid = -1;
+	m->epoch = m->prev_epoch = -1;
+	m->state = TXN_EMPTY;
+	c->slot[find_slot(c, id, len)] = m;
+	c->used++;
+	return m;
+}
+
+void txn_coord_remove(struct txn_coord *c, struct txn_meta *m)
+{
+	uint32_t i = find_slot(c, m->id, m->id_len);
+	assert(c->slot[i] == m);
+	c->slot[i] = NULL;
+	c->used--;
+	/* Backward-shift the cluster after the hole so lookups never stop early. */
+	for (uint32_t j = (i + 1) & (c->cap - 1); c->slot[j]; j = (j + 1) & (c->cap - 1)) {
+		struct txn_meta *x = c->slot[j];
+		c->slot[j] = NULL;
+		c->slot[find_slot(c, x->id, x->id_len)] = x;
+	}
+	meta_free(m);
+}
+
+struct txn_meta *txn_coord_next(struct txn_coord *c, uint32_t *cursor)
+{
+	while (*cursor < c->cap) {
+		struct txn_meta *m = c->slot[(*cursor)++];
+		if (m)
+			return m;
+	}
+	return NULL;
+}
+
+uint32_t txn_coord_count(const struct txn_coord *c)
+{
+	return c->used;
+}
+
+/* ---- partitions and groups of a transaction ------------------------------ */
+
+bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, int32_t partition)
+{
+	for (uint32_t i = 0; i < m->ntps; i++)
+		if (m->tps[i].partition == partition && m->tps[i].topic_len == len &&
+		    memcmp(m->tps[i].topic, topic, len) == 0)
+			return true;
+	return false;
+}
+
+int txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition)
+{
+	if (len > TXN_TOPIC_BYTES_MAX)
+		return -EINVAL;
+	if (txn_meta_has_tp(m, topic, len, partition))
+		return 0;
+	if (m->ntps == TXN_PARTS_MAX)
+		return -ENOSPC;
+	if (m->ntps == m->tps_cap) {
+		uint32_t cap = m->tps_cap ? m->tps_cap * 2 : 8;
+		struct txn_tp *n = realloc(m->tps, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->tps = n;
+		m->tps_cap = cap;
+	}
+	struct txn_tp *tp = &m->tps[m->ntps++];
+	tp->topic_len = (uint16_t)len;
+	memcpy(tp->topic, topic, len);
+	tp->topic[len] = 0;
+	tp->partition = partition;
+	return 0;
+}
+
+bool txn_meta_has_group(const struct txn_meta *m, const char *id, size_t len)
+{
+	for (uint32_t i = 0; i < m->ngroups; i++)
+		if (m->groups[i].len == len && memcmp(m->groups[i].id, id, len) == 0)
+			return true;
+	return false;
+}
+
+int txn_meta_add_group(struct txn_meta *m, const char *id, size_t len)
+{
+	if (len > TXN_GROUP_BYTES_MAX)
+		return -EINVAL;
+	if (txn_meta_has_group(m, id, len))
+		return 0;
+	if (m->ngroups == TXN_GROUPS_MAX)
+		return -ENOSPC;
+	struct txn_group *g = &m->groups[m->ngroups++];
+	g->len = (uint16_t)len;
+	memcpy(g->id, id, len);
+	g->id[len] = 0;
+	return 0;
+}
+
+void txn_meta_clear_txn(struct txn_meta *m)
+{
+	m->ntps = 0;
+	m->ngroups = 0;
+}
+
+/* ---- log record value ------------------------------------------------------ */
+
+#define VALUE_FIXED_BYTES 47   /* up to and including the partition count */
+
+size_t txn_meta_value_size(const struct txn_meta *m)
+{
+	size_t n = VALUE_FIXED_BYTES + 4;
+	for (uint32_t i = 0; i < m->ntps; i++)
+		n += 2 + m->tps[i].topic_len + 4;
+	for (uint32_t i = 0; i < m->ngroups; i++)
+		n += 2 + m->groups[i].len;
+	return n;
+}
+
+static uint8_t *put(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+	return p + bytes;
+}
+
+static uint64_t get(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < bytes; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap)
+{
+	size_t need = txn_meta_value_size(m);
+	if (need > cap)
+		return -ENOSPC;
+	uint8_t *p = buf;
+	p = put(p, 0, 2);
+	p = put(p, (uint64_t)m->pid, 8);
+	p = put(p, (uint16_t)m->epoch, 2);
+	p = put(p, (uint64_t)m->prev_pid, 8);
+	p = put(p, (uint16_t)m->prev_epoch, 2);
+	p = put(p, (uint8_t)m->state, 1);
+	p = put(p, (uint32_t)m->timeout_ms, 4);
+	p = put(p, (uint64_t)m->start_ms, 8);
+	p = put(p, (uint64_t)m->update_ms, 8);
+	p = put(p, m->ntps, 4);
+	for (uint32_t i = 0; i < m->ntps; i++) {
+		p = put(p, m->tps[i].topic_len, 2);
+		memcpy(p, m->tps[i].topic, m->tps[i].topic_len);
+		p += m->tps[i].topic_len;
+		p = put(p, (uint32_t)m->tps[i].partition, 4);
+	}
+	p = put(p, m->ngroups, 4);
+	for (uint32_t i = 0; i < m->ngroups; i++) {
+		p = put(p, m->groups[i].len, 2);
+		memcpy(p, m->groups[i].id, m->groups[i].len);
+		p += m->groups[i].len;
+	}
+	assert((size_t)(p - buf) == need);
+	return (int)need;
+}
+
+int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)
+{
+	if (len < VALUE_FIXED_BYTES + 4 || get(buf, 2) != 0)
+		return -EBADMSG;
+	const uint8_t *p = buf, *end = buf + len;
+	int64_t pid = (int64_t)get(p + 2, 8);
+	int16_t epoch = (int16_t)get(p + 10, 2);
+	int64_t prev_pid = (int64_t)get(p + 12, 8);
+	int16_t prev_epoch = (int16_t)get(p + 20, 2);
+	uint8_t state = p[22];
+	int32_t timeout = (int32_t)get(p + 23, 4);
+	int64_t start = (int64_t)get(p + 27, 8), update = (int64_t)get(p + 35, 8);
+	uint32_t ntps = (uint32_t)get(p + 43, 4);
+	if (state > TXN_PREPARE_EPOCH_FENCE || ntps > TXN_PARTS_MAX)
+		return -EBADMSG;
+	p += VALUE_FIXED_BYTES;
+	txn_meta_clear_txn(m);
+	for (uint32_t i = 0; i < ntps; i++) {
+		if (end - p < 2)
+			return -EBADMSG;
+		size_t tl = get(p, 2);
+		if (tl > TXN_TOPIC_BYTES_MAX || (size_t)(end - p) < 2 + tl + 4)
+			return -EBADMSG;
+		if (txn_meta_add_tp(m, (const char *)p + 2, tl, (int32_t)get(p + 2 + tl, 4)) < 0)
+			return -EBADMSG;
+		p += 2 + tl + 4;
+	}
+	if (end - p < 4)
+		return -EBADMSG;
+	uint32_t ng = (uint32_t)get(p, 4);
+	p += 4;
+	if (ng > TXN_GROUPS_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < ng; i++) {
+		if (end - p < 2)
+			return -EBADMSG;
+		size_t gl = get(p, 2);
+		if ((size_t)(end - p) < 2 + gl || txn_meta_add_group(m, (const char *)p + 2, gl) < 0)
+			return -EBADMSG;
+		p += 2 + gl;
+	}
+	if (p != end)
+		return -EBADMSG;
+	m->pid = pid;
+	m->epoch = epoch;
+	m->prev_pid = prev_pid;
+	m->prev_epoch = prev_epoch;
+	m->state = (enum txn_state)state;   /* restoring, not moving: no setter */
+	m->timeout_ms = timeout;
+	m->start_ms = start;
+	m->update_ms = update;
+	return 0;
+}
+
+/* ---- recovery from the coordinator log ------------------------------------- */
+
+int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len)
+{
+	struct st_batch_hdr h;
+	struct st_record_iter it;
+	struct st_record rec;
+	int n = st_batch_parse(batch, len, &h);
+	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
+	    st_record_iter_init(&it, batch, len, &h) < 0)
+		return -EBADMSG;
+	int rc = 0, got;
+	while ((got = st_record_next(&it, &rec)) == 1) {
+		if (!rec.key || rec.key_len <= 0 || rec.key_len > TXN_ID_BYTES_MAX) {
+			rc = -EBADMSG;
+			continue;
+		}
+		struct txn_meta *m = txn_coord_find(c, (const char *)rec.key, (size_t)rec.key_len);
+		if (!rec.value) {   /* tombstone */
+			if (m)
+				txn_coord_remove(c, m);
+			continue;
+		}
+		bool fresh = !m;
+		if (fresh && !(m = txn_coord_add(c, (const char *)rec.key, (size_t)rec.key_len)))
+			return -ENOMEM;
+		if (txn_meta_decode(m, rec.value, (size_t)rec.value_len) < 0) {
+			if (fresh)
+				txn_coord_remove(c, m);
+			rc = -EBADMSG;
+		}
+	}
+	return got < 0 ? -EBADMSG : rc;
+}

@@ -1,0 +1,130 @@
+/*
+ * coord.h - the transaction coordinator's state: one entry per
+ * transactional.id, its state machine (one checked setter), and the
+ * encoding of the entries in the coordinator's own log.
+ *
+ * Locality: control core. Pure logic: no I/O; the driver
+ * (dataplane/txncoord.c) persists entries and fans out markers.
+ */
+#ifndef SLUICE_TXN_COORD_H
+#define SLUICE_TXN_COORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TXN_ID_BYTES_MAX     1024     /* longer transactional ids are refused */
+#define TXN_TOPIC_BYTES_MAX  249
+#define TXN_PARTS_MAX        10000    /* partitions in one transaction */
+#define TXN_GROUPS_MAX       64       /* consumer groups in one transaction */
+#define TXN_GROUP_BYTES_MAX  1024
+#define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
+#define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
+
+/* The states, with Kafka's numbering and names (DescribeTransactions shows them). */
+enum txn_state {
+	TXN_EMPTY = 0,
+	TXN_ONGOING = 1,
+	TXN_PREPARE_COMMIT = 2,
+	TXN_PREPARE_ABORT = 3,
+	TXN_COMPLETE_COMMIT = 4,
+	TXN_COMPLETE_ABORT = 5,
+	TXN_DEAD = 6,
+	TXN_PREPARE_EPOCH_FENCE = 7,
+};
+
+struct txn_tp {
+	uint16_t topic_len;
+	char topic[TXN_TOPIC_BYTES_MAX + 1];
+	int32_t partition;
+};
+
+struct txn_group {
+	uint16_t len;
+	char id[TXN_GROUP_BYTES_MAX + 1];
+};
+
+/* One transactional id. Its address is stable while it exists. */
+struct txn_meta {
+	uint16_t id_len;
+	char id[TXN_ID_BYTES_MAX + 1];
+	int64_t pid, prev_pid;        /* prev: before an epoch-exhaustion roll, -1 none */
+	int16_t epoch, prev_epoch;
+	enum txn_state state;
+	int32_t timeout_ms;
+	int64_t start_ms;             /* when the current transaction began (Ongoing) */
+	int64_t update_ms;
+	uint32_t ntps, tps_cap;
+	struct txn_tp *tps;           /* partitions in the current transaction */
+	uint32_t ngroups;
+	struct txn_group *groups;     /* [TXN_GROUPS_MAX] consumer groups (AddOffsetsToTxn) */
+
+	/* Driver state, not persisted. */
+	bool busy;                    /* a write or a marker fan-out is under way */
+	bool markers_sent, tps_acked;
+	uint32_t markers_left, markers_total;   /* owner answers still awaited / sent */
+	int op;                       /* driver's continuation */
+	void *op_ctx;                 /* requester */
+	uint16_t op_core;
+	uint32_t op_gen, op_idx;
+	int16_t op_version;
+};
+
+const char *txn_state_name(enum txn_state s);
+
+/*
+ * The one way to change a state: checks the move against Kafka's table
+ * (coord.c), and asserts on an illegal one. Returns the old state.
+ */
+enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to);
+bool txn_state_move_ok(enum txn_state from, enum txn_state to);
+
+struct txn_coord;
+
+int  txn_coord_create(struct txn_coord **out);
+void txn_coord_destroy(struct txn_coord *c);
+struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len);
+/* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory. */
+struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len);
+void txn_coord_remove(struct txn_coord *c, struct txn_meta *m);
+/* Iterate: *cursor starts at 0. */
+struct txn_meta *txn_coord_next(struct txn_coord *c, uint32_t *cursor);
+uint32_t txn_coord_count(const struct txn_coord *c);
+
+/* Partitions and groups of the current transaction. */
+bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, int32_t partition);
+int  txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition);
+bool txn_meta_has_group(const struct txn_meta *m, const char *id, size_t len);
+int  txn_meta_add_group(struct txn_meta *m, const char *id, size_t len);
+void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups */
+
+/*
+ * Log record value (key = the transactional id), big-endian:
+ *   offset  size  field
+ *        0     2  version (0)
+ *        2     8  producer id
+ *       10     2  epoch
+ *       12     8  previous producer id
+ *       20     2  previous epoch
+ *       22     1  state
+ *       23     4  timeout ms
+ *       27     8  start ms
+ *       35     8  update ms
+ *       43     4  partition count N, then N x (int16 topic length, topic bytes, int32 partition)
+ *        .     4  group count G, then G x (int16 length, bytes)
+ * size returns the encoded size; encode returns bytes written or -ENOSPC;
+ * decode fills m (id untouched) and returns 0 or -EBADMSG.
+ */
+size_t txn_meta_value_size(const struct txn_meta *m);
+int    txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap);
+int    txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len);
+
+/*
+ * Coordinator-log recovery: apply one stored batch (each record: key = id,
+ * value = txn_meta_encode, null value = the id is gone). Later records win,
+ * so applying the log in order rebuilds the table. Returns 0, or -EBADMSG
+ * if a record was damaged (the others still apply).
+ */
+int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len);
+
+#endif

@@ -1,0 +1,471 @@
+/*
+ * lso.c - per-partition open transactions (the LSO) and the aborted
+ * transaction index (read_committed fetches), see lso.h.
+ *
+ * Open transactions: an array in begin order. First offsets are assigned by
+ * the log and only grow, so the array is also sorted by first offset and the
+ * LSO is its head. An end removes any entry (memmove); lookups by pid are
+ * linear, which is cheap for the handful of producers that keep a
+ * transaction open on one partition at a time.
+ *
+ * Aborted index: an array sorted by last_offset (the ABORT marker's offset),
+ * appended in marker order. A fetch query binary-searches the first entry
+ * with last_offset >= from, then walks forward while an entry could still
+ * start below `to`: max_span (the longest first..last distance ever indexed)
+ * bounds how far back an entry can start, so the walk stops once
+ * last_offset - max_span >= to instead of running to the end.
+ *
+ * Allocation: both arrays grow by doubling, only when a transaction begins,
+ * or is aborted, beyond the current capacity (and once at index open for the
+ * entries loaded); nothing else allocates.
+ *
+ * Index file DIR/aborted.txnindex, all integers BIG-endian:
+ *
+ *   offset size field               notes
+ *   ------ ---- ------------------- ---------------------------------------
+ *        0    4 magic               "SLTA" (0x534c5441)
+ *        4    2 version             1
+ *        6    2 entry_bytes         28 (checked: a different layout is refused)
+ *        8  n*28 entries            in marker order (last_offset strictly grows)
+ *
+ * Entry (28 bytes):
+ *
+ *   offset size field               notes
+ *   ------ ---- ------------------- ---------------------------------------
+ *        0    8 producer_id         >= 0
+ *        8    8 first_offset        >= 0, < last_offset
+ *       16    8 last_offset         offset of the ABORT marker
+ *       24    4 crc                 CRC-32C of bytes [0, 24) of this entry
+ *
+ * Entries are appended with pwrite as aborts happen; txn_lso_sync
+ * (fdatasync) runs before every producer-state snapshot, so the index holds
+ * every abort below the newest snapshot, and recovery's replay from that
+ * snapshot re-adds the later ones (those above txn_lso_last_marker). At open,
+ * the first entry that is short, fails its CRC, breaks the order or a field
+ * range ends the valid prefix (a torn or damaged tail); entries at or past
+ * the log end are dropped (the log was truncated under them). The file is
+ * cut to the valid prefix, and the cut made durable, before any append.
+ * A failed append is sticky: txn_lso_sync reports it from then on, so no
+ * snapshot is taken past an abort the file lacks.
+ */
+#include "lso.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "crc32c.h"
+
+/* Limits (units last). */
+#define TXN_LSO_OPEN_INIT 16u                 /* open transactions at create */
+#define TXN_LSO_OPEN_MAX (1u << 20)           /* = producers per partition (pstate.c) */
+#define TXN_LSO_ABORTED_INIT 64u              /* aborted entries at create */
+#define TXN_LSO_ABORTED_MAX (1u << 22)        /* per partition: ~96 MiB in memory, ~112 MiB file */
+#define TXN_LSO_READ_ENTRIES 2048u            /* entries per read at open (57 KiB buffer) */
+#define TXN_LSO_PATH_BYTES 4096u
+
+#define TXN_LSO_MAGIC 0x534c5441u             /* "SLTA" */
+#define TXN_LSO_VERSION 1u
+#define TXN_LSO_HEADER_BYTES 8u
+#define TXN_LSO_ENTRY_BYTES 28u
+#define TXN_LSO_ENTRY_CRC_AT 24u
+#define TXN_LSO_FILE_NAME "aborted.txnindex"
+
+_Static_assert(TXN_LSO_OPEN_INIT <= TXN_LSO_OPEN_MAX, "limits");
+_Static_assert(TXN_LSO_ABORTED_INIT <= TXN_LSO_ABORTED_MAX, "limits");
+_Static_assert((uint64_t)TXN_LSO_ABORTED_MAX * TXN_LSO_ENTRY_BYTES < (uint64_t)1 << 40, "file offsets fit");
+
+/* One open transaction. Locality: shard core (owner). */
+struct lso_open {
+	int64_t pid;
+	int64_t first_offset;
+};
+
+/* A partition's transaction bookkeeping. Locality: shard core (owner). */
+struct txn_lso {
+	struct lso_open *open;        /* nopen entries, first_offset ascending (= begin order) */
+	uint32_t nopen, open_cap;
+	struct txn_aborted *ab;       /* nab entries, last_offset strictly ascending */
+	uint32_t nab, ab_cap;
+	int64_t max_span;             /* max last_offset - first_offset ever indexed (never shrinks) */
+	int64_t last_marker;          /* largest marker indexed (kept across trim), -1 none */
+	int fd;                       /* index file, -1 when not open */
+	uint64_t file_entries;        /* entries in the file: the next append goes after them */
+	int file_err;                 /* first failed append (-errno), reported by sync; 0 none */
+	char path[TXN_LSO_PATH_BYTES];
+};
+
+/* Locality: shard core (owner); init only. */
+int txn_lso_create(struct txn_lso **out)
+{
+	struct txn_lso *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->open = malloc(TXN_LSO_OPEN_INIT * sizeof(*l->open));
+	l->ab = malloc(TXN_LSO_ABORTED_INIT * sizeof(*l->ab));
+	if (!l->open || !l->ab) {
+		free(l->open);
+		free(l->ab);
+		free(l);
+		return -ENOMEM;
+	}
+	l->open_cap = TXN_LSO_OPEN_INIT;
+	l->ab_cap = TXN_LSO_ABORTED_INIT;
+	l->last_marker = -1;
+	l->fd = -1;
+	*out = l;
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+void txn_lso_destroy(struct txn_lso *l)
+{
+	if (!l)
+		return;
+	txn_lso_close_index(l);
+	free(l->open);
+	free(l->ab);
+	free(l);
+}
+
+/* Make room for `want` entries of `size` bytes in *arr (cap *cap, doubling up to max). */
+static int grow(void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t size)
+{
+	uint32_t c = *cap;
+
+	if (want <= c)
+		return 0;
+	if (want > max)
+		return -ENOMEM;
+	while (c < want)
+		c = c > max / 2 ? max : c * 2;
+	void *p = realloc(*arr, (size_t)c * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
+/* Index of pid's open transaction, or nopen. */
+static uint32_t open_find(const struct txn_lso *l, int64_t pid)
+{
+	uint32_t i = 0;
+
+	while (i < l->nopen && l->open[i].pid != pid)
+		i++;
+	return i;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
+{
+	assert(pid >= 0 && first_offset >= 0);
+	/* Offsets come from one log in order: the array stays sorted by first offset. */
+	assert(l->nopen == 0 || first_offset >= l->open[l->nopen - 1].first_offset);
+	if (open_find(l, pid) < l->nopen)
+		return -EEXIST;
+	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, TXN_LSO_OPEN_MAX, sizeof(*l->open));
+	if (rc < 0)
+		return rc;
+	l->open[l->nopen++] = (struct lso_open){ .pid = pid, .first_offset = first_offset };
+	return 0;
+}
+
+static void entry_encode(uint8_t *q, const struct txn_aborted *a)
+{
+	st_put_be64(q, (uint64_t)a->pid);
+	st_put_be64(q + 8, (uint64_t)a->first_offset);
+	st_put_be64(q + 16, (uint64_t)a->last_offset);
+	st_put_be32(q + TXN_LSO_ENTRY_CRC_AT, crc32c(0, q, TXN_LSO_ENTRY_CRC_AT));
+}
+
+/* Append one entry to the file (when open and healthy); a failure becomes sticky. */
+static void file_append(struct txn_lso *l, const struct txn_aborted *a)
+{
+	uint8_t q[TXN_LSO_ENTRY_BYTES];
+
+	if (l->fd < 0 || l->file_err)
+		return; /* after a failure, later entries would leave a hole: the replay re-adds them */
+	entry_encode(q, a);
+	off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + l->file_entries * TXN_LSO_ENTRY_BYTES);
+	ssize_t r;
+	do
+		r = pwrite(l->fd, q, sizeof(q), pos);
+	while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)sizeof(q)) {
+		l->file_err = r < 0 ? -errno : -EIO;
+		fprintf(stderr, "txn lso: %s: append failed (%s): no snapshot until reopened\n", l->path,
+		        strerror(-l->file_err));
+		return;
+	}
+	l->file_entries++;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted)
+{
+	uint32_t i = open_find(l, pid);
+
+	if (i == l->nopen)
+		return -ENOENT;
+	assert(marker_offset > l->open[i].first_offset);
+	/* An abort at or below last_marker is already indexed (recovery replays it again). */
+	if (aborted && marker_offset > l->last_marker) {
+		int rc = grow((void **)&l->ab, &l->ab_cap, l->nab + 1, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
+		if (rc < 0)
+			return rc; /* nothing changed: the transaction stays open */
+		struct txn_aborted a = { .pid = pid, .first_offset = l->open[i].first_offset, .last_offset = marker_offset };
+		assert(l->nab == 0 || l->ab[l->nab - 1].last_offset < marker_offset);
+		l->ab[l->nab++] = a;
+		l->last_marker = marker_offset;
+		if (marker_offset - a.first_offset > l->max_span)
+			l->max_span = marker_offset - a.first_offset;
+		file_append(l, &a);
+	}
+	memmove(&l->open[i], &l->open[i + 1], (l->nopen - i - 1) * sizeof(*l->open));
+	l->nopen--;
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+int64_t txn_lso_open_first(const struct txn_lso *l, int64_t pid)
+{
+	uint32_t i = open_find(l, pid);
+	return i < l->nopen ? l->open[i].first_offset : -1;
+}
+
+/* Locality: shard core (owner). */
+int64_t txn_lso_get(const struct txn_lso *l, int64_t hw)
+{
+	if (l->nopen && l->open[0].first_offset < hw)
+		return l->open[0].first_offset;
+	return hw;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_lso_open_count(const struct txn_lso *l)
+{
+	return l->nopen;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, struct txn_aborted *out,
+                         uint32_t max)
+{
+	uint32_t lo = 0, hi = l->nab, n = 0;
+
+	assert(max == 0 || out);
+	while (lo < hi) { /* first entry with last_offset >= from */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (l->ab[mid].last_offset < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* first_offset >= last_offset - max_span: past this bound nothing can start below `to`. */
+	for (uint32_t i = lo; i < l->nab && l->ab[i].last_offset - l->max_span < to; i++) {
+		if (l->ab[i].first_offset >= to)
+			continue;
+		if (n < max)
+			out[n] = l->ab[i];
+		n++;
+	}
+	return n;
+}
+
+/* Locality: shard core (owner); retention timer. */
+void txn_lso_trim(struct txn_lso *l, int64_t log_start)
+{
+	uint32_t k = 0;
+
+	while (k < l->nab && l->ab[k].last_offset < log_start) /* sorted: the dead ones are a prefix */
+		k++;
+	memmove(l->ab, l->ab + k, (l->nab - k) * sizeof(*l->ab));
+	l->nab -= k;
+}
+
+/* ---- index file ------------------------------------------------------------ */
+
+/* Decode and check entry q against the previous one; false ends the valid prefix. */
+static bool entry_decode(const uint8_t *q, const struct txn_aborted *prev, struct txn_aborted *a)
+{
+	if (crc32c(0, q, TXN_LSO_ENTRY_CRC_AT) != st_be32(q + TXN_LSO_ENTRY_CRC_AT))
+		return false;
+	a->pid = (int64_t)st_be64(q);
+	a->first_offset = (int64_t)st_be64(q + 8);
+	a->last_offset = (int64_t)st_be64(q + 16);
+	return a->pid >= 0 && a->first_offset >= 0 && a->first_offset < a->last_offset &&
+	       (!prev || prev->last_offset < a->last_offset);
+}
+
+static int pread_full(int fd, uint8_t *buf, size_t len, off_t pos)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = pread(fd, buf + got, len - got, pos + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO; /* shrank under us: nobody else writes this file */
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Load the valid prefix of n_file entries into l->ab; returns how many were kept, or -errno. */
+static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, const char **why)
+{
+	uint8_t *buf;
+	uint64_t done = 0;
+
+	*why = NULL;
+	if (n_file > TXN_LSO_ABORTED_MAX) {
+		n_file = TXN_LSO_ABORTED_MAX;
+		*why = "more entries than the limit";
+	}
+	if (!n_file)
+		return 0;
+	int rc = grow((void **)&l->ab, &l->ab_cap, (uint32_t)n_file, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
+	if (rc < 0 || !(buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES)))
+		return -ENOMEM;
+	while (done < n_file) {
+		uint64_t chunk = n_file - done < TXN_LSO_READ_ENTRIES ? n_file - done : TXN_LSO_READ_ENTRIES;
+		off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + done * TXN_LSO_ENTRY_BYTES);
+		if ((rc = pread_full(l->fd, buf, chunk * TXN_LSO_ENTRY_BYTES, pos)) < 0) {
+			free(buf);
+			return rc;
+		}
+		for (uint64_t k = 0; k < chunk; k++, done++) {
+			struct txn_aborted a;
+			if (!entry_decode(buf + k * TXN_LSO_ENTRY_BYTES, l->nab ? &l->ab[l->nab - 1] : NULL, &a)) {
+				*why = "damaged entry";
+				free(buf);
+				return (int64_t)done;
+			}
+			if (a.last_offset >= log_end) {
+				*why = "entries past the log end";
+				free(buf);
+				return (int64_t)done;
+			}
+			l->ab[l->nab++] = a;
+			l->last_marker = a.last_offset;
+			if (a.last_offset - a.first_offset > l->max_span)
+				l->max_span = a.last_offset - a.first_offset;
+		}
+	}
+	free(buf);
+	return (int64_t)done;
+}
+
+/* Locality: shard core (owner); init only (start-up, partition creation). */
+int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
+{
+	uint8_t hdr[TXN_LSO_HEADER_BYTES];
+	struct stat st;
+	const char *why = NULL;
+	int rc = 0;
+
+	assert(l->fd < 0 && l->nab == 0 && log_end >= 0);
+	int n = snprintf(l->path, sizeof(l->path), "%s/%s", dir, TXN_LSO_FILE_NAME);
+	if (n < 0 || (size_t)n >= sizeof(l->path))
+		return -ENAMETOOLONG;
+	if ((l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+		rc = -errno;
+		fprintf(stderr, "txn lso: %s: open: %s\n", l->path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(l->fd, &st) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	uint64_t size = (uint64_t)st.st_size, keep = 0;
+	bool header_ok = size >= TXN_LSO_HEADER_BYTES && pread_full(l->fd, hdr, sizeof(hdr), 0) == 0 &&
+	                 st_be32(hdr) == TXN_LSO_MAGIC && st_be16(hdr + 4) == TXN_LSO_VERSION &&
+	                 st_be16(hdr + 6) == TXN_LSO_ENTRY_BYTES;
+	if (header_ok) {
+		uint64_t n_file = (size - TXN_LSO_HEADER_BYTES) / TXN_LSO_ENTRY_BYTES;
+		int64_t kept = index_load(l, n_file, log_end, &why);
+		if (kept < 0) {
+			rc = (int)kept;
+			goto fail;
+		}
+		keep = (uint64_t)kept;
+		if (!why && (size - TXN_LSO_HEADER_BYTES) % TXN_LSO_ENTRY_BYTES)
+			why = "torn last entry";
+	} else {
+		if (size)
+			why = "bad header";
+		st_put_be32(hdr, TXN_LSO_MAGIC);
+		st_put_be16(hdr + 4, TXN_LSO_VERSION);
+		st_put_be16(hdr + 6, TXN_LSO_ENTRY_BYTES);
+		/* Cut first: a crash between the two leaves a short file, which reads as empty. */
+		if (ftruncate(l->fd, 0) < 0) {
+			rc = -errno;
+			goto fail;
+		}
+		ssize_t w = pwrite(l->fd, hdr, sizeof(hdr), 0);
+		if (w != (ssize_t)sizeof(hdr)) {
+			rc = w < 0 ? -errno : -EIO;
+			goto fail;
+		}
+	}
+	uint64_t want = TXN_LSO_HEADER_BYTES + keep * TXN_LSO_ENTRY_BYTES;
+	if (want != size || !header_ok) {
+		if (why)
+			fprintf(stderr, "txn lso: %s: %s: keeping %" PRIu64 " entries, file cut to %" PRIu64 " bytes\n",
+			        l->path, why, keep, want);
+		/* Durable before any append: a lost cut could revive stale entries behind new ones. */
+		if (ftruncate(l->fd, (off_t)want) < 0 || fdatasync(l->fd) < 0) {
+			rc = -errno;
+			goto fail;
+		}
+	}
+	l->file_entries = keep;
+	l->file_err = 0;
+	return 0;
+fail:
+	fprintf(stderr, "txn lso: %s: cannot open the index: %s\n", l->path, strerror(-rc));
+	close(l->fd);
+	l->fd = -1;
+	l->nab = 0;
+	l->last_marker = -1;
+	l->max_span = 0;
+	return rc;
+}
+
+/* Locality: shard core (owner); before every producer-state snapshot. */
+int txn_lso_sync(struct txn_lso *l)
+{
+	if (l->fd < 0)
+		return 0;
+	if (l->file_err)
+		return l->file_err;
+	return fdatasync(l->fd) < 0 ? -errno : 0;
+}
+
+/* Locality: shard core (owner). */
+void txn_lso_close_index(struct txn_lso *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	l->file_err = 0;
+}
+
+/* Locality: shard core (owner). */
+int64_t txn_lso_last_marker(const struct txn_lso *l)
+{
+	return l->last_marker;
+}

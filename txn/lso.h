@@ -1,0 +1,58 @@
+/*
+ * lso.h - per-partition transaction bookkeeping on the owner shard: the open
+ * transactions that hold the last stable offset (LSO) back, and the index of
+ * aborted transactions that read_committed fetches return.
+ *
+ * Locality: one struct txn_lso per partition, owned by its shard core.
+ */
+#ifndef SLUICE_TXN_LSO_H
+#define SLUICE_TXN_LSO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One aborted transaction on this partition: its data [first_offset, last_offset), marker at last_offset. */
+struct txn_aborted {
+	int64_t pid;
+	int64_t first_offset;   /* the producer's first transactional batch in it */
+	int64_t last_offset;    /* offset of the ABORT marker */
+};
+
+struct txn_lso;
+
+int  txn_lso_create(struct txn_lso **out);
+void txn_lso_destroy(struct txn_lso *l);
+
+/* pid's transaction opened here with its first batch at first_offset (offsets only grow). */
+int  txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset);
+/* pid's open transaction (if any) got its marker at marker_offset; an abort is
+ * recorded in the index (and appended to the index file when one is open).
+ * Returns 0, or -ENOENT if pid had no open transaction here. */
+int  txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted);
+/* First offset of pid's open transaction, or -1. */
+int64_t txn_lso_open_first(const struct txn_lso *l, int64_t pid);
+/* The LSO: min(first offset of the oldest open transaction, hw). */
+int64_t txn_lso_get(const struct txn_lso *l, int64_t hw);
+/* Aborted transactions that overlap [from, to): last_offset >= from and
+ * first_offset < to, in index order; copies up to max, returns how many overlap. */
+uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, struct txn_aborted *out,
+                         uint32_t max);
+/* Forget aborted transactions wholly below the log start (after retention). */
+void txn_lso_trim(struct txn_lso *l, int64_t log_start);
+uint32_t txn_lso_open_count(const struct txn_lso *l);
+
+/*
+ * The persisted index, DIR/aborted.txnindex (byte table in lso.c): fixed-size
+ * entries appended as aborts happen (pwrite, no sync); txn_lso_sync() makes
+ * them durable and is called before every producer-state snapshot, so every
+ * abort below a snapshot's offset is on disk. open loads it (a torn or
+ * damaged tail is cut; entries whose marker is at or past log_end are dropped,
+ * their log having been truncated), and keeps the file open for appends.
+ */
+int  txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end);
+int  txn_lso_sync(struct txn_lso *l);
+void txn_lso_close_index(struct txn_lso *l);
+/* Largest marker offset in the index, or -1: replay skips aborts already there. */
+int64_t txn_lso_last_marker(const struct txn_lso *l);
+
+#endif
