@@ -12,7 +12,8 @@
 #include "kerr.h"
 #include "req.h"
 
-#define DP_DESCRIBE_PRODUCERS_MAX 4096   /* producers listed per partition */
+#define DP_DESCRIBE_PRODUCERS_MAX 1024        /* producers listed per partition */
+#define DP_DESCRIBE_PRODUCERS_PARTS_MAX 1024  /* partitions per request */
 
 static void to_coordinator(struct dp_core *c, struct dp_req *r)
 {
@@ -148,6 +149,15 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 	if (!resp->Topics)
 		return -1;
 	resp->Topics_n = nt;
+	/* The lent arrays come from one pool buffer, sized for every partition asked. */
+	size_t nparts = 0;
+	for (int32_t i = 0; i < nt; i++)
+		nparts += q->Topics[i].PartitionIndexes_n > 0 ? (size_t)q->Topics[i].PartitionIndexes_n : 0;
+	if (nparts > DP_DESCRIBE_PRODUCERS_PARTS_MAX)
+		return -1;
+	struct DescribeProducersResponse_ProducerState *space =
+		nparts ? dp_buf_get(nparts * DP_DESCRIBE_PRODUCERS_MAX * sizeof(*space)) : NULL;
+	r->slots_mem = space;
 	for (int32_t i = 0; i < nt; i++) {
 		struct DescribeProducersRequest_TopicRequest *tq = &q->Topics[i];
 		struct DescribeProducersResponse_TopicResponse *tr = &resp->Topics[i];
@@ -169,11 +179,8 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 				continue;
 			}
 			/* A lent array: the owner fills it and says how many (bounded). */
-			pr->ActiveProducers = dp_req_alloc(r, sizeof(*pr->ActiveProducers) * DP_DESCRIBE_PRODUCERS_MAX);
-			if (!pr->ActiveProducers) {
-				pr->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
-				continue;
-			}
+			pr->ActiveProducers = space;
+			space += DP_DESCRIBE_PRODUCERS_MAX;
 			struct dp_msg m = { .type = DP_MSG_DESCRIBE_PRODUCERS, .flags = DP_F_WIRE, .ctx = r,
 			                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
 			m.u.txn.ptr = pr;

@@ -33,6 +33,7 @@
 
 #define DP_TXNC_TIMER_MS   100
 #define DP_TXNC_READ_BYTES (4u << 20)
+_Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 enum txnc_op {
 	OP_NONE = 0,
@@ -109,22 +110,37 @@ static void set_error(struct dp_req *r, int16_t err)
 	}
 }
 
-static void op_reply(struct dp_core *c, struct txn_meta *m, int16_t err)
+/* Answer the client of the current op, if it still waits. */
+static void op_answer(struct dp_core *c, struct txn_meta *m, int16_t err)
 {
 	struct dp_req *r = m->op_ctx;
-	if (r) {
-		if (err)
-			set_error(r, err);
-		else if (r->hdr.api_key == 22) {
-			struct InitProducerIdResponse *resp = r->resp;
-			resp->ProducerId = m->pid;
-			resp->ProducerEpoch = m->epoch;
-		}
-		reply(c, m->op_core, r, m->op_gen);
+	if (!r)
+		return;
+	if (err)
+		set_error(r, err);
+	else if (r->hdr.api_key == 22) {
+		struct InitProducerIdResponse *resp = r->resp;
+		resp->ProducerId = m->pid;
+		resp->ProducerEpoch = m->epoch;
 	}
+	reply(c, m->op_core, r, m->op_gen);
 	m->op_ctx = NULL;
+}
+
+static void txn_request(struct dp_core *c, struct dp_msg *msg);
+
+/* The op is over: answer (if not yet), then take the request that waited for it. */
+static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
+{
+	op_answer(c, m, err);
 	m->op = OP_NONE;
 	m->busy = false;
+	if (m->has_queued) {
+		struct dp_msg q;
+		memcpy(&q, m->queued, sizeof(q));
+		m->has_queued = false;
+		txn_request(c, &q);
+	}
 }
 
 /* ---- the log -------------------------------------------------------------------- */
@@ -171,7 +187,7 @@ void dp_txnc_on_write(void *cookie, int status)
 	if (status < 0) {
 		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)
-			op_reply(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
+			op_finish(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
 		return;
 	}
 	if (step)
@@ -211,7 +227,7 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 	if (persist(c, m, false) < 0)
 		DP_ERR("txn %.*s: cannot write Complete; the restart will finish it", m->id_len, m->id);
 	DP_DBG("txn %.*s: %s", m->id_len, m->id, txn_state_name(m->state));
-	op_reply(c, m, 0);
+	op_finish(c, m, 0);
 }
 
 /* The current op's write is durable, or all owners answered: take the next step. */
@@ -220,7 +236,7 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 	switch (m->op) {
 	case OP_INIT:
 	case OP_ADD_OFFSETS:
-		op_reply(c, m, 0);
+		op_finish(c, m, 0);
 		return;
 	case OP_ADD_PARTS:
 		if (m->markers_left)
@@ -230,13 +246,20 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 			if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 				return;
 		}
-		op_reply(c, m, 0);
+		op_finish(c, m, 0);
 		return;
 	case OP_END:
 	case OP_ABORT_BG:
 		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 			if (!m->markers_sent) {
 				m->markers_sent = true;
+				/*
+				 * The outcome is decided and durable: answer EndTxn now, as
+				 * Kafka does. The markers follow; a request for this id that
+				 * arrives meanwhile waits for them (queued, not refused), and
+				 * a crash before they are all durable is finished on restart.
+				 */
+				op_answer(c, m, 0);
 				fault_point(c, 1, "after Prepare is durable, before any marker");
 				if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
 					return;
@@ -278,7 +301,7 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	m->markers_left = 0;
 	m->markers_total = 0;
 	if (persist(c, m, true) < 0)
-		op_reply(c, m, 15);
+		op_finish(c, m, 15);
 }
 
 /* ---- requests --------------------------------------------------------------------- */
@@ -320,9 +343,13 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	}
 	if (m->state == TXN_ONGOING) {
 		/* A new instance while a transaction is open: fence the old one, abort its
-		 * transaction, and have the new one retry once that is done. */
+		 * transaction, and answer the new one once that is done. */
 		fence_and_abort(c, m, "a new instance of the producer arrived");
-		return 51;
+		if (!m->busy)
+			return 15;   /* the abort could not be written */
+		memcpy(m->queued, msg, sizeof(*msg));
+		m->has_queued = true;
+		return -1;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
 		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
@@ -342,8 +369,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	m->timeout_ms = q->TransactionTimeoutMs;
 	start_op(m, OP_INIT, msg, r);
 	if (persist(c, m, true) < 0) {
-		m->busy = false;
-		m->op = OP_NONE;
+		m->op_ctx = NULL;   /* the caller answers with the error */
+		op_finish(c, m, 0);
 		return 15;
 	}
 	return -1;   /* answered later */
@@ -419,8 +446,8 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 	}
 	start_op(m, OP_ADD_PARTS, msg, r);
 	if (persist(c, m, true) < 0) {
-		m->busy = false;
-		m->op = OP_NONE;
+		m->op_ctx = NULL;   /* the caller answers with the error */
+		op_finish(c, m, 0);
 		return 15;
 	}
 	return -1;
@@ -442,8 +469,8 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 		return KERR_INVALID_REQUEST;
 	start_op(m, OP_ADD_OFFSETS, msg, r);
 	if (persist(c, m, true) < 0) {
-		m->busy = false;
-		m->op = OP_NONE;
+		m->op_ctx = NULL;   /* the caller answers with the error */
+		op_finish(c, m, 0);
 		return 15;
 	}
 	return -1;
@@ -480,8 +507,8 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	if (persist(c, m, true) < 0) {
 		/* Not durable: fall back so a retry can try again. */
 		m->state = TXN_ONGOING;
-		m->busy = false;
-		m->op = OP_NONE;
+		m->op_ctx = NULL;   /* the caller answers with the error */
+		op_finish(c, m, 0);
 		return 15;
 	}
 	return -1;
@@ -570,10 +597,32 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 	return 0;
 }
 
+/* The transactional id a coordinator request is about, if any. */
+static struct kstr request_txn_id(const struct dp_req *r)
+{
+	switch (r->hdr.api_key) {
+	case 22: return ((const struct InitProducerIdRequest *)r->req)->TransactionalId;
+	case 24: return ((const struct AddPartitionsToTxnRequest *)r->req)->V3AndBelowTransactionalId;
+	case 25: return ((const struct AddOffsetsToTxnRequest *)r->req)->TransactionalId;
+	case 26: return ((const struct EndTxnRequest *)r->req)->TransactionalId;
+	}
+	return (struct kstr){ NULL, -1 };
+}
+
 static void txn_request(struct dp_core *c, struct dp_msg *msg)
 {
 	struct dp_req *r = msg->ctx;
 	int16_t err;
+	struct kstr id = request_txn_id(r);
+	struct txn_meta *busy = id.len > 0 && c->txnc->loaded ?
+		txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
+	if (busy && busy->busy && (busy->op == OP_END || busy->op == OP_ABORT_BG) && !busy->has_queued) {
+		/* Markers are being written: the next call waits for them instead of
+		 * getting CONCURRENT_TRANSACTIONS and backing off. */
+		memcpy(busy->queued, msg, sizeof(*msg));
+		busy->has_queued = true;
+		return;
+	}
 	if (!c->txnc->loaded) {
 		err = 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
 	} else {

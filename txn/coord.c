@@ -317,31 +317,36 @@ int txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap)
 	return (int)need;
 }
 
-int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)
+/* Walks a value; with apply false it only checks it, so a bad record changes nothing. */
+static int decode(struct txn_meta *m, const uint8_t *buf, size_t len, bool apply)
 {
 	if (len < VALUE_FIXED_BYTES + 4 || get(buf, 2) != 0)
 		return -EBADMSG;
 	const uint8_t *p = buf, *end = buf + len;
-	int64_t pid = (int64_t)get(p + 2, 8);
-	int16_t epoch = (int16_t)get(p + 10, 2);
-	int64_t prev_pid = (int64_t)get(p + 12, 8);
-	int16_t prev_epoch = (int16_t)get(p + 20, 2);
 	uint8_t state = p[22];
-	int32_t timeout = (int32_t)get(p + 23, 4);
-	int64_t start = (int64_t)get(p + 27, 8), update = (int64_t)get(p + 35, 8);
 	uint32_t ntps = (uint32_t)get(p + 43, 4);
 	if (state > TXN_PREPARE_EPOCH_FENCE || ntps > TXN_PARTS_MAX)
 		return -EBADMSG;
+	if (apply) {
+		m->pid = (int64_t)get(p + 2, 8);
+		m->epoch = (int16_t)get(p + 10, 2);
+		m->prev_pid = (int64_t)get(p + 12, 8);
+		m->prev_epoch = (int16_t)get(p + 20, 2);
+		m->state = (enum txn_state)state;   /* restoring, not moving: no setter */
+		m->timeout_ms = (int32_t)get(p + 23, 4);
+		m->start_ms = (int64_t)get(p + 27, 8);
+		m->update_ms = (int64_t)get(p + 35, 8);
+		txn_meta_clear_txn(m);
+	}
 	p += VALUE_FIXED_BYTES;
-	txn_meta_clear_txn(m);
 	for (uint32_t i = 0; i < ntps; i++) {
 		if (end - p < 2)
 			return -EBADMSG;
 		size_t tl = get(p, 2);
 		if (tl > TXN_TOPIC_BYTES_MAX || (size_t)(end - p) < 2 + tl + 4)
 			return -EBADMSG;
-		if (txn_meta_add_tp(m, (const char *)p + 2, tl, (int32_t)get(p + 2 + tl, 4)) < 0)
-			return -EBADMSG;
+		if (apply && txn_meta_add_tp(m, (const char *)p + 2, tl, (int32_t)get(p + 2 + tl, 4)) < 0)
+			return -ENOMEM;
 		p += 2 + tl + 4;
 	}
 	if (end - p < 4)
@@ -354,21 +359,19 @@ int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)
 		if (end - p < 2)
 			return -EBADMSG;
 		size_t gl = get(p, 2);
-		if ((size_t)(end - p) < 2 + gl || txn_meta_add_group(m, (const char *)p + 2, gl) < 0)
+		if (gl > TXN_GROUP_BYTES_MAX || (size_t)(end - p) < 2 + gl)
 			return -EBADMSG;
+		if (apply && txn_meta_add_group(m, (const char *)p + 2, gl) < 0)
+			return -ENOMEM;
 		p += 2 + gl;
 	}
-	if (p != end)
-		return -EBADMSG;
-	m->pid = pid;
-	m->epoch = epoch;
-	m->prev_pid = prev_pid;
-	m->prev_epoch = prev_epoch;
-	m->state = (enum txn_state)state;   /* restoring, not moving: no setter */
-	m->timeout_ms = timeout;
-	m->start_ms = start;
-	m->update_ms = update;
-	return 0;
+	return p == end ? 0 : -EBADMSG;
+}
+
+int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)
+{
+	int rc = decode(m, buf, len, false);
+	return rc < 0 ? rc : decode(m, buf, len, true);
 }
 
 /* ---- recovery from the coordinator log ------------------------------------- */

@@ -68,6 +68,8 @@ struct txn_meta {
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;
 	int16_t op_version;
+	bool has_queued;              /* a request waiting for the current op */
+	_Alignas(8) uint8_t queued[96]; /* the driver's message for it (opaque here) */
 };
 
 const char *txn_state_name(enum txn_state s);

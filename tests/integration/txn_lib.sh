@@ -1,0 +1,61 @@
+# txn_lib.sh - helpers shared by the transaction scripts (txn_*.sh, kafkajs_txn.sh);
+# sourced after lib.sh. The scripts get: SLUICED RDK_LOAD SLUICE_DUMP RDK_TXN.
+
+# txn_init NAME PORT_OFFSET "$@": integ_init plus $RDK_TXN (the 4th script argument).
+txn_init() {
+	local name=$1 off=$2
+	shift 2
+	integ_init "$name" "$off" "$@"
+	RDK_TXN=$(abs_path "${4:-}")
+	need_exe "$RDK_TXN"
+}
+
+# txn_run LOGNAME CMD...: run a client while watching the broker; its stdout and
+# stderr go to $WORK/LOGNAME.{out,err}; returns its status.
+txn_run() {
+	local name=$1
+	shift
+	guarded "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+}
+
+# txn_show LOGNAME: the last lines of a client's logs, for a failure message.
+txn_show() {
+	tail -n 15 "$WORK/$1.out" "$WORK/$1.err" 2>/dev/null | grep -v '^rdkafka .* 7 ' | tail -n 25
+}
+
+# expect_lines FILE LABEL...: the lines of an rdk_txn --out file with one of the labels.
+expect_lines() {
+	local f=$1 re
+	shift
+	re=$(IFS='|'; echo "$*")
+	grep -E "^($re) " "$f" || true
+}
+
+# consume_check LOGNAME ISOLATION EXPECT_FILE TOPICS PARTITIONS [rdk_txn consume args...]
+consume_check() {
+	local name=$1 iso=$2 exp=$3 topics=$4 parts=$5
+	shift 5
+	txn_run "$name" "$RDK_TXN" consume --bootstrap "$BOOTSTRAP" --topics "$topics" \
+		--partitions "$parts" --isolation "$iso" --expect "$exp" --out "$WORK/$name.read" "$@" ||
+		fail "$name: read_$iso does not match $(wc -l <"$exp") expected records:
+$(txn_show "$name")"
+	log "$name: $(tail -n 1 "$WORK/$name.out")"
+}
+
+# kafkajs_ready: node_modules/kafkajs 2.2.4 in $JSDIR, installed with `npm ci`
+# if missing; skips (77) without node/npm or without a network (as kafkajs.sh).
+kafkajs_ready() {
+	JSDIR=$(cd "$(dirname "$0")/kafkajs" && pwd)
+	command -v node >/dev/null || skip "node is not installed"
+	node -e 'process.exit(require(process.argv[1]).version === "2.2.4" ? 0 : 1)' \
+		"$JSDIR/node_modules/kafkajs/package.json" 2>/dev/null && return 0
+	command -v npm >/dev/null || skip "npm is not installed"
+	log "installing kafkajs with npm ci in $JSDIR"
+	if ! (cd "$JSDIR" && timeout 300 npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
+		cat "$WORK/npm.log" >&2
+		if grep -Eqi 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET|network' "$WORK/npm.log"; then
+			skip "npm ci failed: no network to the npm registry"
+		fi
+		fail "npm ci failed"
+	fi
+}
