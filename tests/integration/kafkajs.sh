@@ -16,21 +16,7 @@ COUNT=${KJS_COUNT:-20000}
 TOPIC=kjs
 integ_init kafkajs 8 "$@"
 need_exe "$RDK_LOAD"
-JSDIR=$(cd "$(dirname "$0")/kafkajs" && pwd)
-
-command -v node >/dev/null || skip "node is not installed"
-if ! node -e 'process.exit(require(process.argv[1]).version === "2.2.4" ? 0 : 1)' \
-	"$JSDIR/node_modules/kafkajs/package.json" 2>/dev/null; then
-	command -v npm >/dev/null || skip "npm is not installed"
-	log "installing kafkajs with npm ci in $JSDIR"
-	if ! (cd "$JSDIR" && timeout 300 npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
-		cat "$WORK/npm.log" >&2
-		if grep -Eqi 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET|network' "$WORK/npm.log"; then
-			skip "npm ci failed: no network to the npm registry"
-		fi
-		fail "npm ci failed"
-	fi
-fi
+kafkajs_ready
 
 FAULTS=()
 if [ "${KJS_IDEMPOTENT:-0}" = 1 ]; then
