@@ -88,6 +88,7 @@ struct dp_config {
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
 	int32_t txn_max_timeout_ms;
+	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 };
 
 enum dp_msg_type {

@@ -47,6 +47,10 @@ enum txnc_op {
 struct dp_txnc {
 	struct txn_coord *coord;
 	struct st_log *log;
+	uint64_t records;             /* records in the log (loaded + written since) */
+	int64_t compact_from;         /* a compaction rewrote every id after this offset */
+	uint32_t compact_pending;     /* its writes not yet durable */
+	bool compact_failed;          /* one of them failed: keep the old segments */
 	char dir[1024];
 	int64_t next_timer_ms;
 	bool loaded;
@@ -56,6 +60,7 @@ struct dp_txnc {
 struct txnc_write {
 	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
 	bool step;                /* the current op waits for this write */
+	bool compact;             /* a compaction rewrite */
 	struct txn_meta *m;
 	uint8_t *buf;
 };
@@ -145,7 +150,7 @@ static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
 
 /* ---- the log -------------------------------------------------------------------- */
 
-static int persist(struct dp_core *c, struct txn_meta *m, bool step)
+static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool compact)
 {
 	struct dp_txnc *t = c->txnc;
 	m->update_ms = dp_wall_ms();
@@ -163,7 +168,7 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .m = m, .buf = buf };
+	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
 	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
 		DP_ERR("transaction log append failed: %s", strerror((int)-off));
@@ -171,8 +176,44 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 		free(w);
 		return (int)off;
 	}
+	t->records++;
 	DP_DBG("txn %.*s: %s epoch %d written", m->id_len, m->id, txn_state_name(m->state), m->epoch);
 	return 0;
+}
+
+static int persist(struct dp_core *c, struct txn_meta *m, bool step)
+{
+	return persist_ex(c, m, step, false);
+}
+
+/*
+ * Compaction: every change is a new record, so the log only grows. When it
+ * holds far more records than there are ids, start a new segment, write
+ * every id's current state into it, and once those writes are durable drop
+ * the segments before it: the newest record of each id is then always in
+ * what remains. Records written meanwhile land after the new segment's start
+ * too, so nothing newer is ever dropped.
+ */
+static void maybe_compact(struct dp_core *c)
+{
+	struct dp_txnc *t = c->txnc;
+	uint32_t live = txn_coord_count(t->coord);
+	if (t->compact_pending || t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+		return;
+	int64_t from = st_log_end_offset(t->log);
+	if (st_log_roll(t->log) < 0)
+		return;
+	t->compact_from = from;
+	t->compact_failed = false;
+	t->records = 0;
+	uint32_t cur = 0;
+	struct txn_meta *m;
+	while ((m = txn_coord_next(t->coord, &cur)))
+		if (persist_ex(c, m, false, true) == 0)
+			t->compact_pending++;
+	if (!t->compact_pending)
+		st_log_drop_before(t->log, from);
+	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)from);
 }
 
 void dp_txnc_on_write(void *cookie, int status)
@@ -181,9 +222,17 @@ void dp_txnc_on_write(void *cookie, int status)
 	struct dp_core *c = dp_this_core;
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
-	bool step = w->step;
+	bool step = w->step, compact = w->compact;
 	dp_buf_put(w->buf);
 	free(w);
+	if (compact) {
+		struct dp_txnc *t = c->txnc;
+		t->compact_failed |= status < 0;
+		if (--t->compact_pending == 0 && !t->compact_failed) {
+			int n = st_log_drop_before(t->log, t->compact_from);
+			DP_INFO("transaction log: compaction done, %d old segment(s) removed", n);
+		}
+	}
 	if (status < 0) {
 		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)
@@ -663,6 +712,7 @@ void dp_txnc_timer(struct dp_core *c)
 	if (!t || now < t->next_timer_ms)
 		return;
 	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
+	maybe_compact(c);
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur)))
@@ -692,6 +742,7 @@ static int load_log(struct dp_txnc *t)
 			int n = st_batch_parse(buf + p, len - p, &h);
 			if (n <= 0)
 				break;
+			t->records++;
 			if (txn_coord_apply_batch(t->coord, buf + p, (size_t)n) < 0)
 				DP_WARN("transaction log: a damaged record at offset %lld was skipped", (long long)h.base_offset);
 			off = h.base_offset + h.last_offset_delta + 1;
@@ -738,6 +789,7 @@ int dp_txnc_start(struct dp_core *c)
 		}
 	}
 	t->loaded = true;
+	maybe_compact(c);
 	DP_INFO("transaction coordinator: %u transactional ids loaded, %u interrupted commits/aborts resumed",
 	        n, resumed);
 	return 0;

@@ -1234,6 +1234,30 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 	return log->leo;
 }
 
+int st_log_roll(struct st_log *log)
+{
+	struct st_seg *active = log_active(log);
+	if (active->size == 0)
+		return 0;   /* already empty: nothing to roll */
+	return log_roll(log);
+}
+
+int st_log_drop_before(struct st_log *log, int64_t offset)
+{
+	int deleted = 0;
+	while (log->nsegs > 1) {
+		struct st_seg *seg = log->segs[0];
+		if (seg->end > offset || seg->queued || seg->durable_size != seg->size)
+			break;   /* holds offsets we keep, or writes in flight: its fd stays */
+		seg_unlink(log, seg->base);
+		seg_free(seg);
+		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));
+		log->nsegs--;
+		deleted++;
+	}
+	return deleted;
+}
+
 int st_log_retain(struct st_log *log, int64_t now_ms)
 {
 	uint64_t total = 0;

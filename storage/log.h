@@ -119,6 +119,17 @@ typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t
  */
 int  st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg);
 
+/*
+ * Compaction by rewrite (internal logs): st_log_roll starts a new segment at
+ * the LEO (synchronous; no-op if the active one is empty); once everything
+ * worth keeping has been appended again after that point and is durable,
+ * st_log_drop_before deletes every whole segment that ends at or before
+ * offset (never the active one, never one with writes in flight). Returns
+ * 0/-errno, and the number of segments deleted.
+ */
+int  st_log_roll(struct st_log *log);
+int  st_log_drop_before(struct st_log *log, int64_t offset);
+
 /* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);
 
