@@ -174,6 +174,8 @@ void dp_req_complete_part(struct dp_core *c, struct dp_msg *m)
 			return;
 		r->parked = false;
 		r->woken = true;
+		if (r->in_more)
+			return;   /* fired synchronously while parking: dp_fetch_more loops */
 		if (!dp_handle_more(c, r))
 			req_finish(c, r);
 		return;

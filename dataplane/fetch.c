@@ -174,41 +174,62 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	}
 }
 
-/* Called when every owner has answered (or a watch woke a parked fetch). */
+#define DP_FETCH_SYNC_WAKES_MAX 3   /* rounds one call may run when local owners answer at once */
+
+/*
+ * Called when every owner has answered, or a watch woke a parked fetch.
+ * Owners on this same core answer synchronously, inside dp_send(): so a
+ * round holds an extra pending count until all its parts are sent, and a
+ * watch that fires while we are still here only sets `woken` (in_more), to
+ * be taken by the loop below instead of by a nested call.
+ */
 bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 {
-	if (r->woken) {
-		r->woken = false;
-		r->gen++;   /* answers to older watches are now stale */
-		fetch_round(c, r);
-		return r->pending > 0;
-	}
-	int64_t bytes = 0;
-	bool error = false;
-	for (uint32_t i = 0; i < r->nfparts; i++) {
-		bytes += r->fparts[i].out->Records.len;
-		error |= r->fparts[i].out->ErrorCode != 0;
-	}
-	if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms) {
-		/* Park: ask each owner to tell us when its high watermark passes our offset. */
-		r->gen++;
-		for (uint32_t i = 0; i < r->nfparts; i++) {
-			struct dp_fetch_part *fp = &r->fparts[i];
-			if (fp->owner < 0)
-				continue;
-			struct dp_msg m = {
-				.type = DP_MSG_WATCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
-				.gen = r->gen, .partition = fp->partition,
-			};
-			m.u.watch.offset = fp->offset;
-			m.u.watch.deadline_ms = r->deadline_ms;
-			m.u.watch.topic_gen = fp->gen;
-			m.u.watch.isolation = r->isolation;
-			dp_send(c, fp->owner, &m);
+	r->in_more = true;
+	for (int wakes = 0;; wakes++) {
+		if (r->woken) {
+			r->woken = false;
+			r->gen++;   /* answers to older watches are now stale */
+			r->pending++;
+			fetch_round(c, r);
+			if (--r->pending > 0) {
+				r->in_more = false;
+				return true;
+			}
 		}
-		dp_req_park(c, r);
-		return true;
+		int64_t bytes = 0;
+		bool error = false;
+		for (uint32_t i = 0; i < r->nfparts; i++) {
+			bytes += r->fparts[i].out->Records.len;
+			error |= r->fparts[i].out->ErrorCode != 0;
+		}
+		if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms &&
+		    wakes < DP_FETCH_SYNC_WAKES_MAX) {
+			/* Park: ask each owner to tell us when what we may read passes our offset. */
+			r->gen++;
+			dp_req_park(c, r);
+			for (uint32_t i = 0; i < r->nfparts && r->parked; i++) {
+				struct dp_fetch_part *fp = &r->fparts[i];
+				if (fp->owner < 0)
+					continue;
+				struct dp_msg m = {
+					.type = DP_MSG_WATCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
+					.gen = r->gen, .partition = fp->partition,
+				};
+				m.u.watch.offset = fp->offset;
+				m.u.watch.deadline_ms = r->deadline_ms;
+				m.u.watch.topic_gen = fp->gen;
+				m.u.watch.isolation = r->isolation;
+				dp_send(c, fp->owner, &m);
+			}
+			if (r->woken)
+				continue;   /* a local owner had data already: another round */
+			r->in_more = false;
+			return true;
+		}
+		break;
 	}
+	r->in_more = false;
 	/* Response-level MaxBytes: whole partitions in order; the first data always goes. */
 	int64_t sent = 0;
 	for (uint32_t i = 0; i < r->nfparts; i++) {

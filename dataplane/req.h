@@ -52,6 +52,7 @@ struct dp_req {
 	bool final_round;
 	bool woken;                   /* a watch fired: run another round */
 	bool in_park_list;
+	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
 
 	/* Produce/ListOffsets: flat slot -> response partition. */
 	void **slots;
@@ -79,6 +80,9 @@ void *dp_req_alloc(struct dp_req *r, size_t bytes);
 int  dp_txn_init_producer(struct dp_core *c, struct dp_req *r);
 int  dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+
+/* groupapi.c */
+int  dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 
 /* produce.c / fetch.c */
 int  dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
