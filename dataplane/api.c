@@ -22,7 +22,13 @@ static const struct dp_api {
 	{ 1, 0, 11 },   /* Fetch */
 	{ 2, 0, 3 },    /* ListOffsets */
 	{ 3, 0, 6 },    /* Metadata */
+	{ 8, 0, 7 },    /* OffsetCommit */
+	{ 9, 0, 7 },    /* OffsetFetch (6+: librdkafka asks RequireStable; no pending txn offsets here) */
 	{ 10, 0, 2 },   /* FindCoordinator */
+	{ 11, 0, 5 },   /* JoinGroup (no MEMBER_ID_REQUIRED round trip: ids are given at once) */
+	{ 12, 0, 3 },   /* Heartbeat */
+	{ 13, 0, 3 },   /* LeaveGroup */
+	{ 14, 0, 3 },   /* SyncGroup */
 	{ 18, 0, 3 },   /* ApiVersions */
 	{ 19, 0, 4 },   /* CreateTopics */
 	{ 20, 0, 1 },   /* DeleteTopics */
@@ -374,6 +380,9 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
 	case 3: rc = metadata(c, r, &rd); break;
 	case 10: rc = find_coordinator(c, r, &rd); break;
+	case 8: case 9: case 11: case 12: case 13: case 14:
+		rc = dp_group_handle(c, r, &rd);
+		break;
 	case 19: rc = create_topics(c, r, &rd); break;
 	case 20: rc = delete_topics(c, r, &rd); break;
 	case 22: rc = init_producer_id(c, r, &rd); break;
@@ -415,6 +424,7 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		}
 		return;
 	case DP_MSG_TXN_DONE:
+	case DP_MSG_GROUP_DONE:
 		return;   /* the coordinator filled the response */
 	case DP_MSG_TXN_MARKER_DONE:
 	case DP_MSG_DESCRIBE_PRODUCERS_DONE:
@@ -476,6 +486,12 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(1, FetchResponse)
 	ENCODE_CASE(2, ListOffsetsResponse)
 	ENCODE_CASE(3, MetadataResponse)
+	ENCODE_CASE(8, OffsetCommitResponse)
+	ENCODE_CASE(9, OffsetFetchResponse)
+	ENCODE_CASE(11, JoinGroupResponse)
+	ENCODE_CASE(12, HeartbeatResponse)
+	ENCODE_CASE(13, LeaveGroupResponse)
+	ENCODE_CASE(14, SyncGroupResponse)
 	ENCODE_CASE(10, FindCoordinatorResponse)
 	ENCODE_CASE(18, ApiVersionsResponse)
 	ENCODE_CASE(19, CreateTopicsResponse)
@@ -503,6 +519,12 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(1, FetchResponse)
 	ENCODE_CASE2(2, ListOffsetsResponse)
 	ENCODE_CASE2(3, MetadataResponse)
+	ENCODE_CASE2(8, OffsetCommitResponse)
+	ENCODE_CASE2(9, OffsetFetchResponse)
+	ENCODE_CASE2(11, JoinGroupResponse)
+	ENCODE_CASE2(12, HeartbeatResponse)
+	ENCODE_CASE2(13, LeaveGroupResponse)
+	ENCODE_CASE2(14, SyncGroupResponse)
 	ENCODE_CASE2(10, FindCoordinatorResponse)
 	ENCODE_CASE2(18, ApiVersionsResponse)
 	ENCODE_CASE2(19, CreateTopicsResponse)

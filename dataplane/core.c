@@ -119,6 +119,9 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_TXN_ADD_ACK:
 		dp_txnc_msg(c, m);
 		return;
+	case DP_MSG_GROUP_REQ:
+		dp_group_msg(c, m);
+		return;
 	case DP_MSG_TXN_MARKER_DONE:
 		if (m->flags & DP_F_WIRE)
 			dp_req_complete_part(c, m);
@@ -224,6 +227,7 @@ static void on_append(void *cookie, int status, int64_t base_offset)
 	case DP_COOKIE_PRODUCE: dp_shard_on_append(cookie, status, base_offset); return;
 	case DP_COOKIE_MARKER: dp_shard_on_marker(cookie, status); return;
 	case DP_COOKIE_COORD: dp_txnc_on_write(cookie, status); return;
+	case DP_COOKIE_GROUP: dp_group_on_write(cookie, status); return;
 	default: assert(!"unknown append cookie");
 	}
 }
@@ -257,6 +261,8 @@ static int core_setup(struct dp_core *c)
 			if (c->topics[id].live)
 				dp_shard_open_owned(c, &c->topics[id], id);
 	if (c->is_control && (rc = dp_txnc_start(c)) < 0)
+		return rc;
+	if (c->is_control && (rc = dp_group_start(c)) < 0)
 		return rc;
 	if (!c->is_data)
 		return 0;
@@ -297,8 +303,10 @@ static void core_teardown(struct dp_core *c)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);
 	}
-	if (c->is_control)
+	if (c->is_control) {
 		dp_txnc_stop(c);
+		dp_group_stop(c);
+	}
 	/* The ring goes first: the kernel then holds no receive buffer of the NIC's. */
 	io_uring_queue_exit(&c->ring);
 	if (c->nic)
@@ -340,8 +348,10 @@ int dp_core_run(struct dp_core *c)
 				dp_conn_timer(c);
 				dp_shard_timer(c);
 			}
-			if (c->is_control)
+			if (c->is_control) {
 				dp_txnc_timer(c);
+				dp_group_timer(c);
+			}
 		}
 		if (c->io)
 			work += st_io_flush(c->io);

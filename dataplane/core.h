@@ -32,6 +32,7 @@ struct st_log;
 struct txn_pstate;
 struct txn_lso;
 struct dp_txnc;
+struct dp_grp;
 
 /* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
 struct dp_txn_allow {
@@ -118,6 +119,8 @@ enum dp_msg_type {
 	DP_MSG_TXN_MARKER_DONE,
 	DP_MSG_DESCRIBE_PRODUCERS, /* data core -> owner: list this partition's producers */
 	DP_MSG_DESCRIBE_PRODUCERS_DONE,
+	DP_MSG_GROUP_REQ,       /* data core -> control: a group request (req lent until the reply) */
+	DP_MSG_GROUP_DONE,
 };
 
 /* What an append's cookie is: the first byte of every cookie given to st_log_append. */
@@ -125,6 +128,7 @@ enum dp_cookie_kind {
 	DP_COOKIE_PRODUCE = 1,   /* struct dp_append (shard.c) */
 	DP_COOKIE_MARKER,        /* struct dp_marker (shard.c) */
 	DP_COOKIE_COORD,         /* coordinator log write (txncoord.c) */
+	DP_COOKIE_GROUP,         /* committed-offset write (group.c) */
 };
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */
@@ -235,6 +239,7 @@ struct dp_core {
 	struct dp_ctrl *ctrl;
 	struct dp_pids ctrl_pids;
 	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
+	struct dp_grp *grp;           /* group coordinator (group.c) */
 
 	/* Owner side produce bookkeeping: free list of append groups. */
 	struct dp_append *append_free;
@@ -325,6 +330,12 @@ void dp_txnc_on_write(void *cookie, int status);
 void dp_txnc_timer(struct dp_core *c);
 void dp_txnc_stop(struct dp_core *c);
 uint32_t dp_topic_hash(const char *name, size_t len);
+/* group.c: control core, the group coordinator */
+int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
+void dp_group_msg(struct dp_core *c, struct dp_msg *m);
+void dp_group_on_write(void *cookie, int status);
+void dp_group_timer(struct dp_core *c);
+void dp_group_stop(struct dp_core *c);
 /* control.c: control core's catalog, for the coordinator */
 bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
                    uint32_t *id, uint32_t *gen, uint32_t *hash);

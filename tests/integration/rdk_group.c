@@ -1,0 +1,255 @@
+/*
+ * rdk_group.c - a librdkafka group consumer for the group-coordinator tests
+ * (group_*.sh).
+ *
+ *   rdk_group watermarks --bootstrap B --topic T --partitions P
+ *       prints "PARTITION HIGH_WATERMARK" per partition.
+ *   rdk_group consume --bootstrap B --topic T --group G --partitions P --out FILE
+ *       [--peer FILE] [--until N] [--stop-shared N] [--delay-ms D]
+ *       [--auto-commit] [--timeout S] [--session-ms MS] [--until-min N --idle-ms MS]
+ *       subscribe()s to T in group G. Each message is committed synchronously
+ *       (rd_kafka_commit_message) and only then written to FILE as
+ *       "PARTITION OFFSET": a line means "processed and committed", so across
+ *       the consumers of a group every offset must appear exactly once.
+ *       With --auto-commit the offset is stored and auto-committed every
+ *       100 ms instead, and every message is written (at-least-once).
+ *       Stops (closing the consumer: LeaveGroup) when own lines + the lines
+ *       of --peer reach --until, or, with --stop-shared N, after N messages
+ *       processed while sharing the topic (assigned fewer than P partitions)
+ *       once the peer has written something, or with --idle-ms once the
+ *       lines reach --until-min and nothing came for that long.
+ *
+ * Exit status: 0 = stopped as asked, 1 = timeout or client error, 2 = usage.
+ * Locality: test process, one thread (plus librdkafka's).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+enum { exit_ok = 0, exit_fail = 1, exit_usage = 2 };
+
+struct opts {
+	const char *mode, *bootstrap, *topic, *group, *out, *peer;
+	int partitions, delay_ms, timeout_s, session_ms;
+	long until, until_min, stop_shared;
+	int idle_ms;
+	bool auto_commit;
+};
+
+static int assigned;   /* partitions in the current assignment */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rdk_group watermarks|consume --bootstrap B --topic T --partitions P "
+	                "[--group G --out FILE --peer FILE --until N --stop-shared N --delay-ms D "
+	                "--auto-commit --timeout S --session-ms MS]\n");
+	exit(exit_usage);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long lines_of(const char *path)
+{
+	if (!path)
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	long n = 0;
+	int ch;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static void set(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+	char err[256];
+	if (rd_kafka_conf_set(conf, k, v, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+		fprintf(stderr, "config %s=%s: %s\n", k, v, err);
+		exit(exit_usage);
+	}
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
+{
+	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+		assigned = parts->cnt;
+		fprintf(stderr, "assigned %d partitions:", parts->cnt);
+		for (int i = 0; i < parts->cnt; i++)
+			fprintf(stderr, " %d", parts->elems[i].partition);
+		fprintf(stderr, "\n");
+		rd_kafka_assign(rk, parts);
+	} else {
+		fprintf(stderr, "revoked %d partitions (%s)\n", parts->cnt, rd_kafka_err2str(err));
+		assigned = 0;
+		rd_kafka_assign(rk, NULL);
+	}
+}
+
+static int watermarks(const struct opts *o)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char err[256];
+	set(conf, "bootstrap.servers", o->bootstrap);
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!rk) {
+		fprintf(stderr, "rd_kafka_new: %s\n", err);
+		return exit_fail;
+	}
+	for (int p = 0; p < o->partitions; p++) {
+		int64_t lo, hi;
+		rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, o->topic, p, &lo, &hi, 10000);
+		if (e) {
+			fprintf(stderr, "watermarks of %s/%d: %s\n", o->topic, p, rd_kafka_err2str(e));
+			rd_kafka_destroy(rk);
+			return exit_fail;
+		}
+		printf("%d %lld\n", p, (long long)hi);
+	}
+	rd_kafka_destroy(rk);
+	return exit_ok;
+}
+
+static int consume(const struct opts *o)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char err[256];
+	set(conf, "bootstrap.servers", o->bootstrap);
+	set(conf, "group.id", o->group);
+	set(conf, "auto.offset.reset", "earliest");
+	set(conf, "enable.auto.commit", o->auto_commit ? "true" : "false");
+	set(conf, "enable.auto.offset.store", "false");
+	set(conf, "auto.commit.interval.ms", "100");
+	char session[16];
+	snprintf(session, sizeof(session), "%d", o->session_ms);
+	set(conf, "session.timeout.ms", session);
+	set(conf, "heartbeat.interval.ms", "500");
+	set(conf, "fetch.wait.max.ms", "100");
+	rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!rk) {
+		fprintf(stderr, "rd_kafka_new: %s\n", err);
+		return exit_fail;
+	}
+	rd_kafka_poll_set_consumer(rk);
+	rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(sub, o->topic, RD_KAFKA_PARTITION_UA);
+	rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, sub);
+	rd_kafka_topic_partition_list_destroy(sub);
+	if (e) {
+		fprintf(stderr, "subscribe: %s\n", rd_kafka_err2str(e));
+		return exit_fail;
+	}
+	FILE *out = fopen(o->out, "a");
+	if (!out) {
+		fprintf(stderr, "%s: %s\n", o->out, strerror(errno));
+		return exit_fail;
+	}
+	long own = 0, shared = 0, failed_commits = 0;
+	int rc = exit_fail;
+	int64_t deadline = now_ms() + (int64_t)o->timeout_s * 1000, last_msg_ms = now_ms();
+	while (now_ms() < deadline) {
+		long total = o->until > 0 ? own + lines_of(o->peer) : 0;
+		if (o->until > 0 && total >= o->until) {
+			rc = exit_ok;
+			break;
+		}
+		if (o->idle_ms > 0 && total >= o->until_min && now_ms() - last_msg_ms >= o->idle_ms) {
+			rc = exit_ok;
+			break;
+		}
+		if (o->stop_shared > 0 && shared >= o->stop_shared) {
+			rc = exit_ok;
+			break;
+		}
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+		if (!m)
+			continue;
+		last_msg_ms = now_ms();
+		if (m->err) {
+			if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+				fprintf(stderr, "consume error: %s\n", rd_kafka_message_errstr(m));
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (o->delay_ms)
+			usleep((useconds_t)o->delay_ms * 1000);
+		if (o->auto_commit) {
+			rd_kafka_offset_store(m->rkt, m->partition, m->offset);   /* commits offset + 1 */
+		} else if ((e = rd_kafka_commit_message(rk, m, 0))) {
+			/* Not committed: it will come again (from the committed offset), maybe elsewhere. */
+			fprintf(stderr, "commit of %d/%lld failed: %s\n", m->partition, (long long)m->offset,
+			        rd_kafka_err2str(e));
+			failed_commits++;
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		fprintf(out, "%d %lld\n", m->partition, (long long)m->offset);
+		fflush(out);
+		own++;
+		if (assigned > 0 && assigned < o->partitions && lines_of(o->peer) > 0)
+			shared++;
+		rd_kafka_message_destroy(m);
+	}
+	fclose(out);
+	fprintf(stderr, "%s: %ld messages, %ld shared, %ld failed commits; closing\n",
+	        rc == exit_ok ? "done" : "TIMEOUT", own, shared, failed_commits);
+	printf("consumed %ld\n", own);
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .timeout_s = 60, .session_ms = 10000 };
+	if (argc < 2)
+		usage();
+	o.mode = argv[1];
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--auto-commit")) {
+			o.auto_commit = true;
+			continue;
+		}
+		if (i + 1 >= argc)
+			usage();
+		const char *v = argv[++i];
+		if (!strcmp(a, "--bootstrap")) o.bootstrap = v;
+		else if (!strcmp(a, "--topic")) o.topic = v;
+		else if (!strcmp(a, "--group")) o.group = v;
+		else if (!strcmp(a, "--out")) o.out = v;
+		else if (!strcmp(a, "--peer")) o.peer = v;
+		else if (!strcmp(a, "--partitions")) o.partitions = atoi(v);
+		else if (!strcmp(a, "--delay-ms")) o.delay_ms = atoi(v);
+		else if (!strcmp(a, "--session-ms")) o.session_ms = atoi(v);
+		else if (!strcmp(a, "--timeout")) o.timeout_s = atoi(v);
+		else if (!strcmp(a, "--until")) o.until = atol(v);
+		else if (!strcmp(a, "--until-min")) o.until_min = atol(v);
+		else if (!strcmp(a, "--idle-ms")) o.idle_ms = atoi(v);
+		else if (!strcmp(a, "--stop-shared")) o.stop_shared = atol(v);
+		else usage();
+	}
+	if (!o.bootstrap || !o.topic || o.partitions <= 0)
+		usage();
+	if (!strcmp(o.mode, "watermarks"))
+		return watermarks(&o);
+	if (!strcmp(o.mode, "consume") && o.group && o.out)
+		return consume(&o);
+	usage();
+}

@@ -1,0 +1,444 @@
+/*
+ * group_ut.c - the consumer-group coordinator's pure logic (txn/group.c):
+ * the state table against Kafka's, joins and rebalances, the leader's
+ * SyncGroup, heartbeats, leaving, session expiry, the rebalance timeout,
+ * commit checks, and the committed-offset table with its log records.
+ *
+ * Locality: test thread only (one test forks a child that must abort).
+ */
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "group.h"
+
+#define UT_SESSION_MS 10000
+#define UT_REBALANCE_MS 30000
+#define UT_TS 1700000000000ll
+#define UT_MANY 3000
+
+static struct grp_outs ut_o;
+
+/* A JoinGroup of protocol type "consumer" with the given assignors (metadata = name). */
+static struct grp_join_req jreq(const char *member, const char *client, const char *p1, const char *p2)
+{
+	struct grp_join_req q = { .member_id = member, .member_id_len = strlen(member),
+	                          .client_id = client, .client_id_len = strlen(client),
+	                          .protocol_type = "consumer", .protocol_type_len = 8,
+	                          .session_ms = UT_SESSION_MS, .rebalance_ms = UT_REBALANCE_MS };
+	const char *ps[2] = { p1, p2 };
+	for (int i = 0; i < 2; i++)
+		if (ps[i]) {
+			q.proto_names[q.nprotocols] = ps[i];
+			q.proto_name_lens[q.nprotocols] = strlen(ps[i]);
+			q.proto_metas[q.nprotocols] = (const uint8_t *)ps[i];
+			q.proto_meta_lens[q.nprotocols] = strlen(ps[i]);
+			q.nprotocols++;
+		}
+	return q;
+}
+
+static struct grp_waiter W(uintptr_t n)
+{
+	return (struct grp_waiter){ .ctx = (void *)n, .gen = (uint32_t)n, .core = 1 };
+}
+
+/* The answer for waiter n in ut_o, or NULL. */
+static struct grp_out *out_for(uintptr_t n)
+{
+	for (uint32_t i = 0; i < ut_o.n; i++)
+		if (ut_o.o[i].w.ctx == (void *)n)
+			return &ut_o.o[i];
+	return NULL;
+}
+
+static struct grp_member *join_new(struct grp_group *g, uintptr_t w, const char *client, int64_t now)
+{
+	struct grp_join_req q = jreq("", client, "range", "roundrobin");
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(w), now, &ut_o), 0);
+	return g->members[g->nmembers - 1];
+}
+
+static void test_state_table(void)
+{
+	/* Kafka's GroupState validPreviousStates, written out independently. */
+	static const bool ok[5][5] = {
+		/* from \ to:   Empty  Prep   Compl  Stable Dead */
+		[GRP_EMPTY] = { false, true, false, false, true },
+		[GRP_PREPARING_REBALANCE] = { true, false, true, false, true },
+		[GRP_COMPLETING_REBALANCE] = { false, true, false, true, true },
+		[GRP_STABLE] = { false, true, false, false, true },
+		[GRP_DEAD] = { false, false, false, false, true },
+	};
+	for (int f = 0; f < 5; f++)
+		for (int t = 0; t < 5; t++)
+			CU_ASSERT_EQUAL(grp_state_move_ok(f, t), ok[f][t]);
+	CU_ASSERT(!grp_state_move_ok(GRP_EMPTY, 9));
+	CU_ASSERT_STRING_EQUAL(grp_state_name(GRP_COMPLETING_REBALANCE), "CompletingRebalance");
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct grp_group g = { .state = GRP_EMPTY };
+		grp_set_state(&g, GRP_STABLE);   /* must abort */
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+}
+
+static void test_single_member(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	CU_ASSERT_PTR_NULL(grp_get(c, "", 0));
+	struct grp_group *g = grp_get(c, "g1", 2);
+	CU_ASSERT_PTR_EQUAL(grp_get(c, "g1", 2), g);
+	CU_ASSERT_EQUAL(g->state, GRP_EMPTY);
+	struct grp_member *m = join_new(g, 1, "rdk", 0);
+	/* The only member rejoined at once: the join completes now, generation 1, it leads. */
+	CU_ASSERT_EQUAL(ut_o.n, 1);
+	CU_ASSERT(out_for(1) && out_for(1)->err == 0 && out_for(1)->m == m && out_for(1)->kind == GRP_OUT_JOIN);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	CU_ASSERT_EQUAL(g->generation, 1);
+	CU_ASSERT_PTR_EQUAL(g->leader, m);
+	CU_ASSERT(m->id_len > 4 && memcmp(m->id, "rdk-", 4) == 0);
+	CU_ASSERT(g->protocol_name_len == 5 && memcmp(g->protocol_name, "range", 5) == 0);
+	/* Heartbeat while completing: fine; wrong generation, unknown member. */
+	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 1, 10), 0);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 0, 10), GRP_ERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, "x", 1, 1, 10), GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), GRP_ERR_REBALANCE_IN_PROGRESS);
+	/* The leader syncs its own assignment. */
+	struct grp_assign a = { m->id, m->id_len, (const uint8_t *)"ASSIGN", 6 };
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_sync(g, m->id, m->id_len, 1, &a, 1, W(2), 20, &ut_o), 0);
+	CU_ASSERT(out_for(2) && out_for(2)->err == 0 && out_for(2)->m == m);
+	CU_ASSERT(m->assignment_len == 6 && memcmp(m->assignment, "ASSIGN", 6) == 0);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), 0);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 2), GRP_ERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), GRP_ERR_UNKNOWN_MEMBER_ID);
+	/* A follower-like rejoin with the same protocols while Stable by the leader: rebalance. */
+	struct grp_join_req q = jreq(m->id, "rdk", "range", "roundrobin");
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_join(g, &q, W(3), 30, &ut_o), 0);
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	/* Leave: the group is empty, a new generation, simple commits are allowed again. */
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_leave(g, m->id, m->id_len, 40, &ut_o), 0);
+	CU_ASSERT_EQUAL(g->state, GRP_EMPTY);
+	CU_ASSERT_EQUAL(g->nmembers, 0);
+	CU_ASSERT_EQUAL(g->generation, 3);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), 0);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, 3), GRP_ERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_commit_check(NULL, "", 0, -1), 0);
+	CU_ASSERT_EQUAL(grp_leave(g, "nobody", 6, 50, &ut_o), GRP_ERR_UNKNOWN_MEMBER_ID);
+	grp_coord_destroy(c);
+}
+
+static void test_two_members(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g2", 2);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	struct grp_assign as = { a->id, a->id_len, (const uint8_t *)"A1", 2 };
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, &as, 1, W(2), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	/* b joins: a rebalance; b waits for a to rejoin. */
+	struct grp_member *b = join_new(g, 3, "b", 100);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 200), GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_commit_check(g, a->id, a->id_len, 1), 0);   /* commit before rejoining */
+	/* A SyncGroup now is refused. */
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(4), 200, &ut_o);
+	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	/* a rejoins: both answered, a stays leader (the first joiner). */
+	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
+	ut_o.n = 0;
+	grp_join(g, &q, W(5), 300, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 2);
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0 && out_for(3)->m == b);
+	CU_ASSERT(out_for(5) && out_for(5)->err == 0 && out_for(5)->m == a);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	CU_ASSERT_PTR_EQUAL(g->leader, a);
+	/* The follower's SyncGroup waits for the leader's, then both get theirs. */
+	ut_o.n = 0;
+	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(6), 310, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	struct grp_assign two[2] = { { a->id, a->id_len, (const uint8_t *)"AA", 2 },
+	                             { b->id, b->id_len, (const uint8_t *)"BBB", 3 } };
+	grp_sync(g, a->id, a->id_len, 2, two, 2, W(7), 320, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 2);
+	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(6)->m == b);
+	CU_ASSERT(b->assignment_len == 3 && memcmp(b->assignment, "BBB", 3) == 0);
+	CU_ASSERT(a->assignment_len == 2);
+	/* A late follower SyncGroup in Stable is answered at once; wrong generation refused. */
+	ut_o.n = 0;
+	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(8), 330, &ut_o);
+	grp_sync(g, b->id, b->id_len, 1, NULL, 0, W(9), 330, &ut_o);
+	grp_sync(g, "zz", 2, 2, NULL, 0, W(10), 330, &ut_o);
+	CU_ASSERT(out_for(8) && out_for(8)->err == 0);
+	CU_ASSERT(out_for(9) && out_for(9)->err == GRP_ERR_ILLEGAL_GENERATION);
+	CU_ASSERT(out_for(10) && out_for(10)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	/* A follower rejoining with unchanged protocols keeps the generation. */
+	q = jreq(b->id, "b", "range", "roundrobin");
+	ut_o.n = 0;
+	grp_join(g, &q, W(11), 340, &ut_o);
+	CU_ASSERT(out_for(11) && out_for(11)->err == 0);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	/* The leader leaves: b is alone after its rejoin, and leads. */
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_leave(g, a->id, a->id_len, 400, &ut_o), 0);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, b->id, b->id_len, 2, 410), GRP_ERR_REBALANCE_IN_PROGRESS);
+	q = jreq(b->id, "b", "range", "roundrobin");
+	grp_join(g, &q, W(12), 420, &ut_o);
+	CU_ASSERT(out_for(12) && out_for(12)->err == 0);
+	CU_ASSERT_EQUAL(g->generation, 3);
+	CU_ASSERT_PTR_EQUAL(g->leader, b);
+	grp_coord_destroy(c);
+}
+
+static void test_protocols(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g3", 2);
+	struct grp_join_req q = jreq("", "a", "roundrobin", "range");
+	ut_o.n = 0;
+	grp_join(g, &q, W(1), 0, &ut_o);
+	struct grp_member *a = g->members[0];
+	/* No common assignor, or another protocol type: INCONSISTENT_GROUP_PROTOCOL. */
+	q = jreq("", "b", "sticky", NULL);
+	grp_join(g, &q, W(2), 0, &ut_o);
+	CU_ASSERT(out_for(2) && out_for(2)->err == GRP_ERR_INCONSISTENT_PROTOCOL);
+	q = jreq("", "b", "range", NULL);
+	q.protocol_type = "connect";
+	q.protocol_type_len = 7;
+	grp_join(g, &q, W(3), 0, &ut_o);
+	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_INCONSISTENT_PROTOCOL);
+	q = jreq("", "b", "range", NULL);
+	q.session_ms = 10;
+	grp_join(g, &q, W(4), 0, &ut_o);
+	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_INVALID_SESSION_TIMEOUT);
+	q = jreq("nope", "b", "range", NULL);
+	grp_join(g, &q, W(5), 0, &ut_o);
+	CU_ASSERT(out_for(5) && out_for(5)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	/* b supports only range: the leader's first choice (roundrobin) cannot be taken. */
+	q = jreq("", "b", "range", NULL);
+	ut_o.n = 0;
+	grp_join(g, &q, W(6), 0, &ut_o);
+	q = jreq(a->id, "a", "roundrobin", "range");
+	grp_join(g, &q, W(7), 0, &ut_o);
+	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(7) && out_for(7)->err == 0);
+	CU_ASSERT(g->protocol_name_len == 5 && memcmp(g->protocol_name, "range", 5) == 0);
+	grp_coord_destroy(c);
+}
+
+static void test_expiry_and_timeout(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g4", 2);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(2), 0, &ut_o);
+	struct grp_member *b = join_new(g, 3, "b", 1000);
+	(void)b;
+	/* a never rejoins; heartbeats keep it a member until the rebalance timeout. */
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 5000), GRP_ERR_REBALANCE_IN_PROGRESS);
+	ut_o.n = 0;
+	for (int64_t t = 5000; t < 1000 + UT_REBALANCE_MS; t += 4000) {
+		grp_tick(g, t, &ut_o);
+		CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, t), GRP_ERR_REBALANCE_IN_PROGRESS);
+	}
+	grp_tick(g, 1000 + UT_REBALANCE_MS - 1, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	CU_ASSERT_EQUAL(g->nmembers, 2);
+	grp_tick(g, 1000 + UT_REBALANCE_MS, &ut_o);
+	/* The join completed without a: b alone, generation 2, b leads. */
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	CU_ASSERT(g->leader == g->members[0] && g->leader->id[0] == 'b');
+	struct grp_member *bb = g->members[0];
+	int64_t t = 1000 + UT_REBALANCE_MS;
+	ut_o.n = 0;
+	grp_sync(g, bb->id, bb->id_len, 2, NULL, 0, W(4), t, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	/* Session expiry: silent past the session timeout, gone; the group is Empty. */
+	grp_tick(g, t + UT_SESSION_MS, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, bb->id, bb->id_len, 2, t + UT_SESSION_MS), 0);
+	grp_tick(g, t + 2 * UT_SESSION_MS, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	grp_tick(g, t + 2 * UT_SESSION_MS + 1, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 0);
+	CU_ASSERT_EQUAL(g->state, GRP_EMPTY);
+	CU_ASSERT_EQUAL(g->generation, 3);
+	grp_coord_destroy(c);
+}
+
+static void test_expiry_in_stable_pair(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g5", 2);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	struct grp_member *b = join_new(g, 2, "b", 0);
+	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
+	ut_o.n = 0;
+	grp_join(g, &q, W(3), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	/* The follower waits in SyncGroup; the leader dies: the follower is told to rejoin. */
+	grp_sync(g, b->id, b->id_len, g->generation, NULL, 0, W(4), 0, &ut_o);
+	ut_o.n = 0;
+	grp_heartbeat(g, b->id, b->id_len, g->generation, UT_SESSION_MS);
+	grp_tick(g, UT_SESSION_MS + 1, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	grp_coord_destroy(c);
+}
+
+static void test_many_groups(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	char id[32];
+	for (int i = 0; i < UT_MANY; i++) {
+		int n = snprintf(id, sizeof(id), "group-%d", i);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(grp_get(c, id, (size_t)n));
+	}
+	CU_ASSERT_EQUAL(grp_count(c), UT_MANY);
+	for (int i = 0; i < UT_MANY; i++) {
+		int n = snprintf(id, sizeof(id), "group-%d", i);
+		struct grp_group *g = grp_find(c, id, (size_t)n);
+		CU_ASSERT(g && g->id_len == n && memcmp(g->id, id, (size_t)n) == 0);
+	}
+	uint32_t cur = 0, k = 0;
+	while (grp_next(c, &cur))
+		k++;
+	CU_ASSERT_EQUAL(k, UT_MANY);
+	CU_ASSERT_PTR_NULL(grp_find(c, "group-x", 7));
+	grp_coord_destroy(c);
+}
+
+static void test_offsets(void)
+{
+	struct grp_offsets *t;
+	CU_ASSERT_EQUAL_FATAL(grp_offsets_create(&t), 0);
+	CU_ASSERT_PTR_NULL(grp_offset_get(t, "g", 1, "t", 1, 0));
+	char topic[32];
+	for (int i = 0; i < UT_MANY; i++) {
+		int n = snprintf(topic, sizeof(topic), "topic-%d", i % 100);
+		CU_ASSERT_EQUAL(grp_offset_put(t, "g", 1, topic, (size_t)n, i / 100, i, 3, UT_TS, i % 2 ? "meta" : NULL,
+		                               i % 2 ? 4 : -1), 0);
+	}
+	CU_ASSERT_EQUAL(grp_offsets_count(t), UT_MANY);
+	const struct grp_offset *o = grp_offset_get(t, "g", 1, "topic-7", 7, 5);
+	CU_ASSERT(o && o->offset == 507 && o->leader_epoch == 3 && o->meta_len == 4 && memcmp(o->meta, "meta", 4) == 0);
+	o = grp_offset_get(t, "g", 1, "topic-8", 7, 5);
+	CU_ASSERT(o && o->offset == 508 && o->meta_len == -1);
+	CU_ASSERT_PTR_NULL(grp_offset_get(t, "h", 1, "topic-8", 7, 5));
+	/* Replace. */
+	CU_ASSERT_EQUAL(grp_offset_put(t, "g", 1, "topic-8", 7, 5, 9999, -1, UT_TS + 1, "", 0), 0);
+	o = grp_offset_get(t, "g", 1, "topic-8", 7, 5);
+	CU_ASSERT(o && o->offset == 9999 && o->meta_len == 0);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), UT_MANY);
+	const char *gp, *tp;
+	size_t gl, tl;
+	int32_t p;
+	grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &p);
+	CU_ASSERT(gl == 1 && gp[0] == 'g' && tl == 7 && memcmp(tp, "topic-8", 7) == 0 && p == 5);
+	char big[GRP_OFFSET_META_MAX + 1];
+	memset(big, 'x', sizeof(big));
+	CU_ASSERT_EQUAL(grp_offset_put(t, "g", 1, "t", 1, 0, 1, -1, 0, big, GRP_OFFSET_META_MAX + 1), -EINVAL);
+	CU_ASSERT_EQUAL(grp_offset_put(t, "g", 1, big, GRP_TOPIC_BYTES_MAX + 1, 0, 1, -1, 0, NULL, -1), -EINVAL);
+	grp_offsets_destroy(t);
+}
+
+/* One record batch of an offsets-log record (value NULL: tombstone). */
+static int rec_batch(uint8_t *buf, size_t cap, const char *g, const char *topic, int32_t p, int64_t off,
+                     const char *meta, bool tomb)
+{
+	uint8_t k[GRP_KEY_BYTES_MAX], v[GRP_VALUE_BYTES_MAX];
+	int kn = grp_offset_key_encode(k, sizeof(k), g, strlen(g), topic, strlen(topic), p);
+	int vn = grp_offset_value_encode(v, sizeof(v), off, 7, UT_TS, meta, meta ? (int32_t)strlen(meta) : -1);
+	if (kn < 0 || vn < 0)
+		return -1;
+	return st_batch_build(buf, cap, 0, -1, -1, -1, UT_TS, k, kn, tomb ? NULL : v, tomb ? -1 : vn);
+}
+
+static void test_offsets_recovery(void)
+{
+	struct grp_offsets *t;
+	CU_ASSERT_EQUAL_FATAL(grp_offsets_create(&t), 0);
+	uint8_t b[8192];
+	int n;
+	/* Latest record per key wins; a tombstone deletes. */
+	for (int i = 0; i < 100; i++) {
+		n = rec_batch(b, sizeof(b), "grp", "orders", i % 10, i, i == 99 ? "last" : NULL, false);
+		CU_ASSERT_EQUAL_FATAL(grp_offsets_apply_batch(t, b, (size_t)n), 0);
+	}
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 10);
+	const struct grp_offset *o = grp_offset_get(t, "grp", 3, "orders", 6, 9);
+	CU_ASSERT(o && o->offset == 99 && o->leader_epoch == 7 && o->commit_ms == UT_TS && o->meta_len == 4);
+	CU_ASSERT(grp_offset_get(t, "grp", 3, "orders", 6, 0)->offset == 90);
+	for (int p = 0; p < 10; p += 2) {
+		n = rec_batch(b, sizeof(b), "grp", "orders", p, 0, NULL, true);
+		CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), 0);
+	}
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 5);
+	for (int p = 0; p < 10; p++)
+		CU_ASSERT_EQUAL(grp_offset_get(t, "grp", 3, "orders", 6, p) != NULL, p % 2 == 1);
+	/* Damage: a flipped byte fails the CRC, a bad key or value is skipped. */
+	n = rec_batch(b, sizeof(b), "grp", "orders", 1, 5, NULL, false);
+	b[n - 3] ^= 0x40;
+	CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), -EBADMSG);
+	n = st_batch_build(b, sizeof(b), 0, -1, -1, -1, UT_TS, "junk", 4, "v", 1);
+	CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), -EBADMSG);
+	uint8_t k[GRP_KEY_BYTES_MAX];
+	int kn = grp_offset_key_encode(k, sizeof(k), "grp", 3, "orders", 6, 1);
+	n = st_batch_build(b, sizeof(b), 0, -1, -1, -1, UT_TS, k, kn, "short", 5);
+	CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), -EBADMSG);
+	CU_ASSERT(grp_offset_get(t, "grp", 3, "orders", 6, 1)->offset == 91);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 5);
+	grp_offsets_destroy(t);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return CU_get_error();
+	s = CU_add_suite("group", NULL, NULL);
+	CU_add_test(s, "state moves vs Kafka's table; setter aborts", test_state_table);
+	CU_add_test(s, "one member: join, sync, heartbeat, commit checks, leave", test_single_member);
+	CU_add_test(s, "two members: rebalance, leader sync, leader leaves", test_two_members);
+	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
+	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
+	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
+	CU_add_test(s, "group table: thousands of groups", test_many_groups);
+	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
+	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,836 @@
+/*
+ * group.c - consumer groups (classic protocol) and committed offsets: the
+ * state machine's single setter, membership and rebalances, and the
+ * offset table with its log records. Pure logic, see group.h.
+ * Locality: control core.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "group.h"
+
+static const char *const state_names[] = {
+	[GRP_EMPTY] = "Empty",
+	[GRP_PREPARING_REBALANCE] = "PreparingRebalance",
+	[GRP_COMPLETING_REBALANCE] = "CompletingRebalance",
+	[GRP_STABLE] = "Stable",
+	[GRP_DEAD] = "Dead",
+};
+
+const char *grp_state_name(enum grp_state s)
+{
+	return (unsigned)s <= GRP_DEAD ? state_names[s] : "?";
+}
+
+/* Kafka's GroupState.validPreviousStates, a bit set per target state. */
+#define B(s) (1u << (s))
+static const uint32_t valid_from[] = {
+	[GRP_EMPTY] = B(GRP_PREPARING_REBALANCE),
+	[GRP_PREPARING_REBALANCE] = B(GRP_STABLE) | B(GRP_COMPLETING_REBALANCE) | B(GRP_EMPTY),
+	[GRP_COMPLETING_REBALANCE] = B(GRP_PREPARING_REBALANCE),
+	[GRP_STABLE] = B(GRP_COMPLETING_REBALANCE),
+	[GRP_DEAD] = B(GRP_STABLE) | B(GRP_PREPARING_REBALANCE) | B(GRP_COMPLETING_REBALANCE) |
+	             B(GRP_EMPTY) | B(GRP_DEAD),
+};
+#undef B
+
+bool grp_state_move_ok(enum grp_state from, enum grp_state to)
+{
+	if ((unsigned)to > GRP_DEAD || (unsigned)from > GRP_DEAD)
+		return false;
+	return valid_from[to] & (1u << from);
+}
+
+enum grp_state grp_set_state(struct grp_group *g, enum grp_state to)
+{
+	enum grp_state from = g->state;
+	if (!grp_state_move_ok(from, to)) {
+		fprintf(stderr, "group %.*s: illegal state move %s -> %s\n", g->id_len, g->id,
+		        grp_state_name(from), grp_state_name(to));
+		abort();   /* a coordinator bug: never go on with a corrupt group */
+	}
+	g->state = to;
+	return from;
+}
+
+/* ---- a pointer table with linear probing, keyed by bytes ------------------------- */
+
+struct ptab {
+	void **slot;
+	uint32_t cap, used;
+	void (*key)(const void *e, const uint8_t **k, size_t *len);
+};
+
+static uint64_t hash_bytes(const uint8_t *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static bool key_eq(const struct ptab *t, const void *e, const uint8_t *k, size_t len)
+{
+	const uint8_t *ek;
+	size_t elen;
+	t->key(e, &ek, &elen);
+	return elen == len && memcmp(ek, k, len) == 0;
+}
+
+/* Slot of key k, or of the empty slot where it would go. */
+static uint32_t ptab_pos(const struct ptab *t, const uint8_t *k, size_t len)
+{
+	uint32_t i = (uint32_t)hash_bytes(k, len) & (t->cap - 1);
+	while (t->slot[i] && !key_eq(t, t->slot[i], k, len))
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static void *ptab_find(const struct ptab *t, const uint8_t *k, size_t len)
+{
+	return t->slot[ptab_pos(t, k, len)];
+}
+
+static int ptab_grow(struct ptab *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 64;
+	void **old = t->slot;
+	uint32_t ocap = t->cap;
+	t->slot = calloc(cap, sizeof(void *));
+	if (!t->slot) {
+		t->slot = old;
+		return -ENOMEM;
+	}
+	t->cap = cap;
+	for (uint32_t i = 0; i < ocap; i++)
+		if (old[i]) {
+			const uint8_t *k;
+			size_t len;
+			t->key(old[i], &k, &len);
+			t->slot[ptab_pos(t, k, len)] = old[i];
+		}
+	free(old);
+	return 0;
+}
+
+/* Insert e (its key must be absent). */
+static int ptab_add(struct ptab *t, void *e)
+{
+	if ((t->used + 1) * 2 > t->cap && ptab_grow(t) < 0)
+		return -ENOMEM;
+	const uint8_t *k;
+	size_t len;
+	t->key(e, &k, &len);
+	uint32_t i = ptab_pos(t, k, len);
+	assert(!t->slot[i]);
+	t->slot[i] = e;
+	t->used++;
+	return 0;
+}
+
+/* Remove the entry at its slot, shifting the probe chain back (no tombstones). */
+static void ptab_del(struct ptab *t, const uint8_t *k, size_t len)
+{
+	uint32_t i = ptab_pos(t, k, len), mask = t->cap - 1;
+	if (!t->slot[i])
+		return;
+	t->slot[i] = NULL;
+	t->used--;
+	for (uint32_t j = (i + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
+		const uint8_t *ek;
+		size_t elen;
+		t->key(t->slot[j], &ek, &elen);
+		uint32_t home = (uint32_t)hash_bytes(ek, elen) & mask;
+		/* j's entry may move to i if its home is not in (i, j]. */
+		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!stays) {
+			t->slot[i] = t->slot[j];
+			t->slot[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static void *ptab_next(const struct ptab *t, uint32_t *cursor)
+{
+	while (*cursor < t->cap) {
+		void *e = t->slot[(*cursor)++];
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- groups ------------------------------------------------------------------------ */
+
+struct grp_coord {
+	struct ptab groups;
+};
+
+static void group_key(const void *e, const uint8_t **k, size_t *len)
+{
+	const struct grp_group *g = e;
+	*k = (const uint8_t *)g->id;
+	*len = g->id_len;
+}
+
+int grp_coord_create(struct grp_coord **out)
+{
+	struct grp_coord *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->groups.key = group_key;
+	if (ptab_grow(&c->groups) < 0) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void member_free(struct grp_member *m)
+{
+	for (uint32_t i = 0; i < m->nprotocols; i++)
+		free(m->protocols[i].meta);
+	free(m->assignment);
+	free(m);
+}
+
+void grp_coord_destroy(struct grp_coord *c)
+{
+	if (!c)
+		return;
+	uint32_t cur = 0;
+	struct grp_group *g;
+	while ((g = ptab_next(&c->groups, &cur))) {
+		for (uint32_t i = 0; i < g->nmembers; i++)
+			member_free(g->members[i]);
+		free(g->members);
+		free(g);
+	}
+	free(c->groups.slot);
+	free(c);
+}
+
+struct grp_group *grp_find(struct grp_coord *c, const char *id, size_t len)
+{
+	return ptab_find(&c->groups, (const uint8_t *)id, len);
+}
+
+struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len)
+{
+	if (len == 0 || len > GRP_ID_BYTES_MAX)
+		return NULL;
+	struct grp_group *g = grp_find(c, id, len);
+	if (g)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	memcpy(g->id, id, len);
+	g->id_len = (uint16_t)len;
+	g->state = GRP_EMPTY;
+	g->protocol = -1;
+	if (ptab_add(&c->groups, g) < 0) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+struct grp_group *grp_next(struct grp_coord *c, uint32_t *cursor)
+{
+	return ptab_next(&c->groups, cursor);
+}
+
+uint32_t grp_count(const struct grp_coord *c)
+{
+	return c->groups.used;
+}
+
+struct grp_member *grp_member_find(const struct grp_group *g, const char *id, size_t len)
+{
+	for (uint32_t i = 0; i < g->nmembers; i++)
+		if (g->members[i]->id_len == len && memcmp(g->members[i]->id, id, len) == 0)
+			return g->members[i];
+	return NULL;
+}
+
+static void out_add(struct grp_outs *o, enum grp_out_kind kind, int16_t err, struct grp_waiter w,
+                    struct grp_member *m)
+{
+	if (!w.ctx)
+		return;
+	assert(o->n < GRP_OUTS_MAX);
+	o->o[o->n++] = (struct grp_out){ .kind = kind, .err = err, .w = w, .m = err ? NULL : m };
+}
+
+static bool member_has_protocol(const struct grp_member *m, const char *name, size_t len)
+{
+	for (uint32_t i = 0; i < m->nprotocols; i++)
+		if (m->protocols[i].name_len == len && memcmp(m->protocols[i].name, name, len) == 0)
+			return true;
+	return false;
+}
+
+/* Does some protocol of q suit every member but `except`? */
+static bool protocols_fit(const struct grp_group *g, const struct grp_join_req *q, const struct grp_member *except)
+{
+	if (q->protocol_type_len == 0 || q->nprotocols == 0)
+		return false;
+	if (g->nmembers > (except ? 1u : 0u) && (q->protocol_type_len != g->protocol_type_len ||
+	    memcmp(q->protocol_type, g->protocol_type, q->protocol_type_len) != 0))
+		return false;
+	for (uint32_t p = 0; p < q->nprotocols; p++) {
+		bool all = true;
+		for (uint32_t i = 0; i < g->nmembers && all; i++)
+			if (g->members[i] != except)
+				all = member_has_protocol(g->members[i], q->proto_names[p], q->proto_name_lens[p]);
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+static bool protocols_same(const struct grp_member *m, const struct grp_join_req *q)
+{
+	if (m->nprotocols != q->nprotocols)
+		return false;
+	for (uint32_t i = 0; i < q->nprotocols; i++) {
+		const struct grp_protocol *p = &m->protocols[i];
+		if (p->name_len != q->proto_name_lens[i] || memcmp(p->name, q->proto_names[i], p->name_len) ||
+		    p->meta_len != q->proto_meta_lens[i] || (p->meta_len && memcmp(p->meta, q->proto_metas[i], p->meta_len)))
+			return false;
+	}
+	return true;
+}
+
+static int set_protocols(struct grp_member *m, const struct grp_join_req *q)
+{
+	struct grp_protocol np[GRP_PROTOCOLS_MAX];
+	memset(np, 0, sizeof(np));
+	for (uint32_t i = 0; i < q->nprotocols; i++) {
+		np[i].name_len = (uint16_t)q->proto_name_lens[i];
+		memcpy(np[i].name, q->proto_names[i], q->proto_name_lens[i]);
+		np[i].meta_len = (uint32_t)q->proto_meta_lens[i];
+		np[i].meta = malloc(np[i].meta_len ? np[i].meta_len : 1);
+		if (!np[i].meta) {
+			for (uint32_t j = 0; j < i; j++)
+				free(np[j].meta);
+			return -ENOMEM;
+		}
+		if (np[i].meta_len)
+			memcpy(np[i].meta, q->proto_metas[i], np[i].meta_len);
+	}
+	for (uint32_t i = 0; i < m->nprotocols; i++)
+		free(m->protocols[i].meta);
+	memcpy(m->protocols, np, sizeof(np));
+	m->nprotocols = q->nprotocols;
+	return 0;
+}
+
+static void set_assignment(struct grp_member *m, const uint8_t *b, size_t len)
+{
+	free(m->assignment);
+	m->assignment = NULL;
+	m->assignment_len = 0;
+	if (len && (m->assignment = malloc(len))) {
+		memcpy(m->assignment, b, len);
+		m->assignment_len = (uint32_t)len;
+	}
+}
+
+/* Take m out of the group; its waiting requests get err. */
+static void member_remove(struct grp_group *g, struct grp_member *m, int16_t err, struct grp_outs *o)
+{
+	out_add(o, GRP_OUT_JOIN, err, m->join, NULL);
+	out_add(o, GRP_OUT_SYNC, err, m->sync, NULL);
+	uint32_t i = 0;
+	while (g->members[i] != m)
+		i++;
+	memmove(&g->members[i], &g->members[i + 1], (g->nmembers - i - 1) * sizeof(g->members[0]));
+	g->nmembers--;
+	if (g->leader == m)
+		g->leader = NULL;
+	member_free(m);
+}
+
+static void prepare_rebalance(struct grp_group *g, int64_t now, struct grp_outs *o)
+{
+	if (g->state == GRP_COMPLETING_REBALANCE)
+		/* The leader's assignment for this generation will never come: retry the join. */
+		for (uint32_t i = 0; i < g->nmembers; i++) {
+			out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, g->members[i]->sync, NULL);
+			g->members[i]->sync.ctx = NULL;
+		}
+	int32_t timeout = 0;
+	for (uint32_t i = 0; i < g->nmembers; i++)
+		if (g->members[i]->rebalance_ms > timeout)
+			timeout = g->members[i]->rebalance_ms;
+	grp_set_state(g, GRP_PREPARING_REBALANCE);
+	g->rebalance_deadline_ms = now + timeout;
+}
+
+/* Every member that is still here has rejoined (or time is up): start the new generation. */
+static void complete_join(struct grp_group *g, struct grp_outs *o)
+{
+	for (uint32_t i = g->nmembers; i-- > 0;)
+		if (!g->members[i]->join.ctx)
+			member_remove(g, g->members[i], GRP_ERR_UNKNOWN_MEMBER_ID, o);
+	g->generation++;
+	if (g->nmembers == 0) {
+		g->protocol = -1;
+		g->protocol_name_len = 0;
+		grp_set_state(g, GRP_EMPTY);
+		return;
+	}
+	if (!g->leader)
+		g->leader = g->members[0];   /* the first joiner still here */
+	/* The first of the leader's protocols that every member supports. */
+	struct grp_member *l = g->leader;
+	g->protocol = -1;
+	for (uint32_t p = 0; p < l->nprotocols && g->protocol < 0; p++) {
+		bool all = true;
+		for (uint32_t i = 0; i < g->nmembers && all; i++)
+			all = member_has_protocol(g->members[i], l->protocols[p].name, l->protocols[p].name_len);
+		if (all)
+			g->protocol = (int32_t)p;
+	}
+	if (g->protocol < 0)
+		g->protocol = 0;   /* cannot happen: joins are checked against every member */
+	memcpy(g->protocol_name, l->protocols[g->protocol].name, l->protocols[g->protocol].name_len);
+	g->protocol_name_len = l->protocols[g->protocol].name_len;
+	grp_set_state(g, GRP_COMPLETING_REBALANCE);
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		struct grp_member *m = g->members[i];
+		set_assignment(m, NULL, 0);
+		out_add(o, GRP_OUT_JOIN, 0, m->join, m);
+		m->join.ctx = NULL;
+	}
+}
+
+static void try_complete_join(struct grp_group *g, int64_t now, struct grp_outs *o)
+{
+	if (g->state != GRP_PREPARING_REBALANCE)
+		return;
+	bool all = true;
+	for (uint32_t i = 0; i < g->nmembers && all; i++)
+		all = g->members[i]->join.ctx != NULL;
+	if (all || now >= g->rebalance_deadline_ms)
+		complete_join(g, o);
+}
+
+static struct grp_member *member_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
+{
+	if (g->nmembers == g->members_cap) {
+		uint32_t cap = g->members_cap ? g->members_cap * 2 : 8;
+		struct grp_member **nm = realloc(g->members, cap * sizeof(*nm));
+		if (!nm)
+			return NULL;
+		g->members = nm;
+		g->members_cap = cap;
+	}
+	struct grp_member *m = calloc(1, sizeof(*m));
+	if (!m || set_protocols(m, q) < 0) {
+		free(m);
+		return NULL;
+	}
+	/* client id + "-" + a sequence and the time: unique within this coordinator's life. */
+	size_t cl = q->client_id_len > GRP_MEMBER_ID_BYTES_MAX - 40 ? GRP_MEMBER_ID_BYTES_MAX - 40 : q->client_id_len;
+	memcpy(m->id, q->client_id, cl);
+	int n = snprintf(m->id + cl, sizeof(m->id) - cl, "-%llu-%llx", (unsigned long long)++g->next_member_seq,
+	                 (unsigned long long)now);
+	m->id_len = (uint16_t)(cl + (size_t)n);
+	g->members[g->nmembers++] = m;
+	if (g->nmembers == 1) {
+		memcpy(g->protocol_type, q->protocol_type, q->protocol_type_len);
+		g->protocol_type_len = (uint16_t)q->protocol_type_len;
+	}
+	return m;
+}
+
+int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
+             struct grp_outs *o)
+{
+	int16_t err = 0;
+	struct grp_member *m = q->member_id_len ? grp_member_find(g, q->member_id, q->member_id_len) : NULL;
+	if (g->state == GRP_DEAD)
+		err = GRP_ERR_COORDINATOR_NOT_AVAILABLE;
+	else if (q->session_ms < GRP_SESSION_MIN_MS || q->session_ms > GRP_SESSION_MAX_MS)
+		err = GRP_ERR_INVALID_SESSION_TIMEOUT;
+	else if (q->nprotocols > GRP_PROTOCOLS_MAX || q->protocol_type_len > GRP_NAME_BYTES_MAX)
+		err = GRP_ERR_INCONSISTENT_PROTOCOL;
+	else if (q->member_id_len && !m)
+		err = GRP_ERR_UNKNOWN_MEMBER_ID;
+	else if (!protocols_fit(g, q, m))
+		err = GRP_ERR_INCONSISTENT_PROTOCOL;
+	else if (!m && g->nmembers >= GRP_MEMBERS_MAX)
+		err = GRP_ERR_GROUP_MAX_SIZE_REACHED;
+	for (uint32_t i = 0; i < q->nprotocols && !err; i++)
+		if (q->proto_name_lens[i] > GRP_NAME_BYTES_MAX)
+			err = GRP_ERR_INCONSISTENT_PROTOCOL;
+	if (err) {
+		out_add(o, GRP_OUT_JOIN, err, w, NULL);
+		return 0;
+	}
+	int32_t rebalance_ms = q->rebalance_ms > 0 ? q->rebalance_ms : q->session_ms;   /* v0: none */
+	if (!m) {
+		if (!(m = member_add(g, q, now)))
+			return -ENOMEM;
+		m->session_ms = q->session_ms;
+		m->rebalance_ms = rebalance_ms;
+		m->last_hb_ms = now;
+		m->join = w;
+		if (g->state != GRP_PREPARING_REBALANCE)
+			prepare_rebalance(g, now, o);
+		try_complete_join(g, now, o);
+		return 0;
+	}
+	m->session_ms = q->session_ms;
+	m->rebalance_ms = rebalance_ms;
+	m->last_hb_ms = now;
+	bool same = protocols_same(m, q);
+	if (!same && set_protocols(m, q) < 0)
+		return -ENOMEM;
+	switch (g->state) {
+	case GRP_PREPARING_REBALANCE:
+		out_add(o, GRP_OUT_JOIN, GRP_ERR_REBALANCE_IN_PROGRESS, m->join, NULL);   /* superseded */
+		m->join = w;
+		try_complete_join(g, now, o);
+		return 0;
+	case GRP_COMPLETING_REBALANCE:
+	case GRP_STABLE:
+		if (same && (g->state == GRP_COMPLETING_REBALANCE || m != g->leader)) {
+			/* Nothing changed: the current generation stands (Kafka does the same). */
+			out_add(o, GRP_OUT_JOIN, 0, w, m);
+			return 0;
+		}
+		m->join = w;
+		prepare_rebalance(g, now, o);
+		try_complete_join(g, now, o);
+		return 0;
+	default:
+		out_add(o, GRP_OUT_JOIN, GRP_ERR_UNKNOWN_MEMBER_ID, w, NULL);
+		return 0;
+	}
+}
+
+int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
+             const struct grp_assign *a, uint32_t na, struct grp_waiter w, int64_t now,
+             struct grp_outs *o)
+{
+	struct grp_member *m = grp_member_find(g, member, member_len);
+	int16_t err = 0;
+	if (!m || g->state == GRP_DEAD || g->state == GRP_EMPTY)
+		err = GRP_ERR_UNKNOWN_MEMBER_ID;
+	else if (generation != g->generation)
+		err = GRP_ERR_ILLEGAL_GENERATION;
+	else if (g->state == GRP_PREPARING_REBALANCE)
+		err = GRP_ERR_REBALANCE_IN_PROGRESS;
+	if (err) {
+		out_add(o, GRP_OUT_SYNC, err, w, NULL);
+		return 0;
+	}
+	m->last_hb_ms = now;
+	if (g->state == GRP_STABLE) {
+		out_add(o, GRP_OUT_SYNC, 0, w, m);
+		return 0;
+	}
+	assert(g->state == GRP_COMPLETING_REBALANCE);
+	out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, m->sync, NULL);   /* superseded */
+	m->sync = w;
+	if (m != g->leader)
+		return 0;   /* wait for the leader's */
+	for (uint32_t i = 0; i < na; i++) {
+		struct grp_member *t = grp_member_find(g, a[i].member_id, a[i].member_id_len);
+		if (t)
+			set_assignment(t, a[i].bytes, a[i].len);
+	}
+	grp_set_state(g, GRP_STABLE);
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		struct grp_member *t = g->members[i];
+		out_add(o, GRP_OUT_SYNC, 0, t->sync, t);
+		t->sync.ctx = NULL;
+	}
+	return 0;
+}
+
+int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
+                      int64_t now)
+{
+	struct grp_member *m = grp_member_find(g, member, member_len);
+	if (!m || g->state == GRP_EMPTY || g->state == GRP_DEAD)
+		return GRP_ERR_UNKNOWN_MEMBER_ID;
+	if (generation != g->generation)
+		return GRP_ERR_ILLEGAL_GENERATION;
+	m->last_hb_ms = now;
+	/* CompletingRebalance: the member has its JoinGroup answer, let it sync (Kafka 2.3+). */
+	return g->state == GRP_PREPARING_REBALANCE ? GRP_ERR_REBALANCE_IN_PROGRESS : 0;
+}
+
+/* A member left or expired: the others rebalance without it. */
+static void after_removal(struct grp_group *g, int64_t now, struct grp_outs *o)
+{
+	if (g->state == GRP_STABLE || g->state == GRP_COMPLETING_REBALANCE)
+		prepare_rebalance(g, now, o);
+	try_complete_join(g, now, o);
+}
+
+int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, int64_t now,
+                  struct grp_outs *o)
+{
+	struct grp_member *m = grp_member_find(g, member, member_len);
+	if (!m || g->state == GRP_DEAD)
+		return GRP_ERR_UNKNOWN_MEMBER_ID;
+	member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
+	after_removal(g, now, o);
+	return 0;
+}
+
+void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
+{
+	bool removed = false;
+	for (uint32_t i = g->nmembers; i-- > 0;) {
+		struct grp_member *m = g->members[i];
+		if (m->join.ctx)
+			continue;   /* waiting for the rebalance: its deadline covers it */
+		int64_t limit = m->last_hb_ms + (m->sync.ctx ? m->rebalance_ms : m->session_ms);
+		if (now > limit) {
+			member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
+			removed = true;
+		}
+	}
+	if (removed)
+		after_removal(g, now, o);
+	else
+		try_complete_join(g, now, o);
+}
+
+int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t member_len,
+                         int32_t generation)
+{
+	if (!g || g->state == GRP_EMPTY)
+		/* A group nobody is in takes simple commits (assign() + commit). */
+		return generation < 0 ? 0 : GRP_ERR_ILLEGAL_GENERATION;
+	if (g->state == GRP_DEAD)
+		return GRP_ERR_COORDINATOR_NOT_AVAILABLE;
+	if (g->state == GRP_COMPLETING_REBALANCE)
+		return GRP_ERR_REBALANCE_IN_PROGRESS;
+	if (!grp_member_find(g, member, member_len))
+		return GRP_ERR_UNKNOWN_MEMBER_ID;
+	if (generation != g->generation)
+		return GRP_ERR_ILLEGAL_GENERATION;
+	return 0;
+}
+
+/* ---- committed offsets -------------------------------------------------------------- */
+
+struct grp_offsets {
+	struct ptab tab;
+};
+
+static void offset_key(const void *e, const uint8_t **k, size_t *len)
+{
+	const struct grp_offset *o = e;
+	*k = o->key;
+	*len = o->key_len;
+}
+
+int grp_offsets_create(struct grp_offsets **out)
+{
+	struct grp_offsets *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->tab.key = offset_key;
+	if (ptab_grow(&t->tab) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+static void offset_free(struct grp_offset *o)
+{
+	free(o->meta);
+	free(o);
+}
+
+void grp_offsets_destroy(struct grp_offsets *t)
+{
+	if (!t)
+		return;
+	uint32_t cur = 0;
+	struct grp_offset *o;
+	while ((o = ptab_next(&t->tab, &cur)))
+		offset_free(o);
+	free(t->tab.slot);
+	free(t);
+}
+
+uint32_t grp_offsets_count(const struct grp_offsets *t)
+{
+	return t->tab.used;
+}
+
+static void be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void be32(uint8_t *p, uint32_t v) { be16(p, (uint16_t)(v >> 16)); be16(p + 2, (uint16_t)v); }
+static void be64(uint8_t *p, uint64_t v) { be32(p, (uint32_t)(v >> 32)); be32(p + 4, (uint32_t)v); }
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)rd16(p) << 16 | rd16(p + 2); }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) << 32 | rd32(p + 4); }
+
+int grp_offset_key_encode(uint8_t *buf, size_t cap, const char *group, size_t glen, const char *topic,
+                          size_t tlen, int32_t partition)
+{
+	if (glen > GRP_ID_BYTES_MAX || tlen > GRP_TOPIC_BYTES_MAX)
+		return -EINVAL;
+	size_t n = 2 + 2 + glen + 2 + tlen + 4;
+	if (n > cap)
+		return -ENOSPC;
+	be16(buf, 1);
+	be16(buf + 2, (uint16_t)glen);
+	memcpy(buf + 4, group, glen);
+	be16(buf + 4 + glen, (uint16_t)tlen);
+	memcpy(buf + 6 + glen, topic, tlen);
+	be32(buf + 6 + glen + tlen, (uint32_t)partition);
+	return (int)n;
+}
+
+/* Is k a well-formed key? */
+static bool key_valid(const uint8_t *k, size_t len)
+{
+	if (len < 10 || rd16(k) != 1)
+		return false;
+	size_t glen = rd16(k + 2);
+	if (glen > GRP_ID_BYTES_MAX || 6 + glen > len)
+		return false;
+	size_t tlen = rd16(k + 4 + glen);
+	return tlen <= GRP_TOPIC_BYTES_MAX && 10 + glen + tlen == len;
+}
+
+void grp_offset_key_parts(const struct grp_offset *o, const char **group, size_t *glen,
+                          const char **topic, size_t *tlen, int32_t *partition)
+{
+	*glen = rd16(o->key + 2);
+	*group = (const char *)o->key + 4;
+	*tlen = rd16(o->key + 4 + *glen);
+	*topic = (const char *)o->key + 6 + *glen;
+	*partition = (int32_t)rd32(o->key + 6 + *glen + *tlen);
+}
+
+int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t leader_epoch,
+                            int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	if (meta_len > GRP_OFFSET_META_MAX)
+		return -EINVAL;
+	size_t n = 24 + (meta_len > 0 ? (size_t)meta_len : 0);
+	if (n > cap)
+		return -ENOSPC;
+	be16(buf, 0);
+	be64(buf + 2, (uint64_t)offset);
+	be32(buf + 10, (uint32_t)leader_epoch);
+	be64(buf + 14, (uint64_t)commit_ms);
+	be16(buf + 22, (uint16_t)(meta_len < 0 ? -1 : meta_len));
+	if (meta_len > 0)
+		memcpy(buf + 24, meta, (size_t)meta_len);
+	return (int)n;
+}
+
+static int put_key(struct grp_offsets *t, const uint8_t *k, size_t klen, int64_t offset, int32_t epoch,
+                   int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	char *mcopy = NULL;
+	if (meta_len > 0 && !(mcopy = malloc((size_t)meta_len)))
+		return -ENOMEM;
+	if (meta_len > 0)
+		memcpy(mcopy, meta, (size_t)meta_len);
+	struct grp_offset *o = ptab_find(&t->tab, k, klen);
+	if (!o) {
+		if (!(o = calloc(1, sizeof(*o) + klen))) {
+			free(mcopy);
+			return -ENOMEM;
+		}
+		memcpy(o->key, k, klen);
+		o->key_len = (uint16_t)klen;
+		if (ptab_add(&t->tab, o) < 0) {
+			free(mcopy);
+			free(o);
+			return -ENOMEM;
+		}
+	}
+	free(o->meta);
+	o->meta = mcopy;
+	o->meta_len = (int16_t)(meta_len < 0 ? -1 : meta_len);
+	o->offset = offset;
+	o->leader_epoch = epoch;
+	o->commit_ms = commit_ms;
+	return 0;
+}
+
+int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
+                   int32_t partition, int64_t offset, int32_t leader_epoch, int64_t commit_ms,
+                   const char *meta, int32_t meta_len)
+{
+	uint8_t k[GRP_KEY_BYTES_MAX];
+	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
+	if (n < 0 || meta_len > GRP_OFFSET_META_MAX)
+		return -EINVAL;
+	return put_key(t, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
+}
+
+const struct grp_offset *grp_offset_get(const struct grp_offsets *t, const char *group, size_t glen,
+                                        const char *topic, size_t tlen, int32_t partition)
+{
+	uint8_t k[GRP_KEY_BYTES_MAX];
+	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
+	return n < 0 ? NULL : ptab_find(&t->tab, k, (size_t)n);
+}
+
+const struct grp_offset *grp_offset_next(const struct grp_offsets *t, uint32_t *cursor)
+{
+	return ptab_next(&t->tab, cursor);
+}
+
+int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t len)
+{
+	struct st_batch_hdr h;
+	struct st_record_iter it;
+	struct st_record rec;
+	int n = st_batch_parse(batch, len, &h);
+	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
+	    st_record_iter_init(&it, batch, len, &h) < 0)
+		return -EBADMSG;
+	int rc = 0, got;
+	while ((got = st_record_next(&it, &rec)) == 1) {
+		if (!rec.key || !key_valid(rec.key, (size_t)rec.key_len)) {
+			rc = -EBADMSG;
+			continue;
+		}
+		if (!rec.value) {   /* tombstone */
+			struct grp_offset *o = ptab_find(&t->tab, rec.key, (size_t)rec.key_len);
+			ptab_del(&t->tab, rec.key, (size_t)rec.key_len);
+			if (o)
+				offset_free(o);
+			continue;
+		}
+		const uint8_t *v = rec.value;
+		if (rec.value_len < 24 || rd16(v) != 0) {
+			rc = -EBADMSG;
+			continue;
+		}
+		int16_t ml = (int16_t)rd16(v + 22);
+		if (ml > GRP_OFFSET_META_MAX || ml < -1 || 24 + (ml > 0 ? ml : 0) != rec.value_len) {
+			rc = -EBADMSG;
+			continue;
+		}
+		if (put_key(t, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
+		            (int64_t)rd64(v + 14), (const char *)v + 24, ml) < 0)
+			return -ENOMEM;
+	}
+	return got < 0 ? -EBADMSG : rc;
+}

@@ -1,0 +1,225 @@
+/*
+ * group.h - the consumer-group coordinator's state: groups and their
+ * members under Kafka's classic rebalance protocol (one checked state
+ * setter), and the committed-offset table with its log records.
+ *
+ * Pure logic: no I/O and no clock. Every call takes `now` (ms) and, where a
+ * request may be answered later (JoinGroup, SyncGroup), an opaque waiter
+ * (the driver's handle on the unanswered request). Answers that became
+ * ready are appended to a struct grp_outs the driver sends right after the
+ * call. Membership is not persisted: after a restart members rejoin.
+ *
+ * Locality: control core (dataplane/group.c drives it).
+ */
+#ifndef SLUICE_TXN_GROUP_H
+#define SLUICE_TXN_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GRP_ID_BYTES_MAX        1024    /* group ids, longer are refused */
+#define GRP_MEMBER_ID_BYTES_MAX 512     /* client id + "-" + suffix, truncated */
+#define GRP_NAME_BYTES_MAX      255     /* protocol type / name */
+#define GRP_PROTOCOLS_MAX       16      /* assignors one member offers */
+#define GRP_MEMBERS_MAX         1024    /* per group */
+#define GRP_OUTS_MAX            (2 * GRP_MEMBERS_MAX + 2)   /* answers one call can release */
+#define GRP_SESSION_MIN_MS      1000    /* Kafka's group.min.session.timeout.ms is 6000 */
+#define GRP_SESSION_MAX_MS      1800000 /* group.max.session.timeout.ms */
+#define GRP_TOPIC_BYTES_MAX     249
+#define GRP_OFFSET_META_MAX     4096    /* offset.metadata.max.bytes */
+
+/* Kafka error codes the group logic returns. */
+#define GRP_ERR_COORDINATOR_NOT_AVAILABLE 15
+#define GRP_ERR_ILLEGAL_GENERATION        22
+#define GRP_ERR_INCONSISTENT_PROTOCOL     23
+#define GRP_ERR_INVALID_GROUP_ID          24
+#define GRP_ERR_UNKNOWN_MEMBER_ID         25
+#define GRP_ERR_INVALID_SESSION_TIMEOUT   26
+#define GRP_ERR_REBALANCE_IN_PROGRESS     27
+#define GRP_ERR_OFFSET_METADATA_TOO_LARGE 12
+#define GRP_ERR_GROUP_MAX_SIZE_REACHED    81
+
+enum grp_state {
+	GRP_EMPTY = 0,
+	GRP_PREPARING_REBALANCE,
+	GRP_COMPLETING_REBALANCE,
+	GRP_STABLE,
+	GRP_DEAD,
+};
+
+/* The driver's handle on a request waiting for an answer (opaque here). */
+struct grp_waiter {
+	void *ctx;                    /* NULL: nobody waits */
+	uint32_t gen;
+	uint16_t core;
+};
+
+struct grp_protocol {
+	char name[GRP_NAME_BYTES_MAX + 1];
+	uint16_t name_len;
+	uint8_t *meta;                /* malloc'd, meta_len bytes */
+	uint32_t meta_len;
+};
+
+/* One member. Its address is stable while it is in the group. */
+struct grp_member {
+	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
+	uint16_t id_len;
+	int32_t session_ms, rebalance_ms;
+	int64_t last_hb_ms;
+	uint32_t nprotocols;
+	struct grp_protocol protocols[GRP_PROTOCOLS_MAX];
+	uint8_t *assignment;          /* malloc'd; the leader's SyncGroup */
+	uint32_t assignment_len;
+	struct grp_waiter join;       /* a JoinGroup waiting for the rebalance */
+	struct grp_waiter sync;       /* a SyncGroup waiting for the leader's */
+};
+
+struct grp_group {
+	char id[GRP_ID_BYTES_MAX + 1];
+	uint16_t id_len;
+	enum grp_state state;
+	int32_t generation;
+	char protocol_type[GRP_NAME_BYTES_MAX + 1];
+	uint16_t protocol_type_len;
+	int32_t protocol;             /* index into the leader's protocols, -1 none */
+	char protocol_name[GRP_NAME_BYTES_MAX + 1];
+	uint16_t protocol_name_len;
+	struct grp_member *leader;
+	struct grp_member **members;  /* [nmembers], in join order */
+	uint32_t nmembers, members_cap;
+	int64_t rebalance_deadline_ms;
+	uint64_t next_member_seq;
+};
+
+/* What an answer is for. */
+enum grp_out_kind { GRP_OUT_JOIN = 1, GRP_OUT_SYNC };
+
+/*
+ * One answer ready to go. For a successful JoinGroup/SyncGroup m is the
+ * member (valid until the next call into the group), else NULL.
+ */
+struct grp_out {
+	enum grp_out_kind kind;
+	int16_t err;
+	struct grp_waiter w;
+	struct grp_member *m;
+};
+
+struct grp_outs {
+	uint32_t n;
+	struct grp_out o[GRP_OUTS_MAX];
+};
+
+/* A JoinGroup, as the logic needs it. Strings point into the request. */
+struct grp_join_req {
+	const char *member_id; size_t member_id_len;   /* empty: a new member */
+	const char *client_id; size_t client_id_len;
+	const char *protocol_type; size_t protocol_type_len;
+	int32_t session_ms, rebalance_ms;
+	uint32_t nprotocols;
+	const char *proto_names[GRP_PROTOCOLS_MAX];
+	size_t proto_name_lens[GRP_PROTOCOLS_MAX];
+	const uint8_t *proto_metas[GRP_PROTOCOLS_MAX];
+	size_t proto_meta_lens[GRP_PROTOCOLS_MAX];
+};
+
+/* A SyncGroup assignment (the leader's). */
+struct grp_assign {
+	const char *member_id; size_t member_id_len;
+	const uint8_t *bytes; size_t len;
+};
+
+const char *grp_state_name(enum grp_state s);
+bool grp_state_move_ok(enum grp_state from, enum grp_state to);
+/* The one way to change a state: aborts on a move Kafka's table forbids. */
+enum grp_state grp_set_state(struct grp_group *g, enum grp_state to);
+
+/* ---- the table of groups ---- */
+struct grp_coord;
+int  grp_coord_create(struct grp_coord **out);
+void grp_coord_destroy(struct grp_coord *c);
+struct grp_group *grp_find(struct grp_coord *c, const char *id, size_t len);
+struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len);   /* find or add (Empty) */
+struct grp_group *grp_next(struct grp_coord *c, uint32_t *cursor);             /* cursor starts at 0 */
+uint32_t grp_count(const struct grp_coord *c);
+struct grp_member *grp_member_find(const struct grp_group *g, const char *id, size_t len);
+
+/*
+ * JoinGroup: answered through outs (now, or when the rebalance completes).
+ * Returns 0, or -ENOMEM (nothing was queued for w; answer it with an error).
+ */
+int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
+             struct grp_outs *outs);
+/* SyncGroup: answered through outs. Returns 0 or -ENOMEM as grp_join. */
+int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
+             const struct grp_assign *a, uint32_t na, struct grp_waiter w, int64_t now,
+             struct grp_outs *outs);
+/* Heartbeat: the Kafka error code to answer now. */
+int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
+                      int64_t now);
+/* LeaveGroup of one member: the error code; may release other members' answers. */
+int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, int64_t now,
+                  struct grp_outs *outs);
+/* Timers: expire silent members, finish overdue rebalances. */
+void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *outs);
+/* May this OffsetCommit be taken? 0 or a Kafka error code. generation < 0: simple commit. */
+int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t member_len,
+                         int32_t generation);
+
+/* ---- committed offsets ---- */
+
+/* One committed offset. */
+struct grp_offset {
+	int64_t offset;
+	int32_t leader_epoch;
+	int64_t commit_ms;
+	int16_t meta_len;             /* -1: null */
+	char *meta;                   /* malloc'd when meta_len > 0 */
+	uint16_t key_len;
+	uint8_t key[];                /* grp_offset_key_encode */
+};
+
+struct grp_offsets;
+int  grp_offsets_create(struct grp_offsets **out);
+void grp_offsets_destroy(struct grp_offsets *t);
+uint32_t grp_offsets_count(const struct grp_offsets *t);
+
+/*
+ * Log record key, big-endian: int16 version (1), int16 group length, group,
+ * int16 topic length, topic, int32 partition. Returns bytes written, or
+ * -ENOSPC (cap too small) / -EINVAL (a name too long).
+ */
+#define GRP_KEY_BYTES_MAX (2 + 2 + GRP_ID_BYTES_MAX + 2 + GRP_TOPIC_BYTES_MAX + 4)
+int grp_offset_key_encode(uint8_t *buf, size_t cap, const char *group, size_t glen, const char *topic,
+                          size_t tlen, int32_t partition);
+/*
+ * Log record value, big-endian: int16 version (0), int64 offset, int32
+ * leader epoch, int64 commit timestamp ms, int16 metadata length (-1 null),
+ * metadata bytes. A null value deletes the key.
+ */
+#define GRP_VALUE_BYTES_MAX (2 + 8 + 4 + 8 + 2 + GRP_OFFSET_META_MAX)
+int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t leader_epoch,
+                            int64_t commit_ms, const char *meta, int32_t meta_len);
+
+/* Look up (group, topic, partition): NULL if never committed. */
+const struct grp_offset *grp_offset_get(const struct grp_offsets *t, const char *group, size_t glen,
+                                        const char *topic, size_t tlen, int32_t partition);
+/* Store a commit (replaces). Returns 0, -EINVAL or -ENOMEM. */
+int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
+                   int32_t partition, int64_t offset, int32_t leader_epoch, int64_t commit_ms,
+                   const char *meta, int32_t meta_len);
+/* Iterate: cursor starts at 0. */
+const struct grp_offset *grp_offset_next(const struct grp_offsets *t, uint32_t *cursor);
+/* Split an entry's key back into its parts (pointers into the key). */
+void grp_offset_key_parts(const struct grp_offset *o, const char **group, size_t *glen,
+                          const char **topic, size_t *tlen, int32_t *partition);
+/*
+ * Recovery: apply one stored batch of the offsets log (key/value as above,
+ * null value = delete). Later records win. Returns 0, -EBADMSG if a record
+ * was damaged (the others still apply), or -ENOMEM.
+ */
+int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t len);
+
+#endif
