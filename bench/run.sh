@@ -112,7 +112,7 @@ say() { echo "$*" | tee -a "$report"; }
 say "# sluice bench $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 say "command: $cmdline"
 say "machine: nproc=$(nproc), $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), kernel $(uname -r)"
-say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
+say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure: see other_cpu_pct)"
 say "data dir: $work ($fs_type, $fs_dev, same filesystem as the repo: $same_fs)"
 if [ "$fs_type" = tmpfs ] || [ "$fs_type" = ramfs ]; then
 	say "WARNING: the data dir is on $fs_type: fdatasync costs nothing there, durable figures are not real"
@@ -177,17 +177,19 @@ done
 [ -n "$bootstrap" ] || fail "sluiced did not start"
 say "sluiced pid $broker_pid listening on $bootstrap"
 
-# cpu_ticks PID: user+system clock ticks so far; io_bytes PID: write_bytes so far.
+# cpu_ticks PID: user+system clock ticks so far; io_bytes PID: write_bytes so far;
+# busy_ticks: ticks all CPUs spent not idle (user nice system irq softirq steal).
 cpu_ticks() { awk '{ printf "%d\n", $14 + $15 }' "/proc/$1/stat"; }
+busy_ticks() { awk '$1 == "cpu" { printf "%d\n", $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 io_bytes() { sed -n 's/^write_bytes: //p' "/proc/$1/io" 2>/dev/null || echo 0; }
 
 csv=$work/results.csv
-echo "round,size_bytes,records,seconds,records_per_sec,mb_per_sec,steady_mb_per_sec,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,client_cpu_s,broker_cpu_pct,broker_disk_mb_per_sec,loadavg_1m" >"$csv"
+echo "round,size_bytes,records,seconds,records_per_sec,mb_per_sec,steady_mb_per_sec,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,client_cpu_s,broker_cpu_pct,broker_disk_mb_per_sec,other_cpu_pct" >"$csv"
 guard=$(awk -v d="$seconds" -v w="$warmup" 'BEGIN { printf "%d", d + w + 120 }')
 for round in $(seq "$rounds"); do
 	for size in "${sizes[@]}"; do
 		kill -0 "$broker_pid" 2>/dev/null || fail "sluiced died before round $round, size $size"
-		c0=$(cpu_ticks "$broker_pid") w0=$(io_bytes "$broker_pid") t0=$(date +%s.%N)
+		c0=$(cpu_ticks "$broker_pid") w0=$(io_bytes "$broker_pid") b0=$(busy_ticks) t0=$(date +%s.%N)
 		rc=0
 		timeout "$guard" "$bench" --bootstrap "$bootstrap" --topic "bench-s$size" \
 			--partitions "$partitions" --size "$size" --seconds "$seconds" \
@@ -195,21 +197,26 @@ for round in $(seq "$rounds"); do
 			>"$work/run-$round-$size.out" 2>"$work/run-$round-$size.err" || rc=$?
 		t1=$(date +%s.%N)
 		kill -0 "$broker_pid" 2>/dev/null || fail "sluiced died during round $round, size $size"
-		c1=$(cpu_ticks "$broker_pid") w1=$(io_bytes "$broker_pid")
+		c1=$(cpu_ticks "$broker_pid") w1=$(io_bytes "$broker_pid") b1=$(busy_ticks)
 		line=$(grep '^RESULT' "$work/run-$round-$size.out" || true)
 		if [ "$rc" != 0 ] || [ -z "$line" ]; then
 			cat "$work/run-$round-$size.out" "$work/run-$round-$size.err" >&2
 			fail "sluice-rdk-bench exited $rc (round $round, size $size)"
 		fi
-		read -r bcpu bdisk < <(awk -v c="$((c1 - c0))" -v hz="$clk_tck" -v w="$((w1 - w0))" \
-			-v t0="$t0" -v t1="$t1" 'BEGIN { t = t1 - t0; printf "%.0f %.1f\n", 100 * c / hz / t, w / t / 1048576 }')
+		# other_cpu_pct: CPU that neither sluiced nor the bench used during the
+		# run (100 = one core): other work on the machine, i.e. noise, plus
+		# kernel work for the run charged to no process (jbd2, softirq).
+		read -r bcpu bdisk ocpu < <(awk -v c="$((c1 - c0))" -v hz="$clk_tck" -v w="$((w1 - w0))" \
+			-v b="$((b1 - b0))" -v cc="$(kv "$line" client_cpu_s)" -v t0="$t0" -v t1="$t1" 'BEGIN {
+			t = t1 - t0; o = 100 * ((b - c) / hz - cc) / t
+			printf "%.0f %.1f %.0f\n", 100 * c / hz / t, w / t / 1048576, o < 0 ? 0 : o }')
 		grep -v '^RESULT' "$work/run-$round-$size.out" | sed "s/^/  round $round, $size B: /" | tee -a "$report"
 		grep '^sluice-rdk-bench' "$work/run-$round-$size.err" | sed 's/^/    /' | tee -a "$report" || true
 		row="$round,$size"
 		for k in records seconds records_per_sec mb_per_sec steady_mb_per_sec avg_ms p50_ms p95_ms p99_ms p999_ms max_ms errors client_cpu_s; do
 			row="$row,$(kv "$line" "$k")"
 		done
-		echo "$row,$bcpu,$bdisk,$(cut -d' ' -f1 /proc/loadavg)" >>"$csv"
+		echo "$row,$bcpu,$bdisk,$ocpu" >>"$csv"
 	done
 done
 stop_broker
@@ -233,6 +240,7 @@ for size in "${sizes[@]}"; do
 	read -r bcpu _ _ < <(stats broker_cpu_pct "$size")
 	read -r ccpu _ _ < <(stats client_cpu_s "$size")
 	read -r bdisk _ _ < <(stats broker_disk_mb_per_sec "$size")
+	read -r ocpu _ ocpu_hi < <(stats other_cpu_pct "$size")
 	say "$(awk -v s="$size" -v r="$rps" -v rl="$rps_lo" -v rh="$rps_hi" -v m="$mbps" -v ml="$mb_lo" \
 		-v mh="$mb_hi" -v p50="$p50" -v p99="$p99" -v d="$disk_mbps" 'BEGIN {
 		spread = r > 0 ? 100 * (rh - rl) / r : 0
@@ -240,7 +248,7 @@ for size in "${sizes[@]}"; do
 		printf "  %5d B acks=all: %.0f records/s (%.0f..%.0f, spread %.1f%%), ", s, r, rl, rh, spread
 		printf "%.2f MB/s (%.2f..%.2f), p50 %.1f ms, p99 %.1f ms, ", m, ml, mh, p50, p99
 		printf "%.3f of the disk sequential write figure", frac }')"
-	say "        broker CPU ${bcpu}% (100% = one core), broker disk writes ${bdisk} MB/s, client CPU ${ccpu} s per run"
+	say "        broker CPU ${bcpu}% (100% = one core), broker disk writes ${bdisk} MB/s, client CPU ${ccpu} s per run, other work ${ocpu}% (max ${ocpu_hi}%)"
 done
 say "  baselines: disk seq write $disk_mbps MB/s, $sync_rate O_DSYNC 4 KiB writes/s, loopback TCP ${tcp_mbps:-n/a} MB/s"
 nres=$(($(wc -l <"$csv") - 1))
