@@ -33,7 +33,6 @@
 #include "req.h"
 
 #define DP_GRP_TIMER_MS    100
-#define DP_GRP_READ_BYTES  (4u << 20)
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 
 struct dp_grp {
@@ -530,38 +529,14 @@ void dp_group_timer(struct dp_core *c)
 
 /* ---- start-up ---------------------------------------------------------------------- */
 
-static int load_log(struct dp_grp *t)
+static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
-	int64_t off = st_log_start_offset(t->log), end = st_log_end_offset(t->log);
-	uint8_t *buf = malloc(DP_GRP_READ_BYTES);
-	if (!buf)
-		return -ENOMEM;
-	while (off < end) {
-		int fd;
-		uint64_t pos;
-		uint32_t len;
-		int rc = st_log_locate(t->log, off, end, DP_GRP_READ_BYTES, &fd, &pos, &len);
-		if (rc < 0 || len == 0 || len > DP_GRP_READ_BYTES || pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
-			free(buf);
-			return rc < 0 ? rc : -EIO;
-		}
-		for (uint32_t p = 0; p < len;) {
-			struct st_batch_hdr h;
-			int n = st_batch_parse(buf + p, len - p, &h);
-			if (n <= 0)
-				break;
-			int arc = grp_offsets_apply_batch(t->offsets, buf + p, (size_t)n);
-			if (arc == -ENOMEM) {
-				free(buf);
-				return arc;
-			}
-			if (arc < 0)
-				DP_WARN("offsets log: a damaged record at offset %lld was skipped", (long long)h.base_offset);
-			off = h.base_offset + h.last_offset_delta + 1;
-			p += (uint32_t)n;
-		}
-	}
-	free(buf);
+	struct dp_grp *t = arg;
+	int rc = grp_offsets_apply_batch(t->offsets, batch, len);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0)
+		DP_WARN("offsets log: a damaged record at offset %lld was skipped", (long long)h->base_offset);
 	return 0;
 }
 
@@ -576,7 +551,7 @@ int dp_group_start(struct dp_core *c)
 	                            .index_interval_bytes = 4096 };
 	mkdir(t->dir, 0755);
 	int rc = st_log_open(c->io, t->dir, &lc, &t->log);
-	if (rc < 0 || (rc = load_log(t)) < 0) {
+	if (rc < 0 || (rc = st_log_read_batches(t->log, load_batch, t)) < 0) {
 		DP_ERR("group coordinator log %s: %s", t->dir, strerror(-rc));
 		return rc;
 	}

@@ -32,7 +32,6 @@
 #include "req.h"
 
 #define DP_TXNC_TIMER_MS   100
-#define DP_TXNC_READ_BYTES (4u << 20)
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 enum txnc_op {
@@ -722,34 +721,15 @@ void dp_txnc_timer(struct dp_core *c)
 
 /* ---- start-up ------------------------------------------------------------------- */
 
-static int load_log(struct dp_txnc *t)
+static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
-	int64_t off = st_log_start_offset(t->log), end = st_log_end_offset(t->log);
-	uint8_t *buf = malloc(DP_TXNC_READ_BYTES);
-	if (!buf)
-		return -ENOMEM;
-	while (off < end) {
-		int fd;
-		uint64_t pos;
-		uint32_t len;
-		int rc = st_log_locate(t->log, off, end, DP_TXNC_READ_BYTES, &fd, &pos, &len);
-		if (rc < 0 || len == 0 || len > DP_TXNC_READ_BYTES || pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
-			free(buf);
-			return rc < 0 ? rc : -EIO;
-		}
-		for (uint32_t p = 0; p < len;) {
-			struct st_batch_hdr h;
-			int n = st_batch_parse(buf + p, len - p, &h);
-			if (n <= 0)
-				break;
-			t->records++;
-			if (txn_coord_apply_batch(t->coord, buf + p, (size_t)n) < 0)
-				DP_WARN("transaction log: a damaged record at offset %lld was skipped", (long long)h.base_offset);
-			off = h.base_offset + h.last_offset_delta + 1;
-			p += (uint32_t)n;
-		}
-	}
-	free(buf);
+	struct dp_txnc *t = arg;
+	t->records++;
+	int rc = txn_coord_apply_batch(t->coord, batch, len);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0)
+		DP_WARN("transaction log: a damaged record at offset %lld was skipped", (long long)h->base_offset);
 	return 0;
 }
 
@@ -764,7 +744,7 @@ int dp_txnc_start(struct dp_core *c)
 	                            .index_interval_bytes = 4096 };
 	mkdir(t->dir, 0755);
 	int rc = st_log_open(c->io, t->dir, &lc, &t->log);
-	if (rc < 0 || (rc = load_log(t)) < 0) {
+	if (rc < 0 || (rc = st_log_read_batches(t->log, load_batch, t)) < 0) {
 		DP_ERR("transaction coordinator log %s: %s", t->dir, strerror(-rc));
 		return rc;
 	}

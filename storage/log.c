@@ -1234,6 +1234,44 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 	return log->leo;
 }
 
+#define ST_READ_ALL_BYTES (4u << 20)
+
+int st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg)
+{
+	int64_t off = st_log_start_offset(log), end = log->leo;
+	uint8_t *buf = malloc(ST_READ_ALL_BYTES);
+	int rc = buf ? 0 : -ENOMEM;
+	while (rc == 0 && off < end) {
+		int fd;
+		uint64_t pos;
+		uint32_t len;
+		rc = st_log_locate(log, off, end, ST_READ_ALL_BYTES, &fd, &pos, &len);
+		if (rc < 0)
+			break;
+		if (len == 0 || len > ST_READ_ALL_BYTES) {
+			rc = len ? -EFBIG : -EIO;
+			break;
+		}
+		if (pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
+			rc = -EIO;
+			break;
+		}
+		for (uint32_t p = 0; p < len && rc == 0;) {
+			struct st_batch_hdr h;
+			int n = st_batch_parse(buf + p, len - p, &h);
+			if (n <= 0) {
+				rc = -EIO;   /* recovery left only whole batches: this is damage */
+				break;
+			}
+			rc = cb(arg, buf + p, (size_t)n, &h);
+			off = h.base_offset + h.last_offset_delta + 1;
+			p += (uint32_t)n;
+		}
+	}
+	free(buf);
+	return rc < 0 ? rc : 0;
+}
+
 int st_log_roll(struct st_log *log)
 {
 	struct st_seg *active = log_active(log);

@@ -120,6 +120,15 @@ typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t
 int  st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg);
 
 /*
+ * Read the whole log back, batch by batch, in offset order (start-up of the
+ * internal logs: __transaction_state, __consumer_offsets). cb gets each
+ * whole batch; a negative return stops the walk and is returned. Synchronous
+ * preads, 4 MiB at a time; a batch larger than that is -EFBIG.
+ */
+typedef int (*st_batch_cb)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h);
+int  st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg);
+
+/*
  * Compaction by rewrite (internal logs): st_log_roll starts a new segment at
  * the LEO (synchronous; no-op if the active one is empty); once everything
  * worth keeping has been appended again after that point and is durable,
