@@ -23,7 +23,7 @@ static const struct dp_api {
 	{ 2, 0, 3 },    /* ListOffsets */
 	{ 3, 0, 6 },    /* Metadata */
 	{ 8, 0, 7 },    /* OffsetCommit */
-	{ 9, 0, 7 },    /* OffsetFetch (6+: librdkafka asks RequireStable; no pending txn offsets here) */
+	{ 9, 0, 7 },    /* OffsetFetch (7: RequireStable answers UNSTABLE_OFFSET_COMMIT for staged txn offsets) */
 	{ 10, 0, 2 },   /* FindCoordinator */
 	{ 11, 0, 5 },   /* JoinGroup (no MEMBER_ID_REQUIRED round trip: ids are given at once) */
 	{ 12, 0, 3 },   /* Heartbeat */
@@ -37,6 +37,7 @@ static const struct dp_api {
 	{ 25, 0, 1 },   /* AddOffsetsToTxn */
 	{ 26, 0, 1 },   /* EndTxn */
 	{ 27, 0, 1 },   /* WriteTxnMarkers (admin tools; the coordinator writes markers itself) */
+	{ 28, 0, 3 },   /* TxnOffsetCommit (3: generation/member checks, KIP-447) */
 	{ 61, 0, 0 },   /* DescribeProducers */
 	{ 65, 0, 0 },   /* DescribeTransactions */
 	{ 66, 0, 0 },   /* ListTransactions */
@@ -380,7 +381,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
 	case 3: rc = metadata(c, r, &rd); break;
 	case 10: rc = find_coordinator(c, r, &rd); break;
-	case 8: case 9: case 11: case 12: case 13: case 14:
+	case 8: case 9: case 11: case 12: case 13: case 14: case 28:
 		rc = dp_group_handle(c, r, &rd);
 		break;
 	case 19: rc = create_topics(c, r, &rd); break;
@@ -492,6 +493,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(12, HeartbeatResponse)
 	ENCODE_CASE(13, LeaveGroupResponse)
 	ENCODE_CASE(14, SyncGroupResponse)
+	ENCODE_CASE(28, TxnOffsetCommitResponse)
 	ENCODE_CASE(10, FindCoordinatorResponse)
 	ENCODE_CASE(18, ApiVersionsResponse)
 	ENCODE_CASE(19, CreateTopicsResponse)
@@ -525,6 +527,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(12, HeartbeatResponse)
 	ENCODE_CASE2(13, LeaveGroupResponse)
 	ENCODE_CASE2(14, SyncGroupResponse)
+	ENCODE_CASE2(28, TxnOffsetCommitResponse)
 	ENCODE_CASE2(10, FindCoordinatorResponse)
 	ENCODE_CASE2(18, ApiVersionsResponse)
 	ENCODE_CASE2(19, CreateTopicsResponse)

@@ -32,6 +32,7 @@ struct st_log;
 struct txn_pstate;
 struct txn_lso;
 struct dp_txnc;
+struct txn_meta;
 struct dp_grp;
 
 /* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
@@ -336,6 +337,11 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *m);
 void dp_group_on_write(void *cookie, int status);
 void dp_group_timer(struct dp_core *c);
 void dp_group_stop(struct dp_core *c);
+/* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
+void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
+/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
+struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
+struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
 /* control.c: control core's catalog, for the coordinator */
 bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
                    uint32_t *id, uint32_t *gen, uint32_t *hash);

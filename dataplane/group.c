@@ -12,7 +12,17 @@
  * topic, partition; value = offset, leader epoch, timestamp, metadata; a
  * null value deletes), and an OffsetCommit is answered, and the table
  * updated, only once its writes are durable. On start the log is read back
- * (latest record per key wins).
+ * (latest record per key wins). The log is compacted like the transaction
+ * log (maybe_compact, threshold --transaction-log-compact-records).
+ *
+ * TxnOffsetCommit stages offsets per (producer id, group): pending records
+ * in the same log (key version 2 = version 1 plus the producer id, see
+ * txn/group.h), answered once durable, invisible to OffsetFetch (which with
+ * RequireStable answers UNSTABLE_OFFSET_COMMIT for them). The transaction
+ * coordinator's complete() calls dp_group_txn_end: a commit writes them as
+ * committed records, then tombstones the pending ones; an abort only
+ * tombstones. Pending records left over at start are resolved from the
+ * coordinator's state for their producer id (resolve_staged).
  *
  * Membership is not persisted (Kafka does persist it): after a restart the
  * members' heartbeats get UNKNOWN_MEMBER_ID and they simply rejoin, which
@@ -27,6 +37,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "coord.h"
 #include "group.h"
 #include "kerr.h"
 #include "log.h"
@@ -42,12 +53,71 @@ struct dp_grp {
 	char dir[1024];
 	int64_t next_timer_ms;
 	struct grp_outs outs;         /* answers released by the current call */
+	uint64_t records;             /* records in the log (loaded + written since) */
+	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
+	int64_t compact_from;         /* a compaction rewrote every key after this offset */
+	uint32_t compact_pending;     /* its writes not yet durable */
+	bool compact_failed;          /* one of them failed: keep the old segments */
+};
+
+/* A compaction rewrite of one live offset. */
+struct grp_rewrite {
+	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
+	uint8_t what;                 /* GRP_W_REWRITE */
+	uint8_t *buf;
+};
+
+/* What a DP_COOKIE_GROUP cookie is (the byte after kind). */
+enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END };
+
+/* One TxnOffsetCommit in flight: its pending-record writes. */
+struct grp_stage;
+struct grp_stage_part {
+	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
+	uint8_t what;                 /* GRP_W_STAGE */
+	struct grp_stage *op;
+	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
+	int16_t *err;
+	int64_t commit_ms;
+	uint16_t klen;
+	uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
+};
+
+struct grp_stage {
+	struct dp_req *r;
+	uint16_t core;
+	uint32_t gen;
+	uint32_t left;
+	uint8_t *buf;
+	struct grp_stage_part parts[];
+};
+
+/*
+ * The end of a transaction for one staged offset: a commit writes it as a
+ * committed record and then a tombstone for the pending key (one log, so in
+ * that order on replay); an abort only the tombstone. The staged entry leaves
+ * the table when the writes are queued, the committed one enters it when
+ * they are durable.
+ */
+struct grp_end {
+	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
+	uint8_t what;                 /* GRP_W_END */
+	bool commit, failed;
+	uint8_t left;
+	uint8_t *buf;
+	int64_t offset, commit_ms;
+	int32_t leader_epoch;
+	int32_t meta_len;
+	char *meta;                   /* malloc'd when meta_len > 0 */
+	uint16_t klen;                /* the committed (v1) key */
+	uint8_t key[GRP_KEY_BYTES_MAX];
 };
 
 /* One OffsetCommit in flight: its partition writes, each with its own cookie. */
 struct grp_commit;
 struct grp_commit_part {
 	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
+	uint8_t what;                 /* GRP_W_COMMIT */
 	struct grp_commit *op;
 	struct OffsetCommitRequest_OffsetCommitRequestTopic *tq;
 	struct OffsetCommitRequest_OffsetCommitRequestPartition *pq;
@@ -285,12 +355,25 @@ static void commit_fill_all(struct OffsetCommitResponse *resp, int16_t err)
 			resp->Topics[i].Partitions[j].ErrorCode = err;
 }
 
+static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
+
+static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status);
+static void end_done(struct dp_core *c, struct grp_end *w, int status);
+
 void dp_group_on_write(void *cookie, int status)
 {
+	extern _Thread_local struct dp_core *dp_this_core;
+	switch (((uint8_t *)cookie)[1]) {
+	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
+	case GRP_W_STAGE: stage_done(dp_this_core, cookie, status); return;
+	case GRP_W_END: end_done(dp_this_core, cookie, status); return;
+	}
 	struct grp_commit_part *p = cookie;
+	assert(p->what == GRP_W_COMMIT);
 	struct grp_commit *op = p->op;
 	struct dp_core *c = op->c;
 	struct OffsetCommitRequest *q = op->r->req;
+	c->grp->inflight--;
 	if (status < 0) {
 		DP_ERR("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
@@ -370,7 +453,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			int bn = kn < 0 || vn < 0 ? -EINVAL :
 			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
 			struct grp_commit_part *p = &op->parts[k++];
-			*p = (struct grp_commit_part){ .kind = DP_COOKIE_GROUP, .op = op, .tq = tq, .pq = pq, .err = pe,
+			*p = (struct grp_commit_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
 			                               .commit_ms = ts };
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
@@ -380,6 +463,8 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 				continue;
 			}
 			at += (size_t)bn;
+			c->grp->records++;
+			c->grp->inflight++;
 		}
 	/* The extra count keeps op alive until every append is queued. */
 	if (--op->left == 0) {
@@ -426,6 +511,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 			struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
 				&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
 			p->PartitionIndex = part;
+			p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
 			p->CommittedOffset = o->offset;
 			p->CommittedLeaderEpoch = o->leader_epoch;
 			p->Metadata = o->meta_len < 0 ? (struct kstr){ NULL, -1 } : astr(r, o->meta, (size_t)o->meta_len, &ok);
@@ -454,6 +540,10 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 				grp_offset_get(tab, gid.ptr, glen, tq->Name.ptr, (size_t)tq->Name.len, tq->PartitionIndexes[j]) : NULL;
 			bool ok = true;
 			p->PartitionIndex = tq->PartitionIndexes[j];
+			/* UNSTABLE_OFFSET_COMMIT: a transaction staged an offset here and may still commit it. */
+			p->ErrorCode = q->RequireStable && tq->Name.len > 0 &&
+			               grp_pending_has(tab, gid.ptr, glen, tq->Name.ptr, (size_t)tq->Name.len,
+			                               p->PartitionIndex) ? 88 : 0;
 			p->CommittedOffset = o ? o->offset : -1;
 			p->CommittedLeaderEpoch = o ? o->leader_epoch : -1;
 			p->Metadata = !o ? (struct kstr){ "", 0 } :
@@ -463,6 +553,372 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 		}
 	}
 	return 0;
+}
+
+/* ---- transactional offsets --------------------------------------------------------- */
+
+static void tcommit_fill_all(struct TxnOffsetCommitResponse *resp, int16_t err)
+{
+	for (int32_t i = 0; i < resp->Topics_n; i++)
+		for (int32_t j = 0; j < resp->Topics[i].Partitions_n; j++)
+			resp->Topics[i].Partitions[j].ErrorCode = err;
+}
+
+static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
+{
+	struct grp_stage *op = p->op;
+	c->grp->inflight--;
+	if (status < 0) {
+		DP_ERR("staged offset write failed: %s", strerror(-status));
+		*p->err = KERR_KAFKA_STORAGE_ERROR;
+	} else if (grp_pending_put(c->grp->offsets, p->key, p->klen, p->pq->CommittedOffset,
+	                           p->pq->CommittedLeaderEpoch, p->commit_ms, p->pq->CommittedMetadata.ptr,
+	                           p->pq->CommittedMetadata.len) < 0) {
+		*p->err = KERR_UNKNOWN_SERVER_ERROR;
+	}
+	if (--op->left)
+		return;
+	reply(c, op->core, op->r, op->gen);
+	dp_buf_put(op->buf);
+	free(op);
+}
+
+/* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
+static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
+{
+	struct TxnOffsetCommitRequest *q = r->req;
+	int16_t v = r->hdr.api_version;
+	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
+		return GRP_ERR_INVALID_GROUP_ID;
+	struct txn_meta *m = q->TransactionalId.len > 0 ?
+		dp_txnc_find(c, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
+	if (!m || m->pid != q->ProducerId)
+		return 49;   /* INVALID_PRODUCER_ID_MAPPING */
+	if (m->epoch != q->ProducerEpoch)
+		return v >= 2 ? 90 : KERR_INVALID_PRODUCER_EPOCH;   /* PRODUCER_FENCED from v2 */
+	if (m->state != TXN_ONGOING || !txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
+		return KERR_INVALID_TXN_STATE;
+	if (v >= 3 && q->GenerationId >= 0) {
+		struct grp_group *g = grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
+		return grp_commit_check(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
+		                        q->GenerationId);
+	}
+	return 0;
+}
+
+static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+{
+	struct TxnOffsetCommitRequest *q = r->req;
+	struct TxnOffsetCommitResponse *resp = r->resp;
+	int16_t err = tcommit_check(c, r);
+	if (err) {
+		tcommit_fill_all(resp, err);
+		return 0;
+	}
+	uint32_t n = 0;
+	size_t bytes = 0;
+	for (int32_t i = 0; i < q->Topics_n; i++)
+		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
+			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq = &q->Topics[i].Partitions[j];
+			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
+			if (pq->CommittedMetadata.len > GRP_OFFSET_META_MAX)
+				*pe = GRP_ERR_OFFSET_METADATA_TOO_LARGE;
+			else if (q->Topics[i].Name.len <= 0 || q->Topics[i].Name.len > GRP_TOPIC_BYTES_MAX)
+				*pe = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			else {
+				n++;
+				bytes += ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + 24 +
+				         (pq->CommittedMetadata.len > 0 ? (size_t)pq->CommittedMetadata.len : 0);
+			}
+		}
+	if (n == 0)
+		return 0;
+	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
+	uint8_t *buf = dp_buf_get(bytes);
+	if (!op || !buf) {
+		free(op);
+		if (buf)
+			dp_buf_put(buf);
+		tcommit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
+		return 0;
+	}
+	*op = (struct grp_stage){ .r = r, .core = msg->src, .gen = msg->gen, .left = n + 1, .buf = buf };
+	int64_t now = dp_wall_ms();
+	uint32_t k = 0;
+	size_t at = 0;
+	for (int32_t i = 0; i < q->Topics_n; i++)
+		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
+			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *tq = &q->Topics[i];
+			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq = &tq->Partitions[j];
+			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
+			if (*pe)
+				continue;
+			if (r->hdr.api_version < 2)
+				pq->CommittedLeaderEpoch = -1;
+			struct grp_stage_part *p = &op->parts[k++];
+			*p = (struct grp_stage_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_STAGE, .op = op, .pq = pq,
+			                              .err = pe, .commit_ms = now };
+			uint8_t val[GRP_VALUE_BYTES_MAX];
+			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
+			                                (size_t)q->GroupId.len, tq->Name.ptr, (size_t)tq->Name.len,
+			                                pq->PartitionIndex);
+			int vn = grp_offset_value_encode(val, sizeof(val), pq->CommittedOffset, pq->CommittedLeaderEpoch, now,
+			                                 pq->CommittedMetadata.ptr, pq->CommittedMetadata.len);
+			int bn = kn < 0 || vn < 0 ? -EINVAL :
+			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, p->key, kn, val, vn);
+			p->klen = (uint16_t)(kn > 0 ? kn : 0);
+			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
+			if (off < 0) {
+				DP_ERR("offsets log append failed: %s", strerror((int)-off));
+				*pe = KERR_KAFKA_STORAGE_ERROR;
+				op->left--;
+				continue;
+			}
+			at += (size_t)bn;
+			c->grp->records++;
+			c->grp->inflight++;
+		}
+	if (--op->left == 0) {
+		dp_buf_put(buf);
+		free(op);
+		return 0;
+	}
+	return -1;
+}
+
+static void end_done(struct dp_core *c, struct grp_end *w, int status)
+{
+	c->grp->inflight--;
+	w->failed |= status < 0;
+	if (--w->left)
+		return;
+	if (w->failed) {
+		DP_ERR("offsets log: ending a transaction's staged offset failed; the restart resolves it");
+	} else if (w->commit) {
+		const uint8_t *k = w->key;
+		size_t glen = (size_t)(k[2] << 8 | k[3]), tlen = (size_t)(k[4 + glen] << 8 | k[5 + glen]);
+		const uint8_t *pp = k + 6 + glen + tlen;
+		int32_t part = (int32_t)((uint32_t)pp[0] << 24 | (uint32_t)pp[1] << 16 | (uint32_t)pp[2] << 8 | pp[3]);
+		if (grp_offset_put(c->grp->offsets, (const char *)k + 4, glen, (const char *)k + 6 + glen, tlen, part,
+		                   w->offset, w->leader_epoch, w->commit_ms, w->meta, w->meta_len) < 0)
+			DP_ERR("offsets: no memory to apply a committed transactional offset");
+	}
+	dp_buf_put(w->buf);
+	free(w->meta);
+	free(w);
+}
+
+/* Write the end of one staged offset o (see struct grp_end); o leaves the table. */
+static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
+{
+	struct dp_grp *t = c->grp;
+	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
+	struct grp_end *w = calloc(1, sizeof(*w));
+	uint8_t *buf = dp_buf_get(cap);
+	char *meta = o->meta_len > 0 ? malloc((size_t)o->meta_len) : NULL;
+	if (!w || !buf || (o->meta_len > 0 && !meta)) {
+		free(w);
+		free(meta);
+		if (buf)
+			dp_buf_put(buf);
+		return -ENOMEM;
+	}
+	if (meta)
+		memcpy(meta, o->meta, (size_t)o->meta_len);
+	*w = (struct grp_end){ .kind = DP_COOKIE_GROUP, .what = GRP_W_END, .commit = commit, .buf = buf,
+	                       .offset = o->offset, .commit_ms = o->commit_ms, .leader_epoch = o->leader_epoch,
+	                       .meta_len = o->meta_len, .meta = meta };
+	/* The committed key is the pending key less its producer id, version 1. */
+	w->klen = (uint16_t)(o->key_len - 8);
+	memcpy(w->key + 2, o->key + 10, w->klen - 2u);
+	w->key[0] = 0;
+	w->key[1] = 1;
+	int64_t now = dp_wall_ms();
+	size_t at = 0;
+	int bn[2] = { 0, 0 };
+	if (commit) {
+		uint8_t val[GRP_VALUE_BYTES_MAX];
+		int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
+		                                 o->meta_len);
+		bn[0] = vn < 0 ? vn : st_batch_build(buf, cap, 0, -1, -1, -1, now, w->key, w->klen, val, vn);
+		at = bn[0] > 0 ? (size_t)bn[0] : 0;
+	}
+	bn[1] = st_batch_build(buf + at, cap - at, 0, -1, -1, -1, now, o->key, o->key_len, NULL, -1);
+	if (bn[0] < 0 || bn[1] < 0) {
+		dp_buf_put(buf);
+		free(meta);
+		free(w);
+		return -EINVAL;
+	}
+	w->left = 1;   /* held until both are queued */
+	at = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!bn[i])
+			continue;
+		int64_t off = st_log_append(t->log, buf + at, (uint32_t)bn[i], 1, w);
+		at += (size_t)bn[i];
+		if (off < 0) {
+			DP_ERR("offsets log append failed: %s", strerror((int)-off));
+			w->failed = true;
+			break;
+		}
+		w->left++;
+		t->records++;
+		t->inflight++;
+	}
+	bool failed = w->failed;
+	t->inflight++;   /* balanced by the end_done below */
+	end_done(c, w, 0);
+	return failed ? -EIO : 0;
+}
+
+/* End pid's staged offsets of group (NULL: of every group). The scan restarts after each: deleting moves entries. */
+static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
+{
+	struct grp_offsets *tab = c->grp->offsets;
+	uint32_t ended = 0;
+	for (bool did = true; did;) {
+		uint32_t cur = 0;
+		const struct grp_offset *o;
+		did = false;
+		while ((o = grp_pending_next(tab, &cur))) {
+			const char *g, *tp;
+			size_t gl, tl;
+			int32_t part;
+			grp_offset_key_parts(o, &g, &gl, &tp, &tl, &part);
+			if (grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
+				continue;
+			uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
+			size_t klen = o->key_len;
+			memcpy(key, o->key, klen);
+			if (end_one(c, o, commit) < 0)
+				DP_ERR("offsets: could not end a staged offset of producer %lld", (long long)pid);
+			grp_pending_del(tab, key, klen);
+			ended++;
+			did = true;
+			break;
+		}
+	}
+	return ended;
+}
+
+/*
+ * Start-up: staged offsets whose transaction is over (the coordinator says
+ * CompleteCommit, or CompleteAbort/Empty/unknown) are applied or dropped
+ * now; Ongoing and Prepare* ones stay (the coordinator's resume or the
+ * client ends them through dp_group_txn_end).
+ */
+static void resolve_staged(struct dp_core *c)
+{
+	uint32_t n = grp_pending_count(c->grp->offsets), np = 0, cur = 0, ended = 0;
+	int64_t *pids = calloc(n + 1, sizeof(*pids));
+	const struct grp_offset *o;
+	if (!pids)
+		return;
+	while ((o = grp_pending_next(c->grp->offsets, &cur))) {
+		int64_t pid = grp_pending_pid(o);
+		uint32_t i;
+		for (i = 0; i < np && pids[i] != pid; i++)
+			;
+		if (i == np)
+			pids[np++] = pid;
+	}
+	for (uint32_t i = 0; i < np; i++) {
+		struct txn_meta *m = dp_txnc_find_pid(c, pids[i]);
+		enum txn_state s = m ? m->state : TXN_EMPTY;
+		if (s == TXN_ONGOING || s == TXN_PREPARE_COMMIT || s == TXN_PREPARE_ABORT || s == TXN_PREPARE_EPOCH_FENCE)
+			continue;
+		ended += end_staged(c, NULL, 0, pids[i], s == TXN_COMPLETE_COMMIT);
+	}
+	free(pids);
+	if (n)
+		DP_INFO("offsets: %u staged offset(s) of finished transactions resolved, %u still pending", ended,
+		        grp_pending_count(c->grp->offsets));
+}
+
+void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
+{
+	if (!c->grp)
+		return;   /* start-up: dp_group_start resolves from the final state */
+	uint32_t n = end_staged(c, group, glen, pid, commit);
+	DP_DBG("group %.*s: %u staged offset(s) of producer %lld %s", (int)glen, group, n, (long long)pid,
+	       commit ? "committed" : "dropped");
+}
+
+/* ---- compaction -------------------------------------------------------------------- */
+
+/*
+ * Every commit is a new record, so the log only grows. When it holds far
+ * more records than there are live keys, start a new segment, write every
+ * live offset into it, and once those writes are durable drop the segments
+ * before it: the newest record of each key is then always in what remains.
+ * It starts only when no commit write is in flight: the table is updated
+ * when a write is durable, so a rewrite taken while one is in flight could
+ * carry a value older than a record it lands after (and the old segment
+ * holding that record could be dropped).
+ */
+static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
+{
+	struct dp_grp *t = c->grp;
+	dp_buf_put(w->buf);
+	free(w);
+	t->compact_failed |= status < 0;
+	assert(t->compact_pending > 0);
+	if (--t->compact_pending == 0 && !t->compact_failed) {
+		int n = st_log_drop_before(t->log, t->compact_from);
+		DP_INFO("offsets log: compaction done, %d old segment(s) removed", n);
+	} else if (t->compact_pending == 0) {
+		DP_WARN("offsets log: a compaction write failed, old segments kept");
+	}
+}
+
+static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const struct grp_offset *o)
+{
+	uint8_t val[GRP_VALUE_BYTES_MAX];
+	int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
+	                                 o->meta_len);
+	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
+	uint8_t *buf = vn < 0 ? NULL : dp_buf_get(cap);
+	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
+	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, vn) : -ENOMEM;
+	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
+	if (off < 0) {
+		if (buf)
+			dp_buf_put(buf);
+		free(w);
+		return (int)off;
+	}
+	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = GRP_W_REWRITE, .buf = buf };
+	c->grp->records++;
+	c->grp->compact_pending++;
+	return 0;
+}
+
+static void maybe_compact(struct dp_core *c)
+{
+	struct dp_grp *t = c->grp;
+	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets);
+	if (t->compact_pending || t->inflight ||
+	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+		return;
+	int64_t from = st_log_end_offset(t->log);
+	if (st_log_roll(t->log) < 0)
+		return;
+	t->compact_from = from;
+	t->compact_failed = false;
+	t->records = 0;
+	uint32_t cur = 0;
+	const struct grp_offset *o;
+	while ((o = grp_offset_next(t->offsets, &cur)))
+		if (rewrite_one(c, o->key, o->key_len, o) < 0)
+			t->compact_failed = true;
+	cur = 0;
+	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
+		if (rewrite_one(c, o->key, o->key_len, o) < 0)
+			t->compact_failed = true;
+	if (!t->compact_pending && !t->compact_failed)
+		st_log_drop_before(t->log, from);
+	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)from);
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */
@@ -481,6 +937,7 @@ static void set_error(struct dp_req *r, int16_t err)
 	case 12: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
 	case 13: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
 	case 14: fill_sync(r, NULL, NULL, err); return;
+	case 28: tcommit_fill_all(r->resp, err); return;
 	}
 }
 
@@ -496,6 +953,7 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	case 12: err = heartbeat(c, r); break;
 	case 13: err = leave_group(c, r); break;
 	case 14: err = sync_group(c, msg, r); break;
+	case 28: err = txn_offset_commit(c, msg, r); break;
 	default: err = KERR_INVALID_REQUEST; break;
 	}
 	if (err < 0)
@@ -513,6 +971,7 @@ void dp_group_timer(struct dp_core *c)
 	if (!t || now < t->next_timer_ms)
 		return;
 	t->next_timer_ms = now + DP_GRP_TIMER_MS;
+	maybe_compact(c);
 	uint32_t cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur))) {
@@ -532,6 +991,7 @@ void dp_group_timer(struct dp_core *c)
 static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
 	struct dp_grp *t = arg;
+	t->records++;
 	int rc = grp_offsets_apply_batch(t->offsets, batch, len);
 	if (rc == -ENOMEM)
 		return rc;
@@ -555,7 +1015,9 @@ int dp_group_start(struct dp_core *c)
 		DP_ERR("group coordinator log %s: %s", t->dir, strerror(-rc));
 		return rc;
 	}
-	DP_INFO("group coordinator: %u committed offsets loaded", grp_offsets_count(t->offsets));
+	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions",
+	        grp_offsets_count(t->offsets), grp_pending_count(t->offsets));
+	resolve_staged(c);
 	return 0;
 }
 

@@ -270,6 +270,10 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 {
 	bool commit = m->state == TXN_PREPARE_COMMIT;
 	fault_point(c, 3, "before CompleteCommit/CompleteAbort is written");
+	/* Offsets staged by TxnOffsetCommit: applied or dropped (the group
+	 * coordinator resolves them on start should this not get durable). */
+	for (uint32_t i = 0; i < m->ngroups; i++)
+		dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, commit);
 	txn_set_state(m, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
 	txn_meta_clear_txn(m);
 	if (persist(c, m, false) < 0)
@@ -701,6 +705,21 @@ void dp_txnc_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_TXN_MARKER_DONE: owner_ack(c, m); return;
 	default: assert(!"not a coordinator message");
 	}
+}
+
+struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len)
+{
+	return c->txnc && c->txnc->loaded ? txn_coord_find(c->txnc->coord, id, len) : NULL;
+}
+
+struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid)
+{
+	uint32_t cur = 0;
+	struct txn_meta *m;
+	while (c->txnc && (m = txn_coord_next(c->txnc->coord, &cur)))
+		if (m->pid == pid)
+			return m;
+	return NULL;
 }
 
 /* Transactions open longer than their timeout are aborted, fencing the producer. */

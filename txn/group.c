@@ -631,6 +631,7 @@ int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t m
 
 struct grp_offsets {
 	struct ptab tab;
+	struct ptab pend;             /* transactional offsets not yet committed (version-2 keys) */
 };
 
 static void offset_key(const void *e, const uint8_t **k, size_t *len)
@@ -646,7 +647,9 @@ int grp_offsets_create(struct grp_offsets **out)
 	if (!t)
 		return -ENOMEM;
 	t->tab.key = offset_key;
-	if (ptab_grow(&t->tab) < 0) {
+	t->pend.key = offset_key;
+	if (ptab_grow(&t->tab) < 0 || ptab_grow(&t->pend) < 0) {
+		free(t->tab.slot);
 		free(t);
 		return -ENOMEM;
 	}
@@ -668,7 +671,11 @@ void grp_offsets_destroy(struct grp_offsets *t)
 	struct grp_offset *o;
 	while ((o = ptab_next(&t->tab, &cur)))
 		offset_free(o);
+	cur = 0;
+	while ((o = ptab_next(&t->pend, &cur)))
+		offset_free(o);
 	free(t->tab.slot);
+	free(t->pend.slot);
 	free(t);
 }
 
@@ -701,11 +708,29 @@ int grp_offset_key_encode(uint8_t *buf, size_t cap, const char *group, size_t gl
 	return (int)n;
 }
 
-/* Is k a well-formed key? */
+int grp_pending_key_encode(uint8_t *buf, size_t cap, int64_t pid, const char *group, size_t glen,
+                           const char *topic, size_t tlen, int32_t partition)
+{
+	if (cap < 8)
+		return -ENOSPC;
+	/* The v1 key's body (after its int16 version) lands at buf + 10, behind version and pid. */
+	int n = grp_offset_key_encode(buf + 8, cap - 8, group, glen, topic, tlen, partition);
+	if (n < 0)
+		return n;
+	be16(buf, 2);
+	be64(buf + 2, (uint64_t)pid);
+	return n + 8;
+}
+
+/* Is k a well-formed key (version 1: committed, 2: pending)? */
 static bool key_valid(const uint8_t *k, size_t len)
 {
-	if (len < 10 || rd16(k) != 1)
+	if (len >= 18 && rd16(k) == 2) {
+		k += 8;
+		len -= 8;
+	} else if (len < 10 || rd16(k) != 1) {
 		return false;
+	}
 	size_t glen = rd16(k + 2);
 	if (glen > GRP_ID_BYTES_MAX || 6 + glen > len)
 		return false;
@@ -716,11 +741,18 @@ static bool key_valid(const uint8_t *k, size_t len)
 void grp_offset_key_parts(const struct grp_offset *o, const char **group, size_t *glen,
                           const char **topic, size_t *tlen, int32_t *partition)
 {
-	*glen = rd16(o->key + 2);
-	*group = (const char *)o->key + 4;
-	*tlen = rd16(o->key + 4 + *glen);
-	*topic = (const char *)o->key + 6 + *glen;
-	*partition = (int32_t)rd32(o->key + 6 + *glen + *tlen);
+	const uint8_t *k = o->key + (rd16(o->key) == 2 ? 8 : 0);   /* pending keys carry a pid */
+	*glen = rd16(k + 2);
+	*group = (const char *)k + 4;
+	*tlen = rd16(k + 4 + *glen);
+	*topic = (const char *)k + 6 + *glen;
+	*partition = (int32_t)rd32(k + 6 + *glen + *tlen);
+}
+
+int64_t grp_pending_pid(const struct grp_offset *o)
+{
+	assert(rd16(o->key) == 2);
+	return (int64_t)rd64(o->key + 2);
 }
 
 int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t leader_epoch,
@@ -741,7 +773,7 @@ int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t le
 	return (int)n;
 }
 
-static int put_key(struct grp_offsets *t, const uint8_t *k, size_t klen, int64_t offset, int32_t epoch,
+static int put_key(struct ptab *tab, const uint8_t *k, size_t klen, int64_t offset, int32_t epoch,
                    int64_t commit_ms, const char *meta, int32_t meta_len)
 {
 	char *mcopy = NULL;
@@ -749,7 +781,7 @@ static int put_key(struct grp_offsets *t, const uint8_t *k, size_t klen, int64_t
 		return -ENOMEM;
 	if (meta_len > 0)
 		memcpy(mcopy, meta, (size_t)meta_len);
-	struct grp_offset *o = ptab_find(&t->tab, k, klen);
+	struct grp_offset *o = ptab_find(tab, k, klen);
 	if (!o) {
 		if (!(o = calloc(1, sizeof(*o) + klen))) {
 			free(mcopy);
@@ -757,7 +789,7 @@ static int put_key(struct grp_offsets *t, const uint8_t *k, size_t klen, int64_t
 		}
 		memcpy(o->key, k, klen);
 		o->key_len = (uint16_t)klen;
-		if (ptab_add(&t->tab, o) < 0) {
+		if (ptab_add(tab, o) < 0) {
 			free(mcopy);
 			free(o);
 			return -ENOMEM;
@@ -780,7 +812,50 @@ int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const 
 	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
 	if (n < 0 || meta_len > GRP_OFFSET_META_MAX)
 		return -EINVAL;
-	return put_key(t, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
+	return put_key(&t->tab, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
+}
+
+int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int64_t offset,
+                    int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	if (!key_valid(key, klen) || rd16(key) != 2 || meta_len > GRP_OFFSET_META_MAX)
+		return -EINVAL;
+	return put_key(&t->pend, key, klen, offset, leader_epoch, commit_ms, meta, meta_len);
+}
+
+void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
+{
+	struct grp_offset *o = ptab_find(&t->pend, key, klen);
+	if (!o)
+		return;
+	ptab_del(&t->pend, key, klen);
+	offset_free(o);
+}
+
+const struct grp_offset *grp_pending_next(const struct grp_offsets *t, uint32_t *cursor)
+{
+	return ptab_next(&t->pend, cursor);
+}
+
+uint32_t grp_pending_count(const struct grp_offsets *t)
+{
+	return t->pend.used;
+}
+
+bool grp_pending_has(const struct grp_offsets *t, const char *group, size_t glen, const char *topic,
+                     size_t tlen, int32_t partition)
+{
+	uint32_t cur = 0;
+	const struct grp_offset *o;
+	while ((o = ptab_next(&t->pend, &cur))) {
+		const char *g, *tp;
+		size_t gl, tl;
+		int32_t p;
+		grp_offset_key_parts(o, &g, &gl, &tp, &tl, &p);
+		if (p == partition && gl == glen && tl == tlen && !memcmp(g, group, gl) && !memcmp(tp, topic, tl))
+			return true;
+	}
+	return false;
 }
 
 const struct grp_offset *grp_offset_get(const struct grp_offsets *t, const char *group, size_t glen,
@@ -811,9 +886,10 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 			rc = -EBADMSG;
 			continue;
 		}
+		struct ptab *tab = rd16(rec.key) == 2 ? &t->pend : &t->tab;
 		if (!rec.value) {   /* tombstone */
-			struct grp_offset *o = ptab_find(&t->tab, rec.key, (size_t)rec.key_len);
-			ptab_del(&t->tab, rec.key, (size_t)rec.key_len);
+			struct grp_offset *o = ptab_find(tab, rec.key, (size_t)rec.key_len);
+			ptab_del(tab, rec.key, (size_t)rec.key_len);
 			if (o)
 				offset_free(o);
 			continue;
@@ -828,7 +904,7 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 			rc = -EBADMSG;
 			continue;
 		}
-		if (put_key(t, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
+		if (put_key(tab, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
 		            (int64_t)rd64(v + 14), (const char *)v + 24, ml) < 0)
 			return -ENOMEM;
 	}

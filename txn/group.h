@@ -222,4 +222,32 @@ void grp_offset_key_parts(const struct grp_offset *o, const char **group, size_t
  */
 int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t len);
 
+/* ---- transactional offsets (TxnOffsetCommit), staged until the transaction ends ---- */
+
+/*
+ * Pending log record key, big-endian: int16 version (2), int64 producer id,
+ * then the committed key's body (int16 group length, group, int16 topic
+ * length, topic, int32 partition). The value is a committed value
+ * (grp_offset_value_encode); a null value drops the staged offset. One per
+ * (producer id, group, topic, partition): a later TxnOffsetCommit of the same
+ * transaction replaces it. grp_offsets_apply_batch keeps these apart from
+ * the committed offsets (never visible to OffsetFetch).
+ */
+#define GRP_PENDING_KEY_BYTES_MAX (GRP_KEY_BYTES_MAX + 8)
+int grp_pending_key_encode(uint8_t *buf, size_t cap, int64_t pid, const char *group, size_t glen,
+                           const char *topic, size_t tlen, int32_t partition);
+/* Stage an offset under a pending key (replaces). Returns 0, -EINVAL or -ENOMEM. */
+int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int64_t offset,
+                    int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len);
+/* Drop one staged offset (absent: nothing). */
+void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen);
+/* Iterate the staged offsets: cursor starts at 0; no put/del while iterating. */
+const struct grp_offset *grp_pending_next(const struct grp_offsets *t, uint32_t *cursor);
+uint32_t grp_pending_count(const struct grp_offsets *t);
+/* The producer id of a staged offset (grp_offset_key_parts also works on it). */
+int64_t grp_pending_pid(const struct grp_offset *o);
+/* Has any producer staged an offset for (group, topic, partition)? Linear: staged offsets are few. */
+bool grp_pending_has(const struct grp_offsets *t, const char *group, size_t glen, const char *topic,
+                     size_t tlen, int32_t partition);
+
 #endif

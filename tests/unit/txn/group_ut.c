@@ -421,6 +421,80 @@ static void test_offsets_recovery(void)
 	grp_offsets_destroy(t);
 }
 
+/* One record batch of a staged (pending) offset of producer pid (tomb: drop it). */
+static int pend_batch(uint8_t *buf, size_t cap, int64_t pid, const char *g, int32_t p, int64_t off, bool tomb)
+{
+	uint8_t k[GRP_PENDING_KEY_BYTES_MAX], v[GRP_VALUE_BYTES_MAX];
+	int kn = grp_pending_key_encode(k, sizeof(k), pid, g, strlen(g), "orders", 6, p);
+	int vn = grp_offset_value_encode(v, sizeof(v), off, 3, UT_TS, "m", 1);
+	if (kn < 0 || vn < 0)
+		return -1;
+	return st_batch_build(buf, cap, 0, -1, -1, -1, UT_TS, k, kn, tomb ? NULL : v, tomb ? -1 : vn);
+}
+
+static void test_pending(void)
+{
+	struct grp_offsets *t;
+	CU_ASSERT_EQUAL_FATAL(grp_offsets_create(&t), 0);
+	uint8_t k[GRP_PENDING_KEY_BYTES_MAX], b[8192];
+	/* Key layout: version 2, pid, then the committed key's body. */
+	int kn = grp_pending_key_encode(k, sizeof(k), 0x0102030405060708LL, "grp", 3, "orders", 6, 9);
+	uint8_t k1[GRP_KEY_BYTES_MAX];
+	int k1n = grp_offset_key_encode(k1, sizeof(k1), "grp", 3, "orders", 6, 9);
+	CU_ASSERT_EQUAL_FATAL(kn, k1n + 8);
+	CU_ASSERT(k[0] == 0 && k[1] == 2 && k[2] == 1 && k[9] == 8);
+	CU_ASSERT_EQUAL(memcmp(k + 10, k1 + 2, (size_t)k1n - 2), 0);
+	CU_ASSERT_EQUAL(grp_pending_key_encode(k, 7, 1, "g", 1, "t", 1, 0), -ENOSPC);
+	/* Staged offsets are kept apart: not committed, not fetched. */
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 42, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_put(t, k1, (size_t)k1n, 42, 1, UT_TS, NULL, -1), -EINVAL);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 0);
+	CU_ASSERT_EQUAL(grp_pending_count(t), 1);
+	CU_ASSERT(grp_offset_get(t, "grp", 3, "orders", 6, 9) == NULL);
+	CU_ASSERT(grp_pending_has(t, "grp", 3, "orders", 6, 9));
+	CU_ASSERT(!grp_pending_has(t, "grp", 3, "orders", 6, 8));
+	CU_ASSERT(!grp_pending_has(t, "gr", 2, "orders", 6, 9));
+	uint32_t cur = 0;
+	const struct grp_offset *o = grp_pending_next(t, &cur);
+	CU_ASSERT_FATAL(o != NULL);
+	const char *gp, *tp;
+	size_t gl, tl;
+	int32_t part;
+	grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+	CU_ASSERT(gl == 3 && !memcmp(gp, "grp", 3) && tl == 6 && !memcmp(tp, "orders", 6) && part == 9);
+	CU_ASSERT_EQUAL(grp_pending_pid(o), 0x0102030405060708LL);
+	CU_ASSERT_EQUAL(o->offset, 42);
+	CU_ASSERT(grp_pending_next(t, &cur) == NULL);
+	grp_pending_del(t, k, (size_t)kn);
+	grp_pending_del(t, k, (size_t)kn);   /* absent: nothing */
+	CU_ASSERT_EQUAL(grp_pending_count(t), 0);
+	/* Recovery: pending records and their tombstones, next to committed ones. */
+	for (int pid = 1; pid <= 3; pid++)
+		for (int p = 0; p < 4; p++) {
+			int n = pend_batch(b, sizeof(b), pid, "grp", p, 100 * pid + p, false);
+			CU_ASSERT_EQUAL_FATAL(grp_offsets_apply_batch(t, b, (size_t)n), 0);
+		}
+	int n = rec_batch(b, sizeof(b), "grp", "orders", 0, 7, NULL, false);
+	CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), 0);
+	CU_ASSERT_EQUAL(grp_pending_count(t), 12);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 1);
+	CU_ASSERT_EQUAL(grp_offset_get(t, "grp", 3, "orders", 6, 0)->offset, 7);
+	for (int p = 0; p < 4; p++) {
+		n = pend_batch(b, sizeof(b), 2, "grp", p, 0, true);
+		CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, b, (size_t)n), 0);
+	}
+	CU_ASSERT_EQUAL(grp_pending_count(t), 8);
+	cur = 0;
+	while ((o = grp_pending_next(t, &cur))) {
+		CU_ASSERT(grp_pending_pid(o) == 1 || grp_pending_pid(o) == 3);
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		CU_ASSERT_EQUAL(o->offset, 100 * grp_pending_pid(o) + part);
+		CU_ASSERT(o->meta_len == 1 && o->meta[0] == 'm');
+	}
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 1);
+	grp_offsets_destroy(t);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -436,6 +510,7 @@ int main(void)
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
 	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);
+	CU_add_test(s, "staged (pending) transactional offsets: keys, table, recovery", test_pending);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
