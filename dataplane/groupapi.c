@@ -14,96 +14,51 @@
 #include "kerr.h"
 #include "req.h"
 
-static void to_group_coordinator(struct dp_core *c, struct dp_req *r)
-{
-	struct dp_msg m = { .type = DP_MSG_GROUP_REQ, .ctx = r, .gen = r->gen };
-	r->pending++;
-	dp_send(c, 0, &m);
-}
-
-static int offset_commit(struct dp_core *c, struct dp_req *r, struct kreader *rd)
-{
-	struct OffsetCommitRequest *q = dp_req_alloc(r, sizeof(*q));
-	struct OffsetCommitResponse *resp = dp_req_alloc(r, sizeof(*resp));
-	if (!q || !resp || OffsetCommitRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
-		return -1;
-	OffsetCommitResponse_init(resp);
-	int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;
-	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));
-	if (!resp->Topics)
-		return -1;
-	resp->Topics_n = nt;
-	for (int32_t i = 0; i < nt; i++) {
-		struct OffsetCommitRequest_OffsetCommitRequestTopic *tq = &q->Topics[i];
-		struct OffsetCommitResponse_OffsetCommitResponseTopic *tr = &resp->Topics[i];
-		int32_t np = tq->Partitions_n > 0 ? tq->Partitions_n : 0;
-		tq->Partitions_n = np;
-		tr->Name = tq->Name;
-		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-		if (!tr->Partitions)
-			return -1;
-		tr->Partitions_n = np;
-		for (int32_t j = 0; j < np; j++)
-			tr->Partitions[j].PartitionIndex = tq->Partitions[j].PartitionIndex;
+/*
+ * OffsetCommit and TxnOffsetCommit: the response mirrors the request's
+ * topics and partitions, so it is shaped here and the coordinator only fills
+ * in the error codes.
+ */
+#define COMMIT_HANDLER(Msg, fn)                                                               \
+	static int fn(struct dp_core *c, struct dp_req *r, struct kreader *rd)                  \
+	{                                                                                      \
+		struct Msg##Request *q = dp_req_alloc(r, sizeof(*q));                         \
+		struct Msg##Response *resp = dp_req_alloc(r, sizeof(*resp));                  \
+		if (!q || !resp || Msg##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
+			return -1;                                                             \
+		Msg##Response_init(resp);                                                     \
+		int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;                                \
+		resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));     \
+		if (!resp->Topics)                                                             \
+			return -1;                                                             \
+		resp->Topics_n = nt;                                                           \
+		for (int32_t i = 0; i < nt; i++) {                                             \
+			int32_t np = q->Topics[i].Partitions_n > 0 ? q->Topics[i].Partitions_n : 0; \
+			q->Topics[i].Partitions_n = np;                                        \
+			resp->Topics[i].Name = q->Topics[i].Name;                              \
+			resp->Topics[i].Partitions =                                           \
+				dp_req_alloc(r, sizeof(*resp->Topics[i].Partitions) * (size_t)(np + 1)); \
+			if (!resp->Topics[i].Partitions)                                       \
+				return -1;                                                     \
+			resp->Topics[i].Partitions_n = np;                                     \
+			for (int32_t j = 0; j < np; j++)                                       \
+				resp->Topics[i].Partitions[j].PartitionIndex =                 \
+					q->Topics[i].Partitions[j].PartitionIndex;             \
+		}                                                                              \
+		q->Topics_n = nt;                                                              \
+		r->req = q;                                                                    \
+		r->resp = resp;                                                                \
+		dp_lend_to_control(c, r, DP_MSG_GROUP_REQ);                                   \
+		return 0;                                                                      \
 	}
-	q->Topics_n = nt;
-	r->req = q;
-	r->resp = resp;
-	to_group_coordinator(c, r);
-	return 0;
-}
+COMMIT_HANDLER(OffsetCommit, offset_commit)
+COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit)
 
-/* TxnOffsetCommit: the same shape as OffsetCommit; the coordinator checks the producer too. */
-static int txn_offset_commit(struct dp_core *c, struct dp_req *r, struct kreader *rd)
-{
-	struct TxnOffsetCommitRequest *q = dp_req_alloc(r, sizeof(*q));
-	struct TxnOffsetCommitResponse *resp = dp_req_alloc(r, sizeof(*resp));
-	if (!q || !resp || TxnOffsetCommitRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
-		return -1;
-	TxnOffsetCommitResponse_init(resp);
-	int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;
-	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));
-	if (!resp->Topics)
-		return -1;
-	resp->Topics_n = nt;
-	for (int32_t i = 0; i < nt; i++) {
-		struct TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *tq = &q->Topics[i];
-		struct TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *tr = &resp->Topics[i];
-		int32_t np = tq->Partitions_n > 0 ? tq->Partitions_n : 0;
-		tq->Partitions_n = np;
-		tr->Name = tq->Name;
-		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-		if (!tr->Partitions)
-			return -1;
-		tr->Partitions_n = np;
-		for (int32_t j = 0; j < np; j++)
-			tr->Partitions[j].PartitionIndex = tq->Partitions[j].PartitionIndex;
-	}
-	q->Topics_n = nt;
-	r->req = q;
-	r->resp = resp;
-	to_group_coordinator(c, r);
-	return 0;
-}
-
-#define SIMPLE(Name)                                                                       \
-	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
-	{                                                                                  \
-		struct Name##Request *q = dp_req_alloc(r, sizeof(*q));                     \
-		struct Name##Response *resp = dp_req_alloc(r, sizeof(*resp));              \
-		if (!q || !resp || Name##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
-			return -1;                                                         \
-		Name##Response_init(resp);                                                 \
-		r->req = q;                                                                \
-		r->resp = resp;                                                            \
-		to_group_coordinator(c, r);                                                \
-		return 0;                                                                  \
-	}
-SIMPLE(OffsetFetch)
-SIMPLE(JoinGroup)
-SIMPLE(Heartbeat)
-SIMPLE(LeaveGroup)
-SIMPLE(SyncGroup)
+DP_LEND_HANDLER(OffsetFetch, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(JoinGroup, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(Heartbeat, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(LeaveGroup, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(SyncGroup, DP_MSG_GROUP_REQ)
 
 int dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {

@@ -76,6 +76,33 @@ void dp_req_part_done(struct dp_core *c, struct dp_req *r);
 void dp_req_park(struct dp_core *c, struct dp_req *r);
 void *dp_req_alloc(struct dp_req *r, size_t bytes);
 
+/*
+ * NIC core: lend a decoded request to the control core, which fills r->resp
+ * and answers with a *_DONE message (type: DP_MSG_TXN_REQ or DP_MSG_GROUP_REQ).
+ */
+static inline void dp_lend_to_control(struct dp_core *c, struct dp_req *r, uint16_t type)
+{
+	struct dp_msg m = { .type = type, .ctx = r, .gen = r->gen };
+	r->pending++;
+	dp_send(c, 0, &m);
+}
+
+/* A handler that only decodes Name##Request, starts Name##Response from its
+ * schema defaults, and lends both to the control core. */
+#define DP_LEND_HANDLER(Name, type)                                                        \
+	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
+	{                                                                                  \
+		struct Name##Request *q = dp_req_alloc(r, sizeof(*q));                     \
+		struct Name##Response *resp = dp_req_alloc(r, sizeof(*resp));              \
+		if (!q || !resp || Name##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
+			return -1;                                                         \
+		Name##Response_init(resp);                                                 \
+		r->req = q;                                                                \
+		r->resp = resp;                                                            \
+		dp_lend_to_control(c, r, type);                                            \
+		return 0;                                                                  \
+	}
+
 /* txnapi.c */
 int  dp_txn_init_producer(struct dp_core *c, struct dp_req *r);
 int  dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);

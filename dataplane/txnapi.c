@@ -15,16 +15,9 @@
 #define DP_DESCRIBE_PRODUCERS_MAX 1024        /* producers listed per partition */
 #define DP_DESCRIBE_PRODUCERS_PARTS_MAX 1024  /* partitions per request */
 
-static void to_coordinator(struct dp_core *c, struct dp_req *r)
-{
-	struct dp_msg m = { .type = DP_MSG_TXN_REQ, .ctx = r, .gen = r->gen };
-	r->pending++;
-	dp_send(c, 0, &m);
-}
-
 int dp_txn_init_producer(struct dp_core *c, struct dp_req *r)
 {
-	to_coordinator(c, r);
+	dp_lend_to_control(c, r, DP_MSG_TXN_REQ);
 	return 0;
 }
 
@@ -56,27 +49,14 @@ static int add_partitions(struct dp_core *c, struct dp_req *r, struct kreader *r
 	}
 	r->req = q;
 	r->resp = resp;
-	to_coordinator(c, r);
+	dp_lend_to_control(c, r, DP_MSG_TXN_REQ);
 	return 0;
 }
 
-#define SIMPLE(Name)                                                                       \
-	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
-	{                                                                                  \
-		struct Name##Request *q = dp_req_alloc(r, sizeof(*q));                     \
-		struct Name##Response *resp = dp_req_alloc(r, sizeof(*resp));              \
-		if (!q || !resp || Name##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
-			return -1;                                                         \
-		Name##Response_init(resp);                                                 \
-		r->req = q;                                                                \
-		r->resp = resp;                                                            \
-		to_coordinator(c, r);                                                      \
-		return 0;                                                                  \
-	}
-SIMPLE(AddOffsetsToTxn)
-SIMPLE(EndTxn)
-SIMPLE(ListTransactions)
-SIMPLE(DescribeTransactions)
+DP_LEND_HANDLER(AddOffsetsToTxn, DP_MSG_TXN_REQ)
+DP_LEND_HANDLER(EndTxn, DP_MSG_TXN_REQ)
+DP_LEND_HANDLER(ListTransactions, DP_MSG_TXN_REQ)
+DP_LEND_HANDLER(DescribeTransactions, DP_MSG_TXN_REQ)
 
 /* ---- WriteTxnMarkers: markers written by the owners, as the coordinator does it ---- */
 
