@@ -29,6 +29,8 @@ static const struct dp_api {
 	{ 12, 0, 3 },   /* Heartbeat */
 	{ 13, 0, 3 },   /* LeaveGroup */
 	{ 14, 0, 3 },   /* SyncGroup */
+	{ 15, 0, 5 },   /* DescribeGroups */
+	{ 16, 0, 4 },   /* ListGroups */
 	{ 18, 0, 3 },   /* ApiVersions */
 	{ 19, 0, 4 },   /* CreateTopics */
 	{ 20, 0, 1 },   /* DeleteTopics */
@@ -381,7 +383,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
 	case 3: rc = metadata(c, r, &rd); break;
 	case 10: rc = find_coordinator(c, r, &rd); break;
-	case 8: case 9: case 11: case 12: case 13: case 14: case 28:
+	case 8: case 9: case 11: case 12: case 13: case 14: case 15: case 16: case 28:
 		rc = dp_group_handle(c, r, &rd);
 		break;
 	case 19: rc = create_topics(c, r, &rd); break;
@@ -493,6 +495,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(12, HeartbeatResponse)
 	ENCODE_CASE(13, LeaveGroupResponse)
 	ENCODE_CASE(14, SyncGroupResponse)
+	ENCODE_CASE(15, DescribeGroupsResponse)
+	ENCODE_CASE(16, ListGroupsResponse)
 	ENCODE_CASE(28, TxnOffsetCommitResponse)
 	ENCODE_CASE(10, FindCoordinatorResponse)
 	ENCODE_CASE(18, ApiVersionsResponse)
@@ -527,6 +531,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(12, HeartbeatResponse)
 	ENCODE_CASE2(13, LeaveGroupResponse)
 	ENCODE_CASE2(14, SyncGroupResponse)
+	ENCODE_CASE2(15, DescribeGroupsResponse)
+	ENCODE_CASE2(16, ListGroupsResponse)
 	ENCODE_CASE2(28, TxnOffsetCommitResponse)
 	ENCODE_CASE2(10, FindCoordinatorResponse)
 	ENCODE_CASE2(18, ApiVersionsResponse)

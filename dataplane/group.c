@@ -255,6 +255,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	struct grp_join_req j = {
 		.member_id = q->MemberId.ptr, .member_id_len = q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
 		.client_id = r->hdr.client_id.ptr, .client_id_len = r->hdr.client_id.len > 0 ? (size_t)r->hdr.client_id.len : 0,
+		.client_host = r->peer ? r->peer : "", .client_host_len = r->peer ? strlen(r->peer) : 0,
 		.protocol_type = q->ProtocolType.ptr,
 		.protocol_type_len = q->ProtocolType.len > 0 ? (size_t)q->ProtocolType.len : 0,
 		.session_ms = q->SessionTimeoutMs, .rebalance_ms = q->RebalanceTimeoutMs,
@@ -921,6 +922,162 @@ static void maybe_compact(struct dp_core *c)
 	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)from);
 }
 
+/* ---- ListGroups / DescribeGroups (admin) ------------------------------------------------ */
+
+/* Kafka's names for the states (ListGroups filters compare them without case). */
+static struct kstr state_str(enum grp_state s)
+{
+	const char *n = grp_state_name(s);
+	return (struct kstr){ n, (int32_t)strlen(n) };
+}
+
+static bool state_wanted(const struct ListGroupsRequest *q, enum grp_state s)
+{
+	if (q->StatesFilter_n <= 0)
+		return true;
+	const char *n = grp_state_name(s);
+	for (int32_t i = 0; i < q->StatesFilter_n; i++)
+		if (q->StatesFilter[i].len == (int32_t)strlen(n) && !strncasecmp(q->StatesFilter[i].ptr, n, strlen(n)))
+			return true;
+	return false;
+}
+
+/* Is group id g already among the first n listed? */
+static bool listed(const struct ListGroupsResponse *resp, uint32_t n, const char *g, size_t glen)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((size_t)resp->Groups[i].GroupId.len == glen && !memcmp(resp->Groups[i].GroupId.ptr, g, glen))
+			return true;
+	return false;
+}
+
+/*
+ * Every live group, and (as Kafka does after loading its offsets topic) every
+ * group that only has committed offsets: those are Empty with no protocol
+ * type. Dead groups are left out. The offsets walk dedups against the list
+ * so far: quadratic in groups, fine for an admin call.
+ */
+static int16_t list_groups(struct dp_core *c, struct dp_req *r)
+{
+	struct ListGroupsRequest *q = r->req;
+	struct ListGroupsResponse *resp = r->resp;
+	uint32_t cap = grp_count(c->grp->coord) + grp_offsets_count(c->grp->offsets), n = 0, cur = 0;
+	resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (cap + 1));
+	if (!resp->Groups)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	bool ok = true;
+	struct grp_group *g;
+	while ((g = grp_next(c->grp->coord, &cur)) && ok) {
+		if (g->state == GRP_DEAD || !state_wanted(q, g->state))
+			continue;
+		resp->Groups[n].GroupId = astr(r, g->id, g->id_len, &ok);
+		resp->Groups[n].ProtocolType = astr(r, g->protocol_type, g->protocol_type_len, &ok);
+		resp->Groups[n++].GroupState = state_str(g->state);
+	}
+	const struct grp_offset *o;
+	cur = 0;
+	while (ok && state_wanted(q, GRP_EMPTY) && (o = grp_offset_next(c->grp->offsets, &cur))) {
+		const char *gp, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		if (grp_find(c->grp->coord, gp, gl) || listed(resp, n, gp, gl))
+			continue;
+		resp->Groups[n].GroupId = astr(r, gp, gl, &ok);
+		resp->Groups[n].ProtocolType = (struct kstr){ "", 0 };
+		resp->Groups[n++].GroupState = state_str(GRP_EMPTY);
+	}
+	if (!ok)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	resp->Groups_n = (int32_t)n;
+	return 0;
+}
+
+/* Has group id g committed any offset? */
+static bool has_offsets(const struct grp_offsets *t, const char *g, size_t glen)
+{
+	uint32_t cur = 0;
+	const struct grp_offset *o;
+	while ((o = grp_offset_next(t, &cur))) {
+		const char *gp, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		if (gl == glen && !memcmp(gp, g, gl))
+			return true;
+	}
+	return false;
+}
+
+/* The metadata member m sent for the group's chosen protocol (empty if none). */
+static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
+{
+	for (uint32_t p = 0; p < m->nprotocols; p++)
+		if (m->protocols[p].name_len == g->protocol_name_len &&
+		    !memcmp(m->protocols[p].name, g->protocol_name, g->protocol_name_len)) {
+			const uint8_t *d = acopy(r, m->protocols[p].meta, m->protocols[p].meta_len);
+			*ok &= d != NULL;
+			return (struct kbytes){ d ? d : (const uint8_t *)"", d ? (int32_t)m->protocols[p].meta_len : 0 };
+		}
+	return (struct kbytes){ (const uint8_t *)"", 0 };
+}
+
+/*
+ * Kafka's answers: an unknown group is Dead with no members (error NONE),
+ * one with only committed offsets is Empty; the protocol (assignor) name and
+ * each member's metadata and assignment are sent only while Stable.
+ */
+static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
+{
+	struct DescribeGroupsRequest *q = r->req;
+	struct DescribeGroupsResponse *resp = r->resp;
+	int32_t ng = q->Groups_n > 0 ? q->Groups_n : 0;
+	resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (size_t)(ng + 1));
+	if (!resp->Groups)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	resp->Groups_n = ng;
+	bool ok = true;
+	for (int32_t i = 0; i < ng && ok; i++) {
+		struct DescribeGroupsResponse_DescribedGroup *d = &resp->Groups[i];
+		struct kstr id = q->Groups[i];
+		size_t idlen = id.len > 0 ? (size_t)id.len : 0;
+		struct grp_group *g = idlen ? grp_find(c->grp->coord, id.ptr, idlen) : NULL;
+		d->GroupId = id.len >= 0 ? id : (struct kstr){ "", 0 };
+		d->ProtocolType = d->ProtocolData = (struct kstr){ "", 0 };
+		d->AuthorizedOperations = INT32_MIN;   /* not computed: sluice has no ACLs */
+		if (!g || g->state == GRP_DEAD) {
+			d->GroupState = state_str(g || !idlen || !has_offsets(c->grp->offsets, id.ptr, idlen) ? GRP_DEAD : GRP_EMPTY);
+			continue;
+		}
+		bool stable = g->state == GRP_STABLE;
+		d->GroupState = state_str(g->state);
+		d->ProtocolType = astr(r, g->protocol_type, g->protocol_type_len, &ok);
+		if (stable)
+			d->ProtocolData = astr(r, g->protocol_name, g->protocol_name_len, &ok);
+		d->Members = karena_alloc(&r->arena, sizeof(*d->Members) * (g->nmembers + 1));
+		ok &= d->Members != NULL;
+		for (uint32_t j = 0; ok && j < g->nmembers; j++) {
+			const struct grp_member *m = g->members[j];
+			struct DescribeGroupsResponse_DescribedGroupMember *dm = &d->Members[j];
+			dm->MemberId = astr(r, m->id, m->id_len, &ok);
+			dm->GroupInstanceId = (struct kstr){ NULL, -1 };
+			dm->ClientId = astr(r, m->client_id, m->client_id_len, &ok);
+			dm->ClientHost = astr(r, m->client_host, m->client_host_len, &ok);
+			dm->MemberMetadata = stable ? member_meta(r, g, m, &ok) : (struct kbytes){ (const uint8_t *)"", 0 };
+			const uint8_t *a = stable ? acopy(r, m->assignment, m->assignment_len) : NULL;
+			ok &= !stable || a != NULL;
+			dm->MemberAssignment = (struct kbytes){ a ? a : (const uint8_t *)"", a ? (int32_t)m->assignment_len : 0 };
+		}
+		if (ok)
+			d->Members_n = (int32_t)g->nmembers;
+	}
+	if (!ok) {
+		DP_WARN("DescribeGroups: the response does not fit the request arena");
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	return 0;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 static void set_error(struct dp_req *r, int16_t err)
@@ -937,6 +1094,26 @@ static void set_error(struct dp_req *r, int16_t err)
 	case 12: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
 	case 13: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
 	case 14: fill_sync(r, NULL, NULL, err); return;
+	case 15: {
+		/* Every asked group gets the error (Kafka answers per group). */
+		struct DescribeGroupsRequest *q = r->req;
+		struct DescribeGroupsResponse *resp = r->resp;
+		int32_t ng = q->Groups_n > 0 ? q->Groups_n : 0;
+		resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (size_t)(ng + 1));
+		resp->Groups_n = resp->Groups ? ng : 0;
+		for (int32_t i = 0; i < resp->Groups_n; i++)
+			resp->Groups[i] = (struct DescribeGroupsResponse_DescribedGroup){
+				.ErrorCode = err, .GroupId = q->Groups[i].len >= 0 ? q->Groups[i] : (struct kstr){ "", 0 },
+				.GroupState = { "", 0 }, .ProtocolType = { "", 0 }, .ProtocolData = { "", 0 },
+				.AuthorizedOperations = INT32_MIN };
+		return;
+	}
+	case 16: {
+		struct ListGroupsResponse *resp = r->resp;
+		resp->ErrorCode = err;
+		resp->Groups_n = 0;
+		return;
+	}
 	case 28: tcommit_fill_all(r->resp, err); return;
 	}
 }
@@ -953,6 +1130,8 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	case 12: err = heartbeat(c, r); break;
 	case 13: err = leave_group(c, r); break;
 	case 14: err = sync_group(c, msg, r); break;
+	case 15: err = describe_groups(c, r); break;
+	case 16: err = list_groups(c, r); break;
 	case 28: err = txn_offset_commit(c, msg, r); break;
 	default: err = KERR_INVALID_REQUEST; break;
 	}

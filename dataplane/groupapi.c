@@ -3,7 +3,7 @@
  * response where its shape follows the request (OffsetCommit), and lend the
  * request to the group coordinator on the control core (JoinGroup,
  * SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
- * TxnOffsetCommit), which fills
+ * TxnOffsetCommit, DescribeGroups, ListGroups), which fills
  * the response and answers DP_MSG_GROUP_DONE, possibly much later
  * (JoinGroup and SyncGroup wait for the rebalance).
  * Locality: NIC core.
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kerr.h"
+#include "nic.h"
 #include "req.h"
 
 /*
@@ -56,6 +57,8 @@ COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit)
 
 DP_LEND_HANDLER(OffsetFetch, DP_MSG_GROUP_REQ)
 DP_LEND_HANDLER(JoinGroup, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(DescribeGroups, DP_MSG_GROUP_REQ)
+DP_LEND_HANDLER(ListGroups, DP_MSG_GROUP_REQ)
 DP_LEND_HANDLER(Heartbeat, DP_MSG_GROUP_REQ)
 DP_LEND_HANDLER(LeaveGroup, DP_MSG_GROUP_REQ)
 DP_LEND_HANDLER(SyncGroup, DP_MSG_GROUP_REQ)
@@ -65,7 +68,15 @@ int dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	switch (r->hdr.api_key) {
 	case 8: return offset_commit(c, r, rd);
 	case 9: return OffsetFetch_start(c, r, rd);
-	case 11: return JoinGroup_start(c, r, rd);
+	case 11: {
+		/* The member's address, for DescribeGroups: only the NIC core knows the connection. */
+		char *peer = dp_req_alloc(r, NIC_PEER_BYTES_MAX);
+		if (peer && nic_conn_peer(c->nic, r->conn->handle, peer, NIC_PEER_BYTES_MAX) > 0)
+			r->peer = peer;
+		return JoinGroup_start(c, r, rd);
+	}
+	case 15: return DescribeGroups_start(c, r, rd);
+	case 16: return ListGroups_start(c, r, rd);
 	case 12: return Heartbeat_start(c, r, rd);
 	case 13: return LeaveGroup_start(c, r, rd);
 	case 14: return SyncGroup_start(c, r, rd);

@@ -54,6 +54,9 @@ struct dp_req {
 	bool in_park_list;
 	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
 
+	/* JoinGroup: the client's address ("/127.0.0.1"), in the arena; NULL unknown. */
+	const char *peer;
+
 	/* Produce/ListOffsets: flat slot -> response partition. */
 	void **slots;
 	uint32_t nslots;

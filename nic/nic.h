@@ -115,6 +115,15 @@ void nic_rx_release(struct nic *n, const struct nic_ev *ev);
  */
 int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie);
 
+/*
+ * The peer's address of conn as Kafka prints a client host: "/" + the IP
+ * literal ("/127.0.0.1", "/::1"), NUL-terminated in buf (cap bytes, 48 is
+ * always enough). For diagnostics (DescribeGroups), not the data path.
+ * Returns the length, or -ENOTCONN / -ENOSPC.
+ */
+#define NIC_PEER_BYTES_MAX 48
+int nic_conn_peer(struct nic *n, uint32_t conn, char *buf, size_t cap);
+
 /* Close conn: queued sends are dropped (reported as SENT with -ECANCELED), then CLOSED. */
 void nic_close(struct nic *n, uint32_t conn);
 

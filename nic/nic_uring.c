@@ -434,6 +434,23 @@ int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void 
 	return 0;
 }
 
+/* Locality: NIC core. One getpeername(2): called per JoinGroup, not per request. */
+int nic_conn_peer(struct nic *n, uint32_t conn, char *buf, size_t cap)
+{
+	struct nic_conn *c = nic_conn_lookup(n, conn);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (!c || getpeername(c->fd, (struct sockaddr *)&ss, &sl) < 0)
+		return -ENOTCONN;
+	char ip[INET6_ADDRSTRLEN];
+	const void *a = ss.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+	                                         : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
+		return -ENOTCONN;
+	int len = snprintf(buf, cap, "/%s", ip);
+	return len < 0 || (size_t)len >= cap ? -ENOSPC : len;
+}
+
 /* Locality: NIC core. */
 void nic_close(struct nic *n, uint32_t conn)
 {

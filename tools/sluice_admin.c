@@ -1,9 +1,12 @@
 /*
- * sluice-admin - a small Kafka admin client for transactions (KIP-664).
+ * sluice-admin - a small Kafka admin client: transactions (KIP-664) and
+ * consumer groups.
  *
  *   sluice-admin --bootstrap HOST:PORT transactions [--older-than-ms N]
  *   sluice-admin --bootstrap HOST:PORT producers TOPIC PARTITION
  *   sluice-admin --bootstrap HOST:PORT abort-transaction TOPIC PARTITION PRODUCER_ID
+ *   sluice-admin --bootstrap HOST:PORT groups
+ *   sluice-admin --bootstrap HOST:PORT group GROUP
  *
  * transactions: ListTransactions v0, then DescribeTransactions v0 for the ids
  * it names; one line per id. With --older-than-ms only Ongoing transactions
@@ -12,6 +15,13 @@
  * abort-transaction: DescribeProducers to learn the producer's epoch and
  * coordinator epoch on the partition, then WriteTxnMarkers v1 with an ABORT
  * marker for that partition only, as Kafka's kafka-transactions.sh does.
+ * groups: ListGroups v4, one line per group with its state.
+ * group: what kafka-consumer-groups.sh --describe --members --offsets shows:
+ * DescribeGroups v5 (state, assignor, each member with its client id, host
+ * and assigned partitions), OffsetFetch v7 (every committed offset of the
+ * group) and ListOffsets v2 (read_uncommitted end offsets): one line per
+ * partition with committed offset, end offset, lag and the member it is
+ * assigned to.
  *
  * sluice is one node, so every request goes to the bootstrap broker (Kafka's
  * tool would ask each broker, and the coordinator for DescribeTransactions).
@@ -37,6 +47,10 @@
 #include "kmsg.h"
 #include "kwire.h"
 
+#define ADM_API_LIST_OFFSETS 2
+#define ADM_API_OFFSET_FETCH 9
+#define ADM_API_DESCRIBE_GROUPS 15
+#define ADM_API_LIST_GROUPS 16
 #define ADM_API_WRITE_TXN_MARKERS 27
 #define ADM_API_DESCRIBE_PRODUCERS 61
 #define ADM_API_DESCRIBE_TRANSACTIONS 65
@@ -59,7 +73,7 @@ struct adm {
 static const struct { int16_t code; const char *name; } err_names[] = {
 	{ -1, "UNKNOWN_SERVER_ERROR" }, { 0, "NONE" }, { 2, "CORRUPT_MESSAGE" },
 	{ 3, "UNKNOWN_TOPIC_OR_PARTITION" }, { 6, "NOT_LEADER_OR_FOLLOWER" },
-	{ 14, "COORDINATOR_LOAD_IN_PROGRESS" }, { 15, "COORDINATOR_NOT_AVAILABLE" },
+	{ 14, "COORDINATOR_LOAD_IN_PROGRESS" }, { 24, "INVALID_GROUP_ID" }, { 69, "GROUP_ID_NOT_FOUND" }, { 15, "COORDINATOR_NOT_AVAILABLE" },
 	{ 16, "NOT_COORDINATOR" }, { 35, "UNSUPPORTED_VERSION" }, { 42, "INVALID_REQUEST" },
 	{ 47, "INVALID_PRODUCER_EPOCH" }, { 48, "INVALID_TXN_STATE" },
 	{ 49, "INVALID_PRODUCER_ID_MAPPING" }, { 51, "CONCURRENT_TRANSACTIONS" },
@@ -93,7 +107,9 @@ static void usage(void)
 {
 	fputs("usage: sluice-admin --bootstrap HOST:PORT transactions [--older-than-ms N]\n"
 	      "       sluice-admin --bootstrap HOST:PORT producers TOPIC PARTITION\n"
-	      "       sluice-admin --bootstrap HOST:PORT abort-transaction TOPIC PARTITION PRODUCER_ID\n",
+	      "       sluice-admin --bootstrap HOST:PORT abort-transaction TOPIC PARTITION PRODUCER_ID\n"
+	      "       sluice-admin --bootstrap HOST:PORT groups\n"
+	      "       sluice-admin --bootstrap HOST:PORT group GROUP\n",
 	      stderr);
 	exit(2);
 }
@@ -423,6 +439,219 @@ static int cmd_abort(struct adm *a, const char *topic, int32_t partition, int64_
 	return ec ? 1 : 0;
 }
 
+/* ---- consumer groups --------------------------------------------------------------- */
+
+static int cmd_groups(struct adm *a)
+{
+	struct kreader r;
+	struct ListGroupsRequest req;
+	ListGroupsRequest_init(&req);
+	req.StatesFilter_n = 0;
+	ADM_CALL(a, ADM_API_LIST_GROUPS, 4, ListGroupsRequest, &req, &r);
+	struct ListGroupsResponse resp;
+	ADM_DECODE(a, ListGroupsResponse, 4, &r, &resp);
+	if (resp.ErrorCode)
+		die(1, "ListGroups: error %d (%s)", resp.ErrorCode, err_name(resp.ErrorCode));
+	for (int32_t i = 0; i < resp.Groups_n; i++) {
+		const struct ListGroupsResponse_ListedGroup *g = &resp.Groups[i];
+		printf("%.*s state=%.*s protocol_type=%.*s\n", g->GroupId.len, g->GroupId.ptr, g->GroupState.len,
+		       g->GroupState.ptr, g->ProtocolType.len > 0 ? g->ProtocolType.len : 1,
+		       g->ProtocolType.len > 0 ? g->ProtocolType.ptr : "-");
+	}
+	return 0;
+}
+
+/* One partition of the group's view: committed offset, end offset, owner. */
+struct adm_gpart {
+	char *topic;
+	int32_t partition;
+	int64_t committed, end;
+	int owner;                    /* index into members, -1 none */
+};
+
+/* A copy of the reply-frame string s (the next call overwrites the frame). */
+static char *dupk(struct kstr s)
+{
+	char *c = malloc(s.len > 0 ? (size_t)s.len + 1 : 1);
+	if (!c)
+		die(2, "out of memory");
+	if (s.len > 0)
+		memcpy(c, s.ptr, (size_t)s.len);
+	c[s.len > 0 ? s.len : 0] = 0;
+	return c;
+}
+
+static struct adm_gpart *gpart_get(struct adm_gpart **v, int32_t *n, const char *topic, size_t tlen, int32_t part)
+{
+	for (int32_t i = 0; i < *n; i++)
+		if (strlen((*v)[i].topic) == tlen && !memcmp((*v)[i].topic, topic, tlen) && (*v)[i].partition == part)
+			return &(*v)[i];
+	struct adm_gpart *nv = realloc(*v, sizeof(**v) * (size_t)(*n + 1));
+	if (!nv)
+		die(2, "out of memory");
+	*v = nv;
+	struct adm_gpart *p = &nv[(*n)++];
+	p->topic = dupk((struct kstr){ topic, (int32_t)tlen });
+	p->partition = part;
+	p->committed = p->end = -1;
+	p->owner = -1;
+	return p;
+}
+
+static int gpart_cmp(const void *x, const void *y)
+{
+	const struct adm_gpart *a = x, *b = y;
+	int c = strcmp(a->topic, b->topic);
+	return c ? c : (a->partition > b->partition) - (a->partition < b->partition);
+}
+
+/* DescribeGroups: prints the group and its members, records each member's partitions. */
+static int describe_group(struct adm *a, const char *group, char ***member_ids, int32_t *nmembers,
+                          struct adm_gpart **parts, int32_t *nparts)
+{
+	struct kreader r;
+	struct DescribeGroupsRequest req;
+	struct kstr gid = { group, (int32_t)strlen(group) };
+	DescribeGroupsRequest_init(&req);
+	req.Groups_n = 1;
+	req.Groups = &gid;
+	ADM_CALL(a, ADM_API_DESCRIBE_GROUPS, 5, DescribeGroupsRequest, &req, &r);
+	struct DescribeGroupsResponse resp;
+	ADM_DECODE(a, DescribeGroupsResponse, 5, &r, &resp);
+	if (resp.Groups_n != 1 || !kstr_eq(resp.Groups[0].GroupId, group))
+		MALFORMED("DescribeGroups: %d groups answered, expected '%s'", resp.Groups_n, group);
+	const struct DescribeGroupsResponse_DescribedGroup *g = &resp.Groups[0];
+	if (g->ErrorCode)
+		die(1, "DescribeGroups %s: error %d (%s)", group, g->ErrorCode, err_name(g->ErrorCode));
+	int32_t nm = g->Members_n > 0 ? g->Members_n : 0;
+	printf("group %s state=%.*s protocol_type=%.*s protocol=%.*s members=%d\n", group, g->GroupState.len,
+	       g->GroupState.ptr, g->ProtocolType.len > 0 ? g->ProtocolType.len : 1,
+	       g->ProtocolType.len > 0 ? g->ProtocolType.ptr : "-", g->ProtocolData.len > 0 ? g->ProtocolData.len : 1,
+	       g->ProtocolData.len > 0 ? g->ProtocolData.ptr : "-", nm);
+	*member_ids = calloc((size_t)nm + 1, sizeof(char *));
+	if (!*member_ids)
+		die(2, "out of memory");
+	*nmembers = nm;
+	for (int32_t i = 0; i < nm; i++) {
+		const struct DescribeGroupsResponse_DescribedGroupMember *m = &g->Members[i];
+		(*member_ids)[i] = dupk(m->MemberId);
+		printf("member %.*s client_id=%.*s host=%.*s partitions=", m->MemberId.len, m->MemberId.ptr,
+		       m->ClientId.len, m->ClientId.ptr, m->ClientHost.len, m->ClientHost.ptr);
+		/* The consumer protocol's assignment: int16 version, then the layout of that version. */
+		struct kreader ar;
+		struct ConsumerProtocolAssignment asg;
+		const char *sep = "";
+		kr_init(&ar, m->MemberAssignment.ptr, m->MemberAssignment.len > 0 ? (size_t)m->MemberAssignment.len : 0);
+		int16_t av = kr_left(&ar) >= 2 ? kr_i16(&ar) : -1;
+		if (av >= 0 && kstr_eq(g->ProtocolType, "consumer") &&
+		    ConsumerProtocolAssignment_decode(&ar, av > 3 ? 3 : av, &asg, &a->arena) == 0 && !ar.err) {
+			for (int32_t t = 0; t < asg.AssignedPartitions_n; t++) {
+				const struct ConsumerProtocolAssignment_TopicPartition *tp = &asg.AssignedPartitions[t];
+				for (int32_t p = 0; p < tp->Partitions_n; p++, sep = ",") {
+					printf("%s%.*s-%d", sep, tp->Topic.len, tp->Topic.ptr, tp->Partitions[p]);
+					gpart_get(parts, nparts, tp->Topic.ptr, (size_t)tp->Topic.len, tp->Partitions[p])->owner = i;
+				}
+			}
+		}
+		printf("%s\n", *sep ? "" : "-");
+	}
+	return 0;
+}
+
+/* OffsetFetch v7 with null topics: every offset the group committed. */
+static void fetch_committed(struct adm *a, const char *group, struct adm_gpart **parts, int32_t *nparts)
+{
+	struct kreader r;
+	struct OffsetFetchRequest req;
+	OffsetFetchRequest_init(&req);
+	req.GroupId = (struct kstr){ group, (int32_t)strlen(group) };
+	req.Topics_n = -1;
+	req.RequireStable = false;
+	ADM_CALL(a, ADM_API_OFFSET_FETCH, 7, OffsetFetchRequest, &req, &r);
+	struct OffsetFetchResponse resp;
+	ADM_DECODE(a, OffsetFetchResponse, 7, &r, &resp);
+	if (resp.ErrorCode)
+		die(1, "OffsetFetch %s: error %d (%s)", group, resp.ErrorCode, err_name(resp.ErrorCode));
+	for (int32_t t = 0; t < resp.Topics_n; t++)
+		for (int32_t p = 0; p < resp.Topics[t].Partitions_n; p++) {
+			const struct OffsetFetchResponse_OffsetFetchResponsePartition *x = &resp.Topics[t].Partitions[p];
+			if (x->ErrorCode)
+				die(1, "OffsetFetch %s %.*s-%d: error %d (%s)", group, resp.Topics[t].Name.len,
+				    resp.Topics[t].Name.ptr, x->PartitionIndex, x->ErrorCode, err_name(x->ErrorCode));
+			gpart_get(parts, nparts, resp.Topics[t].Name.ptr, (size_t)resp.Topics[t].Name.len,
+			          x->PartitionIndex)->committed = x->CommittedOffset;
+		}
+}
+
+/* ListOffsets v2 (latest, read_uncommitted) for every partition, one request per partition: few. */
+static void fetch_ends(struct adm *a, struct adm_gpart *parts, int32_t nparts)
+{
+	for (int32_t i = 0; i < nparts; i++) {
+		struct kreader r;
+		struct ListOffsetsRequest req;
+		struct ListOffsetsRequest_ListOffsetsTopic t;
+		struct ListOffsetsRequest_ListOffsetsPartition p;
+		ListOffsetsRequest_init(&req);
+		ListOffsetsRequest_ListOffsetsTopic_init(&t);
+		ListOffsetsRequest_ListOffsetsPartition_init(&p);
+		p.PartitionIndex = parts[i].partition;
+		p.Timestamp = -1;   /* latest */
+		t.Name = (struct kstr){ parts[i].topic, (int32_t)strlen(parts[i].topic) };
+		t.Partitions_n = 1;
+		t.Partitions = &p;
+		req.ReplicaId = -1;
+		req.IsolationLevel = 0;
+		req.Topics_n = 1;
+		req.Topics = &t;
+		ADM_CALL(a, ADM_API_LIST_OFFSETS, 2, ListOffsetsRequest, &req, &r);
+		struct ListOffsetsResponse resp;
+		ADM_DECODE(a, ListOffsetsResponse, 2, &r, &resp);
+		if (resp.Topics_n != 1 || resp.Topics[0].Partitions_n != 1 ||
+		    resp.Topics[0].Partitions[0].PartitionIndex != parts[i].partition)
+			MALFORMED("ListOffsets: the answer is not for %s-%d", parts[i].topic, parts[i].partition);
+		const struct ListOffsetsResponse_ListOffsetsPartitionResponse *x = &resp.Topics[0].Partitions[0];
+		if (x->ErrorCode)
+			fprintf(stderr, "sluice-admin: ListOffsets %s-%d: error %d (%s)\n", parts[i].topic,
+			        parts[i].partition, x->ErrorCode, err_name(x->ErrorCode));
+		else
+			parts[i].end = x->Offset;
+	}
+}
+
+/* " name=N", or " name=-" for an unknown (negative) value. */
+static void put_offset(const char *name, int64_t v)
+{
+	if (v >= 0)
+		printf("%s%" PRId64, name, v);
+	else
+		printf("%s-", name);
+}
+
+static int cmd_group(struct adm *a, const char *group)
+{
+	char **members = NULL;
+	int32_t nmembers = 0, nparts = 0;
+	struct adm_gpart *parts = NULL;
+	describe_group(a, group, &members, &nmembers, &parts, &nparts);
+	fetch_committed(a, group, &parts, &nparts);
+	fetch_ends(a, parts, nparts);
+	qsort(parts, (size_t)nparts, sizeof(*parts), gpart_cmp);
+	for (int32_t i = 0; i < nparts; i++) {
+		const struct adm_gpart *p = &parts[i];
+		printf("offset %s %d", p->topic, p->partition);
+		put_offset(" committed=", p->committed);
+		put_offset(" end=", p->end);
+		put_offset(" lag=", p->committed >= 0 && p->end >= 0 ? p->end - p->committed : -1);
+		printf(" member=%s\n", p->owner >= 0 ? members[p->owner] : "-");
+		free(p->topic);
+	}
+	for (int32_t i = 0; i < nmembers; i++)
+		free(members[i]);
+	free(members);
+	free(parts);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *bootstrap = NULL;
@@ -459,6 +688,12 @@ int main(int argc, char **argv)
 		int64_t pid = parse_int(argv[i + 2], 0, INT64_MAX, "producer id");
 		adm_connect(&a, bootstrap);
 		rc = cmd_abort(&a, argv[i], part, pid);
+	} else if (strcmp(cmd, "groups") == 0 && i == argc) {
+		adm_connect(&a, bootstrap);
+		rc = cmd_groups(&a);
+	} else if (strcmp(cmd, "group") == 0 && i + 1 == argc) {
+		adm_connect(&a, bootstrap);
+		rc = cmd_group(&a, argv[i]);
 	} else {
 		usage();
 	}

@@ -424,6 +424,15 @@ static void try_complete_join(struct grp_group *g, int64_t now, struct grp_outs 
 		complete_join(g, o);
 }
 
+/* Who the member says it is (client id) and where it connects from: kept for DescribeGroups. */
+static void member_client(struct grp_member *m, const struct grp_join_req *q)
+{
+	m->client_id_len = (uint16_t)(q->client_id_len > GRP_NAME_BYTES_MAX ? GRP_NAME_BYTES_MAX : q->client_id_len);
+	memcpy(m->client_id, q->client_id, m->client_id_len);
+	m->client_host_len = (uint16_t)(q->client_host_len > GRP_HOST_BYTES_MAX ? GRP_HOST_BYTES_MAX : q->client_host_len);
+	memcpy(m->client_host, q->client_host, m->client_host_len);
+}
+
 static struct grp_member *member_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
 {
 	if (g->nmembers == g->members_cap) {
@@ -481,6 +490,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 	if (!m) {
 		if (!(m = member_add(g, q, now)))
 			return -ENOMEM;
+		member_client(m, q);
 		m->session_ms = q->session_ms;
 		m->rebalance_ms = rebalance_ms;
 		m->last_hb_ms = now;
@@ -490,6 +500,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		try_complete_join(g, now, o);
 		return 0;
 	}
+	member_client(m, q);
 	m->session_ms = q->session_ms;
 	m->rebalance_ms = rebalance_ms;
 	m->last_hb_ms = now;

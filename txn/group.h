@@ -20,7 +20,8 @@
 
 #define GRP_ID_BYTES_MAX        1024    /* group ids, longer are refused */
 #define GRP_MEMBER_ID_BYTES_MAX 512     /* client id + "-" + suffix, truncated */
-#define GRP_NAME_BYTES_MAX      255     /* protocol type / name */
+#define GRP_NAME_BYTES_MAX      255     /* protocol type / name; client ids are cut to this */
+#define GRP_HOST_BYTES_MAX      63      /* a member's address as text, "/" + IPv6 literal fits */
 #define GRP_PROTOCOLS_MAX       16      /* assignors one member offers */
 #define GRP_MEMBERS_MAX         1024    /* per group */
 #define GRP_OUTS_MAX            (2 * GRP_MEMBERS_MAX + 2)   /* answers one call can release */
@@ -66,6 +67,10 @@ struct grp_protocol {
 struct grp_member {
 	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
 	uint16_t id_len;
+	char client_id[GRP_NAME_BYTES_MAX + 1];     /* of its latest JoinGroup, for DescribeGroups */
+	uint16_t client_id_len;
+	char client_host[GRP_HOST_BYTES_MAX + 1];
+	uint16_t client_host_len;
 	int32_t session_ms, rebalance_ms;
 	int64_t last_hb_ms;
 	uint32_t nprotocols;
@@ -116,6 +121,7 @@ struct grp_outs {
 struct grp_join_req {
 	const char *member_id; size_t member_id_len;   /* empty: a new member */
 	const char *client_id; size_t client_id_len;
+	const char *client_host; size_t client_host_len;   /* may be empty */
 	const char *protocol_type; size_t protocol_type_len;
 	int32_t session_ms, rebalance_ms;
 	uint32_t nprotocols;

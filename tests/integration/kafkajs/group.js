@@ -7,11 +7,14 @@
 //      the partitions split between them, 120 more are produced and both
 //      must read some; each (partition, offset) must arrive exactly once
 //      overall and every key must be seen;
+//      While split, admin.listGroups/describeGroups (ListGroups, DescribeGroups)
+//      must show the group Stable with both members and their assignments,
+//      whose partitions (decoded by kafkajs) are the two consumers' shares;
 //   2. both disconnect (offsets committed, LeaveGroup); 60 more messages are
 //      produced; a new consumer in GROUP must read exactly those 60 (it
 //      starts from the committed offsets: admin.fetchOffsets agrees).
 'use strict';
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, AssignerProtocol } = require('kafkajs');
 
 const [bootstrap, topic, groupId] = process.argv.slice(2);
 const PARTITIONS = 6;
@@ -81,6 +84,26 @@ async function startConsumer(kafka, name, seen, keys) {
   return st;
 }
 
+// The admin view of the split group: listed, Stable, and each member's assignment
+// (kafkajs decodes it) is exactly what one of the consumers was given.
+async function checkDescribed(admin, a, b) {
+  const { groups: listed } = await admin.listGroups();
+  const mine = listed.find((g) => g.groupId === groupId);
+  check(mine && mine.protocolType === 'consumer', `listGroups: ${JSON.stringify(listed)}`);
+  const { groups } = await admin.describeGroups([groupId]);
+  check(groups.length === 1 && groups[0].errorCode === 0 && groups[0].state === 'Stable' &&
+        groups[0].protocolType === 'consumer' && groups[0].members.length === 2,
+        `describeGroups: ${JSON.stringify(groups)}`);
+  const shares = groups[0].members.map((m) => {
+    const asg = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
+    check(m.clientId === 'sluice-kjs-group' && m.clientHost.startsWith('/'), `member ${JSON.stringify(m)}`);
+    return ((asg && asg.assignment[topic]) || []).slice().sort().join(',');
+  }).sort();
+  const want = [a.assigned.join(','), b.assigned.join(',')].sort();
+  check(JSON.stringify(shares) === JSON.stringify(want), `described shares ${shares} != consumers' ${want}`);
+  console.log(`describeGroups: Stable, members' partitions [${shares.join('] [')}]`);
+}
+
 async function main() {
   const kafka = new Kafka({
     clientId: 'sluice-kjs-group', brokers: [bootstrap], logLevel: logLevel.WARN,
@@ -105,6 +128,7 @@ async function main() {
   await until(() => seen.size >= FIRST + MID, 30000, `${FIRST + MID} messages (have ${seen.size})`);
   await new Promise((r) => setTimeout(r, 300));   // a duplicate would show now
   console.log(`phase 1: A ${a.count}, B ${b.count}, A [${a.assigned}] B [${b.assigned}]`);
+  await checkDescribed(admin, a, b);
   check(seen.size === FIRST + MID && keys.size === FIRST + MID, `phase 1: ${seen.size} offsets, ${keys.size} keys`);
   check(a.count > 0 && b.count > 0, `phase 1: A read ${a.count}, B ${b.count}: both should read`);
   await a.consumer.disconnect();
