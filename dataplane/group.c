@@ -169,7 +169,7 @@ static void join_error(struct dp_req *r, int16_t err)
 	resp->Members_n = 0;
 }
 
-static void fill_join(struct dp_req *r, const struct grp_group *g, const struct grp_member *m)
+static void fill_join(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool follower)
 {
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
@@ -177,10 +177,10 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 	resp->GenerationId = g->generation;
 	resp->ProtocolType = astr(r, g->protocol_type, g->protocol_type_len, &ok);
 	resp->ProtocolName = astr(r, g->protocol_name, g->protocol_name_len, &ok);
-	resp->Leader = astr(r, g->leader->id, g->leader->id_len, &ok);
+	resp->Leader = follower ? astr(r, m->prev_id, m->prev_id_len, &ok) : astr(r, g->leader->id, g->leader->id_len, &ok);
 	resp->MemberId = astr(r, m->id, m->id_len, &ok);
 	resp->Members_n = 0;
-	if (m == g->leader) {
+	if (m == g->leader && !follower) {
 		/* Only the leader learns every member's subscription: it computes the assignment. */
 		resp->Members = karena_alloc(&r->arena, sizeof(*resp->Members) * (g->nmembers + 1));
 		ok &= resp->Members != NULL;
@@ -188,7 +188,8 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 			const struct grp_member *x = g->members[i];
 			struct JoinGroupResponse_JoinGroupResponseMember *rm = &resp->Members[i];
 			rm->MemberId = astr(r, x->id, x->id_len, &ok);
-			rm->GroupInstanceId = (struct kstr){ NULL, -1 };
+			rm->GroupInstanceId = x->instance_id_len ? astr(r, x->instance_id, x->instance_id_len, &ok)
+			                                         : (struct kstr){ NULL, -1 };
 			rm->Metadata = (struct kbytes){ (const uint8_t *)"", 0 };
 			for (uint32_t p = 0; p < x->nprotocols; p++)
 				if (x->protocols[p].name_len == g->protocol_name_len &&
@@ -231,7 +232,7 @@ static void send_outs(struct dp_core *c, const struct grp_group *g)
 			if (x->err)
 				join_error(r, x->err);
 			else
-				fill_join(r, g, x->m);
+				fill_join(r, g, x->m, x->follower);
 		} else {
 			fill_sync(r, g, x->m, x->err);
 		}
@@ -241,6 +242,14 @@ static void send_outs(struct dp_core *c, const struct grp_group *g)
 }
 
 /* ---- membership ------------------------------------------------------------------ */
+
+static size_t klen(struct kstr k) { return k.len > 0 ? (size_t)k.len : 0; }
+
+/* KIP-345: a request from a static member whose instance id was taken over by a newer member id. */
+static int16_t fenced(const struct grp_group *g, struct kstr member, struct kstr instance)
+{
+	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : 0;
+}
 
 static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 {
@@ -254,6 +263,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 		return KERR_UNKNOWN_SERVER_ERROR;
 	struct grp_join_req j = {
 		.member_id = q->MemberId.ptr, .member_id_len = q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
+		.instance_id = q->GroupInstanceId.ptr, .instance_id_len = klen(q->GroupInstanceId),
 		.client_id = r->hdr.client_id.ptr, .client_id_len = r->hdr.client_id.len > 0 ? (size_t)r->hdr.client_id.len : 0,
 		.client_host = r->peer ? r->peer : "", .client_host_len = r->peer ? strlen(r->peer) : 0,
 		.protocol_type = q->ProtocolType.ptr,
@@ -287,6 +297,8 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
 		return GRP_ERR_UNKNOWN_MEMBER_ID;
+	if (fenced(g, q->MemberId, q->GroupInstanceId))
+		return GRP_ERR_FENCED_INSTANCE_ID;
 	int32_t na = q->Assignments_n > 0 ? q->Assignments_n : 0;
 	struct grp_assign *a = calloc((size_t)na + 1, sizeof(*a));
 	if (!a)
@@ -312,6 +324,8 @@ static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
 		return GRP_ERR_UNKNOWN_MEMBER_ID;
+	if (fenced(g, q->MemberId, q->GroupInstanceId))
+		return GRP_ERR_FENCED_INSTANCE_ID;
 	return grp_heartbeat(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, q->GenerationId,
 	                     dp_wall_ms());
 }
@@ -337,10 +351,15 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 	resp->Members_n = n;
 	for (int32_t i = 0; i < n; i++) {
 		struct LeaveGroupRequest_MemberIdentity *x = &q->Members[i];
+		struct kstr id = x->MemberId;
 		resp->Members[i].MemberId = x->MemberId;
 		resp->Members[i].GroupInstanceId = x->GroupInstanceId;
-		resp->Members[i].ErrorCode = g ? grp_leave(g, x->MemberId.ptr, x->MemberId.len > 0 ? (size_t)x->MemberId.len : 0,
-		                                           now, &c->grp->outs) : GRP_ERR_UNKNOWN_MEMBER_ID;
+		/* A static member may leave by its instance id alone (kafka-consumer-groups --delete-members). */
+		const struct grp_member *s = g && !klen(id) ? grp_static_find(g, x->GroupInstanceId.ptr, klen(x->GroupInstanceId)) : NULL;
+		if (s)
+			id = (struct kstr){ s->id, s->id_len };
+		int16_t err = !g ? GRP_ERR_UNKNOWN_MEMBER_ID : fenced(g, id, x->GroupInstanceId);
+		resp->Members[i].ErrorCode = err ? err : grp_leave(g, id.ptr, klen(id), now, &c->grp->outs);
 		if (g)
 			send_outs(c, g);
 	}
@@ -400,8 +419,10 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 		return 0;
 	}
 	struct grp_group *g = grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
-	int16_t err = grp_commit_check(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
-	                               r->hdr.api_version == 0 ? -1 : q->GenerationIdOrMemberEpoch);
+	int16_t err = fenced(g, q->MemberId, q->GroupInstanceId);
+	if (!err)
+		err = grp_commit_check(g, q->MemberId.ptr, klen(q->MemberId),
+		                       r->hdr.api_version == 0 ? -1 : q->GenerationIdOrMemberEpoch);
 	if (err) {
 		commit_fill_all(resp, err);
 		return 0;
@@ -601,8 +622,8 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 		return KERR_INVALID_TXN_STATE;
 	if (v >= 3 && q->GenerationId >= 0) {
 		struct grp_group *g = grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
-		return grp_commit_check(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
-		                        q->GenerationId);
+		int16_t err = fenced(g, q->MemberId, q->GroupInstanceId);
+		return err ? err : grp_commit_check(g, q->MemberId.ptr, klen(q->MemberId), q->GenerationId);
 	}
 	return 0;
 }
@@ -1060,7 +1081,8 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 			const struct grp_member *m = g->members[j];
 			struct DescribeGroupsResponse_DescribedGroupMember *dm = &d->Members[j];
 			dm->MemberId = astr(r, m->id, m->id_len, &ok);
-			dm->GroupInstanceId = (struct kstr){ NULL, -1 };
+			dm->GroupInstanceId = m->instance_id_len ? astr(r, m->instance_id, m->instance_id_len, &ok)
+			                                         : (struct kstr){ NULL, -1 };
 			dm->ClientId = astr(r, m->client_id, m->client_id_len, &ok);
 			dm->ClientHost = astr(r, m->client_host, m->client_host_len, &ok);
 			dm->MemberMetadata = stable ? member_meta(r, g, m, &ok) : (struct kbytes){ (const uint8_t *)"", 0 };

@@ -535,8 +535,11 @@ static int describe_group(struct adm *a, const char *group, char ***member_ids, 
 	for (int32_t i = 0; i < nm; i++) {
 		const struct DescribeGroupsResponse_DescribedGroupMember *m = &g->Members[i];
 		(*member_ids)[i] = dupk(m->MemberId);
-		printf("member %.*s client_id=%.*s host=%.*s partitions=", m->MemberId.len, m->MemberId.ptr,
-		       m->ClientId.len, m->ClientId.ptr, m->ClientHost.len, m->ClientHost.ptr);
+		printf("member %.*s", m->MemberId.len, m->MemberId.ptr);
+		if (m->GroupInstanceId.len >= 0)
+			printf(" instance=%.*s", m->GroupInstanceId.len, m->GroupInstanceId.ptr);
+		printf(" client_id=%.*s host=%.*s partitions=", m->ClientId.len, m->ClientId.ptr, m->ClientHost.len,
+		       m->ClientHost.ptr);
 		/* The consumer protocol's assignment: int16 version, then the layout of that version. */
 		struct kreader ar;
 		struct ConsumerProtocolAssignment asg;

@@ -424,6 +424,33 @@ static void try_complete_join(struct grp_group *g, int64_t now, struct grp_outs 
 		complete_join(g, o);
 }
 
+struct grp_member *grp_static_find(const struct grp_group *g, const char *instance, size_t instance_len)
+{
+	if (!instance_len)
+		return NULL;
+	for (uint32_t i = 0; i < g->nmembers; i++)
+		if (g->members[i]->instance_id_len == instance_len && !memcmp(g->members[i]->instance_id, instance, instance_len))
+			return g->members[i];
+	return NULL;
+}
+
+int16_t grp_fenced(const struct grp_group *g, const char *member, size_t member_len, const char *instance,
+                   size_t instance_len)
+{
+	const struct grp_member *s = grp_static_find(g, instance, instance_len);
+	return s && (s->id_len != member_len || memcmp(s->id, member, member_len)) ? GRP_ERR_FENCED_INSTANCE_ID : 0;
+}
+
+/* A fresh member id: client id + "-" + a sequence and the time, unique within this coordinator's life. */
+static void member_new_id(struct grp_group *g, struct grp_member *m, const struct grp_join_req *q, int64_t now)
+{
+	size_t cl = q->client_id_len > GRP_MEMBER_ID_BYTES_MAX - 40 ? GRP_MEMBER_ID_BYTES_MAX - 40 : q->client_id_len;
+	memcpy(m->id, q->client_id, cl);
+	int n = snprintf(m->id + cl, sizeof(m->id) - cl, "-%llu-%llx", (unsigned long long)++g->next_member_seq,
+	                 (unsigned long long)now);
+	m->id_len = (uint16_t)(cl + (size_t)n);
+}
+
 /* Who the member says it is (client id) and where it connects from: kept for DescribeGroups. */
 static void member_client(struct grp_member *m, const struct grp_join_req *q)
 {
@@ -448,12 +475,9 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 		free(m);
 		return NULL;
 	}
-	/* client id + "-" + a sequence and the time: unique within this coordinator's life. */
-	size_t cl = q->client_id_len > GRP_MEMBER_ID_BYTES_MAX - 40 ? GRP_MEMBER_ID_BYTES_MAX - 40 : q->client_id_len;
-	memcpy(m->id, q->client_id, cl);
-	int n = snprintf(m->id + cl, sizeof(m->id) - cl, "-%llu-%llx", (unsigned long long)++g->next_member_seq,
-	                 (unsigned long long)now);
-	m->id_len = (uint16_t)(cl + (size_t)n);
+	member_new_id(g, m, q, now);
+	memcpy(m->instance_id, q->instance_id, q->instance_id_len);
+	m->instance_id_len = (uint16_t)q->instance_id_len;
 	g->members[g->nmembers++] = m;
 	if (g->nmembers == 1) {
 		memcpy(g->protocol_type, q->protocol_type, q->protocol_type_len);
@@ -462,20 +486,62 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 	return m;
 }
 
+/*
+ * A static member comes back (a restarted process) under a new member id:
+ * the old id's waiting requests are fenced. See grp_join in group.h for
+ * when this costs a rebalance.
+ */
+static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct grp_join_req *q,
+                         int32_t rebalance_ms, struct grp_waiter w, int64_t now, struct grp_outs *o)
+{
+	out_add(o, GRP_OUT_JOIN, GRP_ERR_FENCED_INSTANCE_ID, s->join, NULL);
+	out_add(o, GRP_OUT_SYNC, GRP_ERR_FENCED_INSTANCE_ID, s->sync, NULL);
+	s->join.ctx = s->sync.ctx = NULL;
+	bool same = protocols_same(s, q);
+	if (!same && set_protocols(s, q) < 0)
+		return -ENOMEM;
+	if (s == g->leader) {
+		memcpy(s->prev_id, s->id, s->id_len);
+		s->prev_id_len = s->id_len;
+	}
+	member_new_id(g, s, q, now);
+	member_client(s, q);
+	s->session_ms = q->session_ms;
+	s->rebalance_ms = rebalance_ms;
+	s->last_hb_ms = now;
+	if (g->state == GRP_STABLE && same) {
+		/* Same generation; its SyncGroup gets the assignment it had. */
+		out_add(o, GRP_OUT_JOIN, 0, w, s);
+		if (s == g->leader && w.ctx)
+			o->o[o->n - 1].follower = true;
+		return 0;
+	}
+	s->join = w;
+	if (g->state != GRP_PREPARING_REBALANCE)
+		prepare_rebalance(g, now, o);
+	try_complete_join(g, now, o);
+	return 0;
+}
+
 int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
              struct grp_outs *o)
 {
 	int16_t err = 0;
 	struct grp_member *m = q->member_id_len ? grp_member_find(g, q->member_id, q->member_id_len) : NULL;
+	struct grp_member *s = grp_static_find(g, q->instance_id, q->instance_id_len);
 	if (g->state == GRP_DEAD)
 		err = GRP_ERR_COORDINATOR_NOT_AVAILABLE;
+	else if (q->instance_id_len > GRP_NAME_BYTES_MAX)
+		err = GRP_ERR_INVALID_GROUP_ID;   /* Kafka validates instance ids as it does group ids */
+	else if (q->member_id_len && grp_fenced(g, q->member_id, q->member_id_len, q->instance_id, q->instance_id_len))
+		err = GRP_ERR_FENCED_INSTANCE_ID;
 	else if (q->session_ms < GRP_SESSION_MIN_MS || q->session_ms > GRP_SESSION_MAX_MS)
 		err = GRP_ERR_INVALID_SESSION_TIMEOUT;
 	else if (q->nprotocols > GRP_PROTOCOLS_MAX || q->protocol_type_len > GRP_NAME_BYTES_MAX)
 		err = GRP_ERR_INCONSISTENT_PROTOCOL;
 	else if (q->member_id_len && !m)
 		err = GRP_ERR_UNKNOWN_MEMBER_ID;
-	else if (!protocols_fit(g, q, m))
+	else if (!protocols_fit(g, q, m ? m : s))
 		err = GRP_ERR_INCONSISTENT_PROTOCOL;
 	else if (!m && g->nmembers >= GRP_MEMBERS_MAX)
 		err = GRP_ERR_GROUP_MAX_SIZE_REACHED;
@@ -487,6 +553,8 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		return 0;
 	}
 	int32_t rebalance_ms = q->rebalance_ms > 0 ? q->rebalance_ms : q->session_ms;   /* v0: none */
+	if (!m && s)
+		return static_rejoin(g, s, q, rebalance_ms, w, now, o);
 	if (!m) {
 		if (!(m = member_add(g, q, now)))
 			return -ENOMEM;

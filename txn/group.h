@@ -40,6 +40,7 @@
 #define GRP_ERR_REBALANCE_IN_PROGRESS     27
 #define GRP_ERR_OFFSET_METADATA_TOO_LARGE 12
 #define GRP_ERR_GROUP_MAX_SIZE_REACHED    81
+#define GRP_ERR_FENCED_INSTANCE_ID        82
 
 enum grp_state {
 	GRP_EMPTY = 0,
@@ -67,6 +68,10 @@ struct grp_protocol {
 struct grp_member {
 	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
 	uint16_t id_len;
+	char instance_id[GRP_NAME_BYTES_MAX + 1];   /* group.instance.id (KIP-345); empty: dynamic */
+	uint16_t instance_id_len;
+	char prev_id[GRP_MEMBER_ID_BYTES_MAX + 1];  /* a static leader's id before its restart */
+	uint16_t prev_id_len;
 	char client_id[GRP_NAME_BYTES_MAX + 1];     /* of its latest JoinGroup, for DescribeGroups */
 	uint16_t client_id_len;
 	char client_host[GRP_HOST_BYTES_MAX + 1];
@@ -103,10 +108,13 @@ enum grp_out_kind { GRP_OUT_JOIN = 1, GRP_OUT_SYNC };
 
 /*
  * One answer ready to go. For a successful JoinGroup/SyncGroup m is the
- * member (valid until the next call into the group), else NULL.
+ * member (valid until the next call into the group), else NULL. follower:
+ * a JoinGroup answer for a restarted static leader: name m->prev_id as the
+ * leader and send no member list.
  */
 struct grp_out {
 	enum grp_out_kind kind;
+	bool follower;
 	int16_t err;
 	struct grp_waiter w;
 	struct grp_member *m;
@@ -120,6 +128,7 @@ struct grp_outs {
 /* A JoinGroup, as the logic needs it. Strings point into the request. */
 struct grp_join_req {
 	const char *member_id; size_t member_id_len;   /* empty: a new member */
+	const char *instance_id; size_t instance_id_len;   /* empty: a dynamic member */
 	const char *client_id; size_t client_id_len;
 	const char *client_host; size_t client_host_len;   /* may be empty */
 	const char *protocol_type; size_t protocol_type_len;
@@ -154,7 +163,14 @@ struct grp_member *grp_member_find(const struct grp_group *g, const char *id, si
 
 /*
  * JoinGroup: answered through outs (now, or when the rebalance completes).
- * Returns 0, or -ENOMEM (nothing was queued for w; answer it with an error).
+ * Static membership (KIP-345): a join with an instance id and no member id
+ * that finds a member of that instance id takes its place under a new
+ * member id (the old id is fenced: FENCED_INSTANCE_ID). In a Stable group
+ * with unchanged protocols that costs no rebalance: the member keeps its
+ * assignment. If it was the leader, its answer names the old leader id
+ * (grp_out.follower), as Kafka does, so that it does not compute an
+ * assignment a Stable group would not hand out. Returns 0, or -ENOMEM
+ * (nothing was queued for w; answer it with an error).
  */
 int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
              struct grp_outs *outs);
@@ -162,6 +178,16 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
              const struct grp_assign *a, uint32_t na, struct grp_waiter w, int64_t now,
              struct grp_outs *outs);
+/*
+ * Is this (member id, instance id) a fenced static member, i.e. the instance
+ * id now belongs to another member id? FENCED_INSTANCE_ID or 0. Sync,
+ * Heartbeat, OffsetCommit and LeaveGroup check it first. instance_len 0: a
+ * dynamic member, never fenced.
+ */
+int16_t grp_fenced(const struct grp_group *g, const char *member, size_t member_len, const char *instance,
+                   size_t instance_len);
+/* The static member with this instance id, or NULL. */
+struct grp_member *grp_static_find(const struct grp_group *g, const char *instance, size_t instance_len);
 /* Heartbeat: the Kafka error code to answer now. */
 int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len, int32_t generation,
                       int64_t now);

@@ -7,6 +7,7 @@
  *   rdk_group consume --bootstrap B --topic T --group G --partitions P --out FILE
  *       [--peer FILE] [--until N] [--stop-shared N] [--delay-ms D]
  *       [--auto-commit] [--timeout S] [--session-ms MS] [--until-min N --idle-ms MS]
+ *       [--instance-id ID]
  *       subscribe()s to T in group G. Each message is committed synchronously
  *       (rd_kafka_commit_message) and only then written to FILE as
  *       "PARTITION OFFSET": a line means "processed and committed", so across
@@ -18,6 +19,8 @@
  *       processed while sharing the topic (assigned fewer than P partitions)
  *       once the peer has written something, or with --idle-ms once the
  *       lines reach --until-min and nothing came for that long.
+ *       --instance-id makes it a static member (group.instance.id, KIP-345):
+ *       librdkafka then sends no LeaveGroup when it closes.
  *
  * Exit status: 0 = stopped as asked, 1 = timeout or client error, 2 = usage.
  * Locality: test process, one thread (plus librdkafka's).
@@ -36,7 +39,7 @@
 enum { exit_ok = 0, exit_fail = 1, exit_usage = 2 };
 
 struct opts {
-	const char *mode, *bootstrap, *topic, *group, *out, *peer;
+	const char *mode, *bootstrap, *topic, *group, *out, *peer, *instance_id;
 	int partitions, delay_ms, timeout_s, session_ms;
 	long until, until_min, stop_shared;
 	int idle_ms;
@@ -49,7 +52,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: rdk_group watermarks|consume --bootstrap B --topic T --partitions P "
 	                "[--group G --out FILE --peer FILE --until N --stop-shared N --delay-ms D "
-	                "--auto-commit --timeout S --session-ms MS]\n");
+	                "--auto-commit --timeout S --session-ms MS --instance-id ID]\n");
 	exit(exit_usage);
 }
 
@@ -140,6 +143,8 @@ static int consume(const struct opts *o)
 	set(conf, "session.timeout.ms", session);
 	set(conf, "heartbeat.interval.ms", "500");
 	set(conf, "fetch.wait.max.ms", "100");
+	if (o->instance_id)
+		set(conf, "group.instance.id", o->instance_id);
 	rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
 	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
 	if (!rk) {
@@ -243,6 +248,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--until-min")) o.until_min = atol(v);
 		else if (!strcmp(a, "--idle-ms")) o.idle_ms = atoi(v);
 		else if (!strcmp(a, "--stop-shared")) o.stop_shared = atol(v);
+		else if (!strcmp(a, "--instance-id")) o.instance_id = v;
 		else usage();
 	}
 	if (!o.bootstrap || !o.topic || o.partitions <= 0)

@@ -212,6 +212,132 @@ static void test_two_members(void)
 	grp_coord_destroy(c);
 }
 
+/* A static member (instance id) joining with an empty member id. */
+static struct grp_member *join_static(struct grp_group *g, uintptr_t w, const char *instance, int64_t now)
+{
+	struct grp_join_req q = jreq("", instance, "range", "roundrobin");
+	q.instance_id = instance;
+	q.instance_id_len = strlen(instance);
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(w), now, &ut_o), 0);
+	return grp_static_find(g, instance, strlen(instance));
+}
+
+static void test_static_members(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "gs", 2);
+	/* Two static members, a leads; Stable at generation 2. */
+	struct grp_member *a = join_static(g, 1, "inst-a", 0);
+	CU_ASSERT_FATAL(a != NULL);
+	struct grp_assign as = { a->id, a->id_len, (const uint8_t *)"A1", 2 };
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, &as, 1, W(2), 0, &ut_o);
+	struct grp_member *b = join_static(g, 3, "inst-b", 10);
+	CU_ASSERT_FATAL(b != NULL && b != a);
+	struct grp_join_req q = jreq(a->id, "inst-a", "range", "roundrobin");
+	q.instance_id = "inst-a";
+	q.instance_id_len = 6;
+	ut_o.n = 0;
+	grp_join(g, &q, W(4), 20, &ut_o);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	struct grp_assign two[2] = { { a->id, a->id_len, (const uint8_t *)"AA", 2 },
+	                             { b->id, b->id_len, (const uint8_t *)"BBB", 3 } };
+	ut_o.n = 0;
+	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(5), 30, &ut_o);
+	grp_sync(g, a->id, a->id_len, 2, two, 2, W(6), 30, &ut_o);
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_STABLE);
+
+	/* b restarts: a join with its instance id and no member id takes its place under a
+	 * new id, with no rebalance: same generation, same assignment. */
+	char old_b[GRP_MEMBER_ID_BYTES_MAX + 1];
+	size_t old_b_len = b->id_len;
+	memcpy(old_b, b->id, old_b_len);
+	struct grp_member *b2 = join_static(g, 7, "inst-b", 40);
+	CU_ASSERT_PTR_EQUAL(b2, b);
+	CU_ASSERT(out_for(7) && out_for(7)->err == 0 && out_for(7)->m == b);
+	CU_ASSERT(b->id_len != old_b_len || memcmp(b->id, old_b, old_b_len) != 0);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	CU_ASSERT_EQUAL(g->generation, 2);
+	CU_ASSERT_EQUAL(g->nmembers, 2);
+	CU_ASSERT(b->assignment_len == 3 && memcmp(b->assignment, "BBB", 3) == 0);
+	ut_o.n = 0;
+	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(8), 50, &ut_o);
+	CU_ASSERT(out_for(8) && out_for(8)->err == 0 && out_for(8)->m == b);
+	/* The old id is fenced (the zombie's heartbeats, commits, joins); a dynamic id is not. */
+	CU_ASSERT_EQUAL(grp_fenced(g, old_b, old_b_len, "inst-b", 6), GRP_ERR_FENCED_INSTANCE_ID);
+	CU_ASSERT_EQUAL(grp_fenced(g, b->id, b->id_len, "inst-b", 6), 0);
+	CU_ASSERT_EQUAL(grp_fenced(g, old_b, old_b_len, "", 0), 0);
+	q = jreq(old_b, "inst-b", "range", "roundrobin");
+	q.member_id_len = old_b_len;
+	q.instance_id = "inst-b";
+	q.instance_id_len = 6;
+	ut_o.n = 0;
+	grp_join(g, &q, W(9), 60, &ut_o);
+	CU_ASSERT(out_for(9) && out_for(9)->err == GRP_ERR_FENCED_INSTANCE_ID);
+
+	/* A static rejoin fences the old instance's waiting SyncGroup. */
+	q = jreq(a->id, "inst-a", "range", NULL);   /* a changes its protocols: a rebalance */
+	q.instance_id = "inst-a";
+	q.instance_id_len = 6;
+	ut_o.n = 0;
+	grp_join(g, &q, W(10), 70, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	q = jreq(b->id, "inst-b", "range", "roundrobin");
+	q.instance_id = "inst-b";
+	q.instance_id_len = 6;
+	grp_join(g, &q, W(11), 80, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	CU_ASSERT_EQUAL(g->generation, 3);
+	ut_o.n = 0;
+	grp_sync(g, b->id, b->id_len, 3, NULL, 0, W(12), 90, &ut_o);   /* waits for the leader */
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	join_static(g, 13, "inst-b", 100);
+	CU_ASSERT(out_for(12) && out_for(12)->err == GRP_ERR_FENCED_INSTANCE_ID);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);   /* mid-assignment: Kafka rebalances too */
+
+	/* The leader restarting keeps its place too: answered as a follower naming its old id. */
+	q = jreq(a->id, "inst-a", "range", NULL);
+	q.instance_id = "inst-a";
+	q.instance_id_len = 6;
+	ut_o.n = 0;
+	grp_join(g, &q, W(14), 110, &ut_o);
+	CU_ASSERT(out_for(13) && out_for(13)->err == 0 && out_for(14) && out_for(14)->err == 0);
+	CU_ASSERT(!out_for(14)->follower);
+	CU_ASSERT_EQUAL(g->generation, 4);
+	struct grp_assign two4[2] = { { a->id, a->id_len, (const uint8_t *)"A4", 2 },
+	                              { b->id, b->id_len, (const uint8_t *)"B4", 2 } };
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 4, two4, 2, W(15), 120, &ut_o);
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_STABLE);
+	CU_ASSERT_PTR_EQUAL(g->leader, a);
+	char old_a[GRP_MEMBER_ID_BYTES_MAX + 1];
+	size_t old_a_len = a->id_len;
+	memcpy(old_a, a->id, old_a_len);
+	struct grp_join_req qa = jreq("", "inst-a", "range", NULL);
+	qa.instance_id = "inst-a";
+	qa.instance_id_len = 6;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_join(g, &qa, W(16), 130, &ut_o), 0);
+	CU_ASSERT(out_for(16) && out_for(16)->err == 0 && out_for(16)->m == a && out_for(16)->follower);
+	CU_ASSERT(a->prev_id_len == old_a_len && memcmp(a->prev_id, old_a, old_a_len) == 0);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	CU_ASSERT_EQUAL(g->generation, 4);
+	CU_ASSERT_PTR_EQUAL(g->leader, a);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 4, NULL, 0, W(17), 140, &ut_o);
+	CU_ASSERT(out_for(17) && out_for(17)->err == 0 && a->assignment_len == 2 && !memcmp(a->assignment, "A4", 2));
+
+	/* A static member that stops heartbeating expires like any other. */
+	ut_o.n = 0;
+	grp_tick(g, 120 + UT_SESSION_MS + 1, &ut_o);   /* b's last sign of life was at 120 */
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_PTR_NULL(grp_static_find(g, "inst-b", 6));
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	grp_coord_destroy(c);
+}
+
 static void test_protocols(void)
 {
 	struct grp_coord *c;
@@ -504,6 +630,7 @@ int main(void)
 	CU_add_test(s, "state moves vs Kafka's table; setter aborts", test_state_table);
 	CU_add_test(s, "one member: join, sync, heartbeat, commit checks, leave", test_single_member);
 	CU_add_test(s, "two members: rebalance, leader sync, leader leaves", test_two_members);
+	CU_add_test(s, "static members: rejoin without rebalance, fencing, leader, expiry", test_static_members);
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
