@@ -6,14 +6,18 @@
  * Locality: a single-threaded test program (librdkafka runs its own threads).
  *
  *   rdk_txoffs run --bootstrap B --in T --out O --group G --txn-id ID --per N
- *                  --plan commit|abort|open[,...]
+ *                  --plan commit|abort|open|zombie[,...]
  *       A group consumer (no auto commit) on T and a transactional producer:
  *       each step of --plan reads N records, copies them to O inside a
  *       transaction, sends the consumer's positions to the transaction, and
  *       commits or aborts it (after an abort the consumer seeks back to the
  *       committed offsets, as an application must). "open" (last only) leaves
- *       the transaction open, prints OPEN and waits to be killed. Prints
- *       "step I PLAN OFFSET" with the position sent (partition 0).
+ *       the transaction open, prints OPEN and waits to be killed. "zombie" sends
+ *       the offsets as a member of another generation would (KIP-447: the
+ *       group metadata of generation 424242 with this consumer's member id):
+ *       the broker must refuse them; prints "refused ERROR_NAME", aborts
+ *       and seeks back. Prints "step I PLAN OFFSET" with the position sent
+ *       (partition 0).
  *   rdk_txoffs committed --bootstrap B --in T --group G
  *       Prints "committed OFFSET": the group's committed offset of T/0
  *       (OffsetFetch with RequireStable: waits out staged offsets).
@@ -150,9 +154,27 @@ static int cmd_run(const struct opts *o)
 			fprintf(stderr, "assignment/position failed\n");
 			return 1;
 		}
-		rd_kafka_consumer_group_metadata_t *meta = rd_kafka_consumer_group_metadata(c);
-		check("send_offsets_to_transaction", rd_kafka_send_offsets_to_transaction(p, pos, meta, TXO_WAIT_MS));
+		bool zombie = !strcmp(s, "zombie");
+		rd_kafka_consumer_group_metadata_t *meta;
+		if (zombie) {
+			char *member = rd_kafka_memberid(c);
+			meta = rd_kafka_consumer_group_metadata_new_with_genid(o->group, 424242, member ? member : "", NULL);
+			rd_kafka_mem_free(c, member);
+		} else {
+			meta = rd_kafka_consumer_group_metadata(c);
+		}
+		rd_kafka_error_t *se = rd_kafka_send_offsets_to_transaction(p, pos, meta, TXO_WAIT_MS);
 		rd_kafka_consumer_group_metadata_destroy(meta);
+		if (zombie) {
+			if (!se) {
+				fprintf(stderr, "step %d: offsets of another generation were accepted\n", step);
+				return 1;
+			}
+			printf("refused %s\n", rd_kafka_error_name(se));
+			rd_kafka_error_destroy(se);
+		} else {
+			check("send_offsets_to_transaction", se);
+		}
 		long long at = -1;
 		for (int i = 0; i < pos->cnt; i++)
 			if (pos->elems[i].partition == 0)

@@ -10,7 +10,10 @@
 #      (its offset staged, not committed); after the restart the staged
 #      offset is still pending (not applied), and a new instance of the same
 #      transactional id (which aborts the open transaction) resumes from 30
-#      and commits 10 more: 40.
+#      and commits 10 more: 40;
+#  (c) KIP-447: offsets sent with the group metadata of another generation
+#      (a zombie of an earlier rebalance) are refused with ILLEGAL_GENERATION
+#      and move nothing; the next transaction commits them properly: 60.
 . "$(dirname "$0")/lib.sh"
 integ_init txn-offsets 45 "$@"
 need_exe "$RDK_LOAD"
@@ -74,5 +77,12 @@ committed_is 40 "(b) after the open transaction was aborted by a new instance"
 kill9_broker
 start_broker --cores "${SLUICE_CORES:-2}"
 committed_is 40 "(b) after SIGKILL"
+
+# (c)
+run_plan p4 commit,zombie,commit
+log "p4: $(tr '\n' ';' <"$WORK/p4.out")"
+grep -qx 'refused ILLEGAL_GENERATION' "$WORK/p4.out" || fail "(c) the zombie's offsets were not refused as ILLEGAL_GENERATION: $(cat "$WORK/p4.out")"
+grep -qx 'step 2 commit 60' "$WORK/p4.out" || fail "(c) the zombie's records were not read again: $(cat "$WORK/p4.out")"
+committed_is 60 "(c) after commit, zombie, commit"
 stop_broker
-pass "offsets moved only with committed transactions, across two crashes"
+pass "offsets moved only with committed transactions, across two crashes; a zombie generation was refused"
