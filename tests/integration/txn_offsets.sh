@@ -85,4 +85,22 @@ grep -qx 'refused ILLEGAL_GENERATION' "$WORK/p4.out" || fail "(c) the zombie's o
 grep -qx 'step 2 commit 60' "$WORK/p4.out" || fail "(c) the zombie's records were not read again: $(cat "$WORK/p4.out")"
 committed_is 60 "(c) after commit, zombie, commit"
 stop_broker
-pass "offsets moved only with committed transactions, across two crashes; a zombie generation was refused"
+
+# (d)
+OFFS_DIR=$DATA/__consumer_offsets
+[ "$(ls "$OFFS_DIR"/*.log | wc -l)" -eq 1 ] || fail "(d) expected one offsets segment: $(ls "$OFFS_DIR")"
+"$SLUICE_DUMP" --records "$OFFS_DIR" >"$WORK/offs.dump" || fail "(d) sluice-dump exited $?"
+# The last two batches: key version 1 (committed) with a value, then key version 2 (staged) with none.
+tail -n 4 "$WORK/offs.dump" | awk 'NR == 2 && $6 ~ /^0x0001/ && $8 != "null" { a = 1 } NR == 4 && $6 ~ /^0x0002/ && $8 == "null" { b = 1 }
+	END { exit !(a && b) }' || fail "(d) the log does not end with a commit's offset writes: $(tail -n 4 "$WORK/offs.dump" | tr '\n' ';')"
+cut_at=$(grep '^  offset ' "$WORK/offs.dump" | tail -n 2 | head -n 1 | awk '{ print $4 }')
+truncate -s "$cut_at" "$OFFS_DIR"/*.log
+start_broker --cores "${SLUICE_CORES:-2}"
+grep -q '1 staged offset(s) of finished transactions resolved, 0 still pending' "$BROKER_LOG" ||
+	fail "(d) the staged offset was not resolved at start: $(grep 'staged offset' "$BROKER_LOG" | tail -n 1)"
+committed_is 60 "(d) after losing the commit's offset writes"
+kill9_broker
+start_broker --cores "${SLUICE_CORES:-2}"
+committed_is 60 "(d) after another SIGKILL"
+stop_broker
+pass "offsets moved only with committed transactions, across two crashes; a zombie generation was refused; staged offsets resolved at start"
