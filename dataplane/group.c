@@ -169,6 +169,19 @@ static void join_error(struct dp_req *r, int16_t err)
 	resp->Members_n = 0;
 }
 
+/* The metadata member m sent for the group's chosen protocol (empty if none). */
+static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
+{
+	for (uint32_t p = 0; p < m->nprotocols; p++)
+		if (m->protocols[p].name_len == g->protocol_name_len &&
+		    !memcmp(m->protocols[p].name, g->protocol_name, g->protocol_name_len)) {
+			const uint8_t *d = acopy(r, m->protocols[p].meta, m->protocols[p].meta_len);
+			*ok &= d != NULL;
+			return (struct kbytes){ d ? d : (const uint8_t *)"", d ? (int32_t)m->protocols[p].meta_len : 0 };
+		}
+	return (struct kbytes){ (const uint8_t *)"", 0 };
+}
+
 static void fill_join(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool follower)
 {
 	struct JoinGroupResponse *resp = r->resp;
@@ -190,14 +203,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 			rm->MemberId = astr(r, x->id, x->id_len, &ok);
 			rm->GroupInstanceId = x->instance_id_len ? astr(r, x->instance_id, x->instance_id_len, &ok)
 			                                         : (struct kstr){ NULL, -1 };
-			rm->Metadata = (struct kbytes){ (const uint8_t *)"", 0 };
-			for (uint32_t p = 0; p < x->nprotocols; p++)
-				if (x->protocols[p].name_len == g->protocol_name_len &&
-				    !memcmp(x->protocols[p].name, g->protocol_name, g->protocol_name_len)) {
-					const uint8_t *d = acopy(r, x->protocols[p].meta, x->protocols[p].meta_len);
-					ok &= d != NULL;
-					rm->Metadata = (struct kbytes){ d, (int32_t)x->protocols[p].meta_len };
-				}
+			rm->Metadata = member_meta(r, g, x, &ok);
 		}
 		resp->Members_n = (int32_t)g->nmembers;
 	}
@@ -1028,19 +1034,6 @@ static bool has_offsets(const struct grp_offsets *t, const char *g, size_t glen)
 			return true;
 	}
 	return false;
-}
-
-/* The metadata member m sent for the group's chosen protocol (empty if none). */
-static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
-{
-	for (uint32_t p = 0; p < m->nprotocols; p++)
-		if (m->protocols[p].name_len == g->protocol_name_len &&
-		    !memcmp(m->protocols[p].name, g->protocol_name, g->protocol_name_len)) {
-			const uint8_t *d = acopy(r, m->protocols[p].meta, m->protocols[p].meta_len);
-			*ok &= d != NULL;
-			return (struct kbytes){ d ? d : (const uint8_t *)"", d ? (int32_t)m->protocols[p].meta_len : 0 };
-		}
-	return (struct kbytes){ (const uint8_t *)"", 0 };
 }
 
 /*
