@@ -198,7 +198,7 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 		}
 		ntopics = r->nslots;
 	} else {
-		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+		for (uint32_t id = 0; id < c->topics_end; id++)
 			if (c->topics[id].live) {
 				ntopics++;
 				nparts += (size_t)c->topics[id].nparts;
@@ -223,7 +223,7 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 		}
 	} else {
 		uint32_t k = 0;
-		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++) {
+		for (uint32_t id = 0; id < c->topics_end; id++) {
 			struct dp_topic *dt = &c->topics[id];
 			if (dt->live)
 				md_fill_topic(c, r, &t[k++], dt, (struct kstr){ dt->name, dt->name_len }, 0, &pmem);

@@ -84,6 +84,8 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->nparts = nparts;
 	t->deleting = false;
 	t->live = true;
+	if (id >= c->topics_end)
+		c->topics_end = id + 1;
 	for (uint32_t i = 0; i < DP_TOPIC_INDEX_SLOTS; i++) {
 		uint16_t *slot = &c->topic_index[(t->hash + i) % DP_TOPIC_INDEX_SLOTS];
 		if (*slot == 0 || *slot == UINT16_MAX) {
@@ -109,6 +111,8 @@ void dp_topic_remove(struct dp_core *c, uint32_t id)
 	free(t->parts);
 	t->parts = NULL;
 	t->live = false;
+	while (c->topics_end > 0 && !c->topics[c->topics_end - 1].live)
+		c->topics_end--;
 }
 
 void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,

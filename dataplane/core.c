@@ -257,7 +257,7 @@ static int core_setup(struct dp_core *c)
 		return rc;
 	}
 	if (c->is_data)
-		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+		for (uint32_t id = 0; id < c->topics_end; id++)
 			if (c->topics[id].live)
 				dp_shard_open_owned(c, &c->topics[id], id);
 	if (c->is_control && (rc = dp_txnc_start(c)) < 0)
@@ -299,7 +299,7 @@ static void core_teardown(struct dp_core *c)
 		}
 	}
 	if (c->is_data) {
-		for (uint32_t id = 0; id < DP_TOPICS_MAX; id++)
+		for (uint32_t id = 0; id < c->topics_end; id++)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);
 	}

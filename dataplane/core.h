@@ -225,6 +225,7 @@ struct dp_core {
 	uint64_t rng;                 /* xorshift state for fault injection */
 
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
+	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
 	struct dp_conn *conns;        /* [DP_CONNS_MAX], by nic handle index */

@@ -506,7 +506,7 @@ void dp_shard_timer(struct dp_core *c)
 	bool snap = c->now_ms >= c->next_snapshot_ms;
 	if (snap)
 		c->next_snapshot_ms = c->now_ms + c->b->cfg.producer_snapshot_ms;
-	for (uint32_t id = 0; id < DP_TOPICS_MAX; id++) {
+	for (uint32_t id = 0; id < c->topics_end; id++) {
 		struct dp_topic *t = &c->topics[id];
 		if (!t->live || t->deleting)
 			continue;
