@@ -17,9 +17,10 @@
 # records/s by default on 2 cores), so the input outlasts the kills, and most
 # kills land inside an open transaction. Each instance also aborts its first
 # transaction and every KJS_EOS_ABORT_EVERY-th after it on purpose, after the
-# transaction's sendOffsets: the copier must rewind (consumer.seek to the
-# group's committed offset), as kafkajs does not, and the broker must drop
-# the staged offsets.
+# transaction's sendOffsets: the copier rewinds (consumer.seek to the
+# group's committed offset; with eachBatchAutoResolve off kafkajs would also
+# refetch from the last resolved offset by itself), so the broker must have
+# dropped the aborted transaction's staged offsets, or records go missing.
 # Env knobs: KJS_EOS_COUNT (default 24000), KJS_EOS_KILLS (4),
 # KJS_EOS_CHUNK (100), KJS_EOS_DELAY_MS (25), KJS_EOS_ABORT_EVERY (10, 0: none).
 # Skipped (77) without node/npm, as kafkajs.sh.
