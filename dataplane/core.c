@@ -190,6 +190,7 @@ static int reap(struct dp_core *c)
 		case NIC_URING_TAG: nic_uring_complete(c->nic, cqe); break;
 		case ST_URING_TAG: st_io_complete(c->io, cqe); break;
 		case DP_CORE_TAG: arm_wakeup(c); break;
+		case DP_READ_TAG: dp_shard_read_complete(c, cqe); break;
 		default: assert(!"unknown completion tag");
 		}
 	}
@@ -282,9 +283,9 @@ static void core_teardown(struct dp_core *c)
 {
 	if (c->is_data && c->nic)
 		dp_conns_shutdown(c);
-	/* Let queued appends reach the disk (bounded: 10 s). */
+	/* Let queued appends reach the disk and cold reads finish (bounded: 10 s). */
 	int64_t until = mono_us() + 10 * 1000000;
-	while (c->io && st_io_pending(c->io) && mono_us() < until) {
+	while (c->io && (st_io_pending(c->io) || c->reads_inflight) && mono_us() < until) {
 		st_io_flush(c->io);
 		if (c->nic)
 			nic_flush(c->nic);
@@ -299,6 +300,9 @@ static void core_teardown(struct dp_core *c)
 		}
 	}
 	if (c->is_data) {
+		if (c->cold_reads)
+			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
+			        (unsigned long long)c->cold_reads);
 		for (uint32_t id = 0; id < c->topics_end; id++)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);
@@ -313,6 +317,7 @@ static void core_teardown(struct dp_core *c)
 		nic_destroy(c->nic);
 	if (c->io)
 		st_io_destroy(c->io);
+	free(c->reads);
 	close(c->efd);
 	dp_buf_drain();
 }

@@ -58,6 +58,8 @@ struct dp_txn_allow {
 #define DP_SLEEP_MAX_MS         10
 #define DP_URING_ENTRIES        2048
 #define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
+#define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+#define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 #define DP_ARENA_BASE_BYTES     16384
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
@@ -173,6 +175,7 @@ struct dp_topic {
 };
 
 struct dp_req;
+struct dp_read;
 struct nic_ev;
 struct dp_ctrl;
 
@@ -249,6 +252,10 @@ struct dp_core {
 	int64_t next_snapshot_ms;
 	struct dp_msg deferred[DP_TOPICS_MAX / 16]; /* topic deletes waiting for appends to drain */
 	uint32_t ndeferred;
+	struct dp_read *reads;        /* [DP_READS_MAX] cold fetch reads (shard.c) */
+	struct dp_read *read_free;
+	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
+	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 };
 
 /* init only: the whole broker. */
@@ -319,6 +326,9 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 void dp_shard_timer(struct dp_core *c);
+/* A cold fetch read (DP_READ_TAG) completed. */
+struct io_uring_cqe;
+void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
 
 /* pid.c: control core */
 int  dp_pid_init(struct dp_pids *p, const char *dir);

@@ -3,10 +3,13 @@
  * high-watermark watches, and opening/closing the partitions a core owns.
  * Locality: shard core (owner).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#include <liburing.h>
 
 #include "batch.h"
 #include "kerr.h"
@@ -281,11 +284,104 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 }
 
 /*
- * Reads whole stored batches into the buffer the NIC core lent. For
- * read_committed the range ends at the LSO, and the aborted transactions
- * that overlap it follow the records in the same buffer:
+ * A cold fetch read: the page cache did not hold the bytes, so they are read
+ * through the core's io_uring and the fetch is answered on completion; the
+ * core goes on serving other partitions meanwhile. Locality: owner core.
+ */
+struct dp_read {
+	struct dp_read *next_free;
+	struct dp_msg req;            /* the fetch, for the reply */
+	struct dp_msg out;            /* the reply, filled up to the read */
+	struct dp_part *part;         /* safe: deletes and retention wait for reads_inflight 0 */
+	int fd;
+	uint64_t pos;
+	uint32_t len, done;
+	int64_t end;                  /* the read_committed range ends here (LSO) */
+};
+
+static struct dp_read *read_get(struct dp_core *c)
+{
+	if (!c->reads) {
+		if (!(c->reads = calloc(DP_READS_MAX, sizeof(*c->reads))))
+			return NULL;
+		for (int i = 0; i < DP_READS_MAX; i++) {
+			c->reads[i].next_free = c->read_free;
+			c->read_free = &c->reads[i];
+		}
+	}
+	struct dp_read *rd = c->read_free;
+	if (rd)
+		c->read_free = rd->next_free;
+	return rd;
+}
+
+/*
+ * After the records: for read_committed the aborted transactions that overlap
+ * [offset, end) go 8-byte aligned behind them in the same buffer, as
  *   [records: len bytes][pad to 8][u32 count, 4 pad][count x struct txn_aborted]
- * If it does not fit, the reply asks for a bigger buffer (need).
+ * and if they do not fit, the reply asks for a bigger buffer (need). Sends it.
+ */
+static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg *out, struct dp_part *p,
+                        uint32_t len, int64_t end)
+{
+	uint32_t cap = m->u.fetch.cap;
+	if (m->u.fetch.isolation == 1 && !out->err && !out->u.fetch_done.need) {
+		uint32_t at = DP_ABORTED_AT(len);
+		uint32_t room = cap >= at + 8 ? (cap - at - 8) / (uint32_t)sizeof(struct txn_aborted) : 0;
+		struct txn_aborted *list = (struct txn_aborted *)(void *)((uint8_t *)m->u.fetch.buf + at + 8);
+		uint32_t n = len ? txn_lso_aborted(p->lso, m->u.fetch.offset, end, list, room) : 0;
+		if (cap < at + 8 || n > room)
+			out->u.fetch_done.need = at + 8 + (n + 16) * (uint32_t)sizeof(struct txn_aborted);
+		else
+			memcpy((uint8_t *)m->u.fetch.buf + at, &n, 4);
+	}
+	if (!out->u.fetch_done.need)
+		out->u.fetch_done.len = len;
+	reply(c, m, out, DP_MSG_FETCH_DONE);
+}
+
+/* Queue the rest of a cold read on the core's ring. */
+static void read_submit(struct dp_core *c, struct dp_read *rd)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+	if (!sqe) {
+		io_uring_submit(&c->ring);
+		sqe = io_uring_get_sqe(&c->ring);
+	}
+	assert(sqe);   /* just submitted: there is room */
+	io_uring_prep_read(sqe, rd->fd, (uint8_t *)rd->req.u.fetch.buf + rd->done, rd->len - rd->done,
+	                   rd->pos + rd->done);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
+}
+
+void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
+{
+	struct dp_read *rd = (struct dp_read *)(uintptr_t)(cqe->user_data & ~(uint64_t)0xf);
+	if (cqe->res > 0 && rd->done + (uint32_t)cqe->res < rd->len) {
+		rd->done += (uint32_t)cqe->res;   /* short read: go on */
+		read_submit(c, rd);
+		return;
+	}
+	uint32_t len = rd->len;
+	if (cqe->res <= 0) {
+		DP_ERR("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
+		rd->out.err = KERR_KAFKA_STORAGE_ERROR;
+		len = 0;
+	}
+	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->end);
+	rd->next_free = c->read_free;
+	c->read_free = rd;
+	c->reads_inflight--;
+}
+
+/*
+ * Reads whole stored batches into the buffer the NIC core lent; for
+ * read_committed the range ends at the LSO. The tail of the log is nearly
+ * always in the page cache: a non-blocking preadv2 (RWF_NOWAIT) copies it
+ * at once. Bytes that are not cached are read through io_uring instead, so
+ * that a consumer catching up from old segments never stalls this core's
+ * appends. Only when every cold-read slot is busy does the core read with
+ * a blocking pread.
  */
 static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 {
@@ -318,12 +414,19 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		} else if (len > cap) {
 			out.u.fetch_done.need = len + (committed ? 4096 : 0);
 		} else if (len) {
-			/*
-			 * A read on the owner core. The tail of the log is nearly always
-			 * in the page cache, so this is a memcpy; a cold read blocks
-			 * this core for one disk read (noted in the docs).
-			 */
-			ssize_t got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
+			struct iovec iov = { m->u.fetch.buf, len };
+			ssize_t got = preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
+			struct dp_read *rd = got == (ssize_t)len ? NULL : read_get(c);
+			if (rd) {
+				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
+				                        .done = got > 0 ? (uint32_t)got : 0, .end = end };
+				c->reads_inflight++;
+				c->cold_reads++;
+				read_submit(c, rd);
+				return;
+			}
+			if (got != (ssize_t)len)
+				got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
 			if (got != (ssize_t)len) {
 				DP_ERR("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
 				out.err = KERR_KAFKA_STORAGE_ERROR;
@@ -331,20 +434,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			}
 		}
 	}
-	if (committed && !out.err && !out.u.fetch_done.need) {
-		/* The records cover [off, end) at most; the list goes 8-byte aligned after them. */
-		uint32_t at = DP_ABORTED_AT(len);
-		uint32_t room = cap >= at + 8 ? (cap - at - 8) / (uint32_t)sizeof(struct txn_aborted) : 0;
-		struct txn_aborted *list = (struct txn_aborted *)(void *)((uint8_t *)m->u.fetch.buf + at + 8);
-		uint32_t n = len ? txn_lso_aborted(p->lso, off, end, list, room) : 0;
-		if (cap < at + 8 || n > room)
-			out.u.fetch_done.need = at + 8 + (n + 16) * (uint32_t)sizeof(struct txn_aborted);
-		else
-			memcpy((uint8_t *)m->u.fetch.buf + at, &n, 4);
-	}
-	if (!out.u.fetch_done.need)
-		out.u.fetch_done.len = len;
-	reply(c, m, &out, DP_MSG_FETCH_DONE);
+	fetch_reply(c, m, &out, p, len, end);
 }
 
 static void shard_watch(struct dp_core *c, struct dp_msg *m)
@@ -500,7 +590,8 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 /* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
-	bool retain = c->now_ms >= c->next_retention_ms;
+	/* Retention may close a segment a cold read still names by its fd: it waits for them. */
+	bool retain = c->now_ms >= c->next_retention_ms && !c->reads_inflight;
 	if (retain)
 		c->next_retention_ms = c->now_ms + 30000;
 	bool snap = c->now_ms >= c->next_snapshot_ms;
@@ -538,7 +629,7 @@ static bool shard_topic_del(struct dp_core *c, struct dp_msg *m)
 	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
 	if (t) {
 		t->deleting = true;
-		if (st_io_pending(c->io))
+		if (st_io_pending(c->io) || c->reads_inflight)
 			return false;
 		dp_shard_close_topic(c, t, true);
 		dp_topic_remove(c, m->topic_id);
