@@ -47,6 +47,12 @@
  * cut to the valid prefix, and the cut made durable, before any append.
  * A failed append is sticky: txn_lso_sync reports it from then on, so no
  * snapshot is taken past an abort the file lacks.
+ *
+ * Retention trims entries in memory; once the file holds many more entries
+ * than memory (txn_lso_compact_index), it is rewritten with the live ones:
+ * a new file next to it, synced, renamed over the old one, and the directory
+ * synced. A crash before the rename leaves the old file, which open reads as
+ * before (its dead entries are trimmed again after retention).
  */
 #include "lso.h"
 
@@ -77,6 +83,8 @@
 #define TXN_LSO_ENTRY_BYTES 28u
 #define TXN_LSO_ENTRY_CRC_AT 24u
 #define TXN_LSO_FILE_NAME "aborted.txnindex"
+#define TXN_LSO_COMPACT_MIN_DEAD 4096u        /* rewrite the file once this many entries are trimmed, */
+#define TXN_LSO_COMPACT_RATIO 2u              /* and the file holds this many times the live ones */
 
 _Static_assert(TXN_LSO_OPEN_INIT <= TXN_LSO_OPEN_MAX, "limits");
 _Static_assert(TXN_LSO_ABORTED_INIT <= TXN_LSO_ABORTED_MAX, "limits");
@@ -453,6 +461,77 @@ int txn_lso_sync(struct txn_lso *l)
 	if (l->file_err)
 		return l->file_err;
 	return fdatasync(l->fd) < 0 ? -errno : 0;
+}
+
+/* Write header + the live entries to path, synced. */
+static int index_write(const struct txn_lso *l, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	uint8_t hdr[TXN_LSO_HEADER_BYTES], *buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES);
+	int rc = buf ? 0 : -ENOMEM;
+	st_put_be32(hdr, TXN_LSO_MAGIC);
+	st_put_be16(hdr + 4, TXN_LSO_VERSION);
+	st_put_be16(hdr + 6, TXN_LSO_ENTRY_BYTES);
+	if (!rc && pwrite(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+		rc = -EIO;
+	for (uint32_t done = 0; !rc && done < l->nab;) {
+		uint32_t n = l->nab - done < TXN_LSO_READ_ENTRIES ? l->nab - done : TXN_LSO_READ_ENTRIES;
+		for (uint32_t k = 0; k < n; k++)
+			entry_encode(buf + k * TXN_LSO_ENTRY_BYTES, &l->ab[done + k]);
+		size_t len = (size_t)n * TXN_LSO_ENTRY_BYTES;
+		off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + (uint64_t)done * TXN_LSO_ENTRY_BYTES);
+		if (pwrite(fd, buf, len, pos) != (ssize_t)len)
+			rc = -EIO;
+		done += n;
+	}
+	if (!rc && fdatasync(fd) < 0)
+		rc = -errno;
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* Locality: shard core (owner); after retention trimmed the entries in memory. */
+int txn_lso_compact_index(struct txn_lso *l)
+{
+	if (l->fd < 0 || l->file_err || l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
+	    l->file_entries < (uint64_t)l->nab * TXN_LSO_COMPACT_RATIO)
+		return 0;
+	char tmp[TXN_LSO_PATH_BYTES + 8], dir[TXN_LSO_PATH_BYTES];
+	int n = snprintf(tmp, sizeof(tmp), "%s.new", l->path);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(dir, l->path, sizeof(dir));
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	int rc = index_write(l, tmp), dfd = -1, fd = -1;
+	if (!rc && rename(tmp, l->path) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		fprintf(stderr, "txn lso: %s: rewrite failed (%s); the old file stays\n", l->path, strerror(-rc));
+		return rc;
+	}
+	/* The rename is durable once the directory is; the new name is what open reads. */
+	if ((dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		if (fsync(dfd) < 0)
+			rc = -errno;
+		close(dfd);
+	}
+	if ((fd = open(l->path, O_RDWR | O_CLOEXEC)) < 0) {
+		l->file_err = -errno;   /* sticky: no snapshot until the index is reopened */
+		return l->file_err;
+	}
+	close(l->fd);
+	l->fd = fd;
+	uint64_t dropped = l->file_entries - l->nab;
+	l->file_entries = l->nab;
+	fprintf(stderr, "txn lso: %s: rewritten with %u live entries (%" PRIu64 " trimmed ones dropped)\n", l->path,
+	        l->nab, dropped);
+	return rc;
 }
 
 /* Locality: shard core (owner). */

@@ -51,6 +51,13 @@ uint32_t txn_lso_open_count(const struct txn_lso *l);
  */
 int  txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end);
 int  txn_lso_sync(struct txn_lso *l);
+/*
+ * After txn_lso_trim: rewrite the file with the live entries only, when
+ * trimmed ones make up most of it (at least 4096 of them and half the file).
+ * Atomic (new file, sync, rename, directory sync). Returns 0 (also when
+ * nothing was due) or -errno; the old file stays on failure.
+ */
+int  txn_lso_compact_index(struct txn_lso *l);
 void txn_lso_close_index(struct txn_lso *l);
 /* Largest marker offset in the index, or -1: replay skips aborts already there. */
 int64_t txn_lso_last_marker(const struct txn_lso *l);

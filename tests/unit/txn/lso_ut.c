@@ -320,6 +320,52 @@ static void test_file_round_trip(void)
 	ut_rmdir();
 }
 
+/* Entries [from, to) as from ut_fill, in order, and nothing else. */
+static void ut_check_range(struct txn_lso *l, uint32_t from, uint32_t to)
+{
+	static struct txn_aborted out[UT_MANY + 1];
+	CU_ASSERT_EQUAL_FATAL(txn_lso_aborted(l, 0, INT64_MAX, out, UT_MANY + 1), to - from);
+	for (uint32_t i = from; i < to; i++)
+		if (out[i - from].pid != ut_pid(i) || out[i - from].first_offset != ut_first(i) ||
+		    out[i - from].last_offset != ut_last(i)) {
+			CU_FAIL("entry differs");
+			return;
+		}
+}
+
+/* Retention trims memory; the file is rewritten with the live entries once mostly dead. */
+static void test_file_compact(void)
+{
+	struct txn_lso *l = ut_new();
+	ut_mkdir();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, 0), 0);
+	ut_fill(l, 0, 10000);
+	CU_ASSERT_EQUAL(txn_lso_sync(l), 0);
+	/* Not due: nothing trimmed yet, then too few trimmed. */
+	CU_ASSERT_EQUAL(txn_lso_compact_index(l), 0);
+	txn_lso_trim(l, ut_last(999) + 1);
+	CU_ASSERT_EQUAL(txn_lso_compact_index(l), 0);
+	CU_ASSERT_EQUAL(ut_file_size(), UT_HEADER_BYTES + 10000 * UT_ENTRY_BYTES);
+	/* 9000 of 10000 dead: rewritten with the last 1000. */
+	txn_lso_trim(l, ut_last(8999) + 1);
+	CU_ASSERT_EQUAL(txn_lso_compact_index(l), 0);
+	CU_ASSERT_EQUAL(ut_file_size(), UT_HEADER_BYTES + 1000 * UT_ENTRY_BYTES);
+	ut_check_range(l, 9000, 10000);
+	/* Appends go to the new file, after the live entries. */
+	ut_fill(l, 10000, 10010);
+	CU_ASSERT_EQUAL(txn_lso_sync(l), 0);
+	txn_lso_destroy(l);
+	l = ut_new();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, INT64_MAX), 0);
+	ut_check_range(l, 9000, 10010);
+	CU_ASSERT_EQUAL(ut_file_size(), UT_HEADER_BYTES + 1010 * UT_ENTRY_BYTES);
+	txn_lso_destroy(l);
+	char tmp[160];
+	snprintf(tmp, sizeof(tmp), "%s/aborted.txnindex.new", tdir);
+	CU_ASSERT_EQUAL(access(tmp, F_OK), -1);   /* no leftover */
+	ut_rmdir();
+}
+
 /* Reopen, expecting n entries kept and the file cut to them. */
 static void ut_reopen_expect(int64_t log_end, uint32_t n)
 {
@@ -453,6 +499,7 @@ int main(void)
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "trim", test_trim);
 	CU_add_test(s, "index file round trip", test_file_round_trip);
+	CU_add_test(s, "index file rewritten once trimmed entries dominate", test_file_compact);
 	CU_add_test(s, "index file: torn, damaged, past log end, bad header", test_file_damage);
 	CU_add_test(s, "100k aborts: growth, file", test_many);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
