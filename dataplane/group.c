@@ -374,6 +374,29 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 
 /* ---- committed offsets ------------------------------------------------------------- */
 
+/*
+ * OffsetCommit and TxnOffsetCommit (request q, response resp of either
+ * kind): refuse partitions with oversized metadata or a bad topic name in
+ * their response slot, and count the others (n) and the bytes of their log
+ * batches (bytes, keys of at most key_max bytes).
+ */
+#define COMMIT_SIZE(q, resp, key_max, n, bytes)                                                       \
+	for (int32_t i_ = 0; i_ < (q)->Topics_n; i_++)                                                 \
+		for (int32_t j_ = 0; j_ < (q)->Topics[i_].Partitions_n; j_++) {                        \
+			int32_t meta_ = (q)->Topics[i_].Partitions[j_].CommittedMetadata.len;          \
+			int32_t name_ = (q)->Topics[i_].Name.len;                                      \
+			int16_t *pe_ = &(resp)->Topics[i_].Partitions[j_].ErrorCode;                   \
+			if (meta_ > GRP_OFFSET_META_MAX)                                               \
+				*pe_ = GRP_ERR_OFFSET_METADATA_TOO_LARGE;                              \
+			else if (name_ <= 0 || name_ > GRP_TOPIC_BYTES_MAX)                            \
+				*pe_ = KERR_UNKNOWN_TOPIC_OR_PARTITION;                                \
+			else {                                                                         \
+				(n)++;                                                                 \
+				(bytes) += ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + (key_max) + 24 + \
+				           (meta_ > 0 ? (size_t)meta_ : 0);                             \
+			}                                                                              \
+		}
+
 static void commit_fill_all(struct OffsetCommitResponse *resp, int16_t err)
 {
 	for (int32_t i = 0; i < resp->Topics_n; i++)
@@ -436,20 +459,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	/* Size the batches, then write one per partition that passes. */
 	uint32_t n = 0;
 	size_t bytes = 0;
-	for (int32_t i = 0; i < q->Topics_n; i++)
-		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
-			struct OffsetCommitRequest_OffsetCommitRequestPartition *pq = &q->Topics[i].Partitions[j];
-			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
-			if (pq->CommittedMetadata.len > GRP_OFFSET_META_MAX)
-				*pe = GRP_ERR_OFFSET_METADATA_TOO_LARGE;
-			else if (q->Topics[i].Name.len <= 0 || q->Topics[i].Name.len > GRP_TOPIC_BYTES_MAX)
-				*pe = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-			else {
-				n++;
-				bytes += ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_KEY_BYTES_MAX + 24 +
-				         (pq->CommittedMetadata.len > 0 ? (size_t)pq->CommittedMetadata.len : 0);
-			}
-		}
+	COMMIT_SIZE(q, resp, GRP_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return 0;
 	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
@@ -645,20 +655,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	}
 	uint32_t n = 0;
 	size_t bytes = 0;
-	for (int32_t i = 0; i < q->Topics_n; i++)
-		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
-			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq = &q->Topics[i].Partitions[j];
-			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
-			if (pq->CommittedMetadata.len > GRP_OFFSET_META_MAX)
-				*pe = GRP_ERR_OFFSET_METADATA_TOO_LARGE;
-			else if (q->Topics[i].Name.len <= 0 || q->Topics[i].Name.len > GRP_TOPIC_BYTES_MAX)
-				*pe = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-			else {
-				n++;
-				bytes += ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + 24 +
-				         (pq->CommittedMetadata.len > 0 ? (size_t)pq->CommittedMetadata.len : 0);
-			}
-		}
+	COMMIT_SIZE(q, resp, GRP_PENDING_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return 0;
 	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
