@@ -55,9 +55,7 @@ struct dp_grp {
 	struct grp_outs outs;         /* answers released by the current call */
 	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
-	int64_t compact_from;         /* a compaction rewrote every key after this offset */
-	uint32_t compact_pending;     /* its writes not yet durable */
-	bool compact_failed;          /* one of them failed: keep the old segments */
+	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
 };
 
 /* A compaction rewrite of one live offset. */
@@ -882,19 +880,19 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
  * carry a value older than a record it lands after (and the old segment
  * holding that record could be dropped).
  */
+static void compaction_report(int rc)
+{
+	if (rc >= 0)
+		DP_INFO("offsets log: compaction done, %d old segment(s) removed", rc);
+	else if (rc == -EIO)
+		DP_WARN("offsets log: a compaction write failed, old segments kept");
+}
+
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
-	struct dp_grp *t = c->grp;
 	dp_buf_put(w->buf);
 	free(w);
-	t->compact_failed |= status < 0;
-	assert(t->compact_pending > 0);
-	if (--t->compact_pending == 0 && !t->compact_failed) {
-		int n = st_log_drop_before(t->log, t->compact_from);
-		DP_INFO("offsets log: compaction done, %d old segment(s) removed", n);
-	} else if (t->compact_pending == 0) {
-		DP_WARN("offsets log: a compaction write failed, old segments kept");
-	}
+	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
 }
 
 static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const struct grp_offset *o)
@@ -915,7 +913,7 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 	}
 	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = GRP_W_REWRITE, .buf = buf };
 	c->grp->records++;
-	c->grp->compact_pending++;
+	st_compaction_queued(&c->grp->compact);
 	return 0;
 }
 
@@ -923,27 +921,23 @@ static void maybe_compact(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
 	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets);
-	if (t->compact_pending || t->inflight ||
+	if (st_compaction_busy(&t->compact) || t->inflight ||
 	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
 		return;
-	int64_t from = st_log_end_offset(t->log);
-	if (st_log_roll(t->log) < 0)
+	if (st_compaction_begin(t->log, &t->compact) < 0)
 		return;
-	t->compact_from = from;
-	t->compact_failed = false;
 	t->records = 0;
 	uint32_t cur = 0;
 	const struct grp_offset *o;
 	while ((o = grp_offset_next(t->offsets, &cur)))
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			t->compact_failed = true;
+			st_compaction_lost(&t->compact);
 	cur = 0;
 	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			t->compact_failed = true;
-	if (!t->compact_pending && !t->compact_failed)
-		st_log_drop_before(t->log, from);
-	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)from);
+			st_compaction_lost(&t->compact);
+	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->compact.from);
+	compaction_report(st_compaction_end(t->log, &t->compact));
 }
 
 /* ---- ListGroups / DescribeGroups (admin) ------------------------------------------------ */

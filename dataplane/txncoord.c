@@ -47,9 +47,7 @@ struct dp_txnc {
 	struct txn_coord *coord;
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since) */
-	int64_t compact_from;         /* a compaction rewrote every id after this offset */
-	uint32_t compact_pending;     /* its writes not yet durable */
-	bool compact_failed;          /* one of them failed: keep the old segments */
+	struct st_compaction compact; /* rewrite of every id, then the old segments go */
 	char dir[1024];
 	int64_t next_timer_ms;
 	bool loaded;
@@ -193,26 +191,34 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
  * what remains. Records written meanwhile land after the new segment's start
  * too, so nothing newer is ever dropped.
  */
+static void compaction_report(int rc)
+{
+	if (rc >= 0)
+		DP_INFO("transaction log: compaction done, %d old segment(s) removed", rc);
+	else if (rc == -EIO)
+		DP_WARN("transaction log: a compaction write failed, old segments kept");
+}
+
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
 	uint32_t live = txn_coord_count(t->coord);
-	if (t->compact_pending || t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+	if (st_compaction_busy(&t->compact) ||
+	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
 		return;
-	int64_t from = st_log_end_offset(t->log);
-	if (st_log_roll(t->log) < 0)
+	if (st_compaction_begin(t->log, &t->compact) < 0)
 		return;
-	t->compact_from = from;
-	t->compact_failed = false;
 	t->records = 0;
 	uint32_t cur = 0;
 	struct txn_meta *m;
-	while ((m = txn_coord_next(t->coord, &cur)))
+	while ((m = txn_coord_next(t->coord, &cur))) {
 		if (persist_ex(c, m, false, true) == 0)
-			t->compact_pending++;
-	if (!t->compact_pending)
-		st_log_drop_before(t->log, from);
-	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)from);
+			st_compaction_queued(&t->compact);
+		else
+			st_compaction_lost(&t->compact);   /* that id's record is only in the old segments */
+	}
+	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)t->compact.from);
+	compaction_report(st_compaction_end(t->log, &t->compact));
 }
 
 void dp_txnc_on_write(void *cookie, int status)
@@ -224,14 +230,8 @@ void dp_txnc_on_write(void *cookie, int status)
 	bool step = w->step, compact = w->compact;
 	dp_buf_put(w->buf);
 	free(w);
-	if (compact) {
-		struct dp_txnc *t = c->txnc;
-		t->compact_failed |= status < 0;
-		if (--t->compact_pending == 0 && !t->compact_failed) {
-			int n = st_log_drop_before(t->log, t->compact_from);
-			DP_INFO("transaction log: compaction done, %d old segment(s) removed", n);
-		}
-	}
+	if (compact)
+		compaction_report(st_compaction_done(c->txnc->log, &c->txnc->compact, status));
 	if (status < 0) {
 		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)

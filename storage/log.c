@@ -1325,3 +1325,39 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 	}
 	return deleted;
 }
+
+/* ---- compaction by rewrite ------------------------------------------------- */
+
+int st_compaction_begin(struct st_log *log, struct st_compaction *k)
+{
+	assert(!st_compaction_busy(k));
+	int64_t from = st_log_end_offset(log);
+	int rc = st_log_roll(log);
+	if (rc < 0)
+		return rc;
+	*k = (struct st_compaction){ .from = from, .queuing = true };
+	return 0;
+}
+
+/* The old segments go once every rewrite write is durable and none was lost. */
+static int compaction_finish(struct st_log *log, struct st_compaction *k)
+{
+	if (k->queuing || k->pending)
+		return -EAGAIN;
+	return k->failed ? -EIO : st_log_drop_before(log, k->from);
+}
+
+int st_compaction_end(struct st_log *log, struct st_compaction *k)
+{
+	assert(k->queuing);
+	k->queuing = false;
+	return compaction_finish(log, k);
+}
+
+int st_compaction_done(struct st_log *log, struct st_compaction *k, int status)
+{
+	assert(k->pending > 0);
+	k->pending--;
+	k->failed |= status < 0;
+	return compaction_finish(log, k);
+}

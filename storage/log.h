@@ -139,6 +139,32 @@ int  st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg);
 int  st_log_roll(struct st_log *log);
 int  st_log_drop_before(struct st_log *log, int64_t offset);
 
+/*
+ * One such compaction in progress, for a caller that keeps the live set in
+ * memory: st_compaction_begin rolls the log and remembers where the
+ * rewrite starts; the caller appends every live record again, calling
+ * st_compaction_queued for each write queued and st_compaction_lost for
+ * each one it could not queue; st_compaction_end says the rewrite is fully
+ * queued; every queued write's completion calls st_compaction_done. The old
+ * segments are dropped when the last write is durable and none was lost or
+ * failed; otherwise they stay (nothing is lost, the next compaction tries
+ * again). end/done return the segments dropped when this call finished the
+ * compaction, -EAGAIN while writes are outstanding, -EIO when it finished
+ * but a write was lost (old segments kept). Locality: the log's core.
+ */
+struct st_compaction {
+	int64_t from;                 /* LEO at the roll: the rewrite starts here */
+	uint32_t pending;             /* queued rewrite writes not yet complete */
+	bool queuing;                 /* between begin and end */
+	bool failed;                  /* a write was lost or failed: keep the old segments */
+};
+int  st_compaction_begin(struct st_log *log, struct st_compaction *k);
+static inline void st_compaction_queued(struct st_compaction *k) { k->pending++; }
+static inline void st_compaction_lost(struct st_compaction *k) { k->failed = true; }
+int  st_compaction_end(struct st_log *log, struct st_compaction *k);
+int  st_compaction_done(struct st_log *log, struct st_compaction *k, int status);
+static inline bool st_compaction_busy(const struct st_compaction *k) { return k->queuing || k->pending; }
+
 /* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);
 

@@ -632,6 +632,61 @@ static void test_retention(void)
 	ut_teardown();
 }
 
+/* Compaction by rewrite: old segments go only once every rewrite is durable and none was lost. */
+static void test_compaction(void)
+{
+	struct st_log *log;
+	struct st_compaction k = { 0 };
+
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	for (int i = 0; i < 10; i++)
+		ut_append(log, i, 1, 0, 100);
+	ut_drive();
+	/* A rewrite of two "live" records, their writes completing after end. */
+	CU_ASSERT_FALSE(st_compaction_busy(&k));
+	CU_ASSERT_EQUAL_FATAL(st_compaction_begin(log, &k), 0);
+	CU_ASSERT_EQUAL(k.from, 10);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 2);
+	CU_ASSERT_TRUE(st_compaction_busy(&k));
+	for (int i = 10; i < 12; i++) {
+		CU_ASSERT_EQUAL(ut_append(log, i, 1, 0, 100), i);
+		st_compaction_queued(&k);
+	}
+	CU_ASSERT_EQUAL(st_compaction_end(log, &k), -EAGAIN);
+	CU_ASSERT_EQUAL(st_compaction_done(log, &k, 0), -EAGAIN);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 2);
+	ut_drive();   /* the rewrites are durable now */
+	CU_ASSERT_EQUAL(st_compaction_done(log, &k, 0), 1);
+	CU_ASSERT_FALSE(st_compaction_busy(&k));
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 1);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), 10);
+
+	/* A lost rewrite (not queued) keeps the old segments. */
+	CU_ASSERT_EQUAL_FATAL(st_compaction_begin(log, &k), 0);
+	CU_ASSERT_EQUAL(ut_append(log, 12, 1, 0, 100), 12);
+	st_compaction_queued(&k);
+	st_compaction_lost(&k);
+	CU_ASSERT_EQUAL(st_compaction_end(log, &k), -EAGAIN);
+	ut_drive();
+	CU_ASSERT_EQUAL(st_compaction_done(log, &k, 0), -EIO);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 2);
+	/* A failed write does the same; nothing queued at all finishes at end. */
+	CU_ASSERT_EQUAL_FATAL(st_compaction_begin(log, &k), 0);
+	st_compaction_queued(&k);
+	CU_ASSERT_EQUAL(st_compaction_end(log, &k), -EAGAIN);
+	CU_ASSERT_EQUAL(st_compaction_done(log, &k, -EIO), -EIO);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 3);
+	/* The active segment is empty: no roll; an empty live set drops everything before it. */
+	CU_ASSERT_EQUAL_FATAL(st_compaction_begin(log, &k), 0);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 3);
+	CU_ASSERT_EQUAL(st_compaction_end(log, &k), 2);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), 13);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 13);
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* Retention never closes a segment whose writes are still queued or in flight. */
 static void test_retention_waits_for_writes(void)
 {
@@ -911,6 +966,7 @@ int main(void)
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
+	CU_add_test(s, "compaction by rewrite", test_compaction);
 	CU_add_test(s, "group commit", test_group_commit);
 	CU_add_test(s, "fsync disabled", test_no_fsync);
 	CU_add_test(s, "short write, EINTR, errors", test_short_write_and_errors);
