@@ -25,7 +25,7 @@ static const struct dp_api {
 	{ 8, 0, 7 },    /* OffsetCommit */
 	{ 9, 0, 7 },    /* OffsetFetch (7: RequireStable answers UNSTABLE_OFFSET_COMMIT for staged txn offsets) */
 	{ 10, 0, 2 },   /* FindCoordinator */
-	{ 11, 0, 5 },   /* JoinGroup (5: static members; no MEMBER_ID_REQUIRED round trip: ids are given at once) */
+	{ 11, 0, 5 },   /* JoinGroup (4: MEMBER_ID_REQUIRED first, KIP-394; 5: static members) */
 	{ 12, 0, 3 },   /* Heartbeat */
 	{ 13, 0, 3 },   /* LeaveGroup */
 	{ 14, 0, 3 },   /* SyncGroup */

@@ -155,15 +155,20 @@ static struct kstr astr(struct dp_req *r, const char *p, size_t len, bool *ok)
 	return (struct kstr){ d ? d : "", d ? (int32_t)len : 0 };
 }
 
-static void join_error(struct dp_req *r, int16_t err)
+/* An error answer; MEMBER_ID_REQUIRED carries the id to join again with (given_id). */
+static void join_error(struct dp_req *r, int16_t err, const char *given_id, uint16_t given_len)
 {
 	struct JoinGroupRequest *q = r->req;
 	struct JoinGroupResponse *resp = r->resp;
+	bool ok = true;
 	resp->ErrorCode = err;
 	resp->GenerationId = -1;
 	resp->ProtocolName = (struct kstr){ "", 0 };
 	resp->Leader = (struct kstr){ "", 0 };
-	resp->MemberId = q->MemberId.len > 0 ? q->MemberId : (struct kstr){ "", 0 };
+	resp->MemberId = given_len ? astr(r, given_id, given_len, &ok) :
+	                 q->MemberId.len > 0 ? q->MemberId : (struct kstr){ "", 0 };
+	if (!ok)
+		resp->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
 	resp->Members_n = 0;
 }
 
@@ -207,7 +212,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 	}
 	if (!ok) {
 		DP_WARN("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
-		join_error(r, KERR_UNKNOWN_SERVER_ERROR);
+		join_error(r, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 	}
 }
 
@@ -234,7 +239,7 @@ static void send_outs(struct dp_core *c, const struct grp_group *g)
 		struct dp_req *r = x->w.ctx;
 		if (x->kind == GRP_OUT_JOIN) {
 			if (x->err)
-				join_error(r, x->err);
+				join_error(r, x->err, x->member_id, x->member_id_len);
 			else
 				fill_join(r, g, x->m, x->follower);
 		} else {
@@ -268,6 +273,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	struct grp_join_req j = {
 		.member_id = q->MemberId.ptr, .member_id_len = q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
 		.instance_id = q->GroupInstanceId.ptr, .instance_id_len = klen(q->GroupInstanceId),
+		.require_known_id = r->hdr.api_version >= 4,
 		.client_id = r->hdr.client_id.ptr, .client_id_len = r->hdr.client_id.len > 0 ? (size_t)r->hdr.client_id.len : 0,
 		.client_host = r->peer ? r->peer : "", .client_host_len = r->peer ? strlen(r->peer) : 0,
 		.protocol_type = q->ProtocolType.ptr,
@@ -1096,7 +1102,7 @@ static void set_error(struct dp_req *r, int16_t err)
 		resp->Topics_n = 0;
 		return;
 	}
-	case 11: join_error(r, err); return;
+	case 11: join_error(r, err, NULL, 0); return;
 	case 12: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
 	case 13: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
 	case 14: fill_sync(r, NULL, NULL, err); return;

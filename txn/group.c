@@ -210,6 +210,7 @@ void grp_coord_destroy(struct grp_coord *c)
 		for (uint32_t i = 0; i < g->nmembers; i++)
 			member_free(g->members[i]);
 		free(g->members);
+		free(g->pending);
 		free(g);
 	}
 	free(c->groups.slot);
@@ -442,13 +443,51 @@ int16_t grp_fenced(const struct grp_group *g, const char *member, size_t member_
 }
 
 /* A fresh member id: client id + "-" + a sequence and the time, unique within this coordinator's life. */
-static void member_new_id(struct grp_group *g, struct grp_member *m, const struct grp_join_req *q, int64_t now)
+static uint16_t new_id(struct grp_group *g, char id[GRP_MEMBER_ID_BYTES_MAX + 1], const struct grp_join_req *q,
+                       int64_t now)
 {
 	size_t cl = q->client_id_len > GRP_MEMBER_ID_BYTES_MAX - 40 ? GRP_MEMBER_ID_BYTES_MAX - 40 : q->client_id_len;
-	memcpy(m->id, q->client_id, cl);
-	int n = snprintf(m->id + cl, sizeof(m->id) - cl, "-%llu-%llx", (unsigned long long)++g->next_member_seq,
-	                 (unsigned long long)now);
-	m->id_len = (uint16_t)(cl + (size_t)n);
+	memcpy(id, q->client_id, cl);
+	int n = snprintf(id + cl, GRP_MEMBER_ID_BYTES_MAX + 1 - cl, "-%llu-%llx",
+	                 (unsigned long long)++g->next_member_seq, (unsigned long long)now);
+	return (uint16_t)(cl + (size_t)n);
+}
+
+static void member_new_id(struct grp_group *g, struct grp_member *m, const struct grp_join_req *q, int64_t now)
+{
+	m->id_len = new_id(g, m->id, q, now);
+}
+
+/* ---- KIP-394: ids handed out before the join that uses them ---- */
+
+static int32_t pending_find(const struct grp_group *g, const char *id, size_t len)
+{
+	for (uint32_t i = 0; i < g->npending; i++)
+		if (g->pending[i].id_len == len && !memcmp(g->pending[i].id, id, len))
+			return (int32_t)i;
+	return -1;
+}
+
+static void pending_del(struct grp_group *g, uint32_t i)
+{
+	g->pending[i] = g->pending[--g->npending];
+}
+
+/* A new id for a member that must join again with it; NULL without memory. */
+static struct grp_pending_member *pending_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
+{
+	if (g->npending == g->pending_cap) {
+		uint32_t cap = g->pending_cap ? g->pending_cap * 2 : 8;
+		struct grp_pending_member *np = realloc(g->pending, cap * sizeof(*np));
+		if (!np)
+			return NULL;
+		g->pending = np;
+		g->pending_cap = cap;
+	}
+	struct grp_pending_member *p = &g->pending[g->npending++];
+	p->id_len = new_id(g, p->id, q, now);
+	p->expire_ms = now + q->session_ms;
+	return p;
 }
 
 /* Who the member says it is (client id) and where it connects from: kept for DescribeGroups. */
@@ -460,6 +499,7 @@ static void member_client(struct grp_member *m, const struct grp_join_req *q)
 	memcpy(m->client_host, q->client_host, m->client_host_len);
 }
 
+/* A new member, under the id it was given with MEMBER_ID_REQUIRED, or a fresh one. */
 static struct grp_member *member_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
 {
 	if (g->nmembers == g->members_cap) {
@@ -475,7 +515,12 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 		free(m);
 		return NULL;
 	}
-	member_new_id(g, m, q, now);
+	if (q->member_id_len) {
+		memcpy(m->id, q->member_id, q->member_id_len);
+		m->id_len = (uint16_t)q->member_id_len;
+	} else {
+		member_new_id(g, m, q, now);
+	}
 	memcpy(m->instance_id, q->instance_id, q->instance_id_len);
 	m->instance_id_len = (uint16_t)q->instance_id_len;
 	g->members[g->nmembers++] = m;
@@ -529,6 +574,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 	int16_t err = 0;
 	struct grp_member *m = q->member_id_len ? grp_member_find(g, q->member_id, q->member_id_len) : NULL;
 	struct grp_member *s = grp_static_find(g, q->instance_id, q->instance_id_len);
+	int32_t pend = !m && q->member_id_len ? pending_find(g, q->member_id, q->member_id_len) : -1;
 	if (g->state == GRP_DEAD)
 		err = GRP_ERR_COORDINATOR_NOT_AVAILABLE;
 	else if (q->instance_id_len > GRP_NAME_BYTES_MAX)
@@ -539,11 +585,11 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		err = GRP_ERR_INVALID_SESSION_TIMEOUT;
 	else if (q->nprotocols > GRP_PROTOCOLS_MAX || q->protocol_type_len > GRP_NAME_BYTES_MAX)
 		err = GRP_ERR_INCONSISTENT_PROTOCOL;
-	else if (q->member_id_len && !m)
+	else if (q->member_id_len && !m && pend < 0)
 		err = GRP_ERR_UNKNOWN_MEMBER_ID;
 	else if (!protocols_fit(g, q, m ? m : s))
 		err = GRP_ERR_INCONSISTENT_PROTOCOL;
-	else if (!m && g->nmembers >= GRP_MEMBERS_MAX)
+	else if (!m && !s && g->nmembers + g->npending - (pend >= 0) >= GRP_MEMBERS_MAX)
 		err = GRP_ERR_GROUP_MAX_SIZE_REACHED;
 	for (uint32_t i = 0; i < q->nprotocols && !err; i++)
 		if (q->proto_name_lens[i] > GRP_NAME_BYTES_MAX)
@@ -555,6 +601,19 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 	int32_t rebalance_ms = q->rebalance_ms > 0 ? q->rebalance_ms : q->session_ms;   /* v0: none */
 	if (!m && s)
 		return static_rejoin(g, s, q, rebalance_ms, w, now, o);
+	if (!m && !q->member_id_len && !q->instance_id_len && q->require_known_id) {
+		struct grp_pending_member *p = pending_add(g, q, now);
+		if (!p)
+			return -ENOMEM;
+		out_add(o, GRP_OUT_JOIN, GRP_ERR_MEMBER_ID_REQUIRED, w, NULL);
+		if (w.ctx) {
+			o->o[o->n - 1].member_id = p->id;
+			o->o[o->n - 1].member_id_len = p->id_len;
+		}
+		return 0;
+	}
+	if (pend >= 0)
+		pending_del(g, (uint32_t)pend);   /* member_add takes the id from q */
 	if (!m) {
 		if (!(m = member_add(g, q, now)))
 			return -ENOMEM;
@@ -672,6 +731,9 @@ int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, in
 
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
 {
+	for (uint32_t i = g->npending; i-- > 0;)
+		if (now > g->pending[i].expire_ms)
+			pending_del(g, i);
 	bool removed = false;
 	for (uint32_t i = g->nmembers; i-- > 0;) {
 		struct grp_member *m = g->members[i];

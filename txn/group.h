@@ -40,6 +40,7 @@
 #define GRP_ERR_REBALANCE_IN_PROGRESS     27
 #define GRP_ERR_OFFSET_METADATA_TOO_LARGE 12
 #define GRP_ERR_GROUP_MAX_SIZE_REACHED    81
+#define GRP_ERR_MEMBER_ID_REQUIRED        79
 #define GRP_ERR_FENCED_INSTANCE_ID        82
 
 enum grp_state {
@@ -86,6 +87,13 @@ struct grp_member {
 	struct grp_waiter sync;       /* a SyncGroup waiting for the leader's */
 };
 
+/* A member id handed out with MEMBER_ID_REQUIRED, not yet used to join. */
+struct grp_pending_member {
+	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
+	uint16_t id_len;
+	int64_t expire_ms;            /* forgotten after one session timeout */
+};
+
 struct grp_group {
 	char id[GRP_ID_BYTES_MAX + 1];
 	uint16_t id_len;
@@ -101,6 +109,8 @@ struct grp_group {
 	uint32_t nmembers, members_cap;
 	int64_t rebalance_deadline_ms;
 	uint64_t next_member_seq;
+	struct grp_pending_member *pending;   /* [npending] (KIP-394) */
+	uint32_t npending, pending_cap;
 };
 
 /* What an answer is for. */
@@ -116,6 +126,8 @@ struct grp_out {
 	enum grp_out_kind kind;
 	bool follower;
 	int16_t err;
+	const char *member_id;        /* MEMBER_ID_REQUIRED: the id to join with (valid as m) */
+	uint16_t member_id_len;
 	struct grp_waiter w;
 	struct grp_member *m;
 };
@@ -129,6 +141,7 @@ struct grp_outs {
 struct grp_join_req {
 	const char *member_id; size_t member_id_len;   /* empty: a new member */
 	const char *instance_id; size_t instance_id_len;   /* empty: a dynamic member */
+	bool require_known_id;        /* JoinGroup v4+ (KIP-394): a new dynamic member gets an id first */
 	const char *client_id; size_t client_id_len;
 	const char *client_host; size_t client_host_len;   /* may be empty */
 	const char *protocol_type; size_t protocol_type_len;
@@ -169,8 +182,12 @@ struct grp_member *grp_member_find(const struct grp_group *g, const char *id, si
  * with unchanged protocols that costs no rebalance: the member keeps its
  * assignment. If it was the leader, its answer names the old leader id
  * (grp_out.follower), as Kafka does, so that it does not compute an
- * assignment a Stable group would not hand out. Returns 0, or -ENOMEM
- * (nothing was queued for w; answer it with an error).
+ * assignment a Stable group would not hand out. KIP-394: with
+ * require_known_id, a new dynamic member (no member id) is answered
+ * MEMBER_ID_REQUIRED with an id to join again with (within one session
+ * timeout), so a join whose answer was lost leaves no ghost member behind.
+ * Returns 0, or -ENOMEM (nothing was queued for w; answer it with an
+ * error).
  */
 int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
              struct grp_outs *outs);

@@ -338,6 +338,52 @@ static void test_static_members(void)
 	grp_coord_destroy(c);
 }
 
+/* KIP-394: a new member's first JoinGroup (v4+) gets MEMBER_ID_REQUIRED and an id to join with. */
+static void test_member_id_required(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "gk", 2);
+	struct grp_join_req q = jreq("", "kjs", "range", NULL);
+	q.require_known_id = true;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_join(g, &q, W(1), 0, &ut_o), 0);
+	struct grp_out *o1 = out_for(1);
+	CU_ASSERT_FATAL(o1 && o1->err == GRP_ERR_MEMBER_ID_REQUIRED && o1->member_id_len > 4);
+	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
+	size_t idlen = o1->member_id_len;
+	memcpy(id, o1->member_id, idlen);
+	CU_ASSERT(memcmp(id, "kjs-", 4) == 0);
+	CU_ASSERT_EQUAL(g->nmembers, 0);       /* not a member yet: a lost answer leaves no ghost */
+	CU_ASSERT_EQUAL(g->state, GRP_EMPTY);
+	/* A second first join (a retry whose first answer was lost) gets another id. */
+	ut_o.n = 0;
+	grp_join(g, &q, W(2), 10, &ut_o);
+	CU_ASSERT(out_for(2) && out_for(2)->err == GRP_ERR_MEMBER_ID_REQUIRED);
+	CU_ASSERT(out_for(2)->member_id_len != idlen || memcmp(out_for(2)->member_id, id, idlen) != 0);
+	/* Joining with the given id makes it a member under that id. */
+	q.member_id = id;
+	q.member_id_len = idlen;
+	ut_o.n = 0;
+	grp_join(g, &q, W(3), 20, &ut_o);
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0 && out_for(3)->m == g->members[0]);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT(g->members[0]->id_len == idlen && memcmp(g->members[0]->id, id, idlen) == 0);
+	CU_ASSERT_EQUAL(g->generation, 1);
+	/* An id never handed out is unknown. */
+	struct grp_join_req bogus = jreq("kjs-999-0", "kjs", "range", NULL);
+	bogus.require_known_id = true;
+	ut_o.n = 0;
+	grp_join(g, &bogus, W(4), 30, &ut_o);
+	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	/* The unused id of the retry is forgotten after a session timeout. */
+	CU_ASSERT_EQUAL(g->npending, 1);
+	ut_o.n = 0;
+	grp_tick(g, 10 + UT_SESSION_MS + 1, &ut_o);
+	CU_ASSERT_EQUAL(g->npending, 0);
+	grp_coord_destroy(c);
+}
+
 static void test_protocols(void)
 {
 	struct grp_coord *c;
@@ -631,6 +677,7 @@ int main(void)
 	CU_add_test(s, "one member: join, sync, heartbeat, commit checks, leave", test_single_member);
 	CU_add_test(s, "two members: rebalance, leader sync, leader leaves", test_two_members);
 	CU_add_test(s, "static members: rejoin without rebalance, fencing, leader, expiry", test_static_members);
+	CU_add_test(s, "KIP-394: MEMBER_ID_REQUIRED, then join with the given id", test_member_id_required);
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
