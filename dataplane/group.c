@@ -24,9 +24,12 @@
  * tombstones. Pending records left over at start are resolved from the
  * coordinator's state for their producer id (resolve_staged).
  *
- * Membership is not persisted (Kafka does persist it): after a restart the
- * members' heartbeats get UNKNOWN_MEMBER_ID and they simply rejoin, which
- * costs one rebalance and loses nothing, as offsets are durable.
+ * Membership is persisted as Kafka does: whenever a group becomes Stable
+ * or Empty (or a static member is replaced), its members, generation and
+ * assignments go to the same log as a group record (txn/group.h), so after
+ * a restart the members' heartbeats find their generation and nobody
+ * rebalances. Records too large to reload (over DP_GRP_META_MAX) are not
+ * written: that group rebalances after a restart instead.
  * Locality: control core.
  */
 #include <errno.h>
@@ -45,6 +48,7 @@
 
 #define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
+#define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
 
 struct dp_grp {
 	struct grp_coord *coord;
@@ -58,15 +62,16 @@ struct dp_grp {
 	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
 };
 
-/* A compaction rewrite of one live offset. */
+/* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
 	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
-	uint8_t what;                 /* GRP_W_REWRITE */
+	uint8_t what;                 /* GRP_W_REWRITE or GRP_W_META */
 	uint8_t *buf;
+	struct grp_group *g;          /* GRP_W_META: groups are never freed */
 };
 
 /* What a DP_COOKIE_GROUP cookie is (the byte after kind). */
-enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END };
+enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META };
 
 /* One TxnOffsetCommit in flight: its pending-record writes. */
 struct grp_stage;
@@ -231,7 +236,10 @@ static void fill_sync(struct dp_req *r, const struct grp_group *g, const struct 
 }
 
 /* Send every answer the last call into group g released. */
-static void send_outs(struct dp_core *c, const struct grp_group *g)
+static void save_group(struct dp_core *c, struct grp_group *g, bool compaction);
+
+/* Send every answer the last call into group g released; persist g if it settled. */
+static void send_outs(struct dp_core *c, struct grp_group *g)
 {
 	struct grp_outs *o = &c->grp->outs;
 	for (uint32_t i = 0; i < o->n; i++) {
@@ -248,6 +256,8 @@ static void send_outs(struct dp_core *c, const struct grp_group *g)
 		reply(c, x->w.core, r, x->w.gen);
 	}
 	o->n = 0;
+	if ((g->state == GRP_STABLE || g->state == GRP_EMPTY) && g->changes != g->saved_changes)
+		save_group(c, g, false);
 }
 
 /* ---- membership ------------------------------------------------------------------ */
@@ -418,6 +428,16 @@ void dp_group_on_write(void *cookie, int status)
 	extern _Thread_local struct dp_core *dp_this_core;
 	switch (((uint8_t *)cookie)[1]) {
 	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
+	case GRP_W_META: {
+		struct grp_rewrite *w = cookie;
+		if (status < 0) {
+			DP_ERR("group %.*s: membership write failed: %s", w->g->id_len, w->g->id, strerror(-status));
+			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
+		}
+		dp_buf_put(w->buf);
+		free(w);
+		return;
+	}
 	case GRP_W_STAGE: stage_done(dp_this_core, cookie, status); return;
 	case GRP_W_END: end_done(dp_this_core, cookie, status); return;
 	}
@@ -554,9 +574,10 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 				&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
 			p->PartitionIndex = part;
 			p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
-			p->CommittedOffset = o->offset;
-			p->CommittedLeaderEpoch = o->leader_epoch;
-			p->Metadata = o->meta_len < 0 ? (struct kstr){ NULL, -1 } : astr(r, o->meta, (size_t)o->meta_len, &ok);
+			p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
+			p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
+			p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
+			              astr(r, o->meta, (size_t)o->meta_len, &ok);
 			if (!ok)
 				return KERR_UNKNOWN_SERVER_ERROR;
 		}
@@ -586,6 +607,8 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 			p->ErrorCode = q->RequireStable && tq->Name.len > 0 &&
 			               grp_pending_has(tab, gid.ptr, glen, tq->Name.ptr, (size_t)tq->Name.len,
 			                               p->PartitionIndex) ? 88 : 0;
+			if (p->ErrorCode)
+				o = NULL;   /* Kafka sends no offset with UNSTABLE_OFFSET_COMMIT: nobody may resume from it */
 			p->CommittedOffset = o ? o->offset : -1;
 			p->CommittedLeaderEpoch = o ? o->leader_epoch : -1;
 			p->Metadata = !o ? (struct kstr){ "", 0 } :
@@ -901,11 +924,10 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
 }
 
-static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const struct grp_offset *o)
+/* Append one record with its own cookie (what: GRP_W_REWRITE or GRP_W_META). */
+static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, const uint8_t *val, int vn,
+                         uint8_t what, struct grp_group *g)
 {
-	uint8_t val[GRP_VALUE_BYTES_MAX];
-	int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
-	                                 o->meta_len);
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = vn < 0 ? NULL : dp_buf_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
@@ -917,16 +939,58 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 		free(w);
 		return (int)off;
 	}
-	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = GRP_W_REWRITE, .buf = buf };
+	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = what, .buf = buf, .g = g };
 	c->grp->records++;
-	st_compaction_queued(&c->grp->compact);
 	return 0;
+}
+
+static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const struct grp_offset *o)
+{
+	uint8_t val[GRP_VALUE_BYTES_MAX];
+	int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
+	                                 o->meta_len);
+	int rc = append_record(c, key, klen, val, vn, GRP_W_REWRITE, NULL);
+	if (rc == 0)
+		st_compaction_queued(&c->grp->compact);
+	return rc;
+}
+
+/*
+ * g's membership as it is now (Stable or Empty), appended to the log: for
+ * the group itself when it settled, or as a compaction rewrite.
+ */
+static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
+{
+	uint8_t key[GRP_GROUP_KEY_BYTES_MAX];
+	size_t vsize = grp_group_value_size(g);
+	g->saved_changes = g->changes;
+	if (vsize > DP_GRP_META_MAX) {
+		DP_WARN("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
+		        g->id_len, g->id, vsize);
+		if (compaction)
+			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
+		return;
+	}
+	uint8_t *val = dp_buf_get(vsize);
+	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
+	int vn = grp_group_value_encode(g, val, vsize);
+	int rc = kn < 0 || vn < 0 ? -EINVAL :
+	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
+	dp_buf_put(val);
+	if (rc < 0) {
+		DP_ERR("group %.*s: cannot write its membership: %s", g->id_len, g->id, strerror(-rc));
+		g->saved_changes = g->changes - 1;
+		if (compaction)
+			st_compaction_lost(&c->grp->compact);
+	} else if (compaction) {
+		st_compaction_queued(&c->grp->compact);
+	}
 }
 
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
-	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets);
+	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets) + grp_count(t->coord);
 	if (st_compaction_busy(&t->compact) || t->inflight ||
 	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
 		return;
@@ -942,6 +1006,13 @@ static void maybe_compact(struct dp_core *c)
 	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
 			st_compaction_lost(&t->compact);
+	cur = 0;
+	struct grp_group *g;
+	while ((g = grp_next(t->coord, &cur)))
+		if (g->state == GRP_STABLE || g->state == GRP_EMPTY)
+			save_group(c, g, true);
+		else
+			g->saved_changes = g->changes - 1;   /* mid-rebalance: written when it settles */
 	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->compact.from);
 	compaction_report(st_compaction_end(t->log, &t->compact));
 }
@@ -1186,6 +1257,10 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct 
 	int rc = grp_offsets_apply_batch(t->offsets, batch, len);
 	if (rc == -ENOMEM)
 		return rc;
+	int grc = grp_groups_apply_batch(t->coord, batch, len, dp_wall_ms());
+	if (grc == -ENOMEM)
+		return grc;
+	rc = rc < 0 ? rc : grc;
 	if (rc < 0)
 		DP_WARN("offsets log: a damaged record at offset %lld was skipped", (long long)h->base_offset);
 	return 0;
@@ -1206,8 +1281,12 @@ int dp_group_start(struct dp_core *c)
 		DP_ERR("group coordinator log %s: %s", t->dir, strerror(-rc));
 		return rc;
 	}
-	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions",
-	        grp_offsets_count(t->offsets), grp_pending_count(t->offsets));
+	uint32_t cur = 0, stable = 0;
+	struct grp_group *g;
+	while ((g = grp_next(t->coord, &cur)))
+		stable += g->state == GRP_STABLE;
+	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions, %u groups (%u Stable)",
+	        grp_offsets_count(t->offsets), grp_pending_count(t->offsets), grp_count(t->coord), stable);
 	resolve_staged(c);
 	return 0;
 }

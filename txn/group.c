@@ -47,6 +47,7 @@ bool grp_state_move_ok(enum grp_state from, enum grp_state to)
 
 enum grp_state grp_set_state(struct grp_group *g, enum grp_state to)
 {
+	g->changes++;
 	enum grp_state from = g->state;
 	if (!grp_state_move_ok(from, to)) {
 		fprintf(stderr, "group %.*s: illegal state move %s -> %s\n", g->id_len, g->id,
@@ -551,6 +552,7 @@ static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct
 	}
 	member_new_id(g, s, q, now);
 	member_client(s, q);
+	g->changes++;   /* the new member id must survive a restart */
 	s->session_ms = q->session_ms;
 	s->rebalance_ms = rebalance_ms;
 	s->last_hb_ms = now;
@@ -1023,6 +1025,8 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 		return -EBADMSG;
 	int rc = 0, got;
 	while ((got = st_record_next(&it, &rec)) == 1) {
+		if (rec.key && rec.key_len >= 2 && rd16(rec.key) == 3)
+			continue;   /* group metadata: grp_groups_apply_batch */
 		if (!rec.key || !key_valid(rec.key, (size_t)rec.key_len)) {
 			rc = -EBADMSG;
 			continue;
@@ -1048,6 +1052,250 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 		if (put_key(tab, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
 		            (int64_t)rd64(v + 14), (const char *)v + 24, ml) < 0)
 			return -ENOMEM;
+	}
+	return got < 0 ? -EBADMSG : rc;
+}
+
+/* ---- group metadata records ---------------------------------------------------------- */
+
+int grp_group_key_encode(uint8_t *buf, size_t cap, const char *group, size_t glen)
+{
+	if (glen > GRP_ID_BYTES_MAX)
+		return -EINVAL;
+	if (cap < 4 + glen)
+		return -ENOSPC;
+	be16(buf, 3);
+	be16(buf + 2, (uint16_t)glen);
+	memcpy(buf + 4, group, glen);
+	return (int)(4 + glen);
+}
+
+/* The member's metadata for the group's protocol (NULL, 0 if none). */
+static const struct grp_protocol *chosen(const struct grp_group *g, const struct grp_member *m)
+{
+	for (uint32_t p = 0; p < m->nprotocols; p++)
+		if (m->protocols[p].name_len == g->protocol_name_len &&
+		    !memcmp(m->protocols[p].name, g->protocol_name, g->protocol_name_len))
+			return &m->protocols[p];
+	return NULL;
+}
+
+size_t grp_group_value_size(const struct grp_group *g)
+{
+	size_t n = 2 + 1 + 4 + 2 + g->protocol_type_len + 2 + g->protocol_name_len + 2 +
+	           (g->leader ? g->leader->id_len : 0) + 4;
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		const struct grp_member *m = g->members[i];
+		const struct grp_protocol *p = chosen(g, m);
+		n += 2 + m->id_len + 2 + m->instance_id_len + 2 + m->client_id_len + 2 + m->client_host_len + 4 + 4 +
+		     4 + (p ? p->meta_len : 0) + 4 + m->assignment_len;
+	}
+	return n;
+}
+
+static uint8_t *put_str16(uint8_t *q, const char *s, uint16_t len)
+{
+	be16(q, len);
+	memcpy(q + 2, s, len);
+	return q + 2 + len;
+}
+
+static uint8_t *put_bytes32(uint8_t *q, const uint8_t *b, uint32_t len)
+{
+	be32(q, len);
+	if (len)
+		memcpy(q + 4, b, len);
+	return q + 4 + len;
+}
+
+int grp_group_value_encode(const struct grp_group *g, uint8_t *buf, size_t cap)
+{
+	assert(g->state == GRP_STABLE || g->state == GRP_EMPTY);
+	size_t need = grp_group_value_size(g);
+	if (cap < need)
+		return -ENOSPC;
+	uint8_t *q = buf;
+	be16(q, 0);
+	q[2] = (uint8_t)g->state;
+	be32(q + 3, (uint32_t)g->generation);
+	q = put_str16(q + 7, g->protocol_type, g->protocol_type_len);
+	q = put_str16(q, g->protocol_name, g->protocol_name_len);
+	q = g->leader ? put_str16(q, g->leader->id, g->leader->id_len) : put_str16(q, "", 0);
+	be32(q, g->nmembers);
+	q += 4;
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		const struct grp_member *m = g->members[i];
+		const struct grp_protocol *p = chosen(g, m);
+		q = put_str16(q, m->id, m->id_len);
+		q = put_str16(q, m->instance_id, m->instance_id_len);
+		q = put_str16(q, m->client_id, m->client_id_len);
+		q = put_str16(q, m->client_host, m->client_host_len);
+		be32(q, (uint32_t)m->session_ms);
+		be32(q + 4, (uint32_t)m->rebalance_ms);
+		q = put_bytes32(q + 8, p ? p->meta : NULL, p ? p->meta_len : 0);
+		q = put_bytes32(q, m->assignment, m->assignment_len);
+	}
+	assert((size_t)(q - buf) == need);
+	return (int)need;
+}
+
+/* Bounded readers over a record value: a short or oversized field fails the cursor. */
+struct vcur {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static const uint8_t *take(struct vcur *v, size_t n)
+{
+	if (v->bad || (size_t)(v->end - v->p) < n) {
+		v->bad = true;
+		return NULL;
+	}
+	const uint8_t *at = v->p;
+	v->p += n;
+	return at;
+}
+
+static uint32_t take32(struct vcur *v)
+{
+	const uint8_t *p = take(v, 4);
+	return p ? rd32(p) : 0;
+}
+
+/* A str16 of at most max bytes copied into dst (NUL-terminated); its length. */
+static uint16_t take_str(struct vcur *v, char *dst, size_t max)
+{
+	const uint8_t *p = take(v, 2);
+	uint16_t len = p ? rd16(p) : 0;
+	const uint8_t *s = len > max ? (v->bad = true, NULL) : take(v, len);
+	if (!s)
+		return 0;
+	memcpy(dst, s, len);
+	dst[len] = 0;
+	return len;
+}
+
+/* A bytes32 into a malloc'd copy (*out NULL when empty); false on damage or no memory. */
+static bool take_bytes(struct vcur *v, uint8_t **out, uint32_t *len, bool *nomem)
+{
+	*len = take32(v);
+	const uint8_t *b = take(v, *len);
+	*out = NULL;
+	if (!b)
+		return false;
+	if (*len && !(*out = malloc(*len))) {
+		*nomem = true;
+		return false;
+	}
+	if (*len)
+		memcpy(*out, b, *len);
+	return true;
+}
+
+static void group_clear_members(struct grp_group *g)
+{
+	for (uint32_t i = 0; i < g->nmembers; i++)
+		member_free(g->members[i]);
+	g->nmembers = 0;
+	g->leader = NULL;
+}
+
+/* One group record: the group as it was, or -EBADMSG / -ENOMEM (then it is left Empty). */
+static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                         int64_t now)
+{
+	if (klen < 4 || rd16(key + 2) == 0 || 4 + (size_t)rd16(key + 2) != klen || rd16(key + 2) > GRP_ID_BYTES_MAX)
+		return -EBADMSG;
+	struct grp_group *g = grp_get(c, (const char *)key + 4, klen - 4);
+	if (!g)
+		return -ENOMEM;
+	group_clear_members(g);
+	g->state = GRP_EMPTY;   /* restore writes the state directly: this is not a move */
+	g->protocol = -1;
+	g->protocol_name_len = 0;
+	if (!val)
+		return 0;
+	struct vcur v = { val, val + vlen, false };
+	const uint8_t *h = take(&v, 7);
+	if (!h || rd16(h) != 0 || (h[2] != GRP_EMPTY && h[2] != GRP_STABLE))
+		return -EBADMSG;
+	int32_t generation = (int32_t)rd32(h + 3);
+	char leader[GRP_MEMBER_ID_BYTES_MAX + 1];
+	g->protocol_type_len = take_str(&v, g->protocol_type, GRP_NAME_BYTES_MAX);
+	g->protocol_name_len = take_str(&v, g->protocol_name, GRP_NAME_BYTES_MAX);
+	uint16_t leader_len = take_str(&v, leader, GRP_MEMBER_ID_BYTES_MAX);
+	uint32_t n = take32(&v);
+	if (v.bad || n > GRP_MEMBERS_MAX || (h[2] == GRP_STABLE) != (n > 0))
+		return -EBADMSG;
+	if (n > g->members_cap) {
+		struct grp_member **nm = realloc(g->members, n * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		g->members = nm;
+		g->members_cap = n;
+	}
+	bool nomem = false;
+	for (uint32_t i = 0; i < n && !v.bad && !nomem; i++) {
+		struct grp_member *m = calloc(1, sizeof(*m));
+		if (!m) {
+			nomem = true;
+			break;
+		}
+		g->members[g->nmembers++] = m;
+		m->id_len = take_str(&v, m->id, GRP_MEMBER_ID_BYTES_MAX);
+		m->instance_id_len = take_str(&v, m->instance_id, GRP_NAME_BYTES_MAX);
+		m->client_id_len = take_str(&v, m->client_id, GRP_NAME_BYTES_MAX);
+		m->client_host_len = take_str(&v, m->client_host, GRP_HOST_BYTES_MAX);
+		m->session_ms = (int32_t)take32(&v);
+		m->rebalance_ms = (int32_t)take32(&v);
+		/* Only the group's protocol is kept: the member names all of its own at its next join. */
+		struct grp_protocol *p = &m->protocols[0];
+		memcpy(p->name, g->protocol_name, g->protocol_name_len);
+		p->name_len = g->protocol_name_len;
+		m->nprotocols = 1;
+		if (!take_bytes(&v, &p->meta, &p->meta_len, &nomem) ||
+		    !take_bytes(&v, &m->assignment, &m->assignment_len, &nomem))
+			break;
+		if (!p->meta && !(p->meta = malloc(1)))   /* set_protocols' invariant: meta is never NULL */
+			nomem = true;
+		if (m->id_len == 0 || m->session_ms < GRP_SESSION_MIN_MS || m->session_ms > GRP_SESSION_MAX_MS ||
+		    m->rebalance_ms <= 0)
+			v.bad = true;
+		if (leader_len == m->id_len && !memcmp(leader, m->id, leader_len))
+			g->leader = m;
+		m->last_hb_ms = now;   /* a session from the restart to heartbeat in */
+	}
+	if (v.bad || nomem || v.p != v.end || (n && !g->leader)) {
+		group_clear_members(g);
+		g->protocol_name_len = 0;
+		return nomem ? -ENOMEM : -EBADMSG;
+	}
+	g->generation = generation;
+	g->state = (enum grp_state)h[2];
+	g->protocol = n ? 0 : -1;
+	g->changes = g->saved_changes = 0;   /* what is on disk */
+	return 0;
+}
+
+int grp_groups_apply_batch(struct grp_coord *c, const uint8_t *batch, size_t len, int64_t now)
+{
+	struct st_batch_hdr h;
+	struct st_record_iter it;
+	struct st_record rec;
+	int n = st_batch_parse(batch, len, &h);
+	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
+	    st_record_iter_init(&it, batch, len, &h) < 0)
+		return -EBADMSG;
+	int rc = 0, got;
+	while ((got = st_record_next(&it, &rec)) == 1) {
+		if (!rec.key || rec.key_len < 2 || rd16(rec.key) != 3)
+			continue;   /* an offset: the offsets table's */
+		int r = group_restore(c, rec.key, (size_t)rec.key_len, rec.value,
+		                      rec.value ? (size_t)rec.value_len : 0, now);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			rc = r;
 	}
 	return got < 0 ? -EBADMSG : rc;
 }

@@ -7,7 +7,9 @@
  * request may be answered later (JoinGroup, SyncGroup), an opaque waiter
  * (the driver's handle on the unanswered request). Answers that became
  * ready are appended to a struct grp_outs the driver sends right after the
- * call. Membership is not persisted: after a restart members rejoin.
+ * call. Membership is persisted as one record per group (its state when
+ * it last became Stable or Empty), so a restarted broker knows its members
+ * and their assignments, and they carry on without a rebalance.
  *
  * Locality: control core (dataplane/group.c drives it).
  */
@@ -111,6 +113,8 @@ struct grp_group {
 	uint64_t next_member_seq;
 	struct grp_pending_member *pending;   /* [npending] (KIP-394) */
 	uint32_t npending, pending_cap;
+	uint32_t changes;             /* bumped by every state move and member replacement */
+	uint32_t saved_changes;       /* the driver's: changes when the group was last persisted */
 };
 
 /* What an answer is for. */
@@ -216,6 +220,32 @@ void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *outs);
 /* May this OffsetCommit be taken? 0 or a Kafka error code. generation < 0: simple commit. */
 int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t member_len,
                          int32_t generation);
+
+/* ---- group metadata: membership, persisted in the offsets log ---- */
+
+/*
+ * Log record key, big-endian: int16 version (3), int16 group length, group.
+ * Value: int16 version (0), int8 state (Empty 0, Stable 3), int32
+ * generation, str16 protocol type, str16 protocol name, str16 leader id,
+ * int32 member count, then per member: str16 id, str16 instance id (may be
+ * empty), str16 client id, str16 client host, int32 session ms, int32
+ * rebalance ms, bytes32 metadata of the group's protocol, bytes32
+ * assignment. (str16 = int16 length + bytes; bytes32 = int32 length +
+ * bytes.) Written when a group becomes Stable or Empty; later records win.
+ */
+#define GRP_GROUP_KEY_BYTES_MAX (2 + 2 + GRP_ID_BYTES_MAX)
+int grp_group_key_encode(uint8_t *buf, size_t cap, const char *group, size_t glen);
+/* Bytes grp_group_value_encode needs for g. */
+size_t grp_group_value_size(const struct grp_group *g);
+/* g must be Stable or Empty. Returns bytes written or -ENOSPC. */
+int grp_group_value_encode(const struct grp_group *g, uint8_t *buf, size_t cap);
+/*
+ * Recovery: apply the group records of one stored batch (other records are
+ * the offsets table's, skipped here). A restored Stable group's members are
+ * given until now + their session timeout to heartbeat. Returns 0, -EBADMSG
+ * if a record was damaged (the others still apply), or -ENOMEM.
+ */
+int grp_groups_apply_batch(struct grp_coord *c, const uint8_t *batch, size_t len, int64_t now);
 
 /* ---- committed offsets ---- */
 

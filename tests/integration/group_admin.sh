@@ -8,9 +8,11 @@
 #      id, host /127.0.0.1, 3 partitions each) and every partition's owner;
 #  (b) once both have left: Empty, no members, every partition committed to
 #      its end (lag 0); 60 more records: the lags add up to 60;
-#  (c) after a broker SIGKILL the group, now known only by its committed
-#      offsets, is still listed (Empty) with the same offsets and lags;
-#  (d) an unknown group is Dead with no members and no offsets.
+#  (c) after a broker SIGKILL the group is reloaded from its membership
+#      record: still listed (Empty, consumer) with the same offsets and lags;
+#  (d) an unknown group is Dead with no members and no offsets;
+#  (e) a group that only ever made simple commits (assign() users: no
+#      JoinGroup) is listed from its committed offsets, Empty, no protocol.
 . "$(dirname "$0")/lib.sh"
 integ_init group-admin 60 "$@"
 need_exe "$RDK_LOAD"
@@ -84,11 +86,11 @@ admin desc group "$GROUP"
 cp "$WORK/desc" "$WORK/desc-before"
 log "(b) Empty, lag 60 after 60 more records"
 
-# (c) after a crash the group is known by its offsets only.
+# (c) after a crash the group comes back from its membership record.
 kill9_broker
 start_broker --cores "${SLUICE_CORES:-3}"
 admin list groups
-grep -qx "$GROUP state=Empty protocol_type=-" "$WORK/list" || fail "(c) groups: $(tr '\n' ';' <"$WORK/list")"
+grep -qx "$GROUP state=Empty protocol_type=consumer" "$WORK/list" || fail "(c) groups: $(tr '\n' ';' <"$WORK/list")"
 admin desc group "$GROUP"
 grep -q "^group $GROUP state=Empty .* members=0$" "$WORK/desc" || fail "(c) $(head -n 1 "$WORK/desc")"
 diff <(grep '^offset' "$WORK/desc-before") <(grep '^offset' "$WORK/desc") >/dev/null ||
@@ -99,5 +101,14 @@ log "(c) after SIGKILL: $(head -n 1 "$WORK/desc"), lag $(lag_sum "$WORK/desc")"
 admin none group no-such-group
 [ "$(cat "$WORK/none")" = "group no-such-group state=Dead protocol_type=- protocol=- members=0" ] ||
 	fail "(d) $(tr '\n' ';' <"$WORK/none")"
+
+# (e) simple commits only.
+guarded "$RDK_GROUP" commit --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --group gadm-simple --partitions 2 \
+	--offset 7 >"$WORK/simple.log" 2>&1 || fail "(e) simple commit: $(cat "$WORK/simple.log")"
+admin list groups
+grep -qx "gadm-simple state=Empty protocol_type=-" "$WORK/list" || fail "(e) groups: $(tr '\n' ';' <"$WORK/list")"
+admin simple group gadm-simple
+[ "$(grep -c "^offset $TOPIC [01] committed=7 " "$WORK/simple")" -eq 2 ] && grep -q 'state=Empty .*members=0$' "$WORK/simple" ||
+	fail "(e) described: $(tr '\n' ';' <"$WORK/simple")"
 stop_broker
 pass "groups listed and described with members, offsets and lag, also after a crash"

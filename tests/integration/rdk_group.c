@@ -4,6 +4,9 @@
  *
  *   rdk_group watermarks --bootstrap B --topic T --partitions P
  *       prints "PARTITION HIGH_WATERMARK" per partition.
+ *   rdk_group commit --bootstrap B --topic T --group G --partitions P --offset O
+ *       commits offset O for partitions 0..P-1 of T in group G without
+ *       joining it (a "simple" commit, as assign() users make: generation -1).
  *   rdk_group consume --bootstrap B --topic T --group G --partitions P --out FILE
  *       [--peer FILE] [--until N] [--stop-shared N] [--delay-ms D]
  *       [--auto-commit] [--timeout S] [--session-ms MS] [--until-min N --idle-ms MS]
@@ -41,6 +44,7 @@ enum { exit_ok = 0, exit_fail = 1, exit_usage = 2 };
 struct opts {
 	const char *mode, *bootstrap, *topic, *group, *out, *peer, *instance_id;
 	int partitions, delay_ms, timeout_s, session_ms;
+	int64_t offset;               /* commit mode */
 	long until, until_min, stop_shared;
 	int idle_ms;
 	bool auto_commit;
@@ -50,9 +54,9 @@ static int assigned;   /* partitions in the current assignment */
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rdk_group watermarks|consume --bootstrap B --topic T --partitions P "
+	fprintf(stderr, "usage: rdk_group watermarks|consume|commit --bootstrap B --topic T --partitions P "
 	                "[--group G --out FILE --peer FILE --until N --stop-shared N --delay-ms D "
-	                "--auto-commit --timeout S --session-ms MS --instance-id ID]\n");
+	                "--auto-commit --timeout S --session-ms MS --instance-id ID --offset O]\n");
 	exit(exit_usage);
 }
 
@@ -126,6 +130,31 @@ static int watermarks(const struct opts *o)
 	}
 	rd_kafka_destroy(rk);
 	return exit_ok;
+}
+
+static int simple_commit(const struct opts *o)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char err[256];
+	set(conf, "bootstrap.servers", o->bootstrap);
+	set(conf, "group.id", o->group);
+	set(conf, "enable.auto.commit", "false");
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!rk) {
+		fprintf(stderr, "rd_kafka_new: %s\n", err);
+		return exit_fail;
+	}
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(o->partitions);
+	for (int p = 0; p < o->partitions; p++)
+		rd_kafka_topic_partition_list_add(parts, o->topic, p)->offset = o->offset;
+	rd_kafka_resp_err_t e = rd_kafka_commit(rk, parts, 0);   /* synchronous, no subscription: simple */
+	for (int p = 0; !e && p < parts->cnt; p++)
+		e = parts->elems[p].err;
+	if (e)
+		fprintf(stderr, "commit: %s\n", rd_kafka_err2str(e));
+	rd_kafka_topic_partition_list_destroy(parts);
+	rd_kafka_destroy(rk);
+	return e ? exit_fail : exit_ok;
 }
 
 static int consume(const struct opts *o)
@@ -222,7 +251,7 @@ static int consume(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .timeout_s = 60, .session_ms = 10000 };
+	struct opts o = { .timeout_s = 60, .session_ms = 10000, .offset = -1 };
 	if (argc < 2)
 		usage();
 	o.mode = argv[1];
@@ -249,12 +278,15 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--idle-ms")) o.idle_ms = atoi(v);
 		else if (!strcmp(a, "--stop-shared")) o.stop_shared = atol(v);
 		else if (!strcmp(a, "--instance-id")) o.instance_id = v;
+		else if (!strcmp(a, "--offset")) o.offset = atoll(v);
 		else usage();
 	}
 	if (!o.bootstrap || !o.topic || o.partitions <= 0)
 		usage();
 	if (!strcmp(o.mode, "watermarks"))
 		return watermarks(&o);
+	if (!strcmp(o.mode, "commit") && o.group && o.offset >= 0)
+		return simple_commit(&o);
 	if (!strcmp(o.mode, "consume") && o.group && o.out)
 		return consume(&o);
 	usage();

@@ -68,6 +68,10 @@ static rd_kafka_t *client(rd_kafka_type_t type, const struct opts *o)
 		conf_set(conf, "enable.auto.commit", "false");
 		conf_set(conf, "auto.offset.reset", "earliest");
 		conf_set(conf, "isolation.level", "read_committed");
+		/* A killed instance holds its partitions until its session ends (the broker keeps
+		 * the group's members across its own restarts): keep that short. */
+		conf_set(conf, "session.timeout.ms", "6000");
+		conf_set(conf, "heartbeat.interval.ms", "500");
 	} else {
 		conf_set(conf, "transactional.id", o->txn_id);
 		conf_set(conf, "transaction.timeout.ms", "60000");

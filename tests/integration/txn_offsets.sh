@@ -90,10 +90,12 @@ stop_broker
 OFFS_DIR=$DATA/__consumer_offsets
 [ "$(ls "$OFFS_DIR"/*.log | wc -l)" -eq 1 ] || fail "(d) expected one offsets segment: $(ls "$OFFS_DIR")"
 "$SLUICE_DUMP" --records "$OFFS_DIR" >"$WORK/offs.dump" || fail "(d) sluice-dump exited $?"
-# The last two batches: key version 1 (committed) with a value, then key version 2 (staged) with none.
-tail -n 4 "$WORK/offs.dump" | awk 'NR == 2 && $6 ~ /^0x0001/ && $8 != "null" { a = 1 } NR == 4 && $6 ~ /^0x0002/ && $8 == "null" { b = 1 }
-	END { exit !(a && b) }' || fail "(d) the log does not end with a commit's offset writes: $(tail -n 4 "$WORK/offs.dump" | tr '\n' ';')"
-cut_at=$(grep '^  offset ' "$WORK/offs.dump" | tail -n 2 | head -n 1 | awk '{ print $4 }')
+# The last commit's offset writes: a batch with key version 1 (committed) and a value, then
+# one with key version 2 (staged) and none. (A group membership record may follow them.)
+cut_at=$(awk '/^  offset / { pos = $4 } /^    offset / { n++; p[n] = pos; k[n] = substr($6, 1, 6); v[n] = $8 }
+	END { for (i = n - 1; i >= 1; i--) if (k[i] == "0x0001" && v[i] != "null" && k[i + 1] == "0x0002" && v[i + 1] == "null") { print p[i]; exit } }' \
+	"$WORK/offs.dump")
+[ -n "$cut_at" ] || fail "(d) no commit's offset writes in the log: $(tail -n 6 "$WORK/offs.dump" | tr '\n' ';')"
 truncate -s "$cut_at" "$OFFS_DIR"/*.log
 start_broker --cores "${SLUICE_CORES:-2}"
 grep -q '1 staged offset(s) of finished transactions resolved, 0 still pending' "$BROKER_LOG" ||

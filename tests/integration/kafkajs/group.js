@@ -147,6 +147,17 @@ async function main() {
   check(seen2.size === SECOND, `phase 2: ${seen2.size} messages, want ${SECOND}`);
   for (let i = FIRST + MID; i < FIRST + MID + SECOND; i++) check(keys2.has(`k${i}`), `phase 2: k${i} missing`);
   await c.consumer.disconnect();
+
+  // Offsets set by the admin client (kafkajs joins the group briefly to commit them).
+  const simple = `${groupId}-set`;
+  await admin.setOffsets({ groupId: simple, topic, partitions: [{ partition: 0, offset: '5' }] });
+  const { groups: all } = await admin.listGroups();
+  check(all.some((g) => g.groupId === simple), `listGroups after setOffsets: ${JSON.stringify(all)}`);
+  const simpleOffs = await admin.fetchOffsets({ groupId: simple, topics: [topic] });
+  const p0 = simpleOffs[0].partitions.find((p) => p.partition === 0);
+  check(p0 && p0.offset === '5', `setOffsets then fetchOffsets: ${JSON.stringify(simpleOffs)}`);
+  const { groups: [dsimple] } = await admin.describeGroups([simple]);
+  check(dsimple.state === 'Empty' && dsimple.members.length === 0, `describeGroups(simple): ${JSON.stringify(dsimple)}`);
   await admin.disconnect();
   console.log(`kafkajs group: OK (phase 1 A ${a.count} + B ${b.count}, phase 2 ${c.count})`);
 }

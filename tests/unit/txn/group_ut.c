@@ -384,6 +384,87 @@ static void test_member_id_required(void)
 	grp_coord_destroy(c);
 }
 
+/* Membership records: a Stable group written and restored keeps members, leader, generation and assignments. */
+static void test_group_records(void)
+{
+	struct grp_coord *c, *c2;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "gr", 2);
+	struct grp_member *a = join_static(g, 1, "inst-a", 0);
+	struct grp_assign as = { a->id, a->id_len, (const uint8_t *)"A1", 2 };
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, &as, 1, W(2), 0, &ut_o);
+	struct grp_member *b = join_new(g, 3, "b", 10);
+	struct grp_join_req q = jreq(a->id, "inst-a", "range", "roundrobin");
+	q.instance_id = "inst-a";
+	q.instance_id_len = 6;
+	ut_o.n = 0;
+	grp_join(g, &q, W(4), 20, &ut_o);
+	struct grp_assign two[2] = { { a->id, a->id_len, (const uint8_t *)"AA", 2 },
+	                             { b->id, b->id_len, (const uint8_t *)"BBB", 3 } };
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 2, two, 2, W(5), 30, &ut_o);
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_STABLE);
+	CU_ASSERT(g->changes != g->saved_changes);
+
+	uint8_t key[GRP_GROUP_KEY_BYTES_MAX], val[4096], batch[8192];
+	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
+	size_t vsize = grp_group_value_size(g);
+	CU_ASSERT_EQUAL(grp_group_value_encode(g, val, vsize - 1), -ENOSPC);
+	int vn = grp_group_value_encode(g, val, sizeof(val));
+	CU_ASSERT_FATAL(kn > 0 && vn == (int)vsize);
+	int bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, val, vn);
+	CU_ASSERT_FATAL(bn > 0);
+
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c2), 0);
+	CU_ASSERT_EQUAL(grp_groups_apply_batch(c2, batch, (size_t)bn, 5000), 0);
+	struct grp_group *r = grp_find(c2, "gr", 2);
+	CU_ASSERT_FATAL(r != NULL);
+	CU_ASSERT_EQUAL(r->state, GRP_STABLE);
+	CU_ASSERT_EQUAL(r->generation, 2);
+	CU_ASSERT_EQUAL_FATAL(r->nmembers, 2);
+	CU_ASSERT(r->leader && r->leader->id_len == a->id_len && !memcmp(r->leader->id, a->id, a->id_len));
+	struct grp_member *rb = grp_member_find(r, b->id, b->id_len);
+	CU_ASSERT_FATAL(rb != NULL);
+	CU_ASSERT(rb->assignment_len == 3 && !memcmp(rb->assignment, "BBB", 3));
+	CU_ASSERT_PTR_EQUAL(grp_static_find(r, "inst-a", 6), r->leader);
+	CU_ASSERT(r->protocol_type_len == 8 && r->protocol_name_len == 5 && !memcmp(r->protocol_name, "range", 5));
+	CU_ASSERT_EQUAL(rb->last_hb_ms, 5000);
+	/* The members carry on: heartbeats and commits of generation 2, a follower's SyncGroup. */
+	CU_ASSERT_EQUAL(grp_heartbeat(r, b->id, b->id_len, 2, 5100), 0);
+	CU_ASSERT_EQUAL(grp_commit_check(r, b->id, b->id_len, 2), 0);
+	ut_o.n = 0;
+	grp_sync(r, b->id, b->id_len, 2, NULL, 0, W(6), 5200, &ut_o);
+	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(6)->m == rb);
+	/* A member's rejoin with all its protocols (the record kept one) is a normal rejoin. */
+	q = jreq(b->id, "b", "range", "roundrobin");
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_join(r, &q, W(7), 5300, &ut_o), 0);
+	CU_ASSERT_EQUAL(r->state, GRP_PREPARING_REBALANCE);
+
+	/* A later Empty record replaces it; a damaged one leaves the group Empty and is reported. */
+	struct grp_group *e = grp_get(c, "ge", 2);
+	e->generation = 7;
+	kn = grp_group_key_encode(key, sizeof(key), "gr", 2);
+	vn = grp_group_value_encode(e, val, sizeof(val));
+	bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, val, vn);
+	CU_ASSERT_EQUAL(grp_groups_apply_batch(c2, batch, (size_t)bn, 6000), 0);
+	CU_ASSERT(r->state == GRP_EMPTY && r->nmembers == 0 && r->generation == 7);
+	val[2] = 9;   /* no such state */
+	bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, val, vn);
+	CU_ASSERT_EQUAL(grp_groups_apply_batch(c2, batch, (size_t)bn, 6000), -EBADMSG);
+	/* Offsets in the same log are not the groups' business, nor the groups theirs. */
+	struct grp_offsets *t;
+	CU_ASSERT_EQUAL_FATAL(grp_offsets_create(&t), 0);
+	vn = grp_group_value_encode(g, val, sizeof(val));
+	bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, val, vn);
+	CU_ASSERT_EQUAL(grp_offsets_apply_batch(t, batch, (size_t)bn), 0);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), 0);
+	grp_offsets_destroy(t);
+	grp_coord_destroy(c2);
+	grp_coord_destroy(c);
+}
+
 static void test_protocols(void)
 {
 	struct grp_coord *c;
@@ -678,6 +759,7 @@ int main(void)
 	CU_add_test(s, "two members: rebalance, leader sync, leader leaves", test_two_members);
 	CU_add_test(s, "static members: rejoin without rebalance, fencing, leader, expiry", test_static_members);
 	CU_add_test(s, "KIP-394: MEMBER_ID_REQUIRED, then join with the given id", test_member_id_required);
+	CU_add_test(s, "membership records: write, restore, carry on", test_group_records);
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
