@@ -19,6 +19,8 @@ export LC_ALL=C
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 cmdline="$0 $*"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 sluiced="" bench="" tcp="" out="" data_root="" keep=0 quick=0
 cores=$(nproc) rounds=3 seconds=10 warmup=2 partitions=6 sizes=(100 1024)
@@ -67,23 +69,12 @@ mkdir -p "$data_root"
 work=$(mktemp -d "$data_root/sluice-bench.XXXXXX")
 data=$work/data
 mkdir -p "$data"
-read -r fs_type fs_dev < <(df -PT "$work" | awk 'NR == 2 { print $2, $1 " on " $7 }')
-same_fs=no
-[ "$(stat -c %d "$work")" = "$(stat -c %d "$repo")" ] && same_fs=yes
+bench_fs_info "$work" "$repo"
+fs_type=$bench_fs_type fs_dev=$bench_fs_dev same_fs=$bench_same_fs
 
 broker_pid=""
 stop_broker() {
-	[ -n "$broker_pid" ] || return 0
-	kill -TERM "$broker_pid" 2>/dev/null || true
-	for _ in $(seq 100); do
-		kill -0 "$broker_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$broker_pid" 2>/dev/null; then
-		echo "run.sh: sluiced did not exit 10 s after SIGTERM; sending SIGKILL" >&2
-		kill -KILL "$broker_pid" 2>/dev/null || true
-	fi
-	wait "$broker_pid" 2>/dev/null || true
+	bench_stop_sluiced "$broker_pid"
 	broker_pid=""
 }
 cleanup() {
@@ -103,8 +94,6 @@ fail() {
 	exit 1
 }
 
-# kv LINE KEY: the value of KEY=value in a RESULT line.
-kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
 
 report=$work/summary.txt
 say() { echo "$*" | tee -a "$report"; }
@@ -114,74 +103,37 @@ say "command: $cmdline"
 say "machine: nproc=$(nproc), $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), kernel $(uname -r)"
 say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure: see other_cpu_pct)"
 say "data dir: $work ($fs_type, $fs_dev, same filesystem as the repo: $same_fs)"
-if [ "$fs_type" = tmpfs ] || [ "$fs_type" = ramfs ]; then
+if bench_fs_is_ram; then
 	say "WARNING: the data dir is on $fs_type: fdatasync costs nothing there, durable figures are not real"
 fi
 say "sluiced: $sluiced --cores $cores --partitions $partitions ${broker_args[*]:-}"
 say "bench: $bench; sizes ${sizes[*]} B, acks=all, $partitions partitions, ${seconds} s runs after a ${warmup} s warm-up, $rounds round(s)"
 
 # ---- machine baselines, before the broker starts so nothing competes -------
-dd_out=$(dd if=/dev/zero of="$work/ddtest" bs=1M count="$dd_mib" oflag=direct conv=fdatasync 2>&1) ||
-	fail "dd (sequential write) failed: $dd_out"
-dd_line=$(tail -n 1 <<<"$dd_out")
-rm -f "$work/ddtest"
-read -r dd_bytes dd_secs < <(sed -E 's/^([0-9]+) bytes.* copied, ([0-9.e+-]+) s,.*/\1 \2/' <<<"$dd_line")
-disk_mbps=$(awk -v b="$dd_bytes" -v s="$dd_secs" 'BEGIN { printf "%.1f", b / s / 1048576 }')
-say "baseline disk: dd bs=1M count=$dd_mib oflag=direct conv=fdatasync: $disk_mbps MB/s ($dd_line)"
+bench_disk_seq "$work" "$dd_mib" || fail "baseline disk"
+disk_mbps=$bench_disk_mbps
+say "baseline disk: dd bs=1M count=$dd_mib oflag=direct conv=fdatasync: $disk_mbps MB/s ($bench_disk_line)"
 
-sync_out=$(dd if=/dev/zero of="$work/synctest" bs=4k count="$sync_ops" oflag=dsync 2>&1) ||
-	fail "dd (O_DSYNC writes) failed: $sync_out"
-sync_line=$(tail -n 1 <<<"$sync_out")
-rm -f "$work/synctest"
-sync_secs=$(sed -E 's/.* copied, ([0-9.e+-]+) s,.*/\1/' <<<"$sync_line")
-sync_rate=$(awk -v n="$sync_ops" -v s="$sync_secs" 'BEGIN { printf "%.0f", n / s }')
-say "baseline sync: dd bs=4k count=$sync_ops oflag=dsync: $sync_rate durable writes/s ($(awk -v n="$sync_ops" -v s="$sync_secs" 'BEGIN { printf "%.3f", s * 1000 / n }') ms each)"
+bench_sync_rate "$work" "$sync_ops" || fail "baseline sync"
+sync_rate=$bench_sync_rate
+say "baseline sync: dd bs=4k count=$sync_ops oflag=dsync: $sync_rate durable writes/s ($bench_sync_ms ms each)"
 
 tcp_mbps=""
 if [ -n "$tcp" ] && [ -x "$tcp" ]; then
-	tcp_line=$("$tcp" --seconds "$tcp_seconds" | grep '^RESULT') || fail "sluice-tcp-loop did not run"
-	tcp_mbps=$(kv "$tcp_line" mb_per_sec)
+	bench_tcp_loop "$tcp" "$tcp_seconds" || fail "baseline loopback TCP"
+	tcp_mbps=$bench_tcp_mbps
 	say "baseline loopback TCP: one connection, 1 MiB writes: $tcp_mbps MB/s (sluice-tcp-loop)"
 else
 	say "baseline loopback TCP: skipped (no sluice-tcp-loop given or found)"
 fi
 
 # ---- the broker --------------------------------------------------------------
-# A random port that nothing answers on; if sluiced still cannot bind it
-# (a race: its log says the address is in use), the next port is tried.
 clk_tck=$(getconf CLK_TCK)
-bootstrap=""
-for attempt in 1 2 3 4 5; do
-	port=$((20000 + RANDOM % 40000))
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-	"$sluiced" --listen "127.0.0.1:$port" --data "$data" --cores "$cores" --log-level info \
-		--partitions "$partitions" ${broker_args[@]+"${broker_args[@]}"} >"$work/broker.log" 2>&1 &
-	broker_pid=$!
-	for _ in $(seq 300); do
-		grep -q 'listening on' "$work/broker.log" && break
-		kill -0 "$broker_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if grep -q 'listening on' "$work/broker.log"; then
-		bootstrap=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/broker.log" | head -n 1)
-		break
-	fi
-	if kill -0 "$broker_pid" 2>/dev/null; then
-		fail "sluiced did not log 'listening on' within 30 s"
-	fi
-	wait "$broker_pid" 2>/dev/null || true
-	broker_pid=""
-	grep -qi 'in use' "$work/broker.log" || fail "sluiced exited at start-up"
-	echo "run.sh: port $port was taken (attempt $attempt); trying another" >&2
-done
-[ -n "$bootstrap" ] || fail "sluiced did not start"
+bench_start_sluiced "$sluiced" "$data" "$work/broker.log" "$cores" "$partitions" \
+	${broker_args[@]+"${broker_args[@]}"} || { broker_pid=$bench_pid; fail "sluiced did not start"; }
+broker_pid=$bench_pid bootstrap=$bench_bootstrap
 say "sluiced pid $broker_pid listening on $bootstrap"
 
-# cpu_ticks PID: user+system clock ticks so far; io_bytes PID: write_bytes so far;
-# busy_ticks: ticks all CPUs spent not idle (user nice system irq softirq steal).
-cpu_ticks() { awk '{ printf "%d\n", $14 + $15 }' "/proc/$1/stat"; }
-busy_ticks() { awk '$1 == "cpu" { printf "%d\n", $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-io_bytes() { sed -n 's/^write_bytes: //p' "/proc/$1/io" 2>/dev/null || echo 0; }
 
 csv=$work/results.csv
 echo "round,size_bytes,records,seconds,records_per_sec,mb_per_sec,steady_mb_per_sec,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,client_cpu_s,broker_cpu_pct,broker_disk_mb_per_sec,other_cpu_pct" >"$csv"
@@ -189,7 +141,7 @@ guard=$(awk -v d="$seconds" -v w="$warmup" 'BEGIN { printf "%d", d + w + 120 }')
 for round in $(seq "$rounds"); do
 	for size in "${sizes[@]}"; do
 		kill -0 "$broker_pid" 2>/dev/null || fail "sluiced died before round $round, size $size"
-		c0=$(cpu_ticks "$broker_pid") w0=$(io_bytes "$broker_pid") b0=$(busy_ticks) t0=$(date +%s.%N)
+		c0=$(bench_cpu_ticks "$broker_pid") w0=$(bench_io_bytes "$broker_pid") b0=$(bench_busy_ticks) t0=$(date +%s.%N)
 		rc=0
 		timeout "$guard" "$bench" --bootstrap "$bootstrap" --topic "bench-s$size" \
 			--partitions "$partitions" --size "$size" --seconds "$seconds" \
@@ -197,7 +149,7 @@ for round in $(seq "$rounds"); do
 			>"$work/run-$round-$size.out" 2>"$work/run-$round-$size.err" || rc=$?
 		t1=$(date +%s.%N)
 		kill -0 "$broker_pid" 2>/dev/null || fail "sluiced died during round $round, size $size"
-		c1=$(cpu_ticks "$broker_pid") w1=$(io_bytes "$broker_pid") b1=$(busy_ticks)
+		c1=$(bench_cpu_ticks "$broker_pid") w1=$(bench_io_bytes "$broker_pid") b1=$(bench_busy_ticks)
 		line=$(grep '^RESULT' "$work/run-$round-$size.out" || true)
 		if [ "$rc" != 0 ] || [ -z "$line" ]; then
 			cat "$work/run-$round-$size.out" "$work/run-$round-$size.err" >&2
@@ -207,14 +159,14 @@ for round in $(seq "$rounds"); do
 		# run (100 = one core): other work on the machine, i.e. noise, plus
 		# kernel work for the run charged to no process (jbd2, softirq).
 		read -r bcpu bdisk ocpu < <(awk -v c="$((c1 - c0))" -v hz="$clk_tck" -v w="$((w1 - w0))" \
-			-v b="$((b1 - b0))" -v cc="$(kv "$line" client_cpu_s)" -v t0="$t0" -v t1="$t1" 'BEGIN {
+			-v b="$((b1 - b0))" -v cc="$(bench_kv "$line" client_cpu_s)" -v t0="$t0" -v t1="$t1" 'BEGIN {
 			t = t1 - t0; o = 100 * ((b - c) / hz - cc) / t
 			printf "%.0f %.1f %.0f\n", 100 * c / hz / t, w / t / 1048576, o < 0 ? 0 : o }')
 		grep -v '^RESULT' "$work/run-$round-$size.out" | sed "s/^/  round $round, $size B: /" | tee -a "$report"
 		grep '^sluice-rdk-bench' "$work/run-$round-$size.err" | sed 's/^/    /' | tee -a "$report" || true
 		row="$round,$size"
 		for k in records seconds records_per_sec mb_per_sec steady_mb_per_sec avg_ms p50_ms p95_ms p99_ms p999_ms max_ms errors client_cpu_s; do
-			row="$row,$(kv "$line" "$k")"
+			row="$row,$(bench_kv "$line" "$k")"
 		done
 		echo "$row,$bcpu,$bdisk,$ocpu" >>"$csv"
 	done
