@@ -1,8 +1,8 @@
 /*
  * sb_consume.c: sluice-bench's consumers. Each connection follows its share of
  * the partitions with Fetch v11 requests of up to --fetch-partitions idle
- * partitions each (default: all of them), up to --inflight requests
- * outstanding. A partition is in at most one request, since its next offset is
+ * partitions each (default: all of them, one request outstanding; with
+ * --fetch-partitions K, up to --inflight requests outstanding). A partition is in at most one request, since its next offset is
  * known only from the previous answer. Why all partitions in one request by
  * default: a connection's answers come back in order, so a long-polling fetch
  * of a quiet partition would hold back the answers queued behind it (up to
@@ -86,10 +86,16 @@ int sb_conss_pump(struct sb_run *r, uint64_t now)
 {
 	if (r->cons_stopping)
 		return 0;
+	/*
+	 * With all partitions in one request (the default), only one is ever
+	 * outstanding: a second one, for the partitions the first has already
+	 * answered, would queue its answer behind the first's long poll.
+	 */
+	uint32_t window = r->o->fetch_partitions > 0 ? (uint32_t)r->o->inflight : 1;
 	for (int i = 0; i < r->nconss; i++) {
 		struct sb_cons *cs = &r->conss[i];
 		uint32_t before = ~0u;
-		while (cs->inflight < (uint32_t)r->o->inflight && cs->inflight != before) {
+		while (cs->inflight < window && cs->inflight != before) {
 			before = cs->inflight;
 			int rc = sb_cons_send_fetch(cs, now);
 			if (rc)
