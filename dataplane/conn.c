@@ -13,9 +13,19 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/*
+ * A connection's slot: the nic's index for it, or the one DP_CONNS_MAX
+ * above. The nic reuses an index as soon as the connection closed, while
+ * our slot lives on until the requests it still has out at owner cores
+ * come back (an acks=0 flood leaves many): the second slot takes the new
+ * connection meanwhile.
+ */
 static struct dp_conn *conn_of(struct dp_core *c, uint32_t handle)
 {
 	struct dp_conn *k = &c->conns[handle % DP_CONNS_MAX];
+	if (k->handle == handle)
+		return k;
+	k += DP_CONNS_MAX;
 	return k->handle == handle ? k : NULL;
 }
 
@@ -54,15 +64,22 @@ static void req_put(struct dp_core *c, struct dp_req *r)
 
 static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 {
-	if (!k->closed || k->nreqs || k->sends_inflight)
+	if (!k->closed || k->nreqs || k->sends_inflight || (k->draining && k->paused))
 		return;
 	if (k->frame)
 		dp_buf_put(k->frame);
+	if (k->stash)
+		dp_buf_put(k->stash);
+	if (k->pool_wait)
+		c->npool_wait--;
 	memset(k, 0, sizeof(*k));
 }
 
+static void conn_resume(struct dp_core *c, struct dp_conn *k);
+
 static void conn_close(struct dp_core *c, struct dp_conn *k, const char *why)
 {
+	k->draining = false;   /* a broken stream: nothing more of it is trusted */
 	if (k->closing)
 		return;
 	DP_DBG("closing connection %u: %s", k->handle, why);
@@ -102,6 +119,8 @@ static void conn_flush(struct dp_core *c, struct dp_conn *k)
 		if (close_after)
 			conn_close(c, k, "protocol error");
 	}
+	if (k->paused)
+		conn_resume(c, k);
 	conn_free_if_idle(c, k);
 }
 
@@ -197,6 +216,10 @@ void dp_req_park(struct dp_core *c, struct dp_req *r)
 /* Parked fetches whose deadline passed (or whose connection went away) finish now. */
 void dp_conn_timer(struct dp_core *c)
 {
+	/* Connections paused because the core's pool ran dry resume as requests free up anywhere. */
+	for (uint32_t i = 0; c->npool_wait && c->req_free && i < DP_CONN_SLOTS; i++)
+		if (c->conns[i].handle && c->conns[i].paused)
+			conn_resume(c, &c->conns[i]);
 	struct dp_req **pp = &c->parked;
 	while (*pp) {
 		struct dp_req *r = *pp;
@@ -221,10 +244,9 @@ void dp_conn_timer(struct dp_core *c)
 static int start_request(struct dp_core *c, struct dp_conn *k)
 {
 	struct dp_req *r = req_get(c);
-	if (!r) {
-		DP_WARN("request pool exhausted; closing connection");
-		dp_buf_put(k->frame);
-		k->frame = NULL;
+	if (!r) {   /* conn_data checks first (can_start): only a bug gets here */
+		DP_ERR("request pool exhausted; closing connection");
+		conn_close(c, k, "request pool exhausted");
 		return -1;
 	}
 	r->conn = k;
@@ -255,10 +277,83 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 	return 0;
 }
 
+/*
+ * Flow control. A connection may have DP_CONN_REQS_MAX requests unfinished
+ * (an acks=0 producer never waits for answers), and the core DP_REQS_MAX in
+ * all; beyond that its reads pause (nic_pause: the socket buffer fills and
+ * TCP slows the client) instead of the connection being dropped. Bytes that
+ * were already on their way are kept in the stash, and the complete frame
+ * that could not start stays in k->frame. Reads resume once the connection
+ * is down to half its allowance (and the core has requests free).
+ */
+static bool can_start(const struct dp_core *c, const struct dp_conn *k)
+{
+	return c->req_free && k->nreqs < DP_CONN_REQS_MAX;
+}
+
+static void stash_add(struct dp_conn *k, const uint8_t *p, uint32_t n)
+{
+	if (!n)
+		return;
+	if (k->stash_len + n > k->stash_cap) {
+		uint32_t cap = k->stash_cap ? k->stash_cap : 64 * 1024;
+		while (cap < k->stash_len + n)
+			cap *= 2;
+		uint8_t *b = dp_buf_get(cap);
+		if (k->stash_len)
+			memcpy(b, k->stash, k->stash_len);
+		if (k->stash)
+			dp_buf_put(k->stash);
+		k->stash = b;
+		k->stash_cap = cap;
+	}
+	memcpy(k->stash + k->stash_len, p, n);
+	k->stash_len += n;
+}
+
+static void conn_pause(struct dp_core *c, struct dp_conn *k)
+{
+	if (k->paused)
+		return;
+	k->paused = true;
+	k->pool_wait = !c->req_free;
+	c->npool_wait += k->pool_wait;
+	nic_pause(c->nic, k->handle, true);
+	DP_DBG("connection %u: %u requests unfinished, %s; reads paused", k->handle, k->nreqs,
+	       c->req_free ? "its allowance is used" : "the core's request pool is empty");
+}
+
+static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n);
+
+static void conn_resume(struct dp_core *c, struct dp_conn *k)
+{
+	if (!k->paused || (k->closing && !k->draining) || !c->req_free || k->nreqs > DP_CONN_REQS_MAX / 2)
+		return;
+	k->paused = false;
+	c->npool_wait -= k->pool_wait;
+	k->pool_wait = false;
+	if (k->frame && k->frame_have == k->frame_len && start_request(c, k) < 0)
+		return;
+	uint8_t *st = k->stash;
+	uint32_t len = k->stash_len;
+	k->stash = NULL;
+	k->stash_len = k->stash_cap = 0;
+	if (st) {
+		conn_data(c, k, st, len);   /* may pause again: the rest goes to a new stash */
+		dp_buf_put(st);
+	}
+	if (!k->paused && !k->closing)
+		nic_pause(c->nic, k->handle, false);
+}
+
 /* Feed received bytes into the frame assembler; dispatch complete frames. */
 static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n)
 {
-	while (n && !k->closing) {
+	if (k->paused) {
+		stash_add(k, p, n);
+		return;
+	}
+	while (n && (!k->closing || k->draining)) {
 		if (!k->frame) {
 			uint32_t take = 4 - k->size_have;
 			if (take > n)
@@ -288,7 +383,14 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 		k->frame_have += take;
 		p += take;
 		n -= take;
-		if (k->frame_have == k->frame_len && start_request(c, k) < 0)
+		if (k->frame_have < k->frame_len)
+			continue;
+		if (!can_start(c, k)) {
+			conn_pause(c, k);
+			stash_add(k, p, n);
+			return;
+		}
+		if (start_request(c, k) < 0)
 			return;
 	}
 }
@@ -298,8 +400,11 @@ void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
 	switch (ev->kind) {
 	case NIC_EV_OPEN: {
 		struct dp_conn *k = &c->conns[ev->conn % DP_CONNS_MAX];
+		if (k->handle)
+			k += DP_CONNS_MAX;
 		if (k->handle) {
-			DP_WARN("connection slot %u busy; refusing", ev->conn % DP_CONNS_MAX);
+			DP_WARN("connection slots of index %u busy (closed connections still finishing); refusing",
+			        ev->conn % DP_CONNS_MAX);
 			nic_close(c->nic, ev->conn);
 			return;
 		}
@@ -333,9 +438,15 @@ void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
 		struct dp_conn *k = conn_of(c, ev->conn);
 		if (!k)
 			return;
+		/*
+		 * Requests it sent before it left are still carried out (an acks=0
+		 * producer expects that), also those stashed while its reads were
+		 * paused; their answers are dropped. Requests still out at owners
+		 * come back and are dropped by conn_flush.
+		 */
+		k->draining = k->paused && !k->closing;
 		k->closing = true;
 		k->closed = true;
-		/* Requests still out at owners come back and are dropped by conn_flush. */
 		conn_flush(c, k);
 		return;
 	}
@@ -344,7 +455,7 @@ void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
 
 void dp_conns_shutdown(struct dp_core *c)
 {
-	for (uint32_t i = 0; i < DP_CONNS_MAX; i++)
+	for (uint32_t i = 0; i < DP_CONN_SLOTS; i++)
 		if (c->conns[i].handle && !c->conns[i].closing)
 			conn_close(c, &c->conns[i], "shutdown");
 }

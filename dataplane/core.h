@@ -50,7 +50,9 @@ struct dp_txn_allow {
 #define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
 #define DP_PARTITIONS_MAX       10000     /* per topic */
 #define DP_CONNS_MAX            4096      /* per data core */
+#define DP_CONN_SLOTS           (2 * DP_CONNS_MAX) /* a closed connection's slot lingers while its requests finish */
 #define DP_REQS_MAX             16384     /* in-flight requests per core */
+#define DP_CONN_REQS_MAX        1024      /* unfinished requests of one connection before its reads pause */
 #define DP_NIC_BURST            64
 #define DP_CQE_BURST            256
 #define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
@@ -191,6 +193,11 @@ struct dp_conn {
 	struct dp_req *q_head, *q_tail; /* requests in arrival order */
 	uint32_t nreqs;
 	uint32_t sends_inflight;
+	bool paused;                  /* too many requests unfinished: reads stopped (nic_pause) */
+	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
+	bool draining;                /* the peer left while paused: what it sent is still processed */
+	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
+	uint32_t stash_len, stash_cap;
 };
 
 /* Control core: a topic create/delete waiting for every data core's ack. */
@@ -231,10 +238,11 @@ struct dp_core {
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
-	struct dp_conn *conns;        /* [DP_CONNS_MAX], by nic handle index */
+	struct dp_conn *conns;        /* [DP_CONN_SLOTS]: nic handle index, or index + DP_CONNS_MAX */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
 	struct dp_req *parked;        /* fetches waiting (long poll) */
+	uint32_t npool_wait;          /* connections paused for the empty request pool */
 
 	/* Messages that did not fit in a full ring, per destination. */
 	struct dp_msg *backlog[DP_CORES_MAX];

@@ -247,7 +247,7 @@ int main(int argc, char **argv)
 		if (dp_catalog_init(c) < 0)
 			return 1;
 		if (c->is_data) {
-			c->conns = calloc(DP_CONNS_MAX, sizeof(*c->conns));
+			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
 			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
 			if (!c->conns || !c->reqs)
 				return 1;

@@ -16,6 +16,7 @@
 #ifndef SLUICE_NIC_H
 #define SLUICE_NIC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -114,6 +115,15 @@ void nic_rx_release(struct nic *n, const struct nic_ev *ev);
  * or -ENOBUFS if the per-connection queue is full (retry later).
  */
 int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie);
+
+/*
+ * Flow control: stop (paused true) or resume receiving on conn, for a
+ * connection whose requests pile up faster than they finish. While paused
+ * the backend arms no receive, so bytes wait in the kernel's socket buffer
+ * and TCP slows the sender down; NIC_EV_DATA already under way may still be
+ * delivered. Idempotent; a stale handle is ignored.
+ */
+void nic_pause(struct nic *n, uint32_t conn, bool paused);
 
 /*
  * The peer's address of conn as Kafka prints a client host: "/" + the IP

@@ -76,6 +76,7 @@ enum nic_conn_state {
 #define NIC_CF_WANT_RECV     0x04u  /* flush must arm a recv */
 #define NIC_CF_WANT_CANCEL   0x08u  /* flush must prep a cancel (closing) */
 #define NIC_CF_RX_STARVED    0x10u  /* recv stopped for lack of buffers */
+#define NIC_CF_PAUSED        0x20u  /* nic_pause: no recv is armed until resumed */
 /* "an entry for this slot sits in that list": kept across slot reuse so a
  * slot is never listed twice; the list owner re-checks state when popping. */
 #define NIC_CF_ON_DIRTY      0x40u

@@ -254,6 +254,10 @@ static void nic_recv_complete(struct nic *n, struct nic_conn *c, const struct io
 		}
 	} else if (res == 0) {
 		nic_conn_begin_close(n, c, 0); /* orderly EOF from the peer */
+	} else if (res == -ECANCELED) {
+		/* nic_pause cancelled it: armed again by flush once not paused */
+		c->flags |= NIC_CF_WANT_RECV;
+		nic_mark_dirty(n, c);
 	} else if (res == -ENOBUFS) {
 		/* buffer ring ran dry: re-armed by flush once buffers come back */
 		n->stats.rx_enobufs++;
@@ -434,6 +438,33 @@ int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void 
 	return 0;
 }
 
+/* Locality: NIC core. */
+void nic_pause(struct nic *n, uint32_t conn, bool paused)
+{
+	struct nic_conn *c = nic_conn_lookup(n, conn);
+	if (!c || paused == !!(c->flags & NIC_CF_PAUSED))
+		return;
+	if (!paused) {
+		c->flags &= (uint8_t)~NIC_CF_PAUSED;
+		if (!(c->flags & NIC_CF_RECV_ARMED))
+			c->flags |= NIC_CF_WANT_RECV;
+		nic_mark_dirty(n, c);
+		return;
+	}
+	c->flags |= NIC_CF_PAUSED;
+	if (!(c->flags & NIC_CF_RECV_ARMED))
+		return;
+	/* A multishot recv goes on until cancelled; it ends with -ECANCELED. */
+	struct io_uring_sqe *sqe = nic_get_sqe(n);
+	if (!sqe)
+		return;   /* no room: it stays armed; what arrives is still delivered */
+	uint32_t idx = (uint32_t)(c - n->conns);
+	io_uring_prep_cancel64(sqe, nic_ud(NIC_OP_RECV, idx, c->gen), 0);
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->gen));
+	c->inflight++;
+	n->inflight++;
+}
+
 /* Locality: NIC core. One getpeername(2): called per JoinGroup, not per request. */
 int nic_conn_peer(struct nic *n, uint32_t conn, char *buf, size_t cap)
 {
@@ -541,7 +572,7 @@ static bool nic_conn_flush(struct nic *n, struct nic_conn *c, int *prepared)
 	}
 	if (c->state != NIC_CONN_OPEN)
 		return true;
-	if ((c->flags & NIC_CF_WANT_RECV) && !(c->flags & NIC_CF_RECV_ARMED)) {
+	if ((c->flags & NIC_CF_WANT_RECV) && !(c->flags & (NIC_CF_RECV_ARMED | NIC_CF_PAUSED))) {
 		uint32_t before = c->inflight;
 		if (!nic_prep_recv(n, c))
 			return false;

@@ -826,6 +826,73 @@ static void test_rx_exhaustion(void)
 	srv_close(&s);
 }
 
+/* ---- flow control: nic_pause ---------------------------------------------- */
+
+/* Write bytes [from, to) of connection 0's pattern to fd (blocking). */
+static void pause_write(int fd, uint64_t from, uint64_t to)
+{
+	uint8_t b[4096];
+	while (from < to) {
+		uint32_t n = to - from < sizeof(b) ? (uint32_t)(to - from) : (uint32_t)sizeof(b);
+		for (uint32_t k = 0; k < n; k++)
+			b[k] = pat(0, from + k);
+		ssize_t w = write(fd, b, n);
+		CU_ASSERT_FATAL(w > 0);
+		from += (uint64_t)w;
+	}
+}
+
+static void pause_steps(struct srv *s, int n)
+{
+	for (int i = 0; i < n; i++)
+		srv_step(s, 2);
+}
+
+/* Paused: nothing is delivered (bytes wait in the socket); resumed: all of it, in order. */
+static void test_pause(void)
+{
+	struct srv s;
+	CU_ASSERT_FATAL(srv_open(&s, "127.0.0.1", 0, 1, 8, 4096, release_ev) == 0);
+	struct cli c = { .port = nic_local_port(s.n), .family = AF_INET };
+	int fd = cli_connect(&c);
+	CU_ASSERT_FATAL(fd >= 0);
+	uint32_t one = 1;
+	CU_ASSERT_FATAL(srv_run_until(&s, pred_opens, &one, UT_TIMEOUT_MS));
+	uint32_t h = s.last_open;
+	pause_write(fd, 0, 10000);
+	uint64_t end = now_ms() + UT_TIMEOUT_MS;
+	while (s.ac[0].rx_bytes < 10000 && now_ms() < end)
+		srv_step(&s, 2);
+	CU_ASSERT_EQUAL_FATAL(s.ac[0].rx_bytes, 10000);
+	nic_pause(s.n, h, true);
+	nic_pause(s.n, h, true);   /* idempotent */
+	pause_steps(&s, 10);       /* the recv's cancel completes */
+	pause_write(fd, 10000, 50000);
+	pause_steps(&s, 50);       /* 100 ms: nothing may arrive */
+	CU_ASSERT_EQUAL(s.ac[0].rx_bytes, 10000);
+	CU_ASSERT(s.ac[0].open && !s.ac[0].closed);
+	nic_pause(s.n, h, false);
+	end = now_ms() + UT_TIMEOUT_MS;
+	while (s.ac[0].rx_bytes < 50000 && now_ms() < end)
+		srv_step(&s, 2);
+	CU_ASSERT_EQUAL(s.ac[0].rx_bytes, 50000);   /* release_ev checked every byte's place */
+	/* Pause, the peer closes: CLOSED comes after the resume, with every byte before it. */
+	nic_pause(s.n, h, true);
+	pause_steps(&s, 10);
+	pause_write(fd, 50000, 60000);
+	close(fd);
+	pause_steps(&s, 20);
+	CU_ASSERT(!s.ac[0].closed);
+	nic_pause(s.n, h, false);
+	CU_ASSERT(srv_run_until(&s, pred_closes, &one, UT_TIMEOUT_MS));
+	CU_ASSERT_EQUAL(s.ac[0].rx_bytes, 60000);
+	CU_ASSERT_EQUAL(s.ac[0].closed_status, 0);
+	nic_pause(s.n, h, true);   /* stale handle: ignored */
+	CU_ASSERT(!s.ac[0].order_bad);
+	CU_ASSERT_EQUAL(s.n->rx_held, 0);
+	srv_close(&s);
+}
+
 /* ---- IPv6, SO_REUSEPORT, clean shutdown ----------------------------------- */
 
 static void test_ipv6_echo(void)
@@ -953,6 +1020,7 @@ static void add_tests(CU_pSuite s)
 	CU_add_test(s, "peer_close_and_stale_handle", test_peer_close_and_stale_handle);
 	CU_add_test(s, "local_close_queued", test_local_close_queued);
 	CU_add_test(s, "rx_exhaustion", test_rx_exhaustion);
+	CU_add_test(s, "pause", test_pause);
 	CU_add_test(s, "ipv6_echo", test_ipv6_echo);
 	CU_add_test(s, "reuseport_and_bad_config", test_reuseport_and_bad_config);
 	CU_add_test(s, "shutdown", test_shutdown);
