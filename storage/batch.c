@@ -267,3 +267,12 @@ int st_batch_marker_type(const uint8_t *batch, size_t len)
 		return -EBADMSG;
 	return type;
 }
+
+int st_batch_records(const uint8_t *batch, size_t len, struct st_record_iter *it)
+{
+	struct st_batch_hdr h;
+	int n = st_batch_parse(batch, len, &h);
+	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) || st_record_iter_init(it, batch, len, &h) < 0)
+		return -EBADMSG;
+	return 0;
+}

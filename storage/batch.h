@@ -147,6 +147,12 @@ struct st_record_iter {
  */
 int st_record_iter_init(struct st_record_iter *it, const uint8_t *batch, size_t len,
                         const struct st_batch_hdr *h);
+/*
+ * Start iterating a whole stored batch of len bytes that must be exactly one
+ * uncompressed batch with a good CRC (the coordinators' log records): 0, or
+ * -EBADMSG. Locality: any.
+ */
+int st_batch_records(const uint8_t *batch, size_t len, struct st_record_iter *it);
 /* Next record: 1 and *r filled, 0 at the end, -EBADMSG if malformed. Locality: any. */
 int st_record_next(struct st_record_iter *it, struct st_record *r);
 

@@ -378,12 +378,9 @@ int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)
 
 int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len)
 {
-	struct st_batch_hdr h;
 	struct st_record_iter it;
 	struct st_record rec;
-	int n = st_batch_parse(batch, len, &h);
-	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
-	    st_record_iter_init(&it, batch, len, &h) < 0)
+	if (st_batch_records(batch, len, &it) < 0)
 		return -EBADMSG;
 	int rc = 0, got;
 	while ((got = st_record_next(&it, &rec)) == 1) {

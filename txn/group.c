@@ -1016,12 +1016,9 @@ const struct grp_offset *grp_offset_next(const struct grp_offsets *t, uint32_t *
 
 int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t len)
 {
-	struct st_batch_hdr h;
 	struct st_record_iter it;
 	struct st_record rec;
-	int n = st_batch_parse(batch, len, &h);
-	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
-	    st_record_iter_init(&it, batch, len, &h) < 0)
+	if (st_batch_records(batch, len, &it) < 0)
 		return -EBADMSG;
 	int rc = 0, got;
 	while ((got = st_record_next(&it, &rec)) == 1) {
@@ -1279,12 +1276,9 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 
 int grp_groups_apply_batch(struct grp_coord *c, const uint8_t *batch, size_t len, int64_t now)
 {
-	struct st_batch_hdr h;
 	struct st_record_iter it;
 	struct st_record rec;
-	int n = st_batch_parse(batch, len, &h);
-	if (n < 0 || (size_t)n != len || !st_batch_crc_ok(batch, len) ||
-	    st_record_iter_init(&it, batch, len, &h) < 0)
+	if (st_batch_records(batch, len, &it) < 0)
 		return -EBADMSG;
 	int rc = 0, got;
 	while ((got = st_record_next(&it, &rec)) == 1) {
