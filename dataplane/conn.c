@@ -64,7 +64,7 @@ static void req_put(struct dp_core *c, struct dp_req *r)
 
 static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 {
-	if (!k->closed || k->nreqs || k->sends_inflight || (k->draining && k->paused))
+	if (!k->closed || k->nreqs || k->sends_inflight || k->resuming || (k->draining && k->paused))
 		return;
 	if (k->frame)
 		dp_buf_put(k->frame);
@@ -332,18 +332,22 @@ static void conn_resume(struct dp_core *c, struct dp_conn *k)
 	k->paused = false;
 	c->npool_wait -= k->pool_wait;
 	k->pool_wait = false;
-	if (k->frame && k->frame_have == k->frame_len && start_request(c, k) < 0)
-		return;
+	/* Requests may finish synchronously in here: the slot stays until we are done with it. */
+	k->resuming = true;
 	uint8_t *st = k->stash;
 	uint32_t len = k->stash_len;
 	k->stash = NULL;
 	k->stash_len = k->stash_cap = 0;
+	bool ok = !(k->frame && k->frame_have == k->frame_len) || start_request(c, k) == 0;
 	if (st) {
-		conn_data(c, k, st, len);   /* may pause again: the rest goes to a new stash */
+		if (ok)
+			conn_data(c, k, st, len);   /* may pause again: the rest goes to a new stash */
 		dp_buf_put(st);
 	}
+	k->resuming = false;
 	if (!k->paused && !k->closing)
 		nic_pause(c->nic, k->handle, false);
+	conn_free_if_idle(c, k);
 }
 
 /* Feed received bytes into the frame assembler; dispatch complete frames. */
