@@ -37,9 +37,9 @@ static int sb_cons_send_fetch(struct sb_cons *cs, uint64_t now)
 	static struct FetchRequest_FetchPartition parts[sb_partitions_max];
 	struct sb_run *r = cs->run;
 	const struct sb_opts *o = r->o;
-	int width = sb_cons_fetch_width(cs), n = 0;
+	int width = sb_cons_fetch_width(cs), n = 0, start = cs->rr;
 	for (int k = 0; k < cs->nparts && n < width; k++) {
-		int at = (cs->rr + k) % cs->nparts;
+		int at = (start + k) % cs->nparts;   /* rr moves below: walk from where this call began */
 		struct sb_fpart *fp = &cs->parts[at];
 		if (fp->busy)
 			continue;
