@@ -95,6 +95,7 @@ struct dp_config {
 	                                    2 after the first marker, 3 before Complete */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
+	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
 };
 
 enum dp_msg_type {

@@ -56,6 +56,7 @@ struct dp_grp {
 	struct st_log *log;
 	char dir[1024];
 	int64_t next_timer_ms;
+	int64_t next_expiry_ms;       /* offset retention's next pass */
 	struct grp_outs outs;         /* answers released by the current call */
 	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
@@ -65,13 +66,13 @@ struct dp_grp {
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
 	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
-	uint8_t what;                 /* GRP_W_REWRITE or GRP_W_META */
+	uint8_t what;                 /* GRP_W_REWRITE, GRP_W_META or GRP_W_EXPIRE */
 	uint8_t *buf;
 	struct grp_group *g;          /* GRP_W_META: groups are never freed */
 };
 
 /* What a DP_COOKIE_GROUP cookie is (the byte after kind). */
-enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META };
+enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
 /* One TxnOffsetCommit in flight: its pending-record writes. */
 struct grp_stage;
@@ -256,6 +257,10 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 		reply(c, x->w.core, r, x->w.gen);
 	}
 	o->n = 0;
+	if (g->state != GRP_EMPTY)
+		g->empty_since_ms = 0;
+	else if (!g->empty_since_ms)
+		g->empty_since_ms = dp_wall_ms();
 	if ((g->state == GRP_STABLE || g->state == GRP_EMPTY) && g->changes != g->saved_changes)
 		save_group(c, g, false);
 }
@@ -428,6 +433,14 @@ void dp_group_on_write(void *cookie, int status)
 	extern _Thread_local struct dp_core *dp_this_core;
 	switch (((uint8_t *)cookie)[1]) {
 	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
+	case GRP_W_EXPIRE: {
+		struct grp_rewrite *w = cookie;
+		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
+			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
+		dp_buf_put(w->buf);
+		free(w);
+		return;
+	}
 	case GRP_W_META: {
 		struct grp_rewrite *w = cookie;
 		if (status < 0) {
@@ -924,14 +937,14 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
 }
 
-/* Append one record with its own cookie (what: GRP_W_REWRITE or GRP_W_META). */
+/* Append one record with its own cookie (what: GRP_W_REWRITE, _META or _EXPIRE); val NULL: a tombstone. */
 static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, const uint8_t *val, int vn,
                          uint8_t what, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
-	uint8_t *buf = vn < 0 ? NULL : dp_buf_get(cap);
+	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
-	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, vn) : -ENOMEM;
+	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
 	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
 		if (buf)
@@ -1225,6 +1238,48 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	reply(c, msg->src, r, msg->gen);
 }
 
+/*
+ * Offset retention (Kafka's offsets.retention.ms): a committed offset goes
+ * once it was not committed again for the retention time and its group has
+ * had no members for as long (a group never joined, with simple commits,
+ * counts as memberless). Offsets a transaction has staged for the same
+ * partition stay. A tombstone per offset; the pass waits while any offset
+ * write is in flight, since the table learns of those only once they are
+ * durable and a tombstone behind one would erase it at the next start.
+ */
+static void expire_offsets(struct dp_core *c, int64_t now)
+{
+	struct dp_grp *t = c->grp;
+	int64_t ret = c->b->cfg.offsets_retention_ms;
+	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->compact))
+		return;
+	t->next_expiry_ms = now + (ret / 4 < 100 ? 100 : ret / 4 > 60000 ? 60000 : ret / 4);
+	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
+	const struct grp_offset **dead = cap ? malloc(cap * sizeof(*dead)) : NULL;
+	const struct grp_offset *o;
+	while (dead && (o = grp_offset_next(t->offsets, &cur))) {
+		const char *gp, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		const struct grp_group *g = grp_find(t->coord, gp, gl);
+		if (now - o->commit_ms <= ret || (g && (g->state != GRP_EMPTY || now - g->empty_since_ms <= ret)) ||
+		    grp_pending_has(t->offsets, gp, gl, tp, tl, part))
+			continue;
+		dead[n++] = o;
+	}
+	uint32_t done = 0;
+	for (; done < n; done++) {
+		/* The tombstone copies the key first: deleting frees the entry. */
+		if (append_record(c, dead[done]->key, dead[done]->key_len, NULL, -1, GRP_W_EXPIRE, NULL) < 0)
+			break;
+		grp_offset_del(t->offsets, dead[done]->key, dead[done]->key_len);
+	}
+	free(dead);
+	if (done)
+		DP_INFO("offsets: %u committed offset(s) expired (retention %lld ms)", done, (long long)ret);
+}
+
 /* Expire silent members and finish overdue rebalances. */
 void dp_group_timer(struct dp_core *c)
 {
@@ -1234,10 +1289,11 @@ void dp_group_timer(struct dp_core *c)
 		return;
 	t->next_timer_ms = now + DP_GRP_TIMER_MS;
 	maybe_compact(c);
+	expire_offsets(c, now);
 	uint32_t cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur))) {
-		if (g->nmembers == 0)
+		if (g->nmembers == 0 && g->npending == 0)
 			continue;
 		uint32_t before = g->nmembers;
 		grp_tick(g, now, &t->outs);
@@ -1283,8 +1339,11 @@ int dp_group_start(struct dp_core *c)
 	}
 	uint32_t cur = 0, stable = 0;
 	struct grp_group *g;
-	while ((g = grp_next(t->coord, &cur)))
+	while ((g = grp_next(t->coord, &cur))) {
 		stable += g->state == GRP_STABLE;
+		if (g->state == GRP_EMPTY)
+			g->empty_since_ms = dp_wall_ms();   /* not known across restarts: counted from now */
+	}
 	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions, %u groups (%u Stable)",
 	        grp_offsets_count(t->offsets), grp_pending_count(t->offsets), grp_count(t->coord), stable);
 	resolve_staged(c);

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 	"  --transaction-max-timeout-ms N  largest transaction.timeout.ms accepted (default 900000)\n"
 	"  --transaction-log-compact-records N  compact __transaction_state once it holds this many\n"
 	"                          records beyond two per transactional id (default 100000)\n"
+	"  --offsets-retention-ms N  forget a committed offset not committed again for N ms once its\n"
+	"                          group has no members (for N ms), -1 = never (default 604800000)\n"
 	"  test only (fault injection, off by default):\n"
 	"  --fault-drop-produce N  after appending, drop the Produce response with N/1000 odds\n"
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
@@ -69,7 +71,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -86,6 +88,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
+		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
 		{ 0, 0, 0, 0 },
 	};
 	*cfg = (struct dp_config){
@@ -95,6 +98,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.max_frame_bytes = 100u << 20, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
+		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
 	};
 	bool adv = false;
 	int o;
@@ -179,6 +183,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		case O_TXNCOMPACT:
 			cfg->txn_log_compact_records = strtoll(optarg, &end, 10);
 			if (*end || cfg->txn_log_compact_records < 1)
+				goto bad;
+			break;
+		case O_OFFRET:
+			cfg->offsets_retention_ms = strtoll(optarg, &end, 10);
+			if (*end || cfg->offsets_retention_ms < -1 || cfg->offsets_retention_ms == 0)
 				goto bad;
 			break;
 		case O_HELP: case 'h': usage(stdout); exit(0);

@@ -966,6 +966,15 @@ int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int6
 	return put_key(&t->pend, key, klen, offset, leader_epoch, commit_ms, meta, meta_len);
 }
 
+void grp_offset_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
+{
+	struct grp_offset *o = ptab_find(&t->tab, key, klen);
+	if (!o)
+		return;
+	ptab_del(&t->tab, key, klen);
+	offset_free(o);
+}
+
 void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
 {
 	struct grp_offset *o = ptab_find(&t->pend, key, klen);

@@ -115,6 +115,7 @@ struct grp_group {
 	uint32_t npending, pending_cap;
 	uint32_t changes;             /* bumped by every state move and member replacement */
 	uint32_t saved_changes;       /* the driver's: changes when the group was last persisted */
+	int64_t empty_since_ms;       /* the driver's: when it last became Empty (offset retention), 0 not Empty */
 };
 
 /* What an answer is for. */
@@ -318,6 +319,8 @@ int grp_pending_key_encode(uint8_t *buf, size_t cap, int64_t pid, const char *gr
 /* Stage an offset under a pending key (replaces). Returns 0, -EINVAL or -ENOMEM. */
 int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int64_t offset,
                     int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len);
+/* Drop one committed offset, by its key (absent: nothing). */
+void grp_offset_del(struct grp_offsets *t, const uint8_t *key, size_t klen);
 /* Drop one staged offset (absent: nothing). */
 void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen);
 /* Iterate the staged offsets: cursor starts at 0; no put/del while iterating. */
