@@ -17,6 +17,7 @@
 
 #include "kerr.h"
 #include "core.h"
+#include "log.h"
 
 #define DP_CTRL_OPS_MAX 1024
 
@@ -254,4 +255,20 @@ int dp_scan_data_dir(struct dp_broker *b)
 		}
 	}
 	return 0;
+}
+
+int dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
+                         struct st_log **log,
+                         int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
+                         void *arg)
+{
+	/* Small segments: compaction drops whole ones. */
+	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
+	                            .index_interval_bytes = 4096 };
+	snprintf(dir, dir_cap, "%s/%s", c->b->cfg.data_dir, name);
+	mkdir(dir, 0755);
+	int rc = st_log_open(c->io, dir, &lc, log);
+	if (rc < 0 || (rc = st_log_read_batches(*log, load, arg)) < 0)
+		DP_ERR("%s log %s: %s", what, dir, strerror(-rc));
+	return rc < 0 ? rc : 0;
 }

@@ -346,6 +346,16 @@ int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
 void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* txncoord.c: control core */
+/*
+ * Control core setup: open a coordinator's own log DATA/name (created if
+ * missing; its path into dir) and hand every stored batch to load (see
+ * st_log_read_batches). Returns 0 or -errno, logged as `what`'s failure.
+ */
+struct st_batch_hdr;
+int  dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
+                          struct st_log **log,
+                          int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
+                          void *arg);
 int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
 void dp_txnc_on_write(void *cookie, int status);

@@ -1328,15 +1328,10 @@ int dp_group_start(struct dp_core *c)
 	if (!t || grp_coord_create(&t->coord) < 0 || grp_offsets_create(&t->offsets) < 0)
 		return -ENOMEM;
 	c->grp = t;
-	snprintf(t->dir, sizeof(t->dir), "%s/__consumer_offsets", c->b->cfg.data_dir);
-	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
-	                            .index_interval_bytes = 4096 };
-	mkdir(t->dir, 0755);
-	int rc = st_log_open(c->io, t->dir, &lc, &t->log);
-	if (rc < 0 || (rc = st_log_read_batches(t->log, load_batch, t)) < 0) {
-		DP_ERR("group coordinator log %s: %s", t->dir, strerror(-rc));
+	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir), &t->log,
+	                              load_batch, t);
+	if (rc < 0)
 		return rc;
-	}
 	uint32_t cur = 0, stable = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur))) {

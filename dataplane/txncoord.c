@@ -758,15 +758,10 @@ int dp_txnc_start(struct dp_core *c)
 	if (!t || txn_coord_create(&t->coord) < 0)
 		return -ENOMEM;
 	c->txnc = t;
-	snprintf(t->dir, sizeof(t->dir), "%s/__transaction_state", c->b->cfg.data_dir);
-	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
-	                            .index_interval_bytes = 4096 };
-	mkdir(t->dir, 0755);
-	int rc = st_log_open(c->io, t->dir, &lc, &t->log);
-	if (rc < 0 || (rc = st_log_read_batches(t->log, load_batch, t)) < 0) {
-		DP_ERR("transaction coordinator log %s: %s", t->dir, strerror(-rc));
+	int rc = dp_internal_log_open(c, "__transaction_state", "transaction coordinator", t->dir, sizeof(t->dir),
+	                              &t->log, load_batch, t);
+	if (rc < 0)
 		return rc;
-	}
 	uint32_t cur = 0, n = 0, resumed = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur))) {
