@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "log.h"
 #include "nic.h"
 #include "core.h"
@@ -267,6 +268,10 @@ static int core_setup(struct dp_core *c)
 		return rc;
 	if (!c->is_data)
 		return 0;
+	if ((rc = st_codec_create(&c->codec)) < 0) {
+		DP_ERR("codec setup: %s", strerror(-rc));
+		return rc;
+	}
 	struct nic_config nc = {
 		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
 		.rx_buf_bytes = 64 * 1024, .rx_bufs = 256, .reuseport = c->b->ndata > 1,
@@ -318,6 +323,7 @@ static void core_teardown(struct dp_core *c)
 	if (c->io)
 		st_io_destroy(c->io);
 	free(c->reads);
+	st_codec_destroy(c->codec);
 	close(c->efd);
 	dp_buf_drain();
 }

@@ -34,6 +34,7 @@ struct txn_lso;
 struct dp_txnc;
 struct txn_meta;
 struct dp_grp;
+struct st_codec;
 
 /* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
 struct dp_txn_allow {
@@ -240,6 +241,7 @@ struct dp_core {
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
+	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
 	struct dp_conn *conns;        /* [DP_CONN_SLOTS]: nic handle index, or index + DP_CONNS_MAX */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;

@@ -1,6 +1,7 @@
 /*
- * produce.c - Produce on the NIC core: decode, check each batch's framing
- * and CRC32C here (spreading that cost over the receiving cores), route each
+ * produce.c - Produce on the NIC core: decode, check each batch's framing,
+ * CRC32C and records (decompressed, for gzip/snappy/lz4/zstd: codec.h) here
+ * (spreading that cost over the receiving cores), route each
  * partition's bytes to its owner without copying, and fill the response as
  * owners report durable appends. Locality: NIC core.
  */
@@ -8,13 +9,34 @@
 #include <string.h>
 
 #include "batch.h"
+#include "codec.h"
 #include "crc32c.h"
 #include "kerr.h"
 #include "req.h"
 
 
+/*
+ * The records of one well-framed batch with a good CRC, as Kafka checks them
+ * before it appends: a consumer must never be served a batch it cannot
+ * decompress or parse (one such batch stops every consumer of the partition).
+ */
+static int16_t check_batch_records(struct dp_core *c, const uint8_t *p, size_t n, const struct st_batch_hdr *h)
+{
+	int rc = st_codec_check_batch(c->codec, p, n, h);
+
+	switch (rc) {
+	case 0: return KERR_NONE;
+	case -EMSGSIZE: return KERR_MESSAGE_TOO_LARGE;   /* Kafka's RecordTooLargeException */
+	case -ENOMEM:
+		DP_ERR("produce: the %s decompressor ran out of its memory (a sizing bug)",
+		       st_batch_codec_name(h->attributes));
+		return KERR_UNKNOWN_SERVER_ERROR;
+	default: return KERR_CORRUPT_MESSAGE;   /* -EBADMSG, and codec ids 5..7 (-ENOTSUP) */
+	}
+}
+
 /* Validate the batches of one partition; returns a Kafka error code. */
-static int16_t check_records(struct kbytes rec, int16_t version, uint32_t *nbatch)
+static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t version, uint32_t *nbatch)
 {
 	*nbatch = 0;
 	if (rec.len <= 0)
@@ -38,6 +60,9 @@ static int16_t check_records(struct kbytes rec, int16_t version, uint32_t *nbatc
 			return KERR_INVALID_RECORD;   /* clients may not write control batches */
 		if ((h.attributes & ST_BATCH_ATTR_COMPRESSION) == ST_BATCH_CODEC_ZSTD && version < 7)
 			return KERR_UNSUPPORTED_COMPRESSION_TYPE;   /* zstd needs Produce v7 (KIP-110) */
+		int16_t err = check_batch_records(c, p, (size_t)n, &h);
+		if (err)
+			return err;
 		p += n;
 		left -= (size_t)n;
 		(*nbatch)++;
@@ -91,7 +116,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			else if (v < 3)
 				pr->ErrorCode = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT; /* magic 0/1 message sets */
 			else
-				pr->ErrorCode = check_records(pd->Records, v, &nbatch);
+				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch);
 			if (pr->ErrorCode)
 				continue;
 			/*

@@ -15,6 +15,7 @@ import argparse
 import socket
 import struct
 import sys
+import gzip
 import time
 import zlib
 
@@ -23,6 +24,7 @@ CLIENT_ID = b'bad_client'
 
 # Kafka error codes used below (README.md section 7).
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 2, 3
+MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION, UNSUPPORTED_VERSION = 17, 35
 UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_RECORD = 43, 87
 UNSUPPORTED_COMPRESSION_TYPE = 76
@@ -246,13 +248,50 @@ def record(offset_delta, key, value):
     return varint(len(body)) + body
 
 
-def batch_v2(n=3, magic=2, corrupt_crc=False, length_delta=0, attributes=0):
+def records_v2(n=3):
+    return b''.join(record(i, b'bad-%d' % i, b'value-%d' % i) for i in range(n))
+
+
+def batch_v2(n=3, magic=2, corrupt_crc=False, length_delta=0, attributes=0, recs=None, count=None):
+    """A RecordBatch v2 of n records (recs: its records section as sent, e.g.
+    compressed; count: the header's record count if it should differ)."""
     ts = int(time.time() * 1000)
-    recs = b''.join(record(i, b'bad-%d' % i, b'value-%d' % i) for i in range(n))
-    after_crc = struct.pack('>hiqqqhii', attributes, n - 1, ts, ts, -1, -1, -1, n) + recs
+    recs = records_v2(n) if recs is None else recs
+    count = n if count is None else count
+    after_crc = struct.pack('>hiqqqhii', attributes, count - 1, ts, ts, -1, -1, -1, count) + recs
     crc = crc32c(after_crc) ^ (0x5A5A5A5A if corrupt_crc else 0)
     batch_len = 4 + 1 + 4 + len(after_crc) + length_delta
     return struct.pack('>qiibI', 0, batch_len, -1, magic, crc) + after_crc
+
+
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+
+
+def snappy_raw(data):
+    """A valid raw snappy stream of literals only (what the broker must
+    decode; snappy has no stdlib encoder): varint length, then literal runs."""
+    out = bytearray(uvarint(len(data)))
+    for i in range(0, len(data), 65536):
+        chunk = data[i:i + 65536]
+        n = len(chunk) - 1
+        if n < 60:
+            out.append(n << 2)
+        elif n < 256:
+            out += bytes([60 << 2, n])
+        else:
+            out += bytes([61 << 2]) + struct.pack('<H', n)
+        out += chunk
+    return bytes(out)
+
+
+def zstd_raw(data):
+    """A valid zstd frame of raw (stored) blocks: magic, a single-segment
+    header with a 4-byte content size, blocks of at most 128 KiB."""
+    out = bytearray(struct.pack('<IB', 0xFD2FB528, 0xA0) + struct.pack('<I', len(data)))
+    blocks = [data[i:i + 131072] for i in range(0, len(data), 131072)] or [b'']
+    for i, b in enumerate(blocks):
+        out += struct.pack('<I', (len(b) << 3) | (i == len(blocks) - 1))[:3] + b
+    return bytes(out)
 
 
 def message_set_v1():
@@ -568,8 +607,7 @@ def fetch_error(port, version, topic, partition, offset):
 
 
 def case_zstd_needs_produce_v7_and_fetch_v10(a):
-    # The broker never decompresses, so a zstd-flagged batch with plain records will do.
-    zstd = batch_v2(attributes=4)
+    zstd = batch_v2(attributes=ZSTD, recs=zstd_raw(records_v2()))
     c = Conn(a.port)
     try:
         res = parse_produce_v7(c.call(API_PRODUCE, 6, produce_v7_body(a.known_topic, 1, zstd)))
@@ -587,6 +625,79 @@ def case_zstd_needs_produce_v7_and_fetch_v10(a):
     if err != NONE or n != len(zstd):
         return f'Fetch v11 of a zstd batch: error {err}, {n} bytes, want 0 and {len(zstd)}'
     return None
+
+
+def appended_nothing(a, partition, records, want):
+    """A good batch, then records (answered `want`), then a good batch again:
+    the second good one must start right after the first (nothing appended)."""
+    err, base = produce_error(a.port, a.known_topic, partition, batch_v2())
+    if err != NONE:
+        return f'good batch before: error {err}'
+    err, _ = produce_error(a.port, a.known_topic, partition, records)
+    if err != want:
+        return f'error {err}, want {want}'
+    err, after = produce_error(a.port, a.known_topic, partition, batch_v2())
+    if err != NONE:
+        return f'good batch after: error {err}'
+    return None if after == base + 3 else f'offsets {base} then {after}: the bad batch took offsets'
+
+
+# Garbage flagged compressed (issue 10 item 10): Kafka decompresses and checks
+# every batch on produce; a batch no consumer can read must never be stored.
+def case_compressed_snappy_garbage(a):
+    return appended_nothing(a, 0, batch_v2(attributes=SNAPPY, recs=bytes(range(7, 207))), CORRUPT_MESSAGE)
+
+
+def case_lone_snappy_garbage(a):
+    # The same batch alone, for compression.sh: a consumer of that partition must
+    # then read what librdkafka wrote there, and nothing else.
+    return expect_produce_error(a, a.known_topic, 0,
+                                batch_v2(attributes=SNAPPY, recs=bytes(range(7, 207))), CORRUPT_MESSAGE)
+
+
+def case_compressed_garbage_each_codec(a):
+    junk = bytes((i * 37 + 11) & 0xff for i in range(300))
+    for codec in (GZIP, SNAPPY, LZ4, ZSTD):
+        why = appended_nothing(a, 0, batch_v2(attributes=codec, recs=junk), CORRUPT_MESSAGE)
+        if why:
+            return f'codec {codec}: {why}'
+        # Plain records flagged compressed.
+        why = appended_nothing(a, 0, batch_v2(attributes=codec), CORRUPT_MESSAGE)
+        if why:
+            return f'codec {codec}, uncompressed records: {why}'
+    return None
+
+
+def case_compressed_valid_accepted(a):
+    for codec, recs in ((GZIP, gzip.compress(records_v2(5))), (SNAPPY, snappy_raw(records_v2(5))),
+                        (ZSTD, zstd_raw(records_v2(5)))):
+        err, base = produce_error(a.port, a.known_topic, 0, batch_v2(5, attributes=codec, recs=recs))
+        if err != NONE:
+            return f'codec {codec}: error {err}'
+    return None
+
+
+def case_compressed_truncated(a):
+    recs = gzip.compress(records_v2(50))
+    return appended_nothing(a, 0, batch_v2(50, attributes=GZIP, recs=recs[:-5]), CORRUPT_MESSAGE)
+
+
+def case_compressed_wrong_count(a):
+    # Well-compressed, well-formed records, but not as many as the header says.
+    why = appended_nothing(a, 0, batch_v2(4, attributes=GZIP, recs=gzip.compress(records_v2(3))),
+                           CORRUPT_MESSAGE)
+    if why:
+        return 'gzip, 3 records for 4: ' + why
+    why = appended_nothing(a, 0, batch_v2(3, recs=records_v2(4)), CORRUPT_MESSAGE)
+    return 'uncompressed, 4 records for 3: ' + why if why else None
+
+
+def case_compressed_bomb(a):
+    # 40 MiB of zeros in one record: ~40 KB of gzip, past the decompressed limit (32 MiB).
+    value = bytes(40 << 20)
+    body = b'\x00' + varint(0) + varint(0) + varint(-1) + varint(len(value)) + value + varint(0)
+    recs = gzip.compress(varint(len(body)) + body, compresslevel=1)
+    return appended_nothing(a, 0, batch_v2(1, attributes=GZIP, recs=recs), MESSAGE_TOO_LARGE)
 
 
 def case_metadata_bad_names(a):
@@ -618,6 +729,9 @@ CASES = [
     case_produce_batch_length_too_big, case_produce_batch_length_too_small,
     case_produce_records_truncated, case_records_length_overruns_frame,
     case_zstd_needs_produce_v7_and_fetch_v10, case_metadata_bad_names,
+    case_compressed_snappy_garbage, case_lone_snappy_garbage, case_compressed_garbage_each_codec,
+    case_compressed_valid_accepted, case_compressed_truncated, case_compressed_wrong_count,
+    case_compressed_bomb,
 ]
 
 
