@@ -315,16 +315,31 @@ static int check_lz4(struct st_codec *z, struct st_recs_check *v, const uint8_t 
 	return 0;
 }
 
+/*
+ * A zstd frame or a skippable frame starts at p. Anything else, legacy
+ * (v0.x) frames included, is refused here: libzstd would hand those to its
+ * legacy decoders, which allocate and which a static context cannot use.
+ */
+static bool zstd_frame_start(const uint8_t *p, size_t n)
+{
+	if (n < 4)
+		return false;
+	uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	return magic == ZSTD_MAGICNUMBER || (magic & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
+}
+
 static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t *p, size_t n)
 {
 	ZSTD_outBuffer out = { z->scratch, ST_BATCH_DECOMPRESSED_BYTES_MAX, 0 };
 	ZSTD_inBuffer in = { p, n, 0 };
-	size_t fed = 0, hint = 1;
+	size_t fed = 0, hint = 0;   /* 0: at a frame's start */
 	int rc;
 
 	ZSTD_DCtx_reset(z->zstd, ZSTD_reset_session_only);
 	/* Frames follow one another; skippable frames are passed over by zstd. */
 	while (in.pos < in.size) {
+		if (hint == 0 && !zstd_frame_start(p + in.pos, n - in.pos))
+			return -EBADMSG;
 		hint = ZSTD_decompressStream(z->zstd, &out, &in);
 		if (ZSTD_isError(hint))
 			return ZSTD_getErrorCode(hint) == ZSTD_error_dstSize_tooSmall ? -EMSGSIZE :
@@ -336,7 +351,8 @@ static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t
 		if (hint != 0 && out.pos == out.size)
 			return -EMSGSIZE;   /* more to come and no room left */
 	}
-	return hint == 0 ? 0 : -EBADMSG;   /* hint != 0: the input ended inside a frame */
+	/* hint != 0: the input ended inside a frame (or there was no frame at all). */
+	return hint == 0 && in.size > 0 ? 0 : -EBADMSG;
 }
 
 int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)

@@ -215,6 +215,18 @@ static void test_garbage(void)
 	c = snappy_xerial_pack(plain, n, packed, BUF_BYTES, 1 << 20);
 	memset(packed + 21, 0xff, c - 21);
 	CU_ASSERT_EQUAL(check(mk_batch(SNAPPY, 3, 2, packed, c)), -EBADMSG);
+	/* zstd: a legacy (v0.5) frame, and a good frame followed by a legacy one or by junk. */
+	c = zstd_pack(plain, n, packed, BUF_BYTES, false);
+	packed[0] = 0x25;
+	CU_ASSERT_EQUAL(check(mk_batch(ZSTD, 3, 2, packed, c)), -EBADMSG);
+	size_t half = n / 2;
+	c = zstd_pack(plain, half, packed, BUF_BYTES, false);
+	size_t c2 = zstd_pack(plain + half, n - half, packed + c, BUF_BYTES - c, false);
+	CU_ASSERT_EQUAL(check(mk_batch(ZSTD, 3, 2, packed, c + c2)), 0);
+	packed[c] = 0x25;
+	CU_ASSERT_EQUAL(check(mk_batch(ZSTD, 3, 2, packed, c + c2)), -EBADMSG);
+	memset(packed + c, 0, c2);
+	CU_ASSERT_EQUAL(check(mk_batch(ZSTD, 3, 2, packed, c + c2)), -EBADMSG);
 	/* A codec id past zstd. */
 	CU_ASSERT_EQUAL(check(mk_batch(5, 3, 2, plain, n)), -ENOTSUP);
 }
