@@ -191,13 +191,15 @@ pass() {
 	exit 0
 }
 
-# kafkajs_ready: node_modules/kafkajs 2.2.4 in $JSDIR, installed with `npm ci`
+# kafkajs_ready: node_modules/kafkajs 2.2.4 (and kafkajs-snappy) in $JSDIR, installed with `npm ci`
 # if missing; skips (77) without node/npm or without a network.
 kafkajs_ready() {
 	JSDIR=$(cd "$(dirname "$0")/kafkajs" && pwd)
 	command -v node >/dev/null || skip "node is not installed"
+	# kafkajs-snappy (pure JS) too: kafkajs has no snappy codec of its own.
 	node -e 'process.exit(require(process.argv[1]).version === "2.2.4" ? 0 : 1)' \
-		"$JSDIR/node_modules/kafkajs/package.json" 2>/dev/null && return 0
+		"$JSDIR/node_modules/kafkajs/package.json" 2>/dev/null &&
+		[ -f "$JSDIR/node_modules/kafkajs-snappy/package.json" ] && return 0
 	command -v npm >/dev/null || skip "npm is not installed"
 	log "installing kafkajs with npm ci in $JSDIR"
 	if ! (cd "$JSDIR" && timeout 300 npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then

@@ -15,7 +15,7 @@
 // The value layout must match rdk_load.c: u64 LE i, filler byte j =
 // (i * 131 + j) & 0xff, FNV-1a 32 (LE) of everything before it.
 'use strict';
-const { Kafka, logLevel, Partitioners } = require('kafkajs');
+const { Kafka, logLevel, Partitioners, CompressionTypes, CompressionCodecs } = require('kafkajs');
 
 const [bootstrap, topic, countArg] = process.argv.slice(2);
 const COUNT = Number(countArg || 20000);
@@ -25,6 +25,15 @@ const SIZE = 100;
 const DEADLINE_MS = 180000;
 // KJS_IDEMPOTENT=1: idempotent producer (kafkajs.sh then has the broker drop responses).
 const IDEMPOTENT = process.env.KJS_IDEMPOTENT === '1';
+// KJS_COMPRESSION=gzip|snappy: compress every batch (the broker decompresses and
+// checks each one on produce). kafkajs-snappy sends raw snappy, not Xerial.
+const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy };
+const COMPRESSION = CODECS[process.env.KJS_COMPRESSION || 'none'];
+if (COMPRESSION === undefined) {
+  console.error(`KJS_COMPRESSION=${process.env.KJS_COMPRESSION}: want one of ${Object.keys(CODECS)}`);
+  process.exit(2);
+}
+if (COMPRESSION === CompressionTypes.Snappy) CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
 
 if (!bootstrap || !topic || !(COUNT > 0)) {
   console.error('usage: node test.js BOOTSTRAP TOPIC [COUNT]');
@@ -89,7 +98,7 @@ async function main() {
       perPart[partitioner({ topic, partitionMetadata, message: m })]++;
       messages.push(m);
     }
-    const res = await producer.send({ topic, acks: -1, messages });
+    const res = await producer.send({ topic, acks: -1, messages, compression: COMPRESSION });
     const seen = new Set();
     for (const r of res) {
       check(r.topicName === topic, `result for topic ${r.topicName}`);
