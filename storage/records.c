@@ -109,6 +109,76 @@ static bool rc_field(struct st_recs_check *v, int64_t x)
 	}
 }
 
+/*
+ * One varint from [*p, end) of at most max bytes: 1 and *x (zig-zag decoded,
+ * *p moved past it), 0 if end comes first, -1 if malformed (too long, or an
+ * int32 field with bits past 32). The same rules as the byte-at-a-time path.
+ */
+static int rc_varint(const uint8_t **p, const uint8_t *end, int max, int64_t *x)
+{
+	const uint8_t *q = *p;
+	uint64_t u = 0;
+
+	for (int i = 0; i < max; i++) {
+		if (q + i >= end)
+			return 0;
+		u |= (uint64_t)(q[i] & 0x7f) << (7 * i);
+		if (!(q[i] & 0x80)) {
+			if (max == RC_VARINT_BYTES_MAX && u > UINT32_MAX)
+				return -1;
+			*x = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+			*p = q + i + 1;
+			return 1;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Fast path, at a record's start: if the whole record lies in [p0, end),
+ * check it in place and return its bytes; 0 if it does not (the caller goes
+ * on byte by byte); -1 if it is malformed. It must agree with the state
+ * machine on every input (fuzz_records compares the two).
+ */
+static long rc_whole(struct st_recs_check *v, const uint8_t *p0, const uint8_t *end)
+{
+	const uint8_t *p = p0, *e;
+	int64_t len, x;
+	int r = rc_varint(&p, end, RC_VARINT_BYTES_MAX, &len);
+
+	if (r <= 0)
+		return r;
+	if (len < 1)
+		return -1;
+	if (len > end - p)
+		return 0;
+	e = p + len;
+	p++;   /* attributes */
+	if (rc_varint(&p, e, RC_VARLONG_BYTES_MAX, &x) <= 0 ||                    /* timestampDelta */
+	    rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x != v->seen)       /* offsetDelta */
+		return -1;
+	for (int f = 0; f < 2; f++) {                                             /* key, value */
+		if (rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x < -1 || x > e - p)
+			return -1;
+		p += x > 0 ? x : 0;
+	}
+	int64_t headers;
+	if (rc_varint(&p, e, RC_VARINT_BYTES_MAX, &headers) <= 0 || headers < 0 || headers > (e - p) / 2)
+		return -1;
+	for (int64_t i = 0; i < headers; i++) {
+		if (rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x < 0 || x > e - p)
+			return -1;
+		p += x;
+		if (rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x < -1 || x > e - p)
+			return -1;
+		p += x > 0 ? x : 0;
+	}
+	if (p != e)
+		return -1;
+	v->seen++;
+	return (long)(e - p0);
+}
+
 int st_recs_check_feed(struct st_recs_check *v, const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
@@ -130,6 +200,15 @@ int st_recs_check_feed(struct st_recs_check *v, const uint8_t *p, size_t n)
 		if (v->state == RC_LENGTH) {
 			if (v->seen == v->count)
 				return rc_fail(v);   /* bytes after the last record */
+			if (v->vbytes == 0) {
+				long used = rc_whole(v, p, end);
+				if (used < 0)
+					return rc_fail(v);
+				if (used > 0) {
+					p += used;
+					continue;
+				}
+			}
 		} else {
 			if (v->body_left == 0)
 				return rc_fail(v);   /* a field past the record's end */
