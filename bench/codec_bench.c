@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 			t0 = now_s();
 			do {
 				for (int i = 0; i < 4; i++)
-					if (st_codec_check_batch(z, batch, total, &h) != 0) {
+					if (st_codec_check_batch(z, batch, total, &h, ST_BATCH_DECOMPRESSED_BYTES_MAX) != 0) {
 						fprintf(stderr, "codec %d: a valid batch failed the check\n", codec);
 						return 1;
 					}

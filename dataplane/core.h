@@ -65,6 +65,15 @@ struct dp_txn_allow {
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 #define DP_ARENA_BASE_BYTES     16384
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
+/* One Produce request may make its core decompress at most this much to check
+ * its batches (storage/codec.h; each batch also at most
+ * ST_BATCH_DECOMPRESSED_BYTES_MAX); beyond, its remaining compressed batches
+ * are refused with MESSAGE_TOO_LARGE. A gzip bomb of ~40 KB inflates to the
+ * 32 MiB batch limit in ~0.2-0.3 s here, so without it one 100 MB request of
+ * bombs would hold a NIC core for minutes; with it, for about a second at
+ * most, while legitimate requests (clients cap them at 1 MB compressed by
+ * default) stay far below. */
+#define DP_PRODUCE_DECOMPRESSED_BYTES_MAX (128u << 20)
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };

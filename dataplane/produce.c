@@ -5,6 +5,7 @@
  * partition's bytes to its owner without copying, and fill the response as
  * owners report durable appends. Locality: NIC core.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -14,15 +15,23 @@
 #include "kerr.h"
 #include "req.h"
 
+_Static_assert(DP_PRODUCE_DECOMPRESSED_BYTES_MAX >= ST_BATCH_DECOMPRESSED_BYTES_MAX,
+               "a request's budget holds at least one largest batch");
+
 
 /*
  * The records of one well-framed batch with a good CRC, as Kafka checks them
  * before it appends: a consumer must never be served a batch it cannot
  * decompress or parse (one such batch stops every consumer of the partition).
  */
-static int16_t check_batch_records(struct dp_core *c, const uint8_t *p, size_t n, const struct st_batch_hdr *h)
+static int16_t check_batch_records(struct dp_core *c, const uint8_t *p, size_t n, const struct st_batch_hdr *h,
+                                   uint32_t *inflate_left)
 {
-	int rc = st_codec_check_batch(c->codec, p, n, h);
+	uint32_t max = *inflate_left < ST_BATCH_DECOMPRESSED_BYTES_MAX ? *inflate_left : ST_BATCH_DECOMPRESSED_BYTES_MAX;
+	assert(c->codec);   /* data cores only, and only they take Produce */
+	int rc = st_codec_check_batch(c->codec, p, n, h, max);
+	assert(st_codec_last_bytes(c->codec) <= max);
+	*inflate_left -= (uint32_t)st_codec_last_bytes(c->codec);
 
 	switch (rc) {
 	case 0: return KERR_NONE;
@@ -35,8 +44,11 @@ static int16_t check_batch_records(struct dp_core *c, const uint8_t *p, size_t n
 	}
 }
 
-/* Validate the batches of one partition; returns a Kafka error code. */
-static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t version, uint32_t *nbatch)
+/* Validate the batches of one partition, decompressing at most *inflate_left
+ * (what is left of the request's budget; lowered by what was used); returns a
+ * Kafka error code. */
+static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t version, uint32_t *nbatch,
+                             uint32_t *inflate_left)
 {
 	*nbatch = 0;
 	if (rec.len <= 0)
@@ -60,7 +72,7 @@ static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t versi
 			return KERR_INVALID_RECORD;   /* clients may not write control batches */
 		if ((h.attributes & ST_BATCH_ATTR_COMPRESSION) == ST_BATCH_CODEC_ZSTD && version < 7)
 			return KERR_UNSUPPORTED_COMPRESSION_TYPE;   /* zstd needs Produce v7 (KIP-110) */
-		int16_t err = check_batch_records(c, p, (size_t)n, &h);
+		int16_t err = check_batch_records(c, p, (size_t)n, &h, inflate_left);
 		if (err)
 			return err;
 		p += n;
@@ -85,6 +97,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	if (!resp->Responses)
 		return -1;
 	resp->Responses_n = nt;
+	uint32_t inflate_left = DP_PRODUCE_DECOMPRESSED_BYTES_MAX;   /* this request's decompression budget */
 
 	for (int32_t i = 0; i < nt; i++) {
 		struct ProduceRequest_TopicProduceData *td = &req->TopicData[i];
@@ -116,7 +129,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			else if (v < 3)
 				pr->ErrorCode = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT; /* magic 0/1 message sets */
 			else
-				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch);
+				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch, &inflate_left);
 			if (pr->ErrorCode)
 				continue;
 			/*

@@ -64,6 +64,7 @@ struct st_codec {
 	uint8_t *window;            /* [ST_CODEC_WINDOW_BYTES] gzip and lz4 output */
 	uint8_t *scratch;           /* [ST_BATCH_DECOMPRESSED_BYTES_MAX] snappy blocks, zstd frames */
 	uint64_t last_bytes;
+	uint32_t max_bytes;         /* this batch's limit (st_codec_check_batch) */
 };
 
 static void *pool_alloc(struct codec_pool *p, size_t n)
@@ -207,7 +208,7 @@ uint64_t st_codec_last_bytes(const struct st_codec *z)
 /* Count n more decompressed bytes and check them; -EMSGSIZE past the limit. */
 static int out_bytes(struct st_codec *z, struct st_recs_check *v, const uint8_t *p, size_t n)
 {
-	if (n > ST_BATCH_DECOMPRESSED_BYTES_MAX - z->last_bytes)
+	if (n > z->max_bytes - z->last_bytes)
 		return -EMSGSIZE;
 	z->last_bytes += n;
 	return st_recs_check_feed(v, p, n);
@@ -254,7 +255,7 @@ static int snappy_block(struct st_codec *z, struct st_recs_check *v, const uint8
 	if (snappy_uncompressed_length((const char *)p, n, &ulen) != SNAPPY_OK)
 		return -EBADMSG;
 	/* The length is the block's own claim: refuse it before any work if it is too big. */
-	if (ulen > ST_BATCH_DECOMPRESSED_BYTES_MAX - z->last_bytes)
+	if (ulen > z->max_bytes - z->last_bytes)
 		return -EMSGSIZE;
 	if (snappy_uncompress((const char *)p, n, (char *)z->scratch, &ulen) != SNAPPY_OK)
 		return -EBADMSG;
@@ -330,7 +331,7 @@ static bool zstd_frame_start(const uint8_t *p, size_t n)
 
 static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t *p, size_t n)
 {
-	ZSTD_outBuffer out = { z->scratch, ST_BATCH_DECOMPRESSED_BYTES_MAX, 0 };
+	ZSTD_outBuffer out = { z->scratch, z->max_bytes, 0 };
 	ZSTD_inBuffer in = { p, n, 0 };
 	size_t fed = 0, hint = 0;   /* 0: at a frame's start */
 	int rc;
@@ -355,7 +356,8 @@ static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t
 	return hint == 0 && in.size > 0 ? 0 : -EBADMSG;
 }
 
-int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
+int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
+                         uint32_t max_bytes)
 {
 	struct st_recs_check v;
 	const uint8_t *p = batch + ST_BATCH_HEADER_BYTES;
@@ -363,7 +365,9 @@ int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, c
 	int rc;
 
 	assert(len >= ST_BATCH_HEADER_BYTES && len == (size_t)h->batch_length + 12);
+	assert(max_bytes <= ST_BATCH_DECOMPRESSED_BYTES_MAX);
 	z->last_bytes = 0;
+	z->max_bytes = max_bytes;
 	if (st_recs_check_init(&v, h) < 0)
 		return -EBADMSG;
 	switch (h->attributes & ST_BATCH_ATTR_COMPRESSION) {

@@ -60,17 +60,20 @@ void st_codec_destroy(struct st_codec *z);
 /*
  * Check the records of the batch at batch (len bytes: the whole batch, parsed
  * into h; the CRC is the caller's): decompress them if the batch is
- * compressed and run them through the records checker. Returns 0 if they
- * are well-formed; -EBADMSG if the compressed stream or a record is
- * malformed, truncated or followed by extra records' bytes; -EMSGSIZE if
- * they decompress to more than ST_BATCH_DECOMPRESSED_BYTES_MAX; -ENOTSUP
- * for a codec id past zstd (5..7); -ENOMEM if a codec wanted more memory
- * than was set aside (a bug in the sizing here, not the client's fault).
+ * compressed and run them through the records checker, decompressing at
+ * most max_bytes (<= ST_BATCH_DECOMPRESSED_BYTES_MAX: the caller's budget).
+ * Returns 0 if they are well-formed; -EBADMSG if the compressed stream or a
+ * record is malformed, truncated or followed by extra records' bytes;
+ * -EMSGSIZE if they decompress to more than max_bytes; -ENOTSUP for a codec
+ * id past zstd (5..7); -ENOMEM if a codec wanted more memory than was set
+ * aside (a bug in the sizing here, not the client's fault).
  * Locality: the core that owns z.
  */
-int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h);
+int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
+                         uint32_t max_bytes);
 
-/* Bytes the last st_codec_check_batch decompressed (0 for an uncompressed batch). Locality: owner of z. */
+/* Bytes the last st_codec_check_batch decompressed (0 for an uncompressed batch), at most its
+ * max_bytes: what the check cost, for the caller's budget. Locality: owner of z. */
 uint64_t st_codec_last_bytes(const struct st_codec *z);
 
 #endif

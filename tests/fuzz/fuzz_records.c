@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct st_batch_hdr h;
 	if (st_batch_parse(b, total, &h) != (int)total)
 		return 0;
-	int rc = st_codec_check_batch(fuzz_codec, b, total, &h);
+	int rc = st_codec_check_batch(fuzz_codec, b, total, &h, ST_BATCH_DECOMPRESSED_BYTES_MAX);
 	fuzz_check(rc == 0 || rc == -EBADMSG || rc == -EMSGSIZE || rc == -ENOTSUP, "odd error");
 	fuzz_check(st_codec_last_bytes(fuzz_codec) <= ST_BATCH_DECOMPRESSED_BYTES_MAX, "past the limit");
 	fuzz_check(codec <= ST_BATCH_CODEC_ZSTD || rc != 0, "codec 5..7 accepted");

@@ -700,6 +700,18 @@ def case_compressed_bomb(a):
     return appended_nothing(a, 0, batch_v2(1, attributes=GZIP, recs=recs), MESSAGE_TOO_LARGE)
 
 
+def case_compressed_request_budget(a):
+    # Batches that each decompress to 30 MiB (under the 32 MiB batch limit): four
+    # in one request fit its 128 MiB budget, five do not (and nothing is appended).
+    value = bytes(30 << 20)
+    body = b'\x00' + varint(0) + varint(0) + varint(-1) + varint(len(value)) + value + varint(0)
+    one = batch_v2(1, attributes=GZIP, recs=gzip.compress(varint(len(body)) + body, compresslevel=1))
+    err, _ = produce_error(a.port, a.known_topic, 1, one * 4)
+    if err != NONE:
+        return f'4 x 30 MiB: error {err}, want {NONE}'
+    return appended_nothing(a, 1, one * 5, MESSAGE_TOO_LARGE)
+
+
 def case_metadata_bad_names(a):
     c = Conn(a.port)
     try:
@@ -731,7 +743,7 @@ CASES = [
     case_zstd_needs_produce_v7_and_fetch_v10, case_metadata_bad_names,
     case_compressed_snappy_garbage, case_lone_snappy_garbage, case_compressed_garbage_each_codec,
     case_compressed_valid_accepted, case_compressed_truncated, case_compressed_wrong_count,
-    case_compressed_bomb,
+    case_compressed_bomb, case_compressed_request_budget,
 ]
 
 

@@ -58,6 +58,9 @@ static size_t mk_batch(int16_t attrs, int32_t count, int32_t lod, const uint8_t 
 	return total;
 }
 
+/* Decompression budget given to check(): the per-batch limit unless a test lowers it. */
+static uint32_t max_bytes = ST_BATCH_DECOMPRESSED_BYTES_MAX;
+
 /* Check `batch` of total bytes. */
 static int check(size_t total)
 {
@@ -65,7 +68,7 @@ static int check(size_t total)
 	int n = st_batch_parse(batch, total, &h);
 	CU_ASSERT_EQUAL_FATAL(n, (int)total);
 	CU_ASSERT_FATAL(st_batch_crc_ok(batch, total));
-	return st_codec_check_batch(z, batch, total, &h);
+	return st_codec_check_batch(z, batch, total, &h, max_bytes);
 }
 
 /* Records section r -> codec's stream in packed; returns its length. */
@@ -279,6 +282,20 @@ static void test_bomb(void)
 	/* Xerial blocks that each fit but add up past the limit. */
 	size_t c = snappy_xerial_pack(plain, n, packed, BUF_BYTES, 4 << 20);
 	CU_ASSERT_EQUAL(check(mk_batch(SNAPPY, 1, 0, packed, c)), -EMSGSIZE);
+	/* A caller's smaller budget (what is left of a request's) bounds the work the same way. */
+	n = recs(100, 1000);
+	for (int codec = GZIP; codec <= ZSTD; codec++) {
+		size_t c = pack(codec, n);
+		max_bytes = (uint32_t)n - 1;
+		CU_ASSERT_EQUAL(check(mk_batch((int16_t)codec, 100, 99, packed, c)), -EMSGSIZE);
+		CU_ASSERT(st_codec_last_bytes(z) < n);
+		max_bytes = 0;
+		CU_ASSERT_EQUAL(check(mk_batch((int16_t)codec, 100, 99, packed, c)), -EMSGSIZE);
+		max_bytes = (uint32_t)n;
+		CU_ASSERT_EQUAL(check(mk_batch((int16_t)codec, 100, 99, packed, c)), 0);
+		CU_ASSERT_EQUAL(st_codec_last_bytes(z), n);
+		max_bytes = ST_BATCH_DECOMPRESSED_BYTES_MAX;
+	}
 	/* Just under the limit is fine. */
 	n = recs(1, ST_BATCH_DECOMPRESSED_BYTES_MAX - 64);
 	CU_ASSERT(n <= ST_BATCH_DECOMPRESSED_BYTES_MAX);
