@@ -20,6 +20,62 @@
 #include "records.h"
 #include "ut_batch.h"
 
+/*
+ * The check must not allocate (it runs on a poll core): this executable's own
+ * malloc family interposes on every library's (zlib, LZ4F, zstd, snappy's
+ * C++) and counts the calls made while `counting` is set, i.e. inside
+ * st_codec_check_batch; glibc's __libc_* do the work.
+ */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+static bool counting;
+static unsigned long allocs;
+
+void *malloc(size_t n)
+{
+	allocs += counting;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	allocs += counting;
+	return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+	allocs += counting;
+	return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	allocs += counting;
+	return __libc_memalign(align, n);
+}
+
+void *memalign(size_t align, size_t n)
+{
+	allocs += counting;
+	return __libc_memalign(align, n);
+}
+
+int posix_memalign(void **p, size_t align, size_t n)
+{
+	allocs += counting;
+	*p = __libc_memalign(align, n);
+	return *p ? 0 : ENOMEM;
+}
+
+void free(void *p)
+{
+	__libc_free(p);
+}
+
 #define BIG (48u << 20)   /* past ST_BATCH_DECOMPRESSED_BYTES_MAX */
 _Static_assert(BIG > ST_BATCH_DECOMPRESSED_BYTES_MAX + (1u << 20), "bomb size");
 
@@ -68,7 +124,12 @@ static int check(size_t total)
 	int n = st_batch_parse(batch, total, &h);
 	CU_ASSERT_EQUAL_FATAL(n, (int)total);
 	CU_ASSERT_FATAL(st_batch_crc_ok(batch, total));
-	return st_codec_check_batch(z, batch, total, &h, max_bytes);
+	allocs = 0;
+	counting = true;
+	int rc = st_codec_check_batch(z, batch, total, &h, max_bytes);
+	counting = false;
+	CU_ASSERT_EQUAL(allocs, 0);
+	return rc;
 }
 
 /* Records section r -> codec's stream in packed; returns its length. */
@@ -153,6 +214,17 @@ static size_t pack(int codec, size_t n)
 	case ZSTD: return zstd_pack(plain, n, packed, BUF_BYTES, false);
 	default: memcpy(packed, plain, n); return n;
 	}
+}
+
+/* The counting itself works (else "no allocation" would prove nothing). */
+static void test_alloc_counter(void)
+{
+	allocs = 0;
+	counting = true;
+	void *volatile p = malloc(16);
+	free(p);
+	counting = false;
+	CU_ASSERT_EQUAL(allocs, 1);
 }
 
 static void test_valid_each_codec(void)
@@ -431,6 +503,7 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return CU_get_error();
 	s = CU_add_suite("codec", NULL, NULL);
+	CU_add_test(s, "the allocation counter counts", test_alloc_counter);
 	CU_add_test(s, "valid batches of each codec", test_valid_each_codec);
 	CU_add_test(s, "xerial/raw snappy, lz4 block sizes, zstd streams, gzip members", test_valid_framings);
 	CU_add_test(s, "garbage flagged compressed", test_garbage);
