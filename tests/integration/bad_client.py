@@ -668,6 +668,12 @@ def case_compressed_garbage_each_codec(a):
     return None
 
 
+def case_compressed_garbage_after_good(a):
+    # A good batch and then a bad one for the same partition: neither is appended.
+    bad = batch_v2(attributes=SNAPPY, recs=bytes(range(7, 207)))
+    return appended_nothing(a, 0, batch_v2() + bad, CORRUPT_MESSAGE)
+
+
 def case_compressed_valid_accepted(a):
     for codec, recs in ((GZIP, gzip.compress(records_v2(5))), (SNAPPY, snappy_raw(records_v2(5))),
                         (ZSTD, zstd_raw(records_v2(5)))):
@@ -742,7 +748,7 @@ CASES = [
     case_produce_records_truncated, case_records_length_overruns_frame,
     case_zstd_needs_produce_v7_and_fetch_v10, case_metadata_bad_names,
     case_compressed_snappy_garbage, case_lone_snappy_garbage, case_compressed_garbage_each_codec,
-    case_compressed_valid_accepted, case_compressed_truncated, case_compressed_wrong_count,
+    case_compressed_garbage_after_good, case_compressed_valid_accepted, case_compressed_truncated, case_compressed_wrong_count,
     case_compressed_bomb, case_compressed_request_budget,
 ]
 
