@@ -18,7 +18,6 @@
 _Static_assert(DP_PRODUCE_DECOMPRESSED_BYTES_MAX >= ST_BATCH_DECOMPRESSED_BYTES_MAX,
                "a request's budget holds at least one largest batch");
 
-
 /*
  * The records of one well-framed batch with a good CRC, as Kafka checks them
  * before it appends: a consumer must never be served a batch it cannot
