@@ -500,6 +500,36 @@ static enum scan_verdict scan_check(struct scan_win *w, const struct st_seg *seg
 	return SCAN_OK;
 }
 
+/*
+ * Whether bad bytes [pos, q) hold a page the disk never got: a run of zeros
+ * up to a page boundary. A power cut can persist later pages of the last,
+ * unsynced write and not earlier ones (file systems give zeros for those):
+ * that is a torn write, not damage, and nothing after it was acknowledged
+ * (one write+fdatasync per log is in flight; the next waits for it).
+ */
+static int scan_has_hole(struct scan_win *w, uint64_t pos, uint64_t q, bool *hole)
+{
+	*hole = false;
+	for (uint64_t at = pos; at < q;) {
+		uint64_t page_end = (at / ST_LOG_PAGE_BYTES + 1) * ST_LOG_PAGE_BYTES;
+		const uint8_t *p;
+		if (page_end > q)
+			return 0; /* the page of q holds the valid batch at q: it was written */
+		int rc = win_get(w, at, (size_t)(page_end - at), &p);
+		if (rc < 0)
+			return rc;
+		size_t i = 0, n = (size_t)(page_end - at);
+		while (i < n && !p[i])
+			i++;
+		if (i == n) {
+			*hole = true;
+			return 0;
+		}
+		at = page_end;
+	}
+	return 0;
+}
+
 /* Record damage [pos, end) holding offsets [from, to) in seg. -EBADMSG when the table is full. */
 static int seg_damage_add(struct st_log *log, struct st_seg *seg, uint64_t pos, uint64_t end, int64_t from,
                           int64_t to, const char *why)
@@ -578,6 +608,13 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 					break;
 				if (rc < 0)
 					return rc;
+			}
+			bool hole = false;
+			if (q < size && tail && (rc = scan_has_hole(&w, pos, q, &hole)) < 0)
+				return rc;
+			if (hole) {
+				*why = "torn write: a page never written before written ones";
+				break; /* all of it unacknowledged: cut here, as a torn tail */
 			}
 			if (q < size) {
 				if ((rc = seg_damage_add(log, seg, pos, q, next, hq.base_offset, bad)) < 0)
@@ -684,12 +721,20 @@ static void log_drop_segments(struct st_log *log, const int64_t *bases, uint32_t
 /* A trusted index still needs the segment's first batch to be what it says: whole, valid, at <base>. */
 static bool seg_first_ok(const struct st_seg *seg, uint64_t size, uint8_t *buf)
 {
-	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = size };
 	struct st_batch_hdr h;
 	const char *why;
 	int total, rc;
+	size_t got;
 
-	return size == 0 || scan_check(&w, seg, 0, size, seg->base, false, &h, &total, &why, &rc) == SCAN_OK;
+	if (size == 0)
+		return true;
+	if (size < ST_BATCH_HEADER_BYTES || pread_full(seg->fd, buf, ST_BATCH_HEADER_BYTES, 0, &got) < 0 ||
+	    got != ST_BATCH_HEADER_BYTES || (total = st_batch_parse_header(buf, got, &h)) < 0)
+		return false;
+	/* A window over that batch alone: one read of its bytes, not of a whole window, per segment. */
+	uint64_t span = (uint64_t)total < size ? (uint64_t)total : size;
+	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = span < ST_BATCH_HEADER_BYTES ? size : span };
+	return scan_check(&w, seg, 0, size, seg->base, false, &h, &total, &why, &rc) == SCAN_OK;
 }
 
 static void seg_index_unlink(struct st_log *log, int64_t base)

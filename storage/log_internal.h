@@ -47,8 +47,10 @@
  *
  * Recovery tells a torn write from damage. A torn write can only be the end
  * of the newest data: a bad batch after which no valid batch follows, in the
- * last non-empty segment. It is cut (ftruncate), with any empty segments
- * after it. Anything else is damage: the scanner resynchronises on the next
+ * last non-empty segment; or there, bad bytes that hold a page of zeros up to
+ * a page boundary before valid batches (a power cut kept later pages of the
+ * last, unsynced write and not an earlier one: nothing from there on was
+ * acknowledged). It is cut (ftruncate), with any empty segments after it. Anything else is damage: the scanner resynchronises on the next
  * position where a valid batch starts (parses, fits, CRC32C good, baseOffset
  * at or above the expected one) and sets the bytes in between aside as a
  * damage range {bytes [pos, end), offsets [from, to)} of that segment
@@ -91,6 +93,7 @@
 #define ST_LOG_NAME_BYTES 32u            /* "<20 digits>.index" + NUL */
 #define ST_LOG_DELETE_PASSES_MAX 16      /* directory passes of st_log_delete */
 #define ST_LOG_DAMAGE_MAX 64u            /* damage ranges set aside per segment; more fails the open */
+#define ST_LOG_PAGE_BYTES 4096u          /* unit in which a power cut loses writes (torn-write holes) */
 
 _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
 

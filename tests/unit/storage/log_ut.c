@@ -327,6 +327,58 @@ static void test_corrupt_middle(void)
 	ut_teardown();
 }
 
+/* Zero len bytes at pos of a file (a page the disk never got). */
+static void file_zero(const char *name, uint64_t pos, uint64_t len)
+{
+	char path[160];
+	static const uint8_t zeros[8192];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0 && len <= sizeof(zeros));
+	CU_ASSERT_FATAL(pwrite(fd, zeros, len, (off_t)pos) == (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * A power cut can keep later pages of the last write and not an earlier one:
+ * bad bytes holding a page of zeros, valid batches after them, in the newest
+ * segment, are a torn write (cut), not damage. The same bytes flipped instead
+ * of zeroed are damage (set aside).
+ */
+static void test_torn_write_hole(void)
+{
+	struct st_log *log;
+	uint64_t sizes[13] = { 0 };
+	const char *name = "00000000000000000000.log";
+
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	for (int i = 0; i < 12; i++) { /* ~1.1 KiB each: bytes 4096..8191 lie inside batches 3..7 */
+		ut_append(log, i, 1, 100, 1000);
+		sizes[i + 1] = sizes[i] + lens[i];
+	}
+	ut_drive();
+	st_log_close(log);
+	int k = 0; /* the batch holding byte 4096 */
+	while (sizes[k + 1] <= 4096)
+		k++;
+	CU_ASSERT_FATAL(sizes[12] > 8192 + 2 * lens[0]);
+	file_flip(name, 4096 + 100);
+	file_flip(name, 4096 + 2000);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 12); /* flipped bytes: damage, set aside */
+	CU_ASSERT(st_log_damage_count(log, NULL) >= 1);
+	st_log_close(log);
+	CU_ASSERT_EQUAL(file_size(name), sizes[12]);
+	file_zero(name, 4096, 4096);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), k); /* a never-written page: torn, cut */
+	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+	st_log_close(log);
+	CU_ASSERT_EQUAL(file_size(name), sizes[k]);
+	ut_teardown();
+}
+
 /* A log of n 2-record batches in 8 KiB segments; returns the segment count. */
 static uint32_t ut_rolled_log(const struct st_log_config *cfg, int n)
 {
@@ -1175,6 +1227,7 @@ int main(void)
 	CU_add_test(s, "append, callbacks, reopen", test_append_and_reopen);
 	CU_add_test(s, "torn tail", test_torn_tail);
 	CU_add_test(s, "corrupt middle batch", test_corrupt_middle);
+	CU_add_test(s, "torn write: a hole of zeros before written pages", test_torn_write_hole);
 	CU_add_test(s, "sealed segment: damaged first batch", test_sealed_first_batch);
 	CU_add_test(s, "sealed segment: damage met by a read", test_sealed_damage_at_read);
 	CU_add_test(s, "read_batches past damage", test_read_batches_past_damage);
