@@ -745,16 +745,43 @@ static void seg_index_unlink(struct st_log *log, int64_t base)
 	unlinkat(log->dirfd, name, 0); /* may not exist */
 }
 
-/* Index of the last segment with bytes in it (the tail: a torn write can only be there), or -1. */
-static int64_t log_last_nonempty(struct st_log *log, const int64_t *bases, uint32_t n)
+/* Whether segment `base` holds a valid batch anywhere (unreadable counts as yes: never cut for it). */
+static bool seg_has_valid(struct st_log *log, int64_t base, uint8_t *buf)
 {
-	for (int64_t j = (int64_t)n - 1; j >= 0; j--) {
-		char name[ST_LOG_NAME_BYTES];
-		struct stat st;
-		seg_name(name, bases[j], ST_LOG_SUFFIX);
-		if (fstatat(log->dirfd, name, &st, 0) < 0 || st.st_size > 0)
-			return j; /* unreadable: not known to be empty */
+	char name[ST_LOG_NAME_BYTES];
+	struct stat st;
+	bool found = true;
+
+	seg_name(name, base, ST_LOG_SUFFIX);
+	int fd = openat(log->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return true;
 	}
+	uint64_t size = (uint64_t)st.st_size;
+	struct st_seg tmp = { .base = base, .fd = fd };
+	struct scan_win w = { .fd = fd, .buf = buf, .file_size = size };
+	struct st_batch_hdr h;
+	const char *why;
+	int total, rc = 0;
+	found = false;
+	for (uint64_t q = 0; q < size && !found && rc == 0; q++)
+		found = scan_check(&w, &tmp, q, size, base, q > 0, &h, &total, &why, &rc) != SCAN_BAD;
+	close(fd);
+	return found || rc < 0;
+}
+
+/*
+ * Index of the last segment that holds a valid batch, or -1: a torn write can
+ * only be at or after it (the tail); a bad end before it is damage, since
+ * valid data follows. Usually the last segment's first batch answers at once.
+ */
+static int64_t log_last_valid(struct st_log *log, const int64_t *bases, uint32_t n, uint8_t *buf)
+{
+	for (int64_t j = (int64_t)n - 1; j >= 0; j--)
+		if (seg_has_valid(log, bases[j], buf))
+			return j;
 	return -1;
 }
 
@@ -786,7 +813,7 @@ static int log_recover(struct st_log *log)
 		free(bases);
 		return -ENOMEM;
 	}
-	int64_t tail_from = log_last_nonempty(log, bases, n);
+	int64_t tail_from = log_last_valid(log, bases, n, buf);
 	for (i = 0; i < n; i++) {
 		struct st_seg *seg;
 		uint64_t size, good = 0;
@@ -794,7 +821,7 @@ static int log_recover(struct st_log *log)
 		bool last = i == n - 1, repaired = false;
 
 		if (i > 0 && bases[i] != log_active(log)->end) {
-			if ((int64_t)i > tail_from) { /* only empty files from here: nothing is lost */
+			if ((int64_t)i > tail_from) { /* no valid batch from here on: nothing is lost */
 				log_drop_segments(log, bases, i, n, "segment base does not continue the previous segment");
 				changed = true;
 				break;

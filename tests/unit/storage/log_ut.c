@@ -455,6 +455,50 @@ static void test_sealed_first_batch(void)
 	ut_teardown();
 }
 
+/*
+ * Valid data decides what is a tail, not bytes: a bad end of a sealed segment
+ * followed only by segments without a valid batch (garbage from a torn roll)
+ * is a torn tail, cut, and a second open agrees (fuzz_recovery found the first
+ * open calling it damage, then cutting the garbage, so the next open differed).
+ */
+static void test_tail_is_last_valid(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	char name[ST_LOG_NAME_BYTES];
+
+	cfg.segment_bytes = 8192;
+	cfg.index_interval_bytes = 1024;
+	ut_setup(true);
+	uint32_t segs = ut_rolled_log(&cfg, 80);
+	CU_ASSERT_FATAL(segs >= 3);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	int64_t base1 = log->segs[segs - 2]->base, base2 = log->segs[segs - 1]->base;
+	uint64_t size1 = log->segs[segs - 2]->size, size2 = log->segs[segs - 1]->size;
+	st_log_close(log);
+	seg_file(name, base1, ".log");
+	file_truncate(name, size1 - 10);                  /* the sealed one's last batch torn */
+	seg_file(name, base2, ".index");
+	if (file_exists(name))
+		file_unlink(name);
+	seg_file(name, base2, ".log");
+	for (uint64_t p = 0; p < size2; p += 7)
+		file_flip(name, p);                           /* the active one: no valid batch left */
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	int64_t leo = st_log_end_offset(log);
+	CU_ASSERT(leo > base1 && leo < base2);
+	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), segs - 1);
+	CU_ASSERT_FALSE(file_exists(name));
+	st_log_close(log);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), leo);
+	CU_ASSERT_EQUAL(ut_append(log, 0, 2, 0, 100), leo);
+	ut_drive();
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* Damage in a sealed segment trusted from its index shows at read time: an error, then set aside at reopen. */
 static void test_sealed_damage_at_read(void)
 {
@@ -1230,6 +1274,7 @@ int main(void)
 	CU_add_test(s, "torn write: a hole of zeros before written pages", test_torn_write_hole);
 	CU_add_test(s, "sealed segment: damaged first batch", test_sealed_first_batch);
 	CU_add_test(s, "sealed segment: damage met by a read", test_sealed_damage_at_read);
+	CU_add_test(s, "the tail is the last valid data", test_tail_is_last_valid);
 	CU_add_test(s, "read_batches past damage", test_read_batches_past_damage);
 	CU_add_test(s, "roll and locate across segments", test_roll_and_locate);
 	CU_add_test(s, "empty segments", test_empty_segments);
