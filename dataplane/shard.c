@@ -583,6 +583,12 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			continue;
 		}
 		t->parts[i] = p;
+		int64_t lost = 0;
+		uint32_t ranges = st_log_damage_count(p->log, &lost);
+		if (ranges)
+			DP_ERR("partition %s/%d: DAMAGED: %u range(s) holding %lld offset(s) set aside (storage log lines "
+			       "above); fetches of them answer CORRUPT_MESSAGE, the rest is served", t->name, i, ranges,
+			       (long long)lost);
 		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld, %u producers "
 		        "(snapshot at %lld)", t->name, i, c->id, (long long)st_log_start_offset(p->log),
 		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);

@@ -731,6 +731,8 @@ static bool seg_first_ok(const struct st_seg *seg, uint64_t size, uint8_t *buf)
 	if (size < ST_BATCH_HEADER_BYTES || pread_full(seg->fd, buf, ST_BATCH_HEADER_BYTES, 0, &got) < 0 ||
 	    got != ST_BATCH_HEADER_BYTES || (total = st_batch_parse_header(buf, got, &h)) < 0)
 		return false;
+	if ((uint64_t)total > ST_LOG_SCAN_BUF_BYTES) /* a huge first batch: framing and base, not its CRC */
+		return (uint64_t)total <= size && h.base_offset == seg->base;
 	/* A window over that batch alone: one read of its bytes, not of a whole window, per segment. */
 	uint64_t span = (uint64_t)total < size ? (uint64_t)total : size;
 	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = span < ST_BATCH_HEADER_BYTES ? size : span };
