@@ -501,32 +501,38 @@ static enum scan_verdict scan_check(struct scan_win *w, const struct st_seg *seg
 }
 
 /*
- * Whether bad bytes [pos, q) hold a page the disk never got: a run of zeros
- * up to a page boundary. A power cut can persist later pages of the last,
- * unsynced write and not earlier ones (file systems give zeros for those):
- * that is a torn write, not damage, and nothing after it was acknowledged
- * (one write+fdatasync per log is in flight; the next waits for it).
+ * Whether the bad batch at pos sits on a page the disk never got: zeros from
+ * pos through a page boundary, and at least a whole header of them. A power
+ * cut can persist later pages of the last, unsynced write and not earlier
+ * ones (file systems read those as zeros): that is a torn write, and nothing
+ * from there on was acknowledged (one write+fdatasync per log is in flight;
+ * the next waits for it). A real header is never zeros (its length is at
+ * least 49, its magic 2), so flipped bytes never look like this. Zeros only
+ * inside a batch's records (a zero-filled value, or a later page lost) are
+ * not told apart from damage: they are set aside, never cut, since cutting
+ * would drop acknowledged batches after them if it was damage.
  */
 static int scan_has_hole(struct scan_win *w, uint64_t pos, uint64_t q, bool *hole)
 {
+	uint64_t end = (pos / ST_LOG_PAGE_BYTES + 1) * ST_LOG_PAGE_BYTES;
+
 	*hole = false;
-	for (uint64_t at = pos; at < q;) {
-		uint64_t page_end = (at / ST_LOG_PAGE_BYTES + 1) * ST_LOG_PAGE_BYTES;
+	while (end - pos < ST_BATCH_HEADER_BYTES)
+		end += ST_LOG_PAGE_BYTES;
+	if (end > q)
+		return 0; /* the valid batch at q shares that page: it was written */
+	for (uint64_t at = pos; at < end;) {
+		size_t n = end - at < ST_LOG_PAGE_BYTES ? (size_t)(end - at) : ST_LOG_PAGE_BYTES;
 		const uint8_t *p;
-		if (page_end > q)
-			return 0; /* the page of q holds the valid batch at q: it was written */
-		int rc = win_get(w, at, (size_t)(page_end - at), &p);
+		int rc = win_get(w, at, n, &p);
 		if (rc < 0)
 			return rc;
-		size_t i = 0, n = (size_t)(page_end - at);
-		while (i < n && !p[i])
-			i++;
-		if (i == n) {
-			*hole = true;
-			return 0;
-		}
-		at = page_end;
+		for (size_t i = 0; i < n; i++)
+			if (p[i])
+				return 0;
+		at += n;
 	}
+	*hole = true;
 	return 0;
 }
 

@@ -47,10 +47,12 @@
  *
  * Recovery tells a torn write from damage. A torn write can only be the end
  * of the newest data: a bad batch after which no valid batch follows, in the
- * last non-empty segment; or there, bad bytes that hold a page of zeros up to
- * a page boundary before valid batches (a power cut kept later pages of the
- * last, unsynced write and not an earlier one: nothing from there on was
- * acknowledged). It is cut (ftruncate), with any empty segments after it. Anything else is damage: the scanner resynchronises on the next
+ * last segment holding a valid batch; or there, a bad batch whose start lies
+ * on a page of zeros (zeros from it through a page boundary, a header's worth
+ * at least) before valid batches: a power cut kept later pages of the last,
+ * unsynced write and not an earlier one, so nothing from there on was
+ * acknowledged. It is cut (ftruncate), with the segments after it (they hold
+ * no valid batch). Anything else is damage: the scanner resynchronises on the next
  * position where a valid batch starts (parses, fits, CRC32C good, baseOffset
  * at or above the expected one) and sets the bytes in between aside as a
  * damage range {bytes [pos, end), offsets [from, to)} of that segment

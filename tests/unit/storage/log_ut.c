@@ -341,9 +341,10 @@ static void file_zero(const char *name, uint64_t pos, uint64_t len)
 
 /*
  * A power cut can keep later pages of the last write and not an earlier one:
- * bad bytes holding a page of zeros, valid batches after them, in the newest
- * segment, are a torn write (cut), not damage. The same bytes flipped instead
- * of zeroed are damage (set aside).
+ * a bad batch that starts on a page of zeros, valid batches after it, in the
+ * newest segment, is a torn write (cut), not damage. The same bytes flipped
+ * instead of zeroed are damage (set aside); so are zeros inside a batch whose
+ * header is whole (a zero-filled value is not told from a lost page: never cut).
  */
 static void test_torn_write_hole(void)
 {
@@ -370,12 +371,29 @@ static void test_torn_write_hole(void)
 	CU_ASSERT(st_log_damage_count(log, NULL) >= 1);
 	st_log_close(log);
 	CU_ASSERT_EQUAL(file_size(name), sizes[12]);
-	file_zero(name, 4096, 4096);
+	file_zero(name, 4096, 4096); /* batch k's header (before 4096) whole, its records zero */
 	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
-	CU_ASSERT_EQUAL(st_log_end_offset(log), k); /* a never-written page: torn, cut */
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 12);
+	CU_ASSERT(st_log_damage_count(log, NULL) >= 1);
+	st_log_close(log);
+	CU_ASSERT_EQUAL(file_size(name), sizes[12]);
+	ut_teardown();
+
+	/* Again, the page lost from the start of batch j = k + 1 (the first starting in it) on. */
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	for (int i = 0; i < 12; i++)
+		ut_append(log, i, 1, 100, 1000);
+	ut_drive();
+	st_log_close(log);
+	int j = k + 1;
+	CU_ASSERT_FATAL(sizes[j] >= 4096 && sizes[j] + ST_BATCH_HEADER_BYTES < 8192 && sizes[11] > 8192);
+	file_zero(name, sizes[j], 8192 - sizes[j]);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), j); /* torn: cut at that batch, the later ones go */
 	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
 	st_log_close(log);
-	CU_ASSERT_EQUAL(file_size(name), sizes[k]);
+	CU_ASSERT_EQUAL(file_size(name), sizes[j]);
 	ut_teardown();
 }
 
