@@ -589,6 +589,13 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			DP_ERR("partition %s/%d: DAMAGED: %u range(s) holding %lld offset(s) set aside (storage log lines "
 			       "above); fetches of them answer CORRUPT_MESSAGE, the rest is served", t->name, i, ranges,
 			       (long long)lost);
+		/* A COMMIT/ABORT marker lost in a damaged range leaves its transaction open here for good. */
+		int64_t hw = st_log_durable_offset(p->log), lso = txn_lso_get(p->lso, hw);
+		if (ranges && lso < hw)
+			DP_WARN("partition %s/%d: %u transaction(s) open, the oldest from offset %lld: one whose marker was "
+			        "in a damaged range hangs (read_committed stops there): `sluice-admin producers %s %d` "
+			        "shows each open transaction's start, `sluice-admin abort-transaction %s %d PID` ends one",
+			        t->name, i, txn_lso_open_count(p->lso), (long long)lso, t->name, i, t->name, i);
 		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld, %u producers "
 		        "(snapshot at %lld)", t->name, i, c->id, (long long)st_log_start_offset(p->log),
 		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);
