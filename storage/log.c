@@ -447,9 +447,9 @@ enum scan_verdict {
 
 /*
  * Check the batch at pos of a size-byte segment against the expected base
- * offset next (next < 0: any base >= -next - 1 is accepted, for resync).
- * Fills *h and *total; *why says what is wrong. *rc gets -errno on a read
- * error (the verdict is then meaningless).
+ * offset next (resync: any base >= next is accepted, the batch at pos being
+ * a candidate to resynchronise on). Fills *h and *total; *why says what is
+ * wrong. *rc gets -errno on a read error (the verdict is then meaningless).
  */
 static enum scan_verdict scan_check(struct scan_win *w, const struct st_seg *seg, uint64_t pos, uint64_t size,
                                     int64_t next, bool resync, struct st_batch_hdr *h, int *total_out,
@@ -489,13 +489,19 @@ static enum scan_verdict scan_check(struct scan_win *w, const struct st_seg *seg
 		return SCAN_BAD;
 	}
 	*total_out = total;
-	if (resync ? h->base_offset < next : h->base_offset != next) {
+	if (resync && h->base_offset < next) {
 		*why = "batch offset does not continue the previous batch";
-		return resync ? SCAN_BAD : SCAN_BAD_BASE;
+		return SCAN_BAD;
 	}
-	if ((uint64_t)(h->base_offset - seg->base) + (uint64_t)h->last_offset_delta > UINT32_MAX) {
+	/* The base it will have: its own on a resync, the expected one otherwise (written back if it differs). */
+	int64_t base = resync ? h->base_offset : next;
+	if ((uint64_t)(base - seg->base) + (uint64_t)h->last_offset_delta > UINT32_MAX) {
 		*why = "segment spans more than 2^32 offsets";
 		return SCAN_BAD;
+	}
+	if (h->base_offset != base) {
+		*why = "batch offset does not continue the previous batch";
+		return SCAN_BAD_BASE;
 	}
 	return SCAN_OK;
 }
