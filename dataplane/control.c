@@ -280,6 +280,10 @@ int dp_internal_log_open(struct dp_core *c, const char *name, const char *what, 
 	 * only what the damaged bytes held, and most of that is superseded by later records of the
 	 * same key (a group's next commit, a transaction's next state). What is not superseded (an
 	 * offset committed once, the last state of an idle transactional id) is lost: say so loudly.
+	 * The one costly loss: a transaction's last record being its PrepareCommit, its commit cut
+	 * short by a crash; the state before it (Ongoing) then times out and aborts what markers had
+	 * not reached yet. That needs damage in exactly that record; refusing every start for it
+	 * would cost far more.
 	 */
 	int64_t lost = 0;
 	uint32_t ranges = st_log_damage_count(*log, &lost);
