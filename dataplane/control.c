@@ -262,13 +262,35 @@ int dp_internal_log_open(struct dp_core *c, const char *name, const char *what, 
                          int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
                          void *arg)
 {
-	/* Small segments: compaction drops whole ones. */
+	/* Small segments: compaction drops whole ones. Every segment is scanned at open (compaction
+	 * keeps these logs small), so damage anywhere is set aside before the replay, not met in it. */
 	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
-	                            .index_interval_bytes = 4096 };
+	                            .index_interval_bytes = 4096, .scan_sealed = true };
 	snprintf(dir, dir_cap, "%s/%s", c->b->cfg.data_dir, name);
 	mkdir(dir, 0755);
 	int rc = st_log_open(c->io, dir, &lc, log);
-	if (rc < 0 || (rc = st_log_read_batches(*log, load, arg)) < 0)
+	if (rc < 0 || (rc = st_log_read_batches(*log, load, arg)) < 0) {
 		DP_ERR("%s log %s: %s", what, dir, strerror(-rc));
-	return rc < 0 ? rc : 0;
+		return rc;
+	}
+	/*
+	 * Damage in the middle of a coordinator log: the replay skipped the damaged batches and read
+	 * on. Refusing to start would take every group (or every transactional producer) down for
+	 * one bad batch, and truncating would silently drop every commit after it; skipping loses
+	 * only what the damaged bytes held, and most of that is superseded by later records of the
+	 * same key (a group's next commit, a transaction's next state). What is not superseded (an
+	 * offset committed once, the last state of an idle transactional id) is lost: say so loudly.
+	 * The one costly loss: a transaction's last record being its PrepareCommit, its commit cut
+	 * short by a crash; the state before it (Ongoing) then times out and aborts what markers had
+	 * not reached yet. That needs damage in exactly that record; refusing every start for it
+	 * would cost far more.
+	 */
+	int64_t lost = 0;
+	uint32_t ranges = st_log_damage_count(*log, &lost);
+	if (ranges)
+		DP_ERR("%s log %s: DAMAGED: %u range(s) holding %lld record offset(s) were skipped; the rest was "
+		       "loaded. Records only there are lost (committed offsets fall back to earlier commits or to "
+		       "auto.offset.reset). The damaged bytes stay in the files; restore the directory from a backup "
+		       "to get them back", what, dir, ranges, (long long)lost);
+	return 0;
 }

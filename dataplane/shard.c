@@ -409,6 +409,10 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		int rc = st_log_locate(log, off, end, m->u.fetch.max_bytes, &fd, &pos, &len);
 		if (rc == -ERANGE) {
 			out.err = KERR_OFFSET_OUT_OF_RANGE;
+		} else if (rc == -EBADMSG) {
+			/* Damaged batch (logged by storage): clients report it, where KAFKA_STORAGE_ERROR
+			 * would only make them refresh metadata and retry in silence. */
+			out.err = KERR_CORRUPT_MESSAGE;
 		} else if (rc < 0) {
 			out.err = KERR_KAFKA_STORAGE_ERROR;
 		} else if (len > cap) {
@@ -518,7 +522,8 @@ static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 		p->snap_offset = end;
 }
 
-static void part_free(struct dp_part *p)
+/* Forget what recover_producers built (before it runs again). */
+static void part_drop_recovery(struct dp_part *p)
 {
 	if (p->ps)
 		txn_pstate_destroy(p->ps);
@@ -526,6 +531,13 @@ static void part_free(struct dp_part *p)
 		txn_lso_close_index(p->lso);
 		txn_lso_destroy(p->lso);
 	}
+	p->ps = NULL;
+	p->lso = NULL;
+}
+
+static void part_free(struct dp_part *p)
+{
+	part_drop_recovery(p);
 	free(p->allow);
 	free(p->dir);
 	free(p);
@@ -550,7 +562,17 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 		int rc = p && (p->dir = strdup(dir)) ? st_log_open(c->io, dir, &lc, &p->log) : -ENOMEM;
 		if (rc == 0) {
 			rc = recover_producers(p);
-			if (rc < 0)
+			if (rc == -EBADMSG) {
+				/* The replay met damage in a segment trusted from its index; storage dropped
+				 * that index, so a second open scans the segment and sets the damage aside. */
+				st_log_close(p->log);
+				p->log = NULL;
+				part_drop_recovery(p);
+				rc = st_log_open(c->io, dir, &lc, &p->log);
+				if (rc == 0)
+					rc = recover_producers(p);
+			}
+			if (rc < 0 && p->log)
 				st_log_close(p->log);
 		}
 		if (rc < 0) {
@@ -561,6 +583,19 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			continue;
 		}
 		t->parts[i] = p;
+		int64_t lost = 0;
+		uint32_t ranges = st_log_damage_count(p->log, &lost);
+		if (ranges)
+			DP_ERR("partition %s/%d: DAMAGED: %u range(s) holding %lld offset(s) set aside (storage log lines "
+			       "above); fetches of them answer CORRUPT_MESSAGE, the rest is served", t->name, i, ranges,
+			       (long long)lost);
+		/* A COMMIT/ABORT marker lost in a damaged range leaves its transaction open here for good. */
+		int64_t hw = st_log_durable_offset(p->log), lso = txn_lso_get(p->lso, hw);
+		if (ranges && lso < hw)
+			DP_WARN("partition %s/%d: %u transaction(s) open, the oldest from offset %lld: one whose marker was "
+			        "in a damaged range hangs (read_committed stops there): `sluice-admin producers %s %d` "
+			        "shows each open transaction's start, `sluice-admin abort-transaction %s %d PID` ends one",
+			        t->name, i, txn_lso_open_count(p->lso), (long long)lso, t->name, i, t->name, i);
 		DP_INFO("partition %s/%d opened on core %d: log start %lld, end %lld, %u producers "
 		        "(snapshot at %lld)", t->name, i, c->id, (long long)st_log_start_offset(p->log),
 		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);

@@ -132,8 +132,9 @@ static void seg_index_note(struct st_seg *seg, uint32_t interval, int64_t base, 
 	seg->index_dirty = true;
 }
 
-/* Position of the last index entry at or before offset (0 if none). */
-static uint64_t seg_index_lookup(const struct st_seg *seg, int64_t offset)
+/* Position of the last index entry at or before offset (0 if none); *base_at (if not NULL) gets the
+ * base offset of the batch there. */
+static uint64_t seg_index_lookup(const struct st_seg *seg, int64_t offset, int64_t *base_at)
 {
 	uint32_t lo = 0, hi = seg->index_n;
 	int64_t rel = offset - seg->base;
@@ -146,6 +147,8 @@ static uint64_t seg_index_lookup(const struct st_seg *seg, int64_t offset)
 		else
 			hi = mid;
 	}
+	if (base_at)
+		*base_at = seg->base + (lo ? (int64_t)seg->index[lo - 1].rel : 0);
 	return lo ? seg->index[lo - 1].pos : 0;
 }
 
@@ -175,6 +178,10 @@ static int index_write(struct st_log *log, struct st_seg *seg)
 	char name[ST_LOG_NAME_BYTES];
 	int fd, rc;
 
+	if (seg->ndmg || seg->damage_seen) {
+		free(buf);
+		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
+	}
 	if (!buf)
 		return -ENOMEM;
 	st_put_be32(buf + 0, ST_INDEX_MAGIC);
@@ -268,6 +275,7 @@ static void seg_free(struct st_seg *seg)
 	if (seg->fd >= 0)
 		close(seg->fd);
 	free(seg->index);
+	free(seg->dmg);
 	free(seg);
 }
 
@@ -430,14 +438,144 @@ static int scan_crc_big(struct scan_win *w, uint64_t pos, uint64_t total, uint32
 	return 0;
 }
 
+/* Verdict on the bytes at one position of a segment scan. */
+enum scan_verdict {
+	SCAN_OK,          /* a whole valid batch continuing the offsets */
+	SCAN_BAD_BASE,    /* whole, CRC good, only baseOffset (outside the CRC) breaks the sequence */
+	SCAN_BAD,         /* no valid batch starts here */
+};
+
+/*
+ * Check the batch at pos of a size-byte segment against the expected base
+ * offset next (resync: any base >= next is accepted, the batch at pos being
+ * a candidate to resynchronise on). Fills *h and *total; *why says what is
+ * wrong. *rc gets -errno on a read error (the verdict is then meaningless).
+ */
+static enum scan_verdict scan_check(struct scan_win *w, const struct st_seg *seg, uint64_t pos, uint64_t size,
+                                    int64_t next, bool resync, struct st_batch_hdr *h, int *total_out,
+                                    const char **why, int *rc)
+{
+	const uint8_t *p;
+	bool ok;
+
+	*rc = 0;
+	if (size - pos < ST_BATCH_HEADER_BYTES) {
+		*why = "torn batch header";
+		return SCAN_BAD;
+	}
+	if ((*rc = win_get(w, pos, ST_BATCH_HEADER_BYTES, &p)) < 0)
+		return SCAN_BAD;
+	if (resync && (p[ST_BATCH_OFF_MAGIC] != ST_BATCH_MAGIC ||
+	               st_be32(p + ST_BATCH_OFF_LENGTH) > size - pos - 12))
+		return SCAN_BAD; /* the cheap rejections first: most positions of a resync fail here */
+	int total = st_batch_parse_header(p, ST_BATCH_HEADER_BYTES, h);
+	if (total < 0) {
+		*why = total == -EPROTO ? "bad magic" : "bad batch header";
+		return SCAN_BAD;
+	}
+	if ((uint64_t)total > size - pos) {
+		*why = "torn batch (file ends inside it)";
+		return SCAN_BAD;
+	}
+	if ((uint64_t)total <= ST_LOG_SCAN_BUF_BYTES) {
+		if ((*rc = win_get(w, pos, (size_t)total, &p)) < 0)
+			return SCAN_BAD;
+		ok = st_batch_crc_ok(p, (size_t)total);
+	} else if ((*rc = scan_crc_big(w, pos, (uint64_t)total, h->crc, &ok)) < 0) {
+		return SCAN_BAD;
+	}
+	if (!ok) {
+		*why = "CRC32C mismatch";
+		return SCAN_BAD;
+	}
+	*total_out = total;
+	if (resync && h->base_offset < next) {
+		*why = "batch offset does not continue the previous batch";
+		return SCAN_BAD;
+	}
+	/* The base it will have: its own on a resync, the expected one otherwise (written back if it differs). */
+	int64_t base = resync ? h->base_offset : next;
+	if ((uint64_t)(base - seg->base) + (uint64_t)h->last_offset_delta > UINT32_MAX) {
+		*why = "segment spans more than 2^32 offsets";
+		return SCAN_BAD;
+	}
+	if (h->base_offset != base) {
+		*why = "batch offset does not continue the previous batch";
+		return SCAN_BAD_BASE;
+	}
+	return SCAN_OK;
+}
+
+/*
+ * Whether the bad batch at pos sits on a page the disk never got: zeros from
+ * pos through a page boundary, and at least a whole header of them. A power
+ * cut can persist later pages of the last, unsynced write and not earlier
+ * ones (file systems read those as zeros): that is a torn write, and nothing
+ * from there on was acknowledged (one write+fdatasync per log is in flight;
+ * the next waits for it). A real header is never zeros (its length is at
+ * least 49, its magic 2), so flipped bytes never look like this. Zeros only
+ * inside a batch's records (a zero-filled value, or a later page lost) are
+ * not told apart from damage: they are set aside, never cut, since cutting
+ * would drop acknowledged batches after them if it was damage.
+ */
+static int scan_has_hole(struct scan_win *w, uint64_t pos, uint64_t q, bool *hole)
+{
+	uint64_t end = (pos / ST_LOG_PAGE_BYTES + 1) * ST_LOG_PAGE_BYTES;
+
+	*hole = false;
+	while (end - pos < ST_BATCH_HEADER_BYTES)
+		end += ST_LOG_PAGE_BYTES;
+	if (end > q)
+		return 0; /* the valid batch at q shares that page: it was written */
+	for (uint64_t at = pos; at < end;) {
+		size_t n = end - at < ST_LOG_PAGE_BYTES ? (size_t)(end - at) : ST_LOG_PAGE_BYTES;
+		const uint8_t *p;
+		int rc = win_get(w, at, n, &p);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			if (p[i])
+				return 0;
+		at += n;
+	}
+	*hole = true;
+	return 0;
+}
+
+/* Record damage [pos, end) holding offsets [from, to) in seg. -EBADMSG when the table is full. */
+static int seg_damage_add(struct st_log *log, struct st_seg *seg, uint64_t pos, uint64_t end, int64_t from,
+                          int64_t to, const char *why)
+{
+	if (seg->ndmg == ST_LOG_DAMAGE_MAX) {
+		fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": more than %u damaged ranges; the partition "
+		        "stays offline, files untouched (restore it from a replica or backup)\n", log->dir, seg->base,
+		        ST_LOG_DAMAGE_MAX);
+		return -EBADMSG;
+	}
+	if (!seg->dmg && !(seg->dmg = malloc(ST_LOG_DAMAGE_MAX * sizeof(*seg->dmg))))
+		return -ENOMEM; /* recovery only */
+	seg->dmg[seg->ndmg++] = (struct st_damage){ .pos = pos, .end = end, .from = from, .to = to };
+	fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": DAMAGE (%s): bytes [%" PRIu64 ", %" PRIu64
+	        ") set aside, offsets [%" PRId64 ", %" PRId64 ") in them are lost; fetches of them fail with "
+	        "CORRUPT_MESSAGE, the rest of the partition is served; the file is left as it is\n", log->dir,
+	        seg->base, why, pos, end, from, to);
+	return 0;
+}
+
 /*
  * Check seg's file batch by batch from byte 0: length, magic, CRC32C, and
  * contiguous offsets from seg->base. Fills the index, end and max_ts.
- * *good = bytes of the valid prefix; *why says what stopped it if < size.
- * Returns 0 or -errno for an I/O error (then nothing is cut).
+ * A bad batch followed by a valid one (found by resynchronising byte by byte)
+ * is damage, set aside as a range; so is a bad end of a segment that is not
+ * the tail (tail: no data after this segment), which then ends at next_base,
+ * the next segment's base. A bad end of the tail segment is a torn write:
+ * *good = bytes of the valid prefix, *why says what stopped it if < size.
+ * A good batch whose base offset alone is wrong gets the right one written
+ * back (*repaired). Returns 0, -errno for an I/O error (nothing is cut), or
+ * -EBADMSG if the damage cannot be set aside.
  */
-static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf,
-                    uint64_t *good, const char **why)
+static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf, bool tail,
+                    int64_t next_base, uint64_t *good, const char **why, bool *repaired)
 {
 	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = size };
 	uint64_t pos = 0;
@@ -448,44 +586,69 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 		return rc;
 	seg->index_n = 0;
 	seg->max_ts = -1;
+	seg->ndmg = 0;
 	*why = NULL;
 	while (pos < size) {
 		struct st_batch_hdr h;
-		const uint8_t *p;
-		bool ok;
+		int total = 0;
+		const char *bad;
+		enum scan_verdict v = scan_check(&w, seg, pos, size, next, false, &h, &total, &bad, &rc);
 
-		if (size - pos < ST_BATCH_HEADER_BYTES) {
-			*why = "torn batch header";
-			break;
-		}
-		if ((rc = win_get(&w, pos, ST_BATCH_HEADER_BYTES, &p)) < 0)
+		if (rc < 0)
 			return rc;
-		int total = st_batch_parse_header(p, ST_BATCH_HEADER_BYTES, &h);
-		if (total < 0) {
-			*why = total == -EPROTO ? "bad magic" : "bad batch header";
-			break;
+		if (v == SCAN_BAD_BASE) {
+			/* The broker wrote this field from the previous batch's end: put that back. */
+			uint8_t be[8];
+			st_put_be64(be, (uint64_t)next);
+			if (pwrite(seg->fd, be, sizeof(be), (off_t)pos) != (ssize_t)sizeof(be))
+				return errno ? -errno : -EIO;
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": DAMAGE: batch at byte %" PRIu64
+			        " had base offset %" PRId64 " instead of %" PRId64 " (its CRC is good): repaired\n",
+			        log->dir, seg->base, pos, h.base_offset, next);
+			h.base_offset = next;
+			w.len = 0; /* the window held the old bytes */
+			*repaired = true;
+			v = SCAN_OK;
 		}
-		if ((uint64_t)total > size - pos) {
-			*why = "torn batch (file ends inside it)";
-			break;
-		}
-		if (h.base_offset != next) {
-			*why = "batch offset does not continue the previous batch";
-			break;
-		}
-		if ((uint64_t)total <= ST_LOG_SCAN_BUF_BYTES) {
-			if ((rc = win_get(&w, pos, (size_t)total, &p)) < 0)
+		if (v == SCAN_BAD) {
+			/* Torn or damaged: a valid batch further on says damage. */
+			uint64_t q = pos + 1;
+			struct st_batch_hdr hq;
+			const char *ignored;
+			for (; q < size; q++) {
+				if (scan_check(&w, seg, q, size, next, true, &hq, &total, &ignored, &rc) == SCAN_OK)
+					break;
+				if (rc < 0)
+					return rc;
+			}
+			bool hole = false;
+			if (q < size && tail && (rc = scan_has_hole(&w, pos, q, &hole)) < 0)
 				return rc;
-			ok = st_batch_crc_ok(p, (size_t)total);
-		} else if ((rc = scan_crc_big(&w, pos, (uint64_t)total, h.crc, &ok)) < 0) {
-			return rc;
-		}
-		if (!ok) {
-			*why = "CRC32C mismatch";
-			break;
-		}
-		if ((uint64_t)(next - seg->base) + h.last_offset_delta > UINT32_MAX) {
-			*why = "segment spans more than 2^32 offsets";
+			if (hole) {
+				*why = "torn write: a page never written before written ones";
+				break; /* all of it unacknowledged: cut here, as a torn tail */
+			}
+			if (q < size) {
+				if ((rc = seg_damage_add(log, seg, pos, q, next, hq.base_offset, bad)) < 0)
+					return rc;
+				next = hq.base_offset;
+				pos = q;
+				continue; /* q is checked again below as the expected batch */
+			}
+			if (tail) {
+				*why = bad;
+				break;
+			}
+			if (next_base < next) {
+				fprintf(stderr, "sluice storage: %s: segment %020" PRId64 " ends at offset %" PRId64
+				        " past the next segment's base %" PRId64 "; the partition stays offline\n",
+				        log->dir, seg->base, next, next_base);
+				return -EBADMSG;
+			}
+			if ((rc = seg_damage_add(log, seg, pos, size, next, next_base, bad)) < 0)
+				return rc;
+			next = next_base;
+			pos = size;
 			break;
 		}
 		seg_index_note(seg, log->cfg.index_interval_bytes, next, pos);
@@ -567,7 +730,76 @@ static void log_drop_segments(struct st_log *log, const int64_t *bases, uint32_t
 		seg_unlink(log, bases[i]);
 }
 
-/* Rebuild the in-memory log from the directory; truncate a bad tail. */
+/* A trusted index still needs the segment's first batch to be what it says: whole, valid, at <base>. */
+static bool seg_first_ok(const struct st_seg *seg, uint64_t size, uint8_t *buf)
+{
+	struct st_batch_hdr h;
+	const char *why;
+	int total, rc;
+	size_t got;
+
+	if (size == 0)
+		return true;
+	if (size < ST_BATCH_HEADER_BYTES || pread_full(seg->fd, buf, ST_BATCH_HEADER_BYTES, 0, &got) < 0 ||
+	    got != ST_BATCH_HEADER_BYTES || (total = st_batch_parse_header(buf, got, &h)) < 0)
+		return false;
+	if ((uint64_t)total > ST_LOG_SCAN_BUF_BYTES) /* a huge first batch: framing and base, not its CRC */
+		return (uint64_t)total <= size && h.base_offset == seg->base;
+	/* A window over that batch alone: one read of its bytes, not of a whole window, per segment. */
+	uint64_t span = (uint64_t)total < size ? (uint64_t)total : size;
+	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = span < ST_BATCH_HEADER_BYTES ? size : span };
+	return scan_check(&w, seg, 0, size, seg->base, false, &h, &total, &why, &rc) == SCAN_OK;
+}
+
+static void seg_index_unlink(struct st_log *log, int64_t base)
+{
+	char name[ST_LOG_NAME_BYTES];
+
+	seg_name(name, base, ST_INDEX_SUFFIX);
+	unlinkat(log->dirfd, name, 0); /* may not exist */
+}
+
+/* Whether segment `base` holds a valid batch anywhere (unreadable counts as yes: never cut for it). */
+static bool seg_has_valid(struct st_log *log, int64_t base, uint8_t *buf)
+{
+	char name[ST_LOG_NAME_BYTES];
+	struct stat st;
+	bool found = true;
+
+	seg_name(name, base, ST_LOG_SUFFIX);
+	int fd = openat(log->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return true;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	struct st_seg tmp = { .base = base, .fd = fd };
+	struct scan_win w = { .fd = fd, .buf = buf, .file_size = size };
+	struct st_batch_hdr h;
+	const char *why;
+	int total, rc = 0;
+	found = false;
+	for (uint64_t q = 0; q < size && !found && rc == 0; q++)
+		found = scan_check(&w, &tmp, q, size, base, q > 0, &h, &total, &why, &rc) != SCAN_BAD;
+	close(fd);
+	return found || rc < 0;
+}
+
+/*
+ * Index of the last segment that holds a valid batch, or -1: a torn write can
+ * only be at or after it (the tail); a bad end before it is damage, since
+ * valid data follows. Usually the last segment's first batch answers at once.
+ */
+static int64_t log_last_valid(struct st_log *log, const int64_t *bases, uint32_t n, uint8_t *buf)
+{
+	for (int64_t j = (int64_t)n - 1; j >= 0; j--)
+		if (seg_has_valid(log, bases[j], buf))
+			return j;
+	return -1;
+}
+
+/* Rebuild the in-memory log from the directory; truncate a torn tail, set damage aside. */
 static int log_recover(struct st_log *log)
 {
 	int64_t *bases = NULL;
@@ -595,16 +827,25 @@ static int log_recover(struct st_log *log)
 		free(bases);
 		return -ENOMEM;
 	}
+	int64_t tail_from = log_last_valid(log, bases, n, buf);
 	for (i = 0; i < n; i++) {
 		struct st_seg *seg;
-		uint64_t size, good;
-		const char *why;
-		bool last = i == n - 1;
+		uint64_t size, good = 0;
+		const char *why = NULL;
+		bool last = i == n - 1, repaired = false;
 
 		if (i > 0 && bases[i] != log_active(log)->end) {
-			log_drop_segments(log, bases, i, n, "segment base does not continue the previous segment");
-			changed = true;
-			break;
+			if ((int64_t)i > tail_from) { /* no valid batch from here on: nothing is lost */
+				log_drop_segments(log, bases, i, n, "segment base does not continue the previous segment");
+				changed = true;
+				break;
+			}
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 " does not continue the previous one "
+			        "(which ends at offset %" PRId64 "): offsets are missing; the partition stays offline, "
+			        "files untouched (restore the missing segment, or move the later ones away)\n", log->dir,
+			        bases[i], log_active(log)->end);
+			rc = -EBADMSG;
+			goto out;
 		}
 		if ((rc = seg_open(log, bases[i], 0, &seg, &size)) < 0)
 			goto out;
@@ -612,10 +853,18 @@ static int log_recover(struct st_log *log)
 			seg_free(seg);
 			goto out;
 		}
-		if (!last && index_load(log, seg, size) == 0)
-			continue;
-		if ((rc = seg_scan(log, seg, size, buf, &good, &why)) < 0) {
-			fprintf(stderr, "sluice storage: %s: read error scanning segment %020" PRId64 ": %s\n",
+		if (!last && !log->cfg.scan_sealed && index_load(log, seg, size) == 0) {
+			if (seg_first_ok(seg, size, buf))
+				continue;
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": first batch damaged, scanning it\n",
+			        log->dir, seg->base);
+		}
+		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], &good, &why,
+		              &repaired);
+		if (rc == 0 && repaired && fdatasync(seg->fd) < 0)
+			rc = -errno;
+		if (rc < 0) {
+			fprintf(stderr, "sluice storage: %s: cannot recover segment %020" PRId64 ": %s\n",
 			        log->dir, seg->base, strerror(-rc));
 			goto out;
 		}
@@ -630,6 +879,10 @@ static int log_recover(struct st_log *log)
 			log_drop_segments(log, bases, i + 1, n, "they follow a cut");
 			changed = true;
 			break;
+		}
+		if (seg->ndmg) {
+			seg_index_unlink(log, seg->base); /* scanned again at every open: the ranges live in memory */
+			continue;
 		}
 		if (!last) {
 			index_write(log, seg); /* the old one was missing or stale */
@@ -1109,10 +1362,37 @@ static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_bat
 	if (got != sizeof(hdr))
 		return -EIO;
 	rc = st_batch_parse_header(hdr, sizeof(hdr), h);
-	/* Written and recovered batches were checked; a bad header now is corruption. */
+	/* Written and recovered batches were checked; a bad header now is damage. */
 	if (rc < 0 || pos + (uint64_t)rc > seg->durable_size)
-		return -EIO;
+		return -EBADMSG;
 	return rc;
+}
+
+/* The damage range set aside at byte pos of seg, or NULL (none starts there). */
+static const struct st_damage *seg_damage_at(const struct st_seg *seg, uint64_t pos)
+{
+	for (uint32_t i = 0; i < seg->ndmg; i++)
+		if (seg->dmg[i].pos == pos)
+			return &seg->dmg[i];
+	return NULL;
+}
+
+/*
+ * A read met a bad batch that recovery did not set aside (a sealed segment
+ * trusted from its index, or damage since): say so once per segment and
+ * remove the index, so that the next open scans the segment and sets the
+ * damage aside. Rare; one unlink on the owner core.
+ */
+static int seg_damage_met(struct st_log *log, struct st_seg *seg, uint64_t pos, int64_t offset)
+{
+	if (!seg->damage_seen) {
+		seg->damage_seen = true;
+		fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": DAMAGE: bad batch at byte %" PRIu64
+		        " (offset %" PRId64 " expected there): reads of it fail with CORRUPT_MESSAGE; a restart scans "
+		        "the segment and sets the damage aside\n", log->dir, seg->base, pos, offset);
+		seg_index_unlink(log, seg->base);
+	}
+	return -EBADMSG;
 }
 
 int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
@@ -1126,7 +1406,8 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	/* Never hand out bytes whose write has not completed. */
 	int64_t lim = limit < log->durable ? limit : log->durable;
 	struct st_seg *seg = log->segs[log_seg_find(log, offset)];
-	uint64_t p = seg_index_lookup(seg, offset);
+	int64_t expect; /* base offset of the batch at p: each header must continue the last */
+	uint64_t p = seg_index_lookup(seg, offset, &expect);
 
 	*fd = seg->fd;
 	*pos = p;
@@ -1137,22 +1418,37 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	for (;;) { /* bounded: ~index_interval_bytes of headers */
 		if (p >= seg->durable_size)
 			return -EIO; /* offset < durable, so its batch must be here */
+		const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
+		if (d) {
+			if (offset < d->to)
+				return -EBADMSG; /* set aside at recovery: the client hears of it */
+			p = d->end;
+			expect = d->to;
+			continue;
+		}
 		if ((total = seg_read_header(seg, p, &h)) < 0)
-			return total;
+			return total == -EBADMSG ? seg_damage_met(log, seg, p, expect) : total;
+		if (h.base_offset != expect)
+			return seg_damage_met(log, seg, p, expect);
 		if (h.base_offset + h.last_offset_delta >= offset)
 			break;
 		p += (uint64_t)total;
+		expect = h.base_offset + h.last_offset_delta + 1;
 	}
 	*pos = p;
 	if (h.base_offset + h.last_offset_delta >= lim)
 		return 0; /* the batch holding offset is not wholly below the limit */
 	uint64_t end = p + (uint64_t)total; /* KIP-74: the first batch goes whole */
-	while (end < seg->durable_size) {
-		if ((total = seg_read_header(seg, end, &h)) < 0)
-			return total;
+	expect = h.base_offset + h.last_offset_delta + 1;
+	/* The range stops before damage (known or met now): a fetch from there reports it. */
+	while (end < seg->durable_size && !(seg->ndmg && seg_damage_at(seg, end))) {
+		if (seg_read_header(seg, end, &h) < 0 || h.base_offset != expect)
+			break;
+		total = (int)(12 + (int64_t)h.batch_length);
 		if (h.base_offset + h.last_offset_delta >= lim || end + (uint64_t)total - p > max_bytes)
 			break;
 		end += (uint64_t)total;
+		expect = h.base_offset + h.last_offset_delta + 1;
 	}
 	assert(end - p <= UINT32_MAX);
 	*len = (uint32_t)(end - p);
@@ -1175,7 +1471,7 @@ static int seg_read_raw(const struct st_seg *seg, uint64_t pos, struct st_batch_
 		return -EIO;
 	rc = st_batch_parse_header(buf, got, h);
 	if (rc < 0 || pos + (uint64_t)rc > seg->durable_size)
-		return -EIO; /* as seg_read_header: recovered batches were checked */
+		return -EBADMSG; /* as seg_read_header: recovered batches were checked */
 	*raw_len = (size_t)rc < got ? (size_t)rc : got;
 	return rc;
 }
@@ -1193,17 +1489,23 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	if (from_offset >= log->durable)
 		return 0;
 	uint32_t i = log_seg_find(log, from_offset);
-	uint64_t p = seg_index_lookup(log->segs[i], from_offset);
-	for (next = -1; i < log->nsegs; i++, p = 0) {
-		const struct st_seg *seg = log->segs[i];
+	uint64_t p = seg_index_lookup(log->segs[i], from_offset, &next);
+	for (; i < log->nsegs; i++, p = 0) {
+		struct st_seg *seg = log->segs[i];
 		int total, rc;
 		while (p < seg->durable_size) {
+			const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
+			if (d) { /* set aside (and logged) at open: step over */
+				p = d->end;
+				next = d->to;
+				continue;
+			}
 			if (seg->durable_size - p < ST_BATCH_HEADER_BYTES)
-				return -EIO; /* recovery cut torn tails: only corruption since gets here */
+				return seg_damage_met(log, seg, p, next); /* recovery cut torn tails */
 			if ((total = seg_read_raw(seg, p, &h, raw, sizeof(raw), &raw_len)) < 0)
-				return total;
-			if (next >= 0 && h.base_offset != next)
-				return -EIO; /* sealed segments trusted from their index were not rescanned */
+				return total == -EBADMSG ? seg_damage_met(log, seg, p, next) : total;
+			if (h.base_offset != next)
+				return seg_damage_met(log, seg, p, next); /* trusted from its index, not rescanned */
 			next = h.base_offset + h.last_offset_delta + 1;
 			p += (uint64_t)total;
 			if (next <= from_offset)
@@ -1225,6 +1527,12 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 		if (seg->max_ts < ts_ms)
 			continue; /* nothing in this segment is late enough */
 		for (uint64_t p = 0; p < seg->durable_size; p += (uint64_t)total) {
+			const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
+			if (d) {
+				total = 0;
+				p = d->end; /* its timestamps are lost with it */
+				continue;
+			}
 			if ((total = seg_read_header(seg, p, &h)) < 0)
 				return log->leo; /* logged nowhere: reads retry; the header is checked again then */
 			if (h.max_timestamp >= ts_ms)
@@ -1236,6 +1544,30 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 
 #define ST_READ_ALL_BYTES (4u << 20)
 
+/* The damage range that holds offset, or NULL. */
+static const struct st_damage *log_damage_covering(const struct st_log *log, int64_t offset)
+{
+	const struct st_seg *seg = log->segs[log_seg_find(log, offset)];
+
+	for (uint32_t i = 0; i < seg->ndmg; i++)
+		if (offset >= seg->dmg[i].from && offset < seg->dmg[i].to)
+			return &seg->dmg[i];
+	return NULL;
+}
+
+uint32_t st_log_damage_count(const struct st_log *log, int64_t *offsets_lost)
+{
+	uint32_t n = 0;
+	int64_t lost = 0;
+
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		for (uint32_t k = 0; k < log->segs[i]->ndmg; k++, n++)
+			lost += log->segs[i]->dmg[k].to - log->segs[i]->dmg[k].from;
+	if (offsets_lost)
+		*offsets_lost = lost;
+	return n;
+}
+
 int st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg)
 {
 	int64_t off = st_log_start_offset(log), end = log->leo;
@@ -1246,6 +1578,16 @@ int st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg)
 		uint64_t pos;
 		uint32_t len;
 		rc = st_log_locate(log, off, end, ST_READ_ALL_BYTES, &fd, &pos, &len);
+		const struct st_damage *d = rc == -EBADMSG ? log_damage_covering(log, off) : NULL;
+		if (d) {
+			/* Set aside at open: what follows is still read (later records supersede lost ones). */
+			fprintf(stderr, "sluice storage: %s: DAMAGE: offsets [%" PRId64 ", %" PRId64 ") are unreadable "
+			        "and skipped; their records are lost, the log is read on after them\n", log->dir, d->from,
+			        d->to);
+			off = d->to;
+			rc = 0;
+			continue;
+		}
 		if (rc < 0)
 			break;
 		if (len == 0 || len > ST_READ_ALL_BYTES) {

@@ -52,12 +52,17 @@ struct st_log_config {
 	int64_t  retention_bytes;      /* -1: unlimited; else delete oldest segments beyond */
 	int64_t  retention_ms;         /* -1: unlimited; else delete segments older than this */
 	uint32_t index_interval_bytes; /* one sparse index entry per this many log bytes */
+	bool scan_sealed;              /* scan (CRC) every segment at open, not only the active one */
 };
 
 /*
  * Open (creating if needed) the partition log in dir and recover it: every
  * batch of the tail after the last clean point is checked (length, magic,
- * CRC32C); a torn or corrupt tail is truncated; indexes are rebuilt.
+ * CRC32C); a torn tail (a bad end of the newest data, nothing valid after
+ * it) is truncated; damage anywhere else is set aside as a range and logged,
+ * never truncated (log_internal.h); indexes are rebuilt. -EBADMSG: the
+ * damage cannot be set aside (segments that do not continue each other,
+ * too many ranges); the files are left as they are.
  * Synchronous; called at start-up or partition creation, not on the hot path.
  */
 int  st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg,
@@ -86,8 +91,10 @@ int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len,
  * `offset`, ending before `limit` (an offset: high watermark or LSO), at most
  * max_bytes except that the first batch is always included whole (KIP-74).
  * Fills *fd, *pos and *len for one contiguous range within one segment; len 0 if
- * there is nothing below limit. Returns 0, or -ERANGE if offset is below the
- * log start or above the LEO.
+ * there is nothing below limit. Returns 0, -ERANGE if offset is below the
+ * log start or above the LEO, -EBADMSG if the batch holding offset is
+ * damaged (set aside at recovery, or a bad header met now: logged once per
+ * segment), -errno for a read error. A range stops before damage.
  */
 int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes,
                    int *fd, uint64_t *pos, uint32_t *len);
@@ -113,9 +120,10 @@ typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t
  * each batch's first ST_SCAN_RAW_BYTES (one pread) and skips the rest by
  * batchLength. Synchronous,
  * for start-up recovery (producer state rebuild), where the durable end is the
- * LEO; appends still in flight are not visited. Returns 0 at the end, cb's
- * value if it stopped the scan, or -errno on a read error (-EIO for a bad
- * header). Locality: shard core (owner), init only.
+ * LEO; appends still in flight are not visited. Damaged ranges set aside at
+ * open are stepped over. Returns 0 at the end, cb's value if it stopped the
+ * scan, or -errno on a read error (-EBADMSG for a bad header the open did not
+ * set aside). Locality: shard core (owner), init only.
  */
 int  st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *arg);
 
@@ -123,10 +131,15 @@ int  st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *a
  * Read the whole log back, batch by batch, in offset order (start-up of the
  * internal logs: __transaction_state, __consumer_offsets). cb gets each
  * whole batch; a negative return stops the walk and is returned. Synchronous
- * preads, 4 MiB at a time; a batch larger than that is -EFBIG.
+ * preads, 4 MiB at a time; a batch larger than that is -EFBIG. Damaged
+ * ranges set aside at open are skipped (logged): what follows is still
+ * read, so a later record of the same key supersedes a lost one.
  */
 typedef int (*st_batch_cb)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h);
 int  st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg);
+
+/* Damage ranges set aside at open; *offsets_lost (if not NULL) gets the offsets they held. */
+uint32_t st_log_damage_count(const struct st_log *log, int64_t *offsets_lost);
 
 /*
  * Compaction by rewrite (internal logs): st_log_roll starts a new segment at

@@ -39,8 +39,33 @@
  * position, so a lookup scans at most ~index_interval_bytes of headers.
  * Both fields strictly increase. An index is trusted at recovery only when
  * magic, version, base, crc and entry order are valid AND log_bytes equals
- * the .log's size; otherwise the segment is scanned and the index rewritten.
- * The last (active) segment is always scanned.
+ * the .log's size AND the segment's first batch is whole and valid (length,
+ * magic, CRC32C, baseOffset == <base>); otherwise the segment is scanned and
+ * the index rewritten. The last (active) segment is always scanned, and so
+ * is every segment of a log opened with scan_sealed (the coordinators' logs).
+ * A segment with damage (below) never has an index: it is scanned each open.
+ *
+ * Recovery tells a torn write from damage. A torn write can only be the end
+ * of the newest data: a bad batch after which no valid batch follows, in the
+ * last segment holding a valid batch; or there, a bad batch whose start lies
+ * on a page of zeros (zeros from it through a page boundary, a header's worth
+ * at least) before valid batches: a power cut kept later pages of the last,
+ * unsynced write and not an earlier one, so nothing from there on was
+ * acknowledged. It is cut (ftruncate), with the segments after it (they hold
+ * no valid batch). Anything else is damage: the scanner resynchronises on the next
+ * position where a valid batch starts (parses, fits, CRC32C good, baseOffset
+ * at or above the expected one) and sets the bytes in between aside as a
+ * damage range {bytes [pos, end), offsets [from, to)} of that segment
+ * (struct st_damage, in memory only, rebuilt by the scan at every open);
+ * damage running to the end of a sealed segment ends at the next segment's
+ * base. Nothing is cut or deleted for damage. A fetch that starts in a
+ * damaged range fails (-EBADMSG: CORRUPT_MESSAGE), one that runs into it
+ * stops before it, everything else is served. A batch that is whole with a
+ * good CRC but whose baseOffset (outside the CRC) breaks the sequence has the
+ * one value it can have (the previous batch's end) written back. A segment
+ * whose base does not continue the previous one (offsets missing between
+ * them) makes the open fail (-EBADMSG): the partition stays offline, its
+ * files untouched, rather than served with a hole nobody set aside.
  * ---------------------------------------------------------------------------
  */
 #ifndef SLUICE_STORAGE_LOG_INTERNAL_H
@@ -69,6 +94,8 @@
 #define ST_LOG_SEGMENTS_INIT 16u         /* initial segment table capacity (doubles on roll) */
 #define ST_LOG_NAME_BYTES 32u            /* "<20 digits>.index" + NUL */
 #define ST_LOG_DELETE_PASSES_MAX 16      /* directory passes of st_log_delete */
+#define ST_LOG_DAMAGE_MAX 64u            /* damage ranges set aside per segment; more fails the open */
+#define ST_LOG_PAGE_BYTES 4096u          /* unit in which a power cut loses writes (torn-write holes) */
 
 _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
 
@@ -76,6 +103,12 @@ _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovec
 struct st_index_entry {
 	uint32_t rel;   /* batch base offset - segment base */
 	uint32_t pos;   /* byte position in the .log */
+};
+
+/* Damaged bytes of a segment set aside at recovery (see the header comment). Locality: shard core (owner). */
+struct st_damage {
+	uint64_t pos, end;        /* bytes [pos, end) of the .log; a valid batch (or the file end) is at end */
+	int64_t from, to;         /* the offsets that lay there: lost */
 };
 
 /* One segment file and its index. Locality: shard core (owner). */
@@ -90,6 +123,9 @@ struct st_seg {
 	uint32_t queued;          /* appends of this segment queued or in flight */
 	struct st_index_entry *index;
 	uint32_t index_n, index_cap;
+	struct st_damage *dmg;    /* ndmg ranges, ascending; set by the recovery scan only */
+	uint32_t ndmg;
+	bool damage_seen;         /* a read met damage the scan did not know (trusted index): logged once */
 };
 
 /* One append, from st_log_append until its callback. Locality: shard core (owner). */

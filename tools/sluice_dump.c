@@ -5,7 +5,10 @@
  *
  * Read-only: it never truncates or repairs (st_log_open does that). It reads
  * every "<20 digits>.log" in each directory in offset order and prints one
- * line per batch; a torn or corrupt tail is reported and ends that segment.
+ * line per batch. Bytes where no batch parses are reported as DAMAGED up to
+ * the next position where a whole batch with a good CRC starts (as the
+ * broker's recovery sets them aside), and the dump goes on there; when no
+ * valid batch follows, they are reported as a torn or bad tail.
  * Exit status: 0 all batches good, 1 something bad was found, 2 usage/IO.
  * Locality: a standalone process.
  */
@@ -111,6 +114,20 @@ static bool print_records(const uint8_t *b, size_t len, const struct st_batch_hd
 	return rc == 0;
 }
 
+/* The first position after `from` where a whole batch with a good CRC starts, or size. */
+static size_t dump_resync(const uint8_t *m, size_t size, size_t from)
+{
+	for (size_t q = from; q + ST_BATCH_HEADER_BYTES <= size; q++) {
+		struct st_batch_hdr h;
+		if (m[q + ST_BATCH_OFF_MAGIC] != ST_BATCH_MAGIC)
+			continue; /* the cheap rejection first */
+		int total = st_batch_parse(m + q, size - q, &h);
+		if (total > 0 && st_batch_crc_ok(m + q, (size_t)total))
+			return q;
+	}
+	return size;
+}
+
 /* Dump one segment file; returns true if every batch was good. */
 static bool dump_segment(const char *path, const struct dump_opts *o)
 {
@@ -139,6 +156,15 @@ static bool dump_segment(const char *path, const struct dump_opts *o)
 	for (size_t pos = 0; pos < size;) {
 		struct st_batch_hdr h;
 		int total = st_batch_parse(m + pos, size - pos, &h);
+		size_t q = total < 0 ? dump_resync(m, size, pos + 1) : size;
+		if (q < size) {
+			printf("  DAMAGED bytes [%zu, %zu) (%s): no batch there; next valid batch at position %zu\n", pos, q,
+			       total == -EAGAIN ? "length runs past the file end" :
+			       total == -EPROTO ? "magic is not 2" : "inconsistent length or fields", q);
+			good = false;
+			pos = q;
+			continue;
+		}
 		if (total == -EAGAIN) {
 			printf("  TORN at position %zu: %zu trailing byte(s) are not a whole batch\n", pos, size - pos);
 			good = false;

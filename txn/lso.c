@@ -41,12 +41,18 @@
  * (fdatasync) runs before every producer-state snapshot, so the index holds
  * every abort below the newest snapshot, and recovery's replay from that
  * snapshot re-adds the later ones (those above txn_lso_last_marker). At open,
- * the first entry that is short, fails its CRC, breaks the order or a field
- * range ends the valid prefix (a torn or damaged tail); entries at or past
- * the log end are dropped (the log was truncated under them). The file is
- * cut to the valid prefix, and the cut made durable, before any append.
+ * a partial last entry is a torn append (it was above the snapshot: the
+ * replay re-adds it) and is cut; entries at or past the log end are dropped
+ * (the log was truncated under them); the cut is made durable before any
+ * append. Damage is different: a whole entry that fails its CRC, breaks the
+ * order or a field range, or a bad header in front of entries, or a missing
+ * file under a non-empty log, could hide aborts below the snapshot that no
+ * replay would re-add, and a cut there made aborted records visible. Then
+ * nothing of the file is trusted: txn_lso_needs_rebuild says so, recovery
+ * rebuilds the index from the COMMIT/ABORT markers of the whole log, and
+ * txn_lso_rebuilt replaces the file with the result (atomically, as below).
  * A failed append is sticky: txn_lso_sync reports it from then on, so no
- * snapshot is taken past an abort the file lacks.
+ * snapshot is taken past an abort the file lacks; so does a pending rebuild.
  *
  * Retention trims entries in memory; once the file holds many more entries
  * than memory (txn_lso_compact_index), it is rewritten with the live ones:
@@ -107,6 +113,7 @@ struct txn_lso {
 	int fd;                       /* index file, -1 when not open */
 	uint64_t file_entries;        /* entries in the file: the next append goes after them */
 	int file_err;                 /* first failed append (-errno), reported by sync; 0 none */
+	bool rebuild;                 /* the file is damaged: rebuild from the log, then txn_lso_rebuilt */
 	char path[TXN_LSO_PATH_BYTES];
 };
 
@@ -201,8 +208,9 @@ static void file_append(struct txn_lso *l, const struct txn_aborted *a)
 {
 	uint8_t q[TXN_LSO_ENTRY_BYTES];
 
-	if (l->fd < 0 || l->file_err)
-		return; /* after a failure, later entries would leave a hole: the replay re-adds them */
+	if (l->fd < 0 || l->file_err || l->rebuild)
+		return; /* after a failure, later entries would leave a hole: the replay re-adds them;
+		         * during a rebuild, txn_lso_rebuilt writes them all */
 	entry_encode(q, a);
 	off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + l->file_entries * TXN_LSO_ENTRY_BYTES);
 	ssize_t r;
@@ -358,9 +366,10 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 		for (uint64_t k = 0; k < chunk; k++, done++) {
 			struct txn_aborted a;
 			if (!entry_decode(buf + k * TXN_LSO_ENTRY_BYTES, l->nab ? &l->ab[l->nab - 1] : NULL, &a)) {
+				/* A whole entry is wrong: damage, not a torn append (that leaves a partial one). */
 				*why = "damaged entry";
 				free(buf);
-				return (int64_t)done;
+				return -EBADMSG;
 			}
 			if (a.last_offset >= log_end) {
 				*why = "entries past the log end";
@@ -375,6 +384,19 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 	}
 	free(buf);
 	return (int64_t)done;
+}
+
+/* Open found damage: trust nothing of the file (it stays as it is until txn_lso_rebuilt replaces it). */
+static int index_damaged(struct txn_lso *l, const char *why)
+{
+	fprintf(stderr, "txn lso: %s: DAMAGED (%s): the index is rebuilt from the log's markers\n", l->path, why);
+	l->nab = 0;
+	l->last_marker = -1;
+	l->max_span = 0;
+	l->file_entries = 0;
+	l->file_err = 0;
+	l->rebuild = true;
+	return 0;
 }
 
 /* Locality: shard core (owner); init only (start-up, partition creation). */
@@ -402,9 +424,15 @@ int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
 	bool header_ok = size >= TXN_LSO_HEADER_BYTES && pread_full(l->fd, hdr, sizeof(hdr), 0) == 0 &&
 	                 st_be32(hdr) == TXN_LSO_MAGIC && st_be16(hdr + 4) == TXN_LSO_VERSION &&
 	                 st_be16(hdr + 6) == TXN_LSO_ENTRY_BYTES;
+	/* Entries behind a bad header, or no file at all under a non-empty log: aborts may be lost. */
+	if ((!header_ok && size >= TXN_LSO_HEADER_BYTES + TXN_LSO_ENTRY_BYTES) ||
+	    (size < TXN_LSO_HEADER_BYTES && log_end > 0))
+		return index_damaged(l, size >= TXN_LSO_HEADER_BYTES ? "bad header" : "missing or short under a non-empty log");
 	if (header_ok) {
 		uint64_t n_file = (size - TXN_LSO_HEADER_BYTES) / TXN_LSO_ENTRY_BYTES;
 		int64_t kept = index_load(l, n_file, log_end, &why);
+		if (kept == -EBADMSG)
+			return index_damaged(l, why);
 		if (kept < 0) {
 			rc = (int)kept;
 			goto fail;
@@ -460,6 +488,8 @@ int txn_lso_sync(struct txn_lso *l)
 		return 0;
 	if (l->file_err)
 		return l->file_err;
+	if (l->rebuild)
+		return -EBADMSG; /* the file lacks what memory holds until txn_lso_rebuilt */
 	return fdatasync(l->fd) < 0 ? -errno : 0;
 }
 
@@ -493,12 +523,9 @@ static int index_write(const struct txn_lso *l, const char *path)
 	return rc;
 }
 
-/* Locality: shard core (owner); after retention trimmed the entries in memory. */
-int txn_lso_compact_index(struct txn_lso *l)
+/* Replace the file with the entries in memory: a new file, synced, renamed over the old one. */
+static int index_replace(struct txn_lso *l)
 {
-	if (l->fd < 0 || l->file_err || l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
-	    l->file_entries < (uint64_t)l->nab * TXN_LSO_COMPACT_RATIO)
-		return 0;
 	char tmp[TXN_LSO_PATH_BYTES + 8], dir[TXN_LSO_PATH_BYTES];
 	int n = snprintf(tmp, sizeof(tmp), "%s.new", l->path);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
@@ -527,11 +554,41 @@ int txn_lso_compact_index(struct txn_lso *l)
 	}
 	close(l->fd);
 	l->fd = fd;
-	uint64_t dropped = l->file_entries - l->nab;
 	l->file_entries = l->nab;
-	fprintf(stderr, "txn lso: %s: rewritten with %u live entries (%" PRIu64 " trimmed ones dropped)\n", l->path,
-	        l->nab, dropped);
 	return rc;
+}
+
+/* Locality: shard core (owner); after retention trimmed the entries in memory. */
+int txn_lso_compact_index(struct txn_lso *l)
+{
+	if (l->fd < 0 || l->file_err || l->rebuild || l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
+	    l->file_entries < (uint64_t)l->nab * TXN_LSO_COMPACT_RATIO)
+		return 0;
+	uint64_t dropped = l->file_entries - l->nab;
+	int rc = index_replace(l);
+	if (rc == 0)
+		fprintf(stderr, "txn lso: %s: rewritten with %u live entries (%" PRIu64 " trimmed ones dropped)\n",
+		        l->path, l->nab, dropped);
+	return rc;
+}
+
+/* Locality: shard core (owner); init only. */
+bool txn_lso_needs_rebuild(const struct txn_lso *l)
+{
+	return l->rebuild;
+}
+
+/* Locality: shard core (owner); init only, after the rebuild scan. */
+int txn_lso_rebuilt(struct txn_lso *l)
+{
+	assert(l->rebuild && l->fd >= 0);
+	l->nopen = 0; /* the replay from the snapshot opens them again */
+	int rc = index_replace(l);
+	if (rc < 0)
+		return rc; /* still pending: no snapshot is taken (txn_lso_sync) */
+	l->rebuild = false;
+	fprintf(stderr, "txn lso: %s: rebuilt from the log: %u aborted transactions\n", l->path, l->nab);
+	return 0;
 }
 
 /* Locality: shard core (owner). */

@@ -50,6 +50,17 @@ uint32_t txn_lso_open_count(const struct txn_lso *l);
  * their log having been truncated), and keeps the file open for appends.
  */
 int  txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end);
+/*
+ * Damage in the file (a whole entry that fails its CRC or order, a bad header
+ * in front of entries, no file under a non-empty log) is not cut: open loads
+ * nothing and txn_lso_needs_rebuild() turns true. The caller then replays the
+ * whole log's transactional batches and markers through txn_lso_begin /
+ * txn_lso_end, and calls txn_lso_rebuilt(), which forgets the transactions
+ * left open by that pass (the normal replay opens them again) and replaces the
+ * file with the rebuilt index. Until then txn_lso_sync fails (no snapshot).
+ */
+bool txn_lso_needs_rebuild(const struct txn_lso *l);
+int  txn_lso_rebuilt(struct txn_lso *l);
 int  txn_lso_sync(struct txn_lso *l);
 /*
  * After txn_lso_trim: rewrite the file with the live entries only, when

@@ -730,7 +730,7 @@ int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max
 
 /* What the replay updates. Locality: shard core (owner), init only. */
 struct replay {
-	struct txn_pstate *ps;
+	struct txn_pstate *ps;  /* NULL: transactions only (the aborted index's rebuild) */
 	struct txn_lso *lso;   /* NULL: producer state only */
 };
 
@@ -759,7 +759,7 @@ static int replay_batch(void *arg, const struct st_batch_hdr *h, const uint8_t *
 		if (rc < 0)
 			return rc;
 	}
-	if (txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp) < 0)
+	if (r->ps && txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -801,6 +801,13 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 
 	if (rc < 0)
 		return rc;
+	if (lso && txn_lso_needs_rebuild(lso)) {
+		/* The index file was damaged: every abort from the markers of the whole log. */
+		struct replay markers = { .ps = NULL, .lso = lso };
+		if ((rc = st_log_scan(log, st_log_start_offset(log), replay_batch, &markers)) < 0 ||
+		    (rc = txn_lso_rebuilt(lso)) < 0)
+			return rc;
+	}
 	assert(!lso || txn_lso_open_count(lso) == 0);
 	if (lso && (rc = reopen_snapshot_txns(ps, lso)) < 0)
 		return rc;

@@ -24,6 +24,18 @@
  *       lines reach --until-min and nothing came for that long.
  *       --instance-id makes it a static member (group.instance.id, KIP-345):
  *       librdkafka then sends no LeaveGroup when it closes.
+ *   rdk_group commit-many --bootstrap B --topic T --group PREFIX --partitions P --groups N
+ *       --offset O [--offset-step S]
+ *       as commit, for the N groups PREFIX0..PREFIX(N-1): group i commits O + i*S
+ *       (one commit each, in turn: one batch each in __consumer_offsets).
+ *   rdk_group committed --bootstrap B --topic T --group PREFIX --partitions P --groups N
+ *       prints "GROUP PARTITION OFFSET" (-1: none) for each of those groups.
+ *   rdk_group read --bootstrap B --topic T --partitions P --partition Q --offset O --until-offset E
+ *       [--timeout S]
+ *       assign()s partition Q at offset O (no group, check.crcs on) and reads until
+ *       it has the record at E-1, or until the first error the client reports;
+ *       prints "read COUNT FIRST LAST" (-1 -1 if none) and, on an error,
+ *       "error FETCH_OFFSET CODE NAME". Exit 0 at E, 3 on an error, 1 on timeout.
  *
  * Exit status: 0 = stopped as asked, 1 = timeout or client error, 2 = usage.
  * Locality: test process, one thread (plus librdkafka's).
@@ -44,7 +56,9 @@ enum { exit_ok = 0, exit_fail = 1, exit_usage = 2 };
 struct opts {
 	const char *mode, *bootstrap, *topic, *group, *out, *peer, *instance_id;
 	int partitions, delay_ms, timeout_s, session_ms;
-	int64_t offset;               /* commit mode */
+	int64_t offset;               /* commit modes; read: the start */
+	int64_t offset_step, until_offset;
+	int groups, partition;
 	long until, until_min, stop_shared;
 	int idle_ms;
 	bool auto_commit;
@@ -56,7 +70,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: rdk_group watermarks|consume|commit --bootstrap B --topic T --partitions P "
 	                "[--group G --out FILE --peer FILE --until N --stop-shared N --delay-ms D "
-	                "--auto-commit --timeout S --session-ms MS --instance-id ID --offset O]\n");
+	                "--auto-commit --timeout S --session-ms MS --instance-id ID --offset O --offset-step S "
+	                "--groups N --partition Q --until-offset E]\n");
 	exit(exit_usage);
 }
 
@@ -155,6 +170,129 @@ static int simple_commit(const struct opts *o)
 	rd_kafka_topic_partition_list_destroy(parts);
 	rd_kafka_destroy(rk);
 	return e ? exit_fail : exit_ok;
+}
+
+/* A consumer handle of group g, no subscription. */
+static rd_kafka_t *group_handle(const struct opts *o, const char *g)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char err[256];
+	set(conf, "bootstrap.servers", o->bootstrap);
+	set(conf, "group.id", g);
+	set(conf, "enable.auto.commit", "false");
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!rk)
+		fprintf(stderr, "rd_kafka_new: %s\n", err);
+	return rk;
+}
+
+static int commit_many(const struct opts *o)
+{
+	for (int i = 0; i < o->groups; i++) {
+		char g[128];
+		snprintf(g, sizeof(g), "%s%d", o->group, i);
+		rd_kafka_t *rk = group_handle(o, g);
+		if (!rk)
+			return exit_fail;
+		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(o->partitions);
+		for (int p = 0; p < o->partitions; p++)
+			rd_kafka_topic_partition_list_add(parts, o->topic, p)->offset = o->offset + i * o->offset_step;
+		rd_kafka_resp_err_t e = rd_kafka_commit(rk, parts, 0);
+		for (int p = 0; !e && p < parts->cnt; p++)
+			e = parts->elems[p].err;
+		rd_kafka_topic_partition_list_destroy(parts);
+		rd_kafka_destroy(rk);
+		if (e) {
+			fprintf(stderr, "commit of %s: %s\n", g, rd_kafka_err2str(e));
+			return exit_fail;
+		}
+	}
+	return exit_ok;
+}
+
+static int committed(const struct opts *o)
+{
+	for (int i = 0; i < o->groups; i++) {
+		char g[128];
+		snprintf(g, sizeof(g), "%s%d", o->group, i);
+		rd_kafka_t *rk = group_handle(o, g);
+		if (!rk)
+			return exit_fail;
+		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(o->partitions);
+		for (int p = 0; p < o->partitions; p++)
+			rd_kafka_topic_partition_list_add(parts, o->topic, p);
+		rd_kafka_resp_err_t e = rd_kafka_committed(rk, parts, 15000);
+		for (int p = 0; !e && p < parts->cnt; p++) {
+			e = parts->elems[p].err;
+			printf("%s %d %lld\n", g, parts->elems[p].partition,
+			       parts->elems[p].offset < 0 ? -1LL : (long long)parts->elems[p].offset);
+		}
+		rd_kafka_topic_partition_list_destroy(parts);
+		rd_kafka_destroy(rk);
+		if (e) {
+			fprintf(stderr, "committed of %s: %s\n", g, rd_kafka_err2str(e));
+			return exit_fail;
+		}
+	}
+	return exit_ok;
+}
+
+static int read_partition(const struct opts *o)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char err[256];
+	set(conf, "bootstrap.servers", o->bootstrap);
+	set(conf, "group.id", "rdk_group-read");   /* required by the API, never joined (assign) */
+	set(conf, "enable.auto.commit", "false");
+	set(conf, "check.crcs", "true");
+	set(conf, "fetch.wait.max.ms", "100");
+	set(conf, "fetch.error.backoff.ms", "100");
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!rk) {
+		fprintf(stderr, "rd_kafka_new: %s\n", err);
+		return exit_fail;
+	}
+	rd_kafka_poll_set_consumer(rk);
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(parts, o->topic, o->partition)->offset = o->offset;
+	rd_kafka_assign(rk, parts);
+	rd_kafka_topic_partition_list_destroy(parts);
+	long n = 0;
+	int64_t first = -1, last = -1, deadline = now_ms() + (int64_t)o->timeout_s * 1000;
+	int rc = exit_fail;
+	while (now_ms() < deadline && rc == exit_fail) {
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+		if (!m)
+			continue;
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->err) {
+			printf("read %ld %lld %lld\n", n, (long long)first, (long long)last);
+			printf("error %lld %d %s\n", (long long)m->offset, (int)m->err, rd_kafka_err2name(m->err));
+			fprintf(stderr, "consume error: %s\n", rd_kafka_message_errstr(m));
+			rd_kafka_message_destroy(m);
+			rc = 3;
+			break;
+		}
+		if (m->offset != (last < 0 ? m->offset : last + 1) || (last < 0 && m->offset < o->offset))
+			fprintf(stderr, "offset %lld after %lld (gap)\n", (long long)m->offset, (long long)last);
+		if (first < 0)
+			first = m->offset;
+		last = m->offset;
+		n++;
+		if (m->offset >= o->until_offset - 1) {
+			printf("read %ld %lld %lld\n", n, (long long)first, (long long)last);
+			rc = exit_ok;
+		}
+		rd_kafka_message_destroy(m);
+	}
+	if (rc == exit_fail)
+		printf("read %ld %lld %lld\ntimeout\n", n, (long long)first, (long long)last);
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	return rc;
 }
 
 static int consume(const struct opts *o)
@@ -279,6 +417,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--stop-shared")) o.stop_shared = atol(v);
 		else if (!strcmp(a, "--instance-id")) o.instance_id = v;
 		else if (!strcmp(a, "--offset")) o.offset = atoll(v);
+		else if (!strcmp(a, "--offset-step")) o.offset_step = atoll(v);
+		else if (!strcmp(a, "--groups")) o.groups = atoi(v);
+		else if (!strcmp(a, "--partition")) o.partition = atoi(v);
+		else if (!strcmp(a, "--until-offset")) o.until_offset = atoll(v);
 		else usage();
 	}
 	if (!o.bootstrap || !o.topic || o.partitions <= 0)
@@ -289,5 +431,11 @@ int main(int argc, char **argv)
 		return simple_commit(&o);
 	if (!strcmp(o.mode, "consume") && o.group && o.out)
 		return consume(&o);
+	if (!strcmp(o.mode, "commit-many") && o.group && o.groups > 0 && o.offset >= 0)
+		return commit_many(&o);
+	if (!strcmp(o.mode, "committed") && o.group && o.groups > 0)
+		return committed(&o);
+	if (!strcmp(o.mode, "read") && o.offset >= 0 && o.until_offset > o.offset)
+		return read_partition(&o);
 	usage();
 }

@@ -90,12 +90,21 @@ static void test_dump(void)
 	CU_ASSERT_PTR_NULL(strstr(out, "offset 0..2"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "offset 3..3"));
 
-	/* Corrupt the control batch's record and tear the tail: reported, exit 1. */
+	/* Damage the control batch's magic: reported, and the batch after it is still dumped. */
 	char path[128];
 	snprintf(path, sizeof(path), "%s/00000000000000000000.log", dir);
 	int fd = open(path, O_RDWR);
 	CU_ASSERT_FATAL(fd >= 0);
-	uint8_t c = 0x55;
+	uint8_t c = 7, two = 2;
+	CU_ASSERT(pwrite(fd, &c, 1, 96 + 16) == 1);
+	CU_ASSERT_EQUAL(run_dump(""), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "DAMAGED bytes [96, 174) (magic is not 2)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "offset 4..5 pos 174"));
+	CU_ASSERT(pwrite(fd, &two, 1, 96 + 16) == 1);
+	CU_ASSERT_EQUAL(run_dump(""), 0);
+
+	/* Corrupt the control batch's record and tear the tail: reported, exit 1. */
+	c = 0x55;
 	CU_ASSERT(pwrite(fd, &c, 1, 96 + 70) == 1);
 	CU_ASSERT(ftruncate(fd, 96 + 78 + 30) == 0);
 	close(fd);
