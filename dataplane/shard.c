@@ -369,6 +369,7 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 		len = 0;
 	}
 	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->end);
+	rd->part->reads--;
 	rd->next_free = c->read_free;
 	c->read_free = rd;
 	c->reads_inflight--;
@@ -421,6 +422,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
 				                        .done = got > 0 ? (uint32_t)got : 0, .end = end };
 				c->reads_inflight++;
+				p->reads++;
 				c->cold_reads++;
 				read_submit(c, rd);
 				return;
@@ -531,16 +533,22 @@ static void part_free(struct dp_part *p)
 	free(p);
 }
 
-/* Open (creating or recovering) every partition of t that this core owns. */
-void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+static struct st_log_config part_log_config(const struct dp_config *cfg)
 {
-	const struct dp_config *cfg = &c->b->cfg;
-	struct st_log_config lc = {
+	return (struct st_log_config){
 		.segment_bytes = cfg->segment_bytes,
 		.retention_bytes = cfg->retention_bytes,
 		.retention_ms = cfg->retention_ms,
 		.index_interval_bytes = 4096,
 	};
+}
+
+/* Open (creating or recovering) every partition of t that this core owns. */
+int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+{
+	int failed = 0;
+	const struct dp_config *cfg = &c->b->cfg;
+	struct st_log_config lc = part_log_config(cfg);
 	for (int32_t i = 0; i < t->nparts; i++) {
 		if (dp_owner_core(c->b, t->hash, i) != c->id)
 			continue;
@@ -558,6 +566,7 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			DP_ERR("partition %s/%d: cannot open %s: %s", t->name, i, dir, strerror(-rc));
 			if (p)
 				part_free(p);
+			failed++;
 			continue;
 		}
 		t->parts[i] = p;
@@ -566,6 +575,7 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);
 	}
 	(void)id;
+	return failed;
 }
 
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files)
@@ -622,46 +632,88 @@ void dp_shard_timer(struct dp_core *c)
 }
 
 /*
- * Topic deletion waits until this core has no append in flight, so no
- * completion can refer to a closed log; new produces are refused meanwhile.
+ * Topic deletion waits until no append, marker or cold read of the topic's
+ * partitions on this core is in flight, so no completion can refer to a
+ * closed log; new produces are refused meanwhile. The wait is a flag in the
+ * topic's own catalog entry (at most one delete per topic is under way, the
+ * control core sees to that), so any number of topics can wait at once and
+ * appends to other topics never hold a delete back.
  */
-static bool shard_topic_del(struct dp_core *c, struct dp_msg *m)
+static bool topic_idle(const struct dp_topic *t)
 {
-	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
-	if (t) {
-		t->deleting = true;
-		if (st_io_pending(c->io) || c->reads_inflight)
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct dp_part *p = t->parts[i];
+		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads))
 			return false;
-		dp_shard_close_topic(c, t, true);
-		dp_topic_remove(c, m->topic_id);
 	}
-	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
-	dp_send(c, m->src, &ack);
 	return true;
 }
 
-/* Returns false if the message must be retried later (kept by the caller). */
-bool dp_shard_msg(struct dp_core *c, struct dp_msg *m)
+static void topic_del_finish(struct dp_core *c, uint32_t id)
+{
+	struct dp_topic *t = &c->topics[id];
+	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = t->del_ctx };
+	uint16_t src = t->del_src;
+	t->del_wait = false;
+	c->ndel_wait--;
+	dp_shard_close_topic(c, t, true);
+	dp_topic_remove(c, id);
+	dp_send(c, src, &ack);
+}
+
+int dp_shard_deletes(struct dp_core *c)
+{
+	int n = 0;
+	for (uint32_t id = 0; id < c->topics_end && c->ndel_wait; id++) {
+		struct dp_topic *t = &c->topics[id];
+		if (t->live && t->del_wait && topic_idle(t)) {
+			topic_del_finish(c, id);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void shard_topic_del(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	if (!t) {
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
+		dp_send(c, m->src, &ack);
+		return;
+	}
+	assert(!t->del_wait);   /* one delete per topic at a time (control.c) */
+	t->deleting = true;
+	t->del_wait = true;
+	t->del_src = m->src;
+	t->del_ctx = m->ctx;
+	c->ndel_wait++;
+	if (topic_idle(t))
+		topic_del_finish(c, m->topic_id);
+}
+
+void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 {
 	switch (m->type) {
-	case DP_MSG_PRODUCE: shard_produce(c, m); return true;
-	case DP_MSG_FETCH: shard_fetch(c, m); return true;
-	case DP_MSG_WATCH: shard_watch(c, m); return true;
-	case DP_MSG_LIST: shard_list(c, m); return true;
+	case DP_MSG_PRODUCE: shard_produce(c, m); return;
+	case DP_MSG_FETCH: shard_fetch(c, m); return;
+	case DP_MSG_WATCH: shard_watch(c, m); return;
+	case DP_MSG_LIST: shard_list(c, m); return;
 	case DP_MSG_TOPIC_ADD: {
 		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
 		                          m->u.topic.nparts);
-		if (rc == 0)
-			dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id);
-		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx,
-		                      .err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0 };
+		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
+		/* A partition that cannot be opened fails the create (the control core takes it back). */
+		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id) > 0)
+			err = KERR_KAFKA_STORAGE_ERROR;
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
 		dp_send(c, m->src, &ack);
-		return true;
+		return;
 	}
-	case DP_MSG_TOPIC_DEL: return shard_topic_del(c, m);
+	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;
 	default:
 		assert(!"not a shard message");
-		return true;
+		return;
 	}
 }
 
