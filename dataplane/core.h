@@ -79,6 +79,11 @@ struct dp_txn_allow {
  *                     index files open for a moment
  */
 #define DP_PART_FDS             4
+/* A partition whose disk failed is reopened on a timer, backing off from 1 s to 60 s;
+ * after ENOSPC only once this much space is free again. */
+#define DP_PROBE_FIRST_MS       1000
+#define DP_PROBE_MAX_MS         60000
+#define DP_PROBE_FREE_BYTES_MIN (1u << 20)
 #define DP_FDS_RESERVED         256
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
@@ -181,6 +186,10 @@ struct dp_part {
 	char *dir;
 	int64_t notified_hw;          /* HW last reported to waiters */
 	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
+	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
+	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int32_t probe_backoff_ms;
+	uint64_t refused;             /* appends refused while offline, logged when it is back */
 	uint32_t nwaiters;
 	struct dp_waiter waiters[DP_WAITERS_PER_PART];
 };
@@ -289,6 +298,8 @@ struct dp_core {
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
+	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
+	uint64_t append_errors;       /* ... and how many went unlogged since */
 };
 
 /* init only: the whole broker. */
