@@ -643,7 +643,9 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
  */
 static void part_offline(struct dp_core *c, struct dp_part *p)
 {
-	assert(st_log_failed(p->log) && !p->offline_ms);
+	assert(st_log_failed(p->log));
+	if (p->offline_ms)
+		return;   /* already (a reply sent on the way here can re-enter with --cores 1) */
 	p->offline_ms = c->now_ms > 0 ? c->now_ms : 1;
 	p->probe_backoff_ms = DP_PROBE_FIRST_MS;
 	p->probe_ms = c->now_ms + DP_PROBE_FIRST_MS;
