@@ -101,9 +101,9 @@ struct md_topic {
 };
 
 static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
-                        struct kstr name, int32_t nparts)
+                        struct kstr name, int32_t nparts, uint16_t flags)
 {
-	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen };
+	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen, .flags = flags };
 	m.u.topic.name = name.ptr;
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
@@ -136,8 +136,9 @@ static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		if (dp_topic_find(c, n.ptr, (size_t)n.len) >= 0)
 			continue;
 		mt[i].err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		if (create)
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions);
+		/* The coordinators' logs are not topics: asking for one never makes a user topic of it. */
+		if (create && !dp_topic_internal(n.ptr, (size_t)n.len))
+			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0);
 	}
 	return 0;
 }
@@ -295,8 +296,9 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
 		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
 			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
-		else if (!req.validateOnly)
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np);
+		else   /* the control core checks the broker's limits, for validateOnly too */
+			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
+			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
 		if (out->ErrorCode == 0) {
 			out->NumPartitions = np;
 			out->ReplicationFactor = 1;
@@ -326,7 +328,7 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		if (out->Name.len < 0 || dp_topic_find(c, out->Name.ptr, (size_t)out->Name.len) < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else
-			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0);
+			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0);
 	}
 	return 0;
 }
@@ -420,6 +422,9 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		} else {
 			struct CreateTopicsResponse *resp = r->resp;
 			resp->Topics[m->idx].ErrorCode = m->err;
+			if (m->u.topic.name)   /* the control core's static reason */
+				resp->Topics[m->idx].ErrorMessage =
+					(struct kstr){ m->u.topic.name, (int32_t)m->u.topic.name_len };
 			if (m->err) {
 				resp->Topics[m->idx].NumPartitions = -1;
 				resp->Topics[m->idx].ReplicationFactor = -1;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <xxhash.h>
 
 #include "core.h"
@@ -25,6 +26,46 @@ bool dp_topic_name_valid(const char *name, size_t len)
 			return false;
 	}
 	return true;
+}
+
+bool dp_topic_internal(const char *name, size_t len)
+{
+	static const char *const internal[] = { "__consumer_offsets", "__transaction_state" };
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (len == strlen(internal[i]) && memcmp(name, internal[i], len) == 0)
+			return true;
+	return false;
+}
+
+int64_t dp_fd_partitions_max(uint64_t nofile, int ndata)
+{
+	uint64_t conns = (uint64_t)ndata * DP_CONNS_MAX;
+	if (conns > nofile / 4)
+		conns = nofile / 4;
+	if (nofile <= conns + DP_FDS_RESERVED)
+		return 0;
+	return (int64_t)((nofile - conns - DP_FDS_RESERVED) / DP_PART_FDS);
+}
+
+void dp_fd_budget_init(struct dp_broker *b)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		DP_WARN("getrlimit(RLIMIT_NOFILE): %s; assuming 1024 descriptors", strerror(errno));
+		rl.rlim_cur = rl.rlim_max = 1024;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = { rl.rlim_max, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = rl.rlim_max;
+		else
+			DP_WARN("cannot raise the file descriptor limit from %llu to %llu: %s",
+			        (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, strerror(errno));
+	}
+	uint64_t nofile = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : (uint64_t)rl.rlim_cur;
+	b->partitions_max = dp_fd_partitions_max(nofile, b->ndata);
+	DP_INFO("file descriptor limit %llu: room for %lld partitions", (unsigned long long)nofile,
+	        (long long)b->partitions_max);
 }
 
 uint32_t dp_topic_hash(const char *name, size_t len)

@@ -19,21 +19,34 @@
 #include "core.h"
 #include "log.h"
 
-#define DP_CTRL_OPS_MAX 1024
-
+/*
+ * Each catalog slot carries its own create and delete operation, so there is
+ * no shared pool to run out of: a create takes a free slot (and makes it
+ * live at once), a delete a live one that is not being deleted, so a slot
+ * has at most one of each in flight (a delete can overtake a create still
+ * waiting for its acks; the ring order to each core keeps ADD before DEL).
+ */
 struct ctrl_topic {
 	bool live, deleting;
 	uint32_t gen;
 	int32_t nparts;
 	uint16_t len;
 	char name[DP_TOPIC_NAME_MAX + 1];
+	struct dp_ctrl_op create_op, delete_op;
 };
 
 /* Control core only. */
 struct dp_ctrl {
 	struct ctrl_topic topics[DP_TOPICS_MAX];
-	struct dp_ctrl_op ops[DP_CTRL_OPS_MAX];
+	int64_t nparts;               /* partitions of live topics (being created or deleted too): their fds */
+	int64_t next_limit_log_ms;    /* refused creates are logged at most once a second */
 };
+
+/* The reasons a create is refused beyond a bare error code (CreateTopics' ErrorMessage). */
+static const char ctrl_why_internal[] = "the name of an internal topic of the broker";
+static const char ctrl_why_topics[] = "the broker holds no more topics (catalog full)";
+static const char ctrl_why_fds[] =
+	"the broker's file descriptor limit (RLIMIT_NOFILE) holds no more partitions";
 
 static int32_t ctrl_find(struct dp_ctrl *k, const char *name, size_t len)
 {
@@ -52,25 +65,40 @@ static void fsync_dir(const char *path)
 	}
 }
 
-static void done(struct dp_core *c, const struct dp_msg *req, uint16_t type, int16_t err)
+static void done(struct dp_core *c, const struct dp_msg *req, uint16_t type, int16_t err, const char *why)
 {
 	struct dp_msg m = { .type = type, .err = err, .ctx = req->ctx, .idx = req->idx, .gen = req->gen };
+	m.u.topic.name = why;   /* a static string: it outlives the reply */
+	m.u.topic.name_len = why ? (uint32_t)strlen(why) : 0;
 	dp_send(c, req->src, &m);
 }
 
-static struct dp_ctrl_op *op_start(struct dp_ctrl *k, const struct dp_msg *req, uint16_t reply_type,
-                                   uint32_t acks)
+static void op_start(struct dp_ctrl_op *op, const struct dp_msg *req, uint16_t reply_type, uint32_t id,
+                     uint32_t acks)
 {
-	for (uint32_t i = 0; i < DP_CTRL_OPS_MAX; i++) {
-		struct dp_ctrl_op *op = &k->ops[i];
-		if (op->used)
-			continue;
-		*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_ctx = req->ctx,
-		                           .req_idx = req->idx, .req_gen = req->gen, .acks_left = acks,
-		                           .reply_type = reply_type };
-		return op;
+	assert(!op->used);
+	*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_ctx = req->ctx, .req_idx = req->idx,
+	                           .req_gen = req->gen, .topic_id = id, .acks_left = acks,
+	                           .reply_type = reply_type, .removing = reply_type == DP_MSG_DELETE_DONE };
+}
+
+static void send_del(struct dp_core *c, struct dp_ctrl_op *op, uint32_t id)
+{
+	for (int d = 0; d < c->b->ndata; d++) {
+		struct dp_msg del = { .type = DP_MSG_TOPIC_DEL, .ctx = op, .topic_id = id,
+		                      .gen = c->ctrl->topics[id].gen };
+		dp_send(c, c->b->first_data + d, &del);
 	}
-	return NULL;
+}
+
+static void limit_log(struct dp_core *c, const char *name, size_t len, int32_t nparts, const char *why)
+{
+	struct dp_ctrl *k = c->ctrl;
+	if (c->now_ms < k->next_limit_log_ms)
+		return;
+	k->next_limit_log_ms = c->now_ms + 1000;
+	DP_WARN("create topic %.*s (%d partitions) refused: %s (%lld partitions held, room for %lld)",
+	        (int)len, name, nparts, why, (long long)k->nparts, (long long)c->b->partitions_max);
 }
 
 static void ctrl_create(struct dp_core *c, struct dp_msg *m)
@@ -80,24 +108,34 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	size_t len = m->u.topic.name_len;
 	int32_t nparts = m->u.topic.nparts;
 	if (!dp_topic_name_valid(name, len)) {
-		done(c, m, DP_MSG_CREATE_DONE, KERR_INVALID_TOPIC_EXCEPTION);
+		done(c, m, DP_MSG_CREATE_DONE, KERR_INVALID_TOPIC_EXCEPTION, NULL);
+		return;
+	}
+	if (dp_topic_internal(name, len)) {
+		done(c, m, DP_MSG_CREATE_DONE, KERR_INVALID_REQUEST, ctrl_why_internal);
 		return;
 	}
 	if (ctrl_find(k, name, len) >= 0) {
-		done(c, m, DP_MSG_CREATE_DONE, KERR_TOPIC_ALREADY_EXISTS);
+		done(c, m, DP_MSG_CREATE_DONE, KERR_TOPIC_ALREADY_EXISTS, NULL);
 		return;
 	}
 	if (nparts < 1 || nparts > DP_PARTITIONS_MAX) {
-		done(c, m, DP_MSG_CREATE_DONE, KERR_INVALID_PARTITIONS);
+		done(c, m, DP_MSG_CREATE_DONE, KERR_INVALID_PARTITIONS, NULL);
 		return;
 	}
 	int32_t id = -1;
 	for (int32_t i = 0; i < DP_TOPICS_MAX && id < 0; i++)
 		if (!k->topics[i].live)
 			id = i;
-	struct dp_ctrl_op *op = id >= 0 ? op_start(k, m, DP_MSG_CREATE_DONE, (uint32_t)c->b->ndata) : NULL;
-	if (!op) {
-		done(c, m, DP_MSG_CREATE_DONE, KERR_UNKNOWN_SERVER_ERROR);
+	const char *why = id < 0 ? ctrl_why_topics : k->nparts + nparts > c->b->partitions_max ? ctrl_why_fds : NULL;
+	if (why) {
+		/* A broker limit, as Kafka answers a create its policy refuses; the others go on. */
+		limit_log(c, name, len, nparts, why);
+		done(c, m, DP_MSG_CREATE_DONE, KERR_POLICY_VIOLATION, why);
+		return;
+	}
+	if (m->flags & DP_F_VALIDATE_ONLY) {
+		done(c, m, DP_MSG_CREATE_DONE, 0, NULL);
 		return;
 	}
 	/* Durable first: the partition directories are the topic's record on disk. */
@@ -107,13 +145,17 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 			DP_ERR("create topic %.*s: mkdir %s: %s", (int)len, name, dir, strerror(errno));
-			op->used = false;
-			done(c, m, DP_MSG_CREATE_DONE, KERR_KAFKA_STORAGE_ERROR);
+			while (--p >= 0) {   /* nothing half-created */
+				dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
+				rmdir(dir);
+			}
+			done(c, m, DP_MSG_CREATE_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
 			return;
 		}
 	}
 	fsync_dir(cfg->data_dir);
 	struct ctrl_topic *t = &k->topics[id];
+	op_start(&t->create_op, m, DP_MSG_CREATE_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
 	t->live = true;
 	t->deleting = false;
 	t->gen++;
@@ -121,9 +163,11 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	t->len = (uint16_t)len;
 	memcpy(t->name, name, len);
 	t->name[len] = 0;
+	k->nparts += nparts;
 	DP_INFO("topic %s created with %d partitions", t->name, nparts);
 	for (int d = 0; d < c->b->ndata; d++) {
-		struct dp_msg add = { .type = DP_MSG_TOPIC_ADD, .ctx = op, .topic_id = (uint32_t)id, .gen = t->gen };
+		struct dp_msg add = { .type = DP_MSG_TOPIC_ADD, .ctx = &t->create_op, .topic_id = (uint32_t)id,
+		                      .gen = t->gen };
 		add.u.topic.name = t->name;
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
@@ -136,22 +180,31 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 	struct dp_ctrl *k = c->ctrl;
 	int32_t id = ctrl_find(k, m->u.topic.name, m->u.topic.name_len);
 	if (id < 0 || k->topics[id].deleting) {
-		done(c, m, DP_MSG_DELETE_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		done(c, m, DP_MSG_DELETE_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
 		return;
 	}
-	struct dp_ctrl_op *op = op_start(k, m, DP_MSG_DELETE_DONE, (uint32_t)c->b->ndata);
-	if (!op) {
-		done(c, m, DP_MSG_DELETE_DONE, KERR_UNKNOWN_SERVER_ERROR);
-		return;
+	struct ctrl_topic *t = &k->topics[id];
+	op_start(&t->delete_op, m, DP_MSG_DELETE_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
+	t->deleting = true;
+	DP_INFO("topic %s: deleting", t->name);
+	send_del(c, &t->delete_op, (uint32_t)id);
+}
+
+/* Every data core closed the topic's partitions: remove what is left on disk and free the slot. */
+static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
+{
+	/* Remove whatever directories are left (partitions that failed to open). */
+	for (int32_t p = 0; p < t->nparts; p++) {
+		char dir[1024];
+		dp_partition_dir(&c->b->cfg, dir, sizeof(dir), t->name, t->len, p);
+		rmdir(dir);
 	}
-	op->topic_id = (uint32_t)id;
-	k->topics[id].deleting = true;
-	DP_INFO("topic %s: deleting", k->topics[id].name);
-	for (int d = 0; d < c->b->ndata; d++) {
-		struct dp_msg del = { .type = DP_MSG_TOPIC_DEL, .ctx = op, .topic_id = (uint32_t)id,
-		                      .gen = k->topics[id].gen };
-		dp_send(c, c->b->first_data + d, &del);
-	}
+	fsync_dir(c->b->cfg.data_dir);
+	c->ctrl->nparts -= t->nparts;
+	assert(c->ctrl->nparts >= 0);
+	t->live = false;
+	t->deleting = false;
+	DP_INFO("topic %s deleted", t->name);
 }
 
 static void ctrl_ack(struct dp_core *c, struct dp_msg *m)
@@ -162,19 +215,18 @@ static void ctrl_ack(struct dp_core *c, struct dp_msg *m)
 		op->err = m->err;
 	if (--op->acks_left)
 		return;
-	if (op->reply_type == DP_MSG_DELETE_DONE) {
-		struct ctrl_topic *t = &c->ctrl->topics[op->topic_id];
-		/* Remove whatever directories are left (partitions that failed to open). */
-		for (int32_t p = 0; p < t->nparts; p++) {
-			char dir[1024];
-			dp_partition_dir(&c->b->cfg, dir, sizeof(dir), t->name, t->len, p);
-			rmdir(dir);
-		}
-		fsync_dir(c->b->cfg.data_dir);
-		t->live = false;
-		t->deleting = false;
-		DP_INFO("topic %s deleted", t->name);
+	struct ctrl_topic *t = &c->ctrl->topics[op->topic_id];
+	if (op->reply_type == DP_MSG_CREATE_DONE && op->err && !op->removing && !t->deleting) {
+		/* A core could not open its partitions: take the topic back out before answering. */
+		DP_WARN("topic %s: creation failed on a data core; removing it again", t->name);
+		op->removing = true;
+		op->acks_left = (uint32_t)c->b->ndata;
+		t->deleting = true;
+		send_del(c, op, op->topic_id);
+		return;
 	}
+	if (op->removing)
+		topic_forget(c, t);
 	struct dp_msg r = { .type = op->reply_type, .err = op->err, .ctx = op->req_ctx,
 	                    .idx = op->req_idx, .gen = op->req_gen };
 	op->used = false;
@@ -245,6 +297,12 @@ int dp_scan_data_dir(struct dp_broker *b)
 			ts[id].nparts = (int32_t)p + 1;
 	}
 	closedir(d);
+	for (int32_t id = 0; id < n; id++)
+		cc->ctrl->nparts += ts[id].nparts;
+	if (cc->ctrl->nparts > b->partitions_max)
+		DP_WARN("%lld partitions recovered, but the file descriptor limit holds %lld: raise it "
+		        "(ulimit -n) or delete topics; new topics are refused", (long long)cc->ctrl->nparts,
+		        (long long)b->partitions_max);
 	for (int32_t id = 0; id < n; id++) {
 		DP_INFO("recovered topic %s with %d partitions", ts[id].name, ts[id].nparts);
 		for (int i = 0; i < b->ndata; i++) {

@@ -105,11 +105,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_LIST:
 	case DP_MSG_TOPIC_ADD:
 	case DP_MSG_TOPIC_DEL:
-		if (!dp_shard_msg(c, m)) {
-			if (c->ndeferred == sizeof(c->deferred) / sizeof(c->deferred[0]))
-				abort();   /* bounded by concurrent topic deletes */
-			c->deferred[c->ndeferred++] = *m;
-		}
+		dp_shard_msg(c, m);
 		return;
 	case DP_MSG_TXN_ADD:
 	case DP_MSG_TXN_MARKER:
@@ -157,19 +153,6 @@ static int drain_rings(struct dp_core *c)
 	return work;
 }
 
-static int retry_deferred(struct dp_core *c)
-{
-	uint32_t n = c->ndeferred;
-	if (!n)
-		return 0;
-	struct dp_msg tmp[sizeof(c->deferred) / sizeof(c->deferred[0])];
-	memcpy(tmp, c->deferred, n * sizeof(tmp[0]));
-	c->ndeferred = 0;
-	for (uint32_t i = 0; i < n; i++)
-		deliver(c, &tmp[i]);
-	return (int)(n - c->ndeferred);
-}
-
 static void arm_wakeup(struct dp_core *c)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
@@ -207,7 +190,7 @@ static bool rings_idle(struct dp_core *c)
 	for (int d = 0; d < c->b->ncores; d++)
 		if (c->backlog_n[d])
 			return false;
-	return c->ndeferred == 0;
+	return true;
 }
 
 static void core_sleep(struct dp_core *c, int64_t max_us)
@@ -351,7 +334,9 @@ int dp_core_run(struct dp_core *c)
 			work += n;
 		}
 		work += drain_rings(c);
-		work += retry_deferred(c);
+		/* Topic deletes waiting for their partitions' I/O: after completions, and every tick. */
+		if (c->ndel_wait && (work || now >= next_timer_us))
+			work += dp_shard_deletes(c);
 		work += flush_backlog(c);
 		if (now >= next_timer_us) {
 			next_timer_us = now + 1000;

@@ -74,6 +74,27 @@ struct dp_txn_allow {
  * most, while legitimate requests (clients cap them at 1 MB compressed by
  * default) stay far below. */
 #define DP_PRODUCE_DECOMPRESSED_BYTES_MAX (128u << 20)
+/*
+ * File descriptors: the partitions a broker may hold are checked against
+ * RLIMIT_NOFILE (soft limit raised to the hard one at start-up) before a
+ * create is answered. Budget, itemised:
+ *   every partition   DP_PART_FDS: its directory, active segment, aborted
+ *                     index, and one sealed segment (a partition with more
+ *                     sealed segments holds one more per segment)
+ *   connections       DP_CONNS_MAX per data core, but at most a quarter of
+ *                     the limit (then accept() meets EMFILE before the
+ *                     partitions do)
+ *   the rest          DP_FDS_RESERVED: stdio, io_urings and eventfds,
+ *                     listeners, the coordinators' own logs, snapshot and
+ *                     index files open for a moment
+ */
+#define DP_PART_FDS             4
+/* A partition whose disk failed is reopened on a timer, backing off from 1 s to 60 s;
+ * after ENOSPC only once this much space is free again. */
+#define DP_PROBE_FIRST_MS       1000
+#define DP_PROBE_MAX_MS         60000
+#define DP_PROBE_FREE_BYTES_MIN (1u << 20)
+#define DP_FDS_RESERVED         256
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
@@ -139,6 +160,9 @@ enum dp_msg_type {
 	DP_MSG_GROUP_DONE,
 };
 
+/* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
+#define DP_F_VALIDATE_ONLY 2
+
 /* What an append's cookie is: the first byte of every cookie given to st_log_append. */
 enum dp_cookie_kind {
 	DP_COOKIE_PRODUCE = 1,   /* struct dp_append (shard.c) */
@@ -171,6 +195,11 @@ struct dp_part {
 	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
 	char *dir;
 	int64_t notified_hw;          /* HW last reported to waiters */
+	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
+	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
+	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int32_t probe_backoff_ms;
+	uint64_t refused;             /* appends refused while offline, logged when it is back */
 	uint32_t nwaiters;
 	struct dp_waiter waiters[DP_WAITERS_PER_PART];
 };
@@ -185,6 +214,9 @@ struct dp_topic {
 	uint16_t name_len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_part **parts;       /* [nparts]; non-NULL only for owned partitions */
+	bool del_wait;                /* TOPIC_DEL taken; closed once its partitions' I/O is done */
+	uint16_t del_src;             /* ... and acknowledged to this core with this ctx */
+	void *del_ctx;
 };
 
 struct dp_req;
@@ -222,6 +254,7 @@ struct dp_ctrl_op {
 	uint32_t acks_left;
 	int16_t err;
 	uint16_t reply_type;
+	bool removing;                /* a delete, or a failed create taken back: free the slot at the end */
 };
 
 /* Control core: the producer-id allocator (pid.c). */
@@ -271,12 +304,13 @@ struct dp_core {
 	struct dp_append *append_free;
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
-	struct dp_msg deferred[DP_TOPICS_MAX / 16]; /* topic deletes waiting for appends to drain */
-	uint32_t ndeferred;
+	uint32_t ndel_wait;           /* topics with del_wait set (a flag per catalog slot: no queue) */
 	struct dp_read *reads;        /* [DP_READS_MAX] cold fetch reads (shard.c) */
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
+	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
+	uint64_t append_errors;       /* ... and how many went unlogged since */
 };
 
 /* init only: the whole broker. */
@@ -287,6 +321,7 @@ struct dp_broker {
 	struct dp_ring **rings;       /* [src * ncores + dst] */
 	volatile sig_atomic_t *stop;
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
+	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 };
 
 /* Owner core: one partition's share of a produce request, until appended. */
@@ -337,13 +372,22 @@ int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
 bool dp_topic_name_valid(const char *name, size_t len);
+/* The coordinators' own logs: never a user topic (created, auto-created or produced to). */
+bool dp_topic_internal(const char *name, size_t len);
+/* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
+int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
+/* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */
+void dp_fd_budget_init(struct dp_broker *b);
 int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */
 void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,
                       size_t len, int32_t p);
 
 /* shard.c: owner-side handlers */
-bool dp_shard_msg(struct dp_core *c, struct dp_msg *m);   /* false: retry later */
-void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
+void dp_shard_msg(struct dp_core *c, struct dp_msg *m);
+/* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
+int  dp_shard_deletes(struct dp_core *c);
+/* Returns how many owned partitions could not be opened (they stay offline). */
+int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 void dp_shard_timer(struct dp_core *c);

@@ -405,6 +405,8 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 			int32_t meta_ = (q)->Topics[i_].Partitions[j_].CommittedMetadata.len;          \
 			int32_t name_ = (q)->Topics[i_].Name.len;                                      \
 			int16_t *pe_ = &(resp)->Topics[i_].Partitions[j_].ErrorCode;                   \
+			if (*pe_)                                                                      \
+				continue;   /* refused already (unknown topic) */                      \
 			if (meta_ > GRP_OFFSET_META_MAX)                                               \
 				*pe_ = GRP_ERR_OFFSET_METADATA_TOO_LARGE;                              \
 			else if (name_ <= 0 || name_ > GRP_TOPIC_BYTES_MAX)                            \
@@ -416,11 +418,34 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 			}                                                                              \
 		}
 
+/* Every partition not already refused on its own (unknown topic) gets err. */
 static void commit_fill_all(struct OffsetCommitResponse *resp, int16_t err)
 {
 	for (int32_t i = 0; i < resp->Topics_n; i++)
 		for (int32_t j = 0; j < resp->Topics[i].Partitions_n; j++)
-			resp->Topics[i].Partitions[j].ErrorCode = err;
+			if (!resp->Topics[i].Partitions[j].ErrorCode)
+				resp->Topics[i].Partitions[j].ErrorCode = err;
+}
+
+/*
+ * Kafka answers UNKNOWN_TOPIC_OR_PARTITION for each partition of a topic the
+ * broker does not have (or past its partition count) before the group is
+ * looked at, and commits the others: an offset for a topic that does not
+ * exist would otherwise be stored and served back as if it meant something.
+ */
+static void commit_unknown_topics(struct dp_core *c, const struct OffsetCommitRequest *q,
+                                  struct OffsetCommitResponse *resp)
+{
+	for (int32_t i = 0; i < q->Topics_n; i++) {
+		struct kstr name = q->Topics[i].Name;
+		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
+			uint32_t id, gen, hash;
+			if (name.len <= 0 ||
+			    !dp_ctrl_topic(c, name.ptr, (size_t)name.len, q->Topics[i].Partitions[j].PartitionIndex,
+			                   &id, &gen, &hash))
+				resp->Topics[i].Partitions[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		}
+	}
 }
 
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
@@ -480,6 +505,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 {
 	struct OffsetCommitRequest *q = r->req;
 	struct OffsetCommitResponse *resp = r->resp;
+	commit_unknown_topics(c, q, resp);
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX) {
 		commit_fill_all(resp, 24);
 		return 0;

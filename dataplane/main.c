@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 		}
 		b.cores[i] = c;
 	}
+	dp_fd_budget_init(&b);
 	int rc = dp_scan_data_dir(&b);
 	if (rc < 0) {
 		DP_ERR("data directory %s: %s", b.cfg.data_dir, strerror(-rc));

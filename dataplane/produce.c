@@ -123,6 +123,8 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			uint32_t nbatch = 0;
 			if (req->Acks != 0 && req->Acks != 1 && req->Acks != -1)
 				pr->ErrorCode = KERR_INVALID_REQUIRED_ACKS;
+			else if (td->Name.len > 0 && dp_topic_internal(td->Name.ptr, (size_t)td->Name.len))
+				pr->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;   /* Kafka: no appends to internal topics */
 			else if (!t || pd->Index < 0 || pd->Index >= t->nparts)
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (v < 3)

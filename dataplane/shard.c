@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <liburing.h>
@@ -92,27 +93,57 @@ static void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
 }
 
 static void dupwait_check(struct dp_part *p);
+static void part_offline(struct dp_core *c, struct dp_part *p);
+
+/*
+ * An append failed. A partition whose log failed is offline: that is logged
+ * once (part_offline) and its refused appends only counted. Other failures
+ * (no free append slot, a segment that cannot roll) are logged at most once
+ * a second per core, with the number left unlogged.
+ */
+static void append_failed(struct dp_core *c, struct dp_part *p, int err)
+{
+	if (st_log_failed(p->log)) {
+		p->refused++;
+		return;
+	}
+	if (c->now_ms < c->next_append_log_ms) {
+		c->append_errors++;
+		return;
+	}
+	c->next_append_log_ms = c->now_ms + 1000;
+	DP_ERR("partition %s: append failed: %s (%llu more failures not logged)", p->dir, strerror(-err),
+	       (unsigned long long)c->append_errors);
+	c->append_errors = 0;
+}
 
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_this_core;
 	struct dp_append *a = cookie;
+	struct dp_part *p = a->part;
 	assert(a->left > 0);
-	if (status < 0 && !a->err) {
-		DP_ERR("append to partition failed: %s", strerror(-status));
-		a->err = KERR_KAFKA_STORAGE_ERROR;
+	if (status < 0) {
+		append_failed(c, p, status);
+		a->err = a->err ? a->err : KERR_KAFKA_STORAGE_ERROR;
 	}
-	if (--a->left)
+	/* Offline only after this append's own count is taken: it may be on the dupwait list. */
+	bool offline = status < 0 && st_log_failed(p->log) && !p->offline_ms;
+	if (--a->left) {
+		if (offline)
+			part_offline(c, p);
 		return;
+	}
 	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
 	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .err = a->err, .ctx = a->ctx, .idx = a->idx };
 	m.u.produce_done.base_offset = a->err ? -1 : a->base_offset;
 	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
 	m.u.produce_done.out = a->out;
-	struct dp_part *p = a->part;
 	uint16_t src = a->src;
 	append_put(c, a);
 	dp_send(c, src, &m);
+	if (offline)
+		part_offline(c, p);
 	if (p->nwaiters)
 		wake_waiters(c, p, false);
 	if (p->dupwait)
@@ -202,6 +233,13 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 	bool txnl = h->attributes & ST_BATCH_ATTR_TRANSACTIONAL;
 	if (txnl && h->producer_id < 0)
 		return KERR_INVALID_RECORD;
+	if (st_log_failed(p->log)) {
+		/* Offline: before the producer checks, whose state may hold batches that never reached the disk. */
+		append_failed(c, p, st_log_failed(p->log));
+		if (!p->offline_ms)
+			part_offline(c, p);
+		return KERR_KAFKA_STORAGE_ERROR;
+	}
 	if (h->producer_id >= 0) {
 		switch (txn_pstate_check(p->ps, h, &dup)) {
 		case TXN_APPEND:
@@ -232,7 +270,7 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 	}
 	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
 	if (off < 0) {
-		DP_ERR("append failed: %s", strerror((int)-off));
+		append_failed(c, p, (int)off);
 		return KERR_KAFKA_STORAGE_ERROR;
 	}
 	a->left++;
@@ -369,6 +407,7 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 		len = 0;
 	}
 	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->end);
+	rd->part->reads--;
 	rd->next_free = c->read_free;
 	c->read_free = rd;
 	c->reads_inflight--;
@@ -425,6 +464,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
 				                        .done = got > 0 ? (uint32_t)got : 0, .end = end };
 				c->reads_inflight++;
+				p->reads++;
 				c->cold_reads++;
 				read_submit(c, rd);
 				return;
@@ -543,16 +583,22 @@ static void part_free(struct dp_part *p)
 	free(p);
 }
 
-/* Open (creating or recovering) every partition of t that this core owns. */
-void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+static struct st_log_config part_log_config(const struct dp_config *cfg)
 {
-	const struct dp_config *cfg = &c->b->cfg;
-	struct st_log_config lc = {
+	return (struct st_log_config){
 		.segment_bytes = cfg->segment_bytes,
 		.retention_bytes = cfg->retention_bytes,
 		.retention_ms = cfg->retention_ms,
 		.index_interval_bytes = 4096,
 	};
+}
+
+/* Open (creating or recovering) every partition of t that this core owns. */
+int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+{
+	int failed = 0;
+	const struct dp_config *cfg = &c->b->cfg;
+	struct st_log_config lc = part_log_config(cfg);
 	for (int32_t i = 0; i < t->nparts; i++) {
 		if (dp_owner_core(c->b, t->hash, i) != c->id)
 			continue;
@@ -580,6 +626,7 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			DP_ERR("partition %s/%d: cannot open %s: %s", t->name, i, dir, strerror(-rc));
 			if (p)
 				part_free(p);
+			failed++;
 			continue;
 		}
 		t->parts[i] = p;
@@ -601,6 +648,7 @@ void dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 		        (long long)st_log_end_offset(p->log), txn_pstate_count(p->ps), (long long)p->snap_offset);
 	}
 	(void)id;
+	return failed;
 }
 
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files)
@@ -622,6 +670,95 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 	}
 }
 
+/*
+ * A partition goes offline when a write or sync of its log fails (disk full,
+ * I/O error): its appends are refused with KAFKA_STORAGE_ERROR, reads of
+ * what is durable go on. Retried batches waiting for an original that will
+ * now never be durable are answered at once.
+ */
+static void part_offline(struct dp_core *c, struct dp_part *p)
+{
+	assert(st_log_failed(p->log));
+	if (p->offline_ms)
+		return;   /* already (a reply sent on the way here can re-enter with --cores 1) */
+	p->offline_ms = c->now_ms > 0 ? c->now_ms : 1;
+	p->probe_backoff_ms = DP_PROBE_FIRST_MS;
+	p->probe_ms = c->now_ms + DP_PROBE_FIRST_MS;
+	DP_ERR("partition %s is offline: %s; appends are refused until it is reopened (tried every %d s "
+	       "backing off to %d s)", p->dir, strerror(-st_log_failed(p->log)), DP_PROBE_FIRST_MS / 1000,
+	       DP_PROBE_MAX_MS / 1000);
+	struct dp_append *w = p->dupwait;
+	p->dupwait = NULL;
+	while (w) {
+		struct dp_append *next = w->dup_next;
+		w->err = w->err ? w->err : KERR_KAFKA_STORAGE_ERROR;
+		dp_shard_on_append(w, 0, w->base_offset);   /* may free w */
+		w = next;
+	}
+}
+
+static void part_state_free(struct dp_part *p)
+{
+	if (p->ps)
+		txn_pstate_destroy(p->ps);
+	if (p->lso) {
+		txn_lso_close_index(p->lso);
+		txn_lso_destroy(p->lso);
+	}
+	if (p->log)
+		st_log_close(p->log);
+	p->ps = NULL;
+	p->lso = NULL;
+	p->log = NULL;
+}
+
+/*
+ * Try to bring an offline partition back: open its log again beside the
+ * failed one (recovery cuts what the failed writes left past the last good
+ * batch) and rebuild its producer state and aborted index from the disk, as
+ * a restart would, since the in-memory ones took in batches that never made
+ * it. Only when that worked does the new state replace the old; otherwise
+ * the partition stays offline and the next try waits twice as long. After
+ * ENOSPC it waits quietly for free space first. Synchronous, like opening a
+ * partition at create; the coordinator's permissions (allow) are kept.
+ */
+static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct dp_part *p)
+{
+	int err = st_log_failed(p->log);
+	if (!st_log_idle(p->log) || p->reads || p->dupwait) {
+		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
+		return;
+	}
+	p->probe_ms = c->now_ms + p->probe_backoff_ms;
+	p->probe_backoff_ms = p->probe_backoff_ms * 2 > DP_PROBE_MAX_MS ? DP_PROBE_MAX_MS : p->probe_backoff_ms * 2;
+	struct statvfs sv;
+	if ((err == -ENOSPC || err == -EDQUOT) && statvfs(p->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < DP_PROBE_FREE_BYTES_MIN)
+		return;
+	struct dp_part np = { .dir = p->dir };
+	struct st_log_config lc = part_log_config(&c->b->cfg);
+	int rc = st_log_open(c->io, p->dir, &lc, &np.log);
+	if (rc == 0)
+		rc = recover_producers(&np);
+	if (rc < 0) {
+		DP_WARN("partition %s/%d is still offline: reopen failed: %s; next try in %d s", t->name, i,
+		        strerror(-rc), (int)((p->probe_ms - c->now_ms) / 1000));
+		part_state_free(&np);
+		return;
+	}
+	part_state_free(p);
+	p->log = np.log;
+	p->ps = np.ps;
+	p->lso = np.lso;
+	p->snap_offset = np.snap_offset;
+	DP_WARN("partition %s/%d is back online after %lld ms offline (%s): log end %lld; %llu appends "
+	        "were refused meanwhile", t->name, i, (long long)(c->now_ms - p->offline_ms), strerror(-err),
+	        (long long)st_log_end_offset(p->log), (unsigned long long)p->refused);
+	p->offline_ms = 0;
+	p->refused = 0;
+	wake_waiters(c, p, false);
+}
+
 /* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
@@ -640,6 +777,14 @@ void dp_shard_timer(struct dp_core *c)
 			struct dp_part *p = t->parts[i];
 			if (!p)
 				continue;
+			if (p->offline_ms || st_log_failed(p->log)) {
+				if (!p->offline_ms)
+					part_offline(c, p);
+				if (c->now_ms >= p->probe_ms)
+					part_probe(c, t, i, p);
+				if (p->offline_ms)
+					continue;   /* no snapshot or retention of a log that is not sound */
+			}
 			if (p->nwaiters)
 				wake_waiters(c, p, false);
 			if (p->dupwait)
@@ -657,46 +802,88 @@ void dp_shard_timer(struct dp_core *c)
 }
 
 /*
- * Topic deletion waits until this core has no append in flight, so no
- * completion can refer to a closed log; new produces are refused meanwhile.
+ * Topic deletion waits until no append, marker or cold read of the topic's
+ * partitions on this core is in flight, so no completion can refer to a
+ * closed log; new produces are refused meanwhile. The wait is a flag in the
+ * topic's own catalog entry (at most one delete per topic is under way, the
+ * control core sees to that), so any number of topics can wait at once and
+ * appends to other topics never hold a delete back.
  */
-static bool shard_topic_del(struct dp_core *c, struct dp_msg *m)
+static bool topic_idle(const struct dp_topic *t)
 {
-	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
-	if (t) {
-		t->deleting = true;
-		if (st_io_pending(c->io) || c->reads_inflight)
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct dp_part *p = t->parts[i];
+		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads))
 			return false;
-		dp_shard_close_topic(c, t, true);
-		dp_topic_remove(c, m->topic_id);
 	}
-	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
-	dp_send(c, m->src, &ack);
 	return true;
 }
 
-/* Returns false if the message must be retried later (kept by the caller). */
-bool dp_shard_msg(struct dp_core *c, struct dp_msg *m)
+static void topic_del_finish(struct dp_core *c, uint32_t id)
+{
+	struct dp_topic *t = &c->topics[id];
+	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = t->del_ctx };
+	uint16_t src = t->del_src;
+	t->del_wait = false;
+	c->ndel_wait--;
+	dp_shard_close_topic(c, t, true);
+	dp_topic_remove(c, id);
+	dp_send(c, src, &ack);
+}
+
+int dp_shard_deletes(struct dp_core *c)
+{
+	int n = 0;
+	for (uint32_t id = 0; id < c->topics_end && c->ndel_wait; id++) {
+		struct dp_topic *t = &c->topics[id];
+		if (t->live && t->del_wait && topic_idle(t)) {
+			topic_del_finish(c, id);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void shard_topic_del(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	if (!t) {
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
+		dp_send(c, m->src, &ack);
+		return;
+	}
+	assert(!t->del_wait);   /* one delete per topic at a time (control.c) */
+	t->deleting = true;
+	t->del_wait = true;
+	t->del_src = m->src;
+	t->del_ctx = m->ctx;
+	c->ndel_wait++;
+	if (topic_idle(t))
+		topic_del_finish(c, m->topic_id);
+}
+
+void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 {
 	switch (m->type) {
-	case DP_MSG_PRODUCE: shard_produce(c, m); return true;
-	case DP_MSG_FETCH: shard_fetch(c, m); return true;
-	case DP_MSG_WATCH: shard_watch(c, m); return true;
-	case DP_MSG_LIST: shard_list(c, m); return true;
+	case DP_MSG_PRODUCE: shard_produce(c, m); return;
+	case DP_MSG_FETCH: shard_fetch(c, m); return;
+	case DP_MSG_WATCH: shard_watch(c, m); return;
+	case DP_MSG_LIST: shard_list(c, m); return;
 	case DP_MSG_TOPIC_ADD: {
 		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
 		                          m->u.topic.nparts);
-		if (rc == 0)
-			dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id);
-		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx,
-		                      .err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0 };
+		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
+		/* A partition that cannot be opened fails the create (the control core takes it back). */
+		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id) > 0)
+			err = KERR_KAFKA_STORAGE_ERROR;
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
 		dp_send(c, m->src, &ack);
-		return true;
+		return;
 	}
-	case DP_MSG_TOPIC_DEL: return shard_topic_del(c, m);
+	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;
 	default:
 		assert(!"not a shard message");
-		return true;
+		return;
 	}
 }
 
@@ -721,7 +908,7 @@ void dp_shard_on_marker(void *cookie, int status)
 	struct dp_core *c = dp_this_core;
 	struct dp_marker *mk = cookie;
 	if (status < 0)
-		DP_ERR("marker append failed: %s", strerror(-status));
+		append_failed(c, mk->p, status);
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
 	dp_buf_put(mk);
@@ -766,7 +953,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(n > 0);
 	int64_t off = st_log_append(p->log, batch, (uint32_t)n, 1, mk);
 	if (off < 0) {
-		DP_ERR("marker append failed: %s", strerror((int)-off));
+		append_failed(c, p, (int)off);
 		dp_buf_put(mk);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;

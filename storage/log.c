@@ -1037,6 +1037,8 @@ int st_log_delete(struct st_log *log)
 	return rc;
 }
 
+bool st_log_idle(const struct st_log *log) { return !log->pend_head && !log->grp.active && !log->on_dirty; }
+int st_log_failed(const struct st_log *log) { return log->failed; }
 int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
 int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }

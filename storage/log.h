@@ -72,6 +72,12 @@ void st_log_close(struct st_log *log);
 /* Close and remove the directory and all its files (topic deletion). */
 int  st_log_delete(struct st_log *log);
 
+/* No append of this log queued or in flight: it may be closed or deleted now. */
+bool st_log_idle(const struct st_log *log);
+/* 0, or the -errno of the write or sync that took the log offline (appends fail with -EIO);
+ * such a log is brought back by closing and opening it again, whose recovery cuts the tail. */
+int  st_log_failed(const struct st_log *log);
+
 int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
 int64_t st_log_end_offset(const struct st_log *log);    /* next offset to assign (LEO) */
 int64_t st_log_durable_offset(const struct st_log *log);/* end of completed appends (high watermark) */

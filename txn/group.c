@@ -495,9 +495,11 @@ static struct grp_pending_member *pending_add(struct grp_group *g, const struct 
 static void member_client(struct grp_member *m, const struct grp_join_req *q)
 {
 	m->client_id_len = (uint16_t)(q->client_id_len > GRP_NAME_BYTES_MAX ? GRP_NAME_BYTES_MAX : q->client_id_len);
-	memcpy(m->client_id, q->client_id, m->client_id_len);
+	if (m->client_id_len)   /* an absent string may come as NULL: memcpy's source must not be */
+		memcpy(m->client_id, q->client_id, m->client_id_len);
 	m->client_host_len = (uint16_t)(q->client_host_len > GRP_HOST_BYTES_MAX ? GRP_HOST_BYTES_MAX : q->client_host_len);
-	memcpy(m->client_host, q->client_host, m->client_host_len);
+	if (m->client_host_len)
+		memcpy(m->client_host, q->client_host, m->client_host_len);
 }
 
 /* A new member, under the id it was given with MEMBER_ID_REQUIRED, or a fresh one. */
@@ -522,7 +524,8 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 	} else {
 		member_new_id(g, m, q, now);
 	}
-	memcpy(m->instance_id, q->instance_id, q->instance_id_len);
+	if (q->instance_id_len)   /* a dynamic member's (null) instance id is NULL, length 0 */
+		memcpy(m->instance_id, q->instance_id, q->instance_id_len);
 	m->instance_id_len = (uint16_t)q->instance_id_len;
 	g->members[g->nmembers++] = m;
 	if (g->nmembers == 1) {

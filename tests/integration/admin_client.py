@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""admin_client.py - raw-TCP catalog and admin requests for the catalog tests.
+
+Subcommands (each exits 0 when the broker answered as Kafka would, 1 with the
+reason on stderr otherwise). Encoding helpers come from bad_client.py.
+
+  create PORT N PARTS PREFIX [--validate]   CreateTopics v4 of N topics PREFIX-0..N-1;
+        prints one line per topic: "name error" (the caller checks the counts)
+  delete PORT PREFIX FROM TO [PREFIX FROM TO]...  one DeleteTopics v1 of PREFIX-FROM..TO-1 (each
+        range); prints "name error"
+  internal PORT KNOWN                        internal names: CreateTopics refused with
+        INVALID_REQUEST, Metadata never creates them, Produce refused with INVALID_TOPIC_EXCEPTION
+  commit PORT KNOWN PARTS                    OffsetCommit v2: partitions of KNOWN answer NONE,
+        unknown topics and partitions past PARTS answer UNKNOWN_TOPIC_OR_PARTITION, and
+        OffsetFetch returns the committed offset only for the known ones
+Python 3 stdlib only.
+"""
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bad_client as bc  # noqa: E402
+
+bc.TIMEOUT_S = 120.0     # creates of thousands of partitions take a while on a busy machine
+
+API_OFFSET_COMMIT, API_OFFSET_FETCH, API_CREATE, API_DELETE = 8, 9, 19, 20
+INVALID_REQUEST, POLICY_VIOLATION = 42, 44
+
+
+def create_v4(conn, topics, validate=False):
+    """topics: [(name, nparts)]; returns [(name, error, message)] in answer order."""
+    body = struct.pack('>i', len(topics))
+    for name, nparts in topics:
+        body += bc.kstr(name) + struct.pack('>ih', nparts, -1) + struct.pack('>i', 0) + struct.pack('>i', 0)
+    body += struct.pack('>i', 60000) + (b'\x01' if validate else b'\x00')
+    r = bc.Reader(conn.call(API_CREATE, 4, body))
+    r.i32()  # throttle
+    out = []
+    for _ in range(r.i32()):
+        name, err = r.string(), r.i16()
+        msg = r.string()
+        out.append((name, err, msg))
+    if not r.done():
+        raise ValueError('trailing bytes in CreateTopics v4 response')
+    return out
+
+
+def delete_v1(conn, names):
+    body = struct.pack('>i', len(names)) + b''.join(bc.kstr(n) for n in names) + struct.pack('>i', 60000)
+    r = bc.Reader(conn.call(API_DELETE, 1, body))
+    r.i32()
+    out = []
+    for _ in range(r.i32()):
+        out.append((r.string(), r.i16()))
+    if not r.done():
+        raise ValueError('trailing bytes in DeleteTopics v1 response')
+    return out
+
+
+def offset_commit_v2(conn, group, parts):
+    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+    by_topic = {}
+    for t, p, o in parts:
+        by_topic.setdefault(t, []).append((p, o))
+    body = bc.kstr(group) + struct.pack('>i', -1) + bc.kstr('') + struct.pack('>q', -1)
+    body += struct.pack('>i', len(by_topic))
+    for t, ps in by_topic.items():
+        body += bc.kstr(t) + struct.pack('>i', len(ps))
+        for p, o in ps:
+            body += struct.pack('>iq', p, o) + bc.kstr(None)
+    r = bc.Reader(conn.call(API_OFFSET_COMMIT, 2, body))
+    out = {}
+    for _ in range(r.i32()):
+        t = r.string()
+        for _ in range(r.i32()):
+            p, err = r.i32(), r.i16()
+            out[(t, p)] = err
+    if not r.done():
+        raise ValueError('trailing bytes in OffsetCommit v2 response')
+    return out
+
+
+def offset_fetch_v1(conn, group, parts):
+    """Returns {(topic, partition): (offset, error)}."""
+    by_topic = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    body = bc.kstr(group) + struct.pack('>i', len(by_topic))
+    for t, ps in by_topic.items():
+        body += bc.kstr(t) + struct.pack('>i', len(ps)) + b''.join(struct.pack('>i', p) for p in ps)
+    r = bc.Reader(conn.call(API_OFFSET_FETCH, 1, body))
+    out = {}
+    for _ in range(r.i32()):
+        t = r.string()
+        for _ in range(r.i32()):
+            p, off = r.i32(), r.i64()
+            r.string()
+            out[(t, p)] = (off, r.i16())
+    if not r.done():
+        raise ValueError('trailing bytes in OffsetFetch v1 response')
+    return out
+
+
+def die(msg):
+    print(f'admin_client: {msg}', file=sys.stderr)
+    sys.exit(1)
+
+
+def cmd_create(port, n, parts, prefix, validate):
+    c = bc.Conn(port)
+    res = create_v4(c, [(f'{prefix}-{i}', parts) for i in range(n)], validate)
+    if len(res) != n:
+        die(f'{len(res)} results for {n} topics')
+    for name, err, msg in res:
+        print(f'{name} {err} {msg or ""}'.rstrip())
+    return 0
+
+
+def cmd_delete(port, ranges):
+    """ranges: [PREFIX FROM TO]...: one DeleteTopics of every PREFIX-i, FROM <= i < TO."""
+    names = []
+    for k in range(0, len(ranges) - 2, 3):
+        names += [f'{ranges[k]}-{i}' for i in range(int(ranges[k + 1]), int(ranges[k + 2]))]
+    c = bc.Conn(port)
+    res = delete_v1(c, names)
+    if len(res) != len(names):
+        die(f'{len(res)} results for {len(names)} topics')
+    for name, err in res:
+        print(f'{name} {err}')
+    return 0
+
+
+def cmd_internal(port, known):
+    c = bc.Conn(port)
+    names = ['__consumer_offsets', '__transaction_state']
+    for name, err, msg in create_v4(c, [(n, 1) for n in names]):
+        if err != INVALID_REQUEST:
+            die(f'CreateTopics {name}: error {err} ({msg}), want INVALID_REQUEST {INVALID_REQUEST}')
+    for name, err, msg in create_v4(c, [(n, 1) for n in names], validate=True):
+        if err != INVALID_REQUEST:
+            die(f'CreateTopics validateOnly {name}: error {err}, want {INVALID_REQUEST}')
+    errs = bc.metadata_v4_topic_errors(c, names + [known])
+    if errs.get(known) != bc.NONE:
+        die(f'Metadata: {known} error {errs.get(known)}')
+    for n in names:
+        if errs.get(n) == bc.NONE:
+            die(f'Metadata (auto-create on) made a topic of {n}')
+    for n in names:
+        err, _ = bc.produce_error(port, n, 0, bc.batch_v2())
+        if err != bc.INVALID_TOPIC_EXCEPTION:
+            die(f'Produce to {n}: error {err}, want INVALID_TOPIC_EXCEPTION {bc.INVALID_TOPIC_EXCEPTION}')
+    # Still nothing of that name after all this.
+    errs = bc.metadata_v4_topic_errors(c, names)
+    if any(errs.get(n) == bc.NONE for n in names):
+        die(f'an internal name became a topic: {errs}')
+    return 0
+
+
+def cmd_commit(port, known, parts):
+    c = bc.Conn(port)
+    want_ok = [(known, p) for p in range(parts)]
+    want_unknown = [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)]
+    res = offset_commit_v2(c, 'catalog-group',
+                           [(t, p, 42 + p) for t, p in want_ok + want_unknown])
+    for k in want_ok:
+        if res.get(k) != bc.NONE:
+            die(f'OffsetCommit {k}: error {res.get(k)}, want NONE')
+    for k in want_unknown:
+        if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
+            die(f'OffsetCommit {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+    got = offset_fetch_v1(c, 'catalog-group', want_ok + want_unknown)
+    for t, p in want_ok:
+        if got.get((t, p), (None,))[0] != 42 + p:
+            die(f'OffsetFetch {(t, p)}: {got.get((t, p))}, want offset {42 + p}')
+    for k in want_unknown:
+        if got.get(k, (None,))[0] != -1:
+            die(f'OffsetFetch {k}: {got.get(k)}: an offset was stored for an unknown partition')
+    return 0
+
+
+def main(argv):
+    if len(argv) < 3:
+        die(__doc__)
+    cmd, port = argv[1], int(argv[2])
+    try:
+        if cmd == 'create':
+            return cmd_create(port, int(argv[3]), int(argv[4]), argv[5], '--validate' in argv[6:])
+        if cmd == 'delete':
+            return cmd_delete(port, argv[3:])
+        if cmd == 'internal':
+            return cmd_internal(port, argv[3])
+        if cmd == 'commit':
+            return cmd_commit(port, argv[3], int(argv[4]))
+    except (bc.Closed, TimeoutError, ValueError, OSError) as e:
+        die(f'{cmd}: {e}')
+    die(f'unknown command {cmd}')
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
