@@ -63,6 +63,8 @@ struct dp_txn_allow {
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 #define DP_ARENA_BASE_BYTES     16384
+#define DP_FETCH_ABORTED_MAX    1024      /* aborted transactions in one partition's read_committed answer */
+#define DP_FETCH_ABORTED_BYTES  (8u + DP_FETCH_ABORTED_MAX * 24u) /* their room behind the records (shard.c) */
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
@@ -147,7 +149,7 @@ struct dp_waiter {
 	int8_t isolation;             /* 1: wait for the LSO, not the HW */
 };
 
-/* Fetch buffers: where the aborted-transaction list starts after len bytes of records. */
+/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
 #define DP_ABORTED_AT(len) (((len) + 7u) & ~7u)
 
 /* Owner core: one partition this core owns. */

@@ -42,6 +42,7 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 			fp->buf = dp_buf_get(fp->cap);
 		}
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
+		fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;   /* the last round's pointed into buf */
 		fetch_send(c, r, i);
 	}
 }
@@ -157,20 +158,14 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	out->LastStableOffset = m->u.fetch_done.lso;
 	out->LogStartOffset = m->u.fetch_done.log_start;
 	out->Records = (struct kbytes){ fp->buf, (int32_t)len };
-	if (r->isolation == 1 && !m->err && m->u.fetch_done.len) {
-		/* The owner put the aborted transactions after the records (shard.c). */
-		uint32_t n, pos = DP_ABORTED_AT(m->u.fetch_done.len);
+	if (r->isolation == 1 && !m->err && len) {
+		/* The owner put the aborted transactions, as Kafka's structs, after the records (shard.c). */
+		uint32_t n, pos = DP_ABORTED_AT(len);
+		assert(pos + 8 <= fp->cap);
 		memcpy(&n, fp->buf + pos, 4);
-		struct FetchResponse_AbortedTransaction *at = dp_req_alloc(r, sizeof(*at) * (n + 1));
-		const struct txn_aborted *src = (const void *)(fp->buf + pos + 8);
-		if (at) {
-			for (uint32_t i = 0; i < n; i++) {
-				at[i].ProducerId = src[i].pid;
-				at[i].FirstOffset = src[i].first_offset;
-			}
-			out->AbortedTransactions = at;
-			out->AbortedTransactions_n = (int32_t)n;
-		}
+		assert(n <= DP_FETCH_ABORTED_MAX && pos + 8 + (size_t)n * sizeof(*out->AbortedTransactions) <= fp->cap);
+		out->AbortedTransactions = (void *)(fp->buf + pos + 8);
+		out->AbortedTransactions_n = (int32_t)n;
 	}
 }
 
