@@ -63,6 +63,7 @@ struct dp_txn_allow {
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 #define DP_ARENA_BASE_BYTES     16384
+#define DP_FETCH_RESPONSE_MAX_BYTES (55u << 20) /* Kafka's fetch.max.bytes: MaxBytes and PartitionMaxBytes clamp here */
 #define DP_FETCH_ABORTED_MAX    1024      /* aborted transactions in one partition's read_committed answer */
 #define DP_FETCH_ABORTED_BYTES  (8u + DP_FETCH_ABORTED_MAX * 24u) /* their room behind the records (shard.c) */
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
@@ -306,7 +307,9 @@ void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define DP_DBG(...)  do { if (dp_log_level >= DP_LOG_DEBUG) dp_log(DP_LOG_DEBUG, __VA_ARGS__); } while (0)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
-void *dp_buf_get(size_t bytes);
+#define DP_BUF_MAX_BYTES        ((size_t)1 << 30)   /* the largest class */
+void *dp_buf_get(size_t bytes);        /* aborts beyond DP_BUF_MAX_BYTES or without memory */
+void *dp_buf_try_get(size_t bytes);    /* NULL instead: for sizes a client chose */
 void  dp_buf_put(void *p);
 void  dp_buf_drain(void);
 
