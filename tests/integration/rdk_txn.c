@@ -23,7 +23,8 @@
  *       ignored; offset -1 = any). Without --subset the records read must be
  *       exactly the expected ones; with it they must include them. Prints
  *       "end TOPIC P OFFSET" per partition, and the ListOffsets watermarks of
- *       this handle (its isolation level) as "wm TOPIC P LOW HIGH".
+ *       this handle (its isolation level) as "wm TOPIC P LOW HIGH". With --until F it
+ *       reads on (while producers write) until file F exists, then to the end.
  *       With --repeat R the plan runs R times over (transaction numbers go on).
  *   rdk_txn random --bootstrap B --txn-id ID --topics T1[,..] --partitions P --txns N
  *                  --seed S --tag TAG [--max-records M] [--abort-pct A] [--noflush-pct F]
@@ -72,7 +73,7 @@ static const char *const plan_names[] = { "commit", "abort", "open" };
 
 /* Options of all subcommands. Locality: main thread. */
 struct opts {
-	const char *bootstrap, *txn_id, *tag, *out, *expect, *isolation;
+	const char *bootstrap, *txn_id, *tag, *out, *expect, *isolation, *until;
 	char *topic[topics_max];
 	int ntopics;
 	int32_t partitions;
@@ -112,7 +113,7 @@ static void usage(void)
 		"                       [--repeat R]\n"
 		"       rdk_txn consume --bootstrap B --topics T[,T] --partitions P\n"
 		"                       --isolation committed|uncommitted [--expect F [--subset]]\n"
-		"                       [--timeout S] [--out F]\n"
+		"                       [--timeout S] [--out F] [--until F]\n"
 		"       rdk_txn random --bootstrap B --txn-id ID --topics T[,T] --partitions P --txns N\n"
 		"                      --seed S --tag TAG [--max-records M] [--abort-pct A]\n"
 		"                      [--noflush-pct F] [--out F] [--create]\n"
@@ -178,6 +179,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--tag")) o->tag = v;
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--expect")) o->expect = v;
+		else if (!strcmp(a, "--until")) o->until = v;
 		else if (!strcmp(a, "--isolation")) o->isolation = v;
 		else if (!strcmp(a, "--topics") || !strcmp(a, "--topic")) parse_list(v, add_topic, o);
 		else if (!strcmp(a, "--plan")) parse_list(v, add_plan, o);
@@ -559,6 +561,14 @@ static bool all_at_end(const struct consumed *c, int ntopics, int32_t partitions
 	return true;
 }
 
+/* consume --until: read on until this file exists (the producers are done). */
+static const char *consume_until_file;
+
+static bool until_pending(void)
+{
+	return consume_until_file && access(consume_until_file, F_OK) != 0;
+}
+
 /*
  * Read topic[0..ntopics) x partitions from the beginning with the given
  * isolation until every partition is at EOF and every one of exp[] was read
@@ -600,7 +610,7 @@ static int consume_pass(const char *bootstrap, char *const *topic, int ntopics, 
 	for (int k = 0; k < nexp; k++)
 		exp[k].seen = 0;
 	int64_t deadline = now_ms() + timeout_ms;
-	while (now_ms() < deadline && (missing > 0 || !all_at_end(c, ntopics, partitions))) {
+	while (now_ms() < deadline && (missing > 0 || until_pending() || !all_at_end(c, ntopics, partitions))) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 		if (!m)
 			continue;
@@ -734,6 +744,7 @@ static int cmd_consume(const struct opts *o)
 	static struct rec exp[records_max];
 	int nexp = o->expect ? expect_load(o->expect, o->topic, o->ntopics, exp) : 0;
 	struct consumed c;
+	consume_until_file = o->until;
 	if (consume_pass(o->bootstrap, o->topic, o->ntopics, o->partitions, o->isolation, exp, nexp,
 			 o->timeout_s * 1000, &c))
 		return exit_fail;
