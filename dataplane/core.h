@@ -96,6 +96,7 @@ struct dp_config {
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
+	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
@@ -269,6 +270,8 @@ struct dp_core {
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
+	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
+	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };
 
 /* init only: the whole broker. */

@@ -382,7 +382,7 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 				list[0] = a;
 		} else {
 			n = txn_lso_aborted(p->lso, from, next, list, room);
-			assert(n <= DP_FETCH_ABORTED_MAX);   /* shard_fetch ended the read at the bound */
+			assert(n <= c->b->cfg.fetch_aborted_max);   /* shard_fetch ended the read at the bound */
 		}
 		if (out->err) {
 			len = 0;
@@ -472,11 +472,15 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		int fd;
 		uint64_t pos;
 		int64_t heap[DP_FETCH_ABORTED_MAX + 1];   /* 8 KiB of stack */
-		int64_t limit = committed ? txn_lso_aborted_bound(p->lso, off, end, DP_FETCH_ABORTED_MAX, heap) : end;
+		uint32_t most = c->b->cfg.fetch_aborted_max;
+		assert(most >= 1 && most <= DP_FETCH_ABORTED_MAX);
+		int64_t limit = committed ? txn_lso_aborted_bound(p->lso, off, end, most, heap) : end;
 		int rc = limit > off ? st_log_locate(log, off, limit, m->u.fetch.max_bytes, &fd, &pos, &len) : 0;
+		c->aborted_cut_reads += limit < end;
 		if (rc == 0 && len == 0 && limit < end) {
 			/* The first batch reaches past the bound: it goes alone (fetch_reply). */
 			one_batch = true;
+			c->aborted_one_batch_reads++;
 			rc = st_log_locate(log, off, end, 0, &fd, &pos, &len);
 		}
 		if (rc == -ERANGE) {

@@ -14,6 +14,9 @@
 # a broker restart (index and producer state rebuilt from disk). Enough
 # aborts that one read of all 6 partitions from offset 0 lists more than a
 # thousand aborted transactions. Seeded: TXN_CONCURRENT_SEED (printed).
+# TXN_CONCURRENT_ABORTED_MAX=N runs the broker with --fetch-aborted-max N, so
+# that nearly every read is cut for its aborted list, and some to one batch
+# (more aborted transactions than N span its offset).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/txn_lib.sh"
 txn_init txn-concurrent 35 "$@"
@@ -22,7 +25,9 @@ SEED=${TXN_CONCURRENT_SEED:-$RANDOM}
 TXNS=${TXN_CONCURRENT_TXNS:-400}
 log "seed $SEED, $TXNS transactions per producer"
 
-start_broker --cores "${SLUICE_CORES:-3}"
+BROKER_ARGS=(--cores "${SLUICE_CORES:-3}")
+[ -z "${TXN_CONCURRENT_ABORTED_MAX:-}" ] || BROKER_ARGS+=(--fetch-aborted-max "$TXN_CONCURRENT_ABORTED_MAX")
+start_broker "${BROKER_ARGS[@]}"
 # The topics first, so the producers race only on transactions.
 txn_run create "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tc-create --topics "$TOPICS" \
 	--partitions 3 --count 1 --tag c0 --plan commit --out "$WORK/p0.out" --create ||
@@ -65,7 +70,12 @@ consume_check rc committed "$WORK/exp-c" "$TOPICS" 3 --timeout 120 ||
 	fail "seed $SEED"
 consume_check ru uncommitted "$WORK/exp-c" "$TOPICS" 3 --subset --timeout 120
 stop_broker
-start_broker --cores "${SLUICE_CORES:-3}"
+start_broker "${BROKER_ARGS[@]}"
 consume_check rc-restart committed "$WORK/exp-c" "$TOPICS" 3 --timeout 120
 stop_broker
+log "$(grep -h 'reads were cut short' "$BROKER_LOG" | sed 's/^.*core/core/' | tr '\n' ';')"
+if [ -n "${TXN_CONCURRENT_ABORTED_MAX:-}" ]; then
+	grep -q 'reads were cut short.*[1-9][0-9]* to one batch' "$BROKER_LOG" ||
+		fail "no read was cut to one batch: the test did not reach that case (seed $SEED)"
+fi
 pass "3 concurrent transactional producers: read_committed exact (seed $SEED)"
