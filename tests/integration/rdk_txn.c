@@ -24,7 +24,8 @@
  *       exactly the expected ones; with it they must include them. Prints
  *       "end TOPIC P OFFSET" per partition, and the ListOffsets watermarks of
  *       this handle (its isolation level) as "wm TOPIC P LOW HIGH". With --until F it
- *       reads on (while producers write) until file F exists, then to the end.
+ *       reads on (while producers write) until file F exists, then to the end;
+ *       --fetch-max-bytes N sets fetch.max.bytes (answers cut across partitions).
  *       With --repeat R the plan runs R times over (transaction numbers go on).
  *   rdk_txn random --bootstrap B --txn-id ID --topics T1[,..] --partitions P --txns N
  *                  --seed S --tag TAG [--max-records M] [--abort-pct A] [--noflush-pct F]
@@ -71,6 +72,9 @@ enum { exit_ok = 0, exit_fail = 1, exit_usage = 2, exit_txn_failed = 3 };
 enum plan_step { plan_commit, plan_abort, plan_open };
 static const char *const plan_names[] = { "commit", "abort", "open" };
 
+/* consume --fetch-max-bytes: librdkafka's fetch.max.bytes, NULL its default. */
+static const char *consume_fetch_max_bytes;
+
 /* Options of all subcommands. Locality: main thread. */
 struct opts {
 	const char *bootstrap, *txn_id, *tag, *out, *expect, *isolation, *until;
@@ -113,7 +117,7 @@ static void usage(void)
 		"                       [--repeat R]\n"
 		"       rdk_txn consume --bootstrap B --topics T[,T] --partitions P\n"
 		"                       --isolation committed|uncommitted [--expect F [--subset]]\n"
-		"                       [--timeout S] [--out F] [--until F]\n"
+		"                       [--timeout S] [--out F] [--until F] [--fetch-max-bytes N]\n"
 		"       rdk_txn random --bootstrap B --txn-id ID --topics T[,T] --partitions P --txns N\n"
 		"                      --seed S --tag TAG [--max-records M] [--abort-pct A]\n"
 		"                      [--noflush-pct F] [--out F] [--create]\n"
@@ -180,6 +184,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--expect")) o->expect = v;
 		else if (!strcmp(a, "--until")) o->until = v;
+		else if (!strcmp(a, "--fetch-max-bytes") && parse_num(v, 1000, 1 << 30, a)) consume_fetch_max_bytes = v;
 		else if (!strcmp(a, "--isolation")) o->isolation = v;
 		else if (!strcmp(a, "--topics") || !strcmp(a, "--topic")) parse_list(v, add_topic, o);
 		else if (!strcmp(a, "--plan")) parse_list(v, add_plan, o);
@@ -564,6 +569,7 @@ static bool all_at_end(const struct consumed *c, int ntopics, int32_t partitions
 /* consume --until: read on until this file exists (the producers are done). */
 static const char *consume_until_file;
 
+
 static bool until_pending(void)
 {
 	return consume_until_file && access(consume_until_file, F_OK) != 0;
@@ -592,6 +598,10 @@ static int consume_pass(const char *bootstrap, char *const *topic, int ntopics, 
 	conf_set(conf, "check.crcs", "true");
 	conf_set(conf, "fetch.wait.max.ms", "100");
 	conf_set(conf, "reconnect.backoff.max.ms", "500");
+	if (consume_fetch_max_bytes) {
+		conf_set(conf, "message.max.bytes", consume_fetch_max_bytes);   /* librdkafka: <= fetch.max.bytes */
+		conf_set(conf, "fetch.max.bytes", consume_fetch_max_bytes);
+	}
 	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
 	rd_kafka_poll_set_consumer(rk);
 	*c = (struct consumed){ 0 };
