@@ -106,8 +106,9 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	 * What each owner may read: partitions in request order share MaxBytes,
 	 * as Kafka reads them (KIP-74), so a request never lends much more than
 	 * MaxBytes in all; once it is spent a partition reads only its first
-	 * batch, kept only if every partition before it came back empty
-	 * (dp_fetch_more trims to Kafka's answer exactly).
+	 * batch, kept only if every partition before it came back empty.
+	 * dp_fetch_more cuts the answer to Kafka's, and reads again a partition
+	 * whose share went to partitions that came back with less (fetch_topup).
 	 */
 	uint32_t budget = (uint32_t)r->max_bytes;
 	uint32_t k = 0;

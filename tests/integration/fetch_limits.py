@@ -192,7 +192,8 @@ def main():
     log = Log(a.port, a.topic, a.partitions)
     sizes = [x[2] for p in log.b for x in log.b[p]]
     b0 = log.b[0][0][2]
-    print(f'log: {a.partitions} partitions x {len(log.b[0])} batches of {min(sizes)}..{max(sizes)} bytes')
+    print(f'seed {a.seed}; log: {a.partitions} partitions x {len(log.b[0])} batches of '
+          f'{min(sizes)}..{max(sizes)} bytes')
     P = list(range(a.partitions))
     cases = [
         # name, version, parts [(p, offset, pmax)], MaxBytes, exact (== Kafka's answer)
@@ -238,7 +239,7 @@ def main():
             print('broker gone: stopping')
             return 1
     canary.close()
-    print(f'fetch_limits: {failed} of {len(cases)} cases failed')
+    print(f'fetch_limits: {failed} of {len(cases)} cases failed (seed {a.seed})')
     return 1 if failed else 0
 
 
