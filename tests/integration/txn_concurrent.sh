@@ -34,7 +34,7 @@ txn_run create "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tc-create --
 	--partitions 3 --count 1 --tag c0 --plan commit --out "$WORK/p0.out" --create ||
 	fail "topic creation exited $?: $(txn_show create)"
 "$RDK_TXN" consume --bootstrap "$BOOTSTRAP" --topics "$TOPICS" --partitions 3 --isolation committed \
-	--until "$WORK/done" --timeout 400 --out "$WORK/live.read" >"$WORK/live.out" 2>"$WORK/live.err" &
+	--until "$WORK/done" --timeout 250 --out "$WORK/live.read" >"$WORK/live.out" 2>"$WORK/live.err" &
 live=$!
 INTEG_CHILDREN="${INTEG_CHILDREN:-} $live"
 pids=
