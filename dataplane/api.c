@@ -519,7 +519,11 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	}
 	bool flex_hdr = key != 18 && kapi_flexible(key, v);
 	size_t total = 4 + 4 + (flex_hdr ? 1 : 0) + body;
-	r->resp_buf = dp_buf_get(total);
+	/* A Fetch's size follows its records (at most MaxBytes, and a first batch): no abort for it. */
+	if (!(r->resp_buf = dp_buf_try_get(total))) {
+		DP_WARN("no buffer of %zu bytes for the response to api %d v%d", total, key, v);
+		return -ENOMEM;
+	}
 	struct kwriter w;
 	kw_init(&w, r->resp_buf, total);
 	kw_i32(&w, (int32_t)(total - 4));

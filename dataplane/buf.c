@@ -42,10 +42,12 @@ static uint32_t class_of(size_t bytes)
 	return shift - DP_BUF_MIN_SHIFT;
 }
 
-void *dp_buf_get(size_t bytes)
+_Static_assert(DP_BUF_MAX_BYTES == (size_t)1 << DP_BUF_MAX_SHIFT, "one name for the largest class");
+
+void *dp_buf_try_get(size_t bytes)
 {
-	if (bytes > ((size_t)1 << DP_BUF_MAX_SHIFT))
-		abort();   /* callers bound sizes by max frame and fetch limits */
+	if (bytes > DP_BUF_MAX_BYTES)
+		return NULL;
 	uint32_t cls = class_of(bytes);
 	struct buf_hdr *h = pool.free[cls];
 	if (h) {
@@ -54,11 +56,19 @@ void *dp_buf_get(size_t bytes)
 	} else {
 		h = malloc(DP_BUF_HDR + ((size_t)1 << (cls + DP_BUF_MIN_SHIFT)));
 		if (!h)
-			abort();   /* out of memory on the data path: nothing sane to do */
+			return NULL;
 		h->cls = cls;
 	}
 	h->magic = DP_BUF_MAGIC;
 	return (uint8_t *)h + DP_BUF_HDR;
+}
+
+void *dp_buf_get(size_t bytes)
+{
+	void *p = dp_buf_try_get(bytes);
+	if (!p)
+		abort();   /* callers bound sizes by max frame and fetch limits; else out of memory */
+	return p;
 }
 
 void dp_buf_put(void *p)

@@ -291,6 +291,9 @@ static void core_teardown(struct dp_core *c)
 		if (c->cold_reads)
 			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 			        (unsigned long long)c->cold_reads);
+		if (c->aborted_cut_reads)
+			DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
+			        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);
 		for (uint32_t id = 0; id < c->topics_end; id++)
 			if (c->topics[id].live)
 				dp_shard_close_topic(c, &c->topics[id], false);

@@ -64,6 +64,9 @@ struct dp_txn_allow {
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 #define DP_ARENA_BASE_BYTES     16384
+#define DP_FETCH_RESPONSE_MAX_BYTES (55u << 20) /* Kafka's fetch.max.bytes: MaxBytes and PartitionMaxBytes clamp here */
+#define DP_FETCH_ABORTED_MAX    1024      /* aborted transactions in one partition's read_committed answer */
+#define DP_FETCH_ABORTED_BYTES  (8u + DP_FETCH_ABORTED_MAX * 24u) /* their room behind the records (shard.c) */
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
 /* One Produce request may make its core decompress at most this much to check
  * its batches (storage/codec.h; each batch also at most
@@ -124,6 +127,7 @@ struct dp_config {
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
+	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
@@ -181,7 +185,7 @@ struct dp_waiter {
 	int8_t isolation;             /* 1: wait for the LSO, not the HW */
 };
 
-/* Fetch buffers: where the aborted-transaction list starts after len bytes of records. */
+/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
 #define DP_ABORTED_AT(len) (((len) + 7u) & ~7u)
 
 /* Owner core: one partition this core owns. */
@@ -311,6 +315,8 @@ struct dp_core {
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
 	uint64_t append_errors;       /* ... and how many went unlogged since */
+	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
+	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };
 
 /* init only: the whole broker. */
@@ -350,7 +356,9 @@ void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define DP_DBG(...)  do { if (dp_log_level >= DP_LOG_DEBUG) dp_log(DP_LOG_DEBUG, __VA_ARGS__); } while (0)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
-void *dp_buf_get(size_t bytes);
+#define DP_BUF_MAX_BYTES        ((size_t)1 << 30)   /* the largest class */
+void *dp_buf_get(size_t bytes);        /* aborts beyond DP_BUF_MAX_BYTES or without memory */
+void *dp_buf_try_get(size_t bytes);    /* NULL instead: for sizes a client chose */
 void  dp_buf_put(void *p);
 void  dp_buf_drain(void);
 

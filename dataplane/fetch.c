@@ -14,6 +14,37 @@
 #include "req.h"
 
 #define DP_FETCH_BUF_MIN_BYTES (64u * 1024)
+/* A buffer could not be lent: the partition gets this retriable error and the client fetches again. */
+#define DP_FETCH_ERR_NO_BUFFER KERR_KAFKA_STORAGE_ERROR
+#define DP_FETCH_WARN_EVERY    1024u      /* log one in this many buffer failures */
+#define DP_FETCH_TOPUPS_MAX    64u        /* partitions one request reads again (fetch_topup) */
+_Static_assert(DP_FETCH_RESPONSE_MAX_BYTES + DP_FETCH_ABORTED_BYTES + 8 <= DP_BUF_MAX_BYTES,
+               "a clamped read and its aborted list fit the largest buffer");
+
+/* A client's byte count, as the broker will use it: within [0, DP_FETCH_RESPONSE_MAX_BYTES]. */
+static uint32_t fetch_clamp(int32_t bytes)
+{
+	return bytes <= 0 ? 0 : (uint32_t)bytes > DP_FETCH_RESPONSE_MAX_BYTES ? DP_FETCH_RESPONSE_MAX_BYTES
+	                                                                   : (uint32_t)bytes;
+}
+
+/* Lend fp a buffer of cap bytes; on failure the partition is answered with a retriable error. */
+static bool fetch_buf(struct dp_fetch_part *fp, size_t cap)
+{
+	static _Thread_local uint32_t failures;
+	fp->buf = dp_buf_try_get(cap);
+	if (fp->buf) {
+		fp->cap = (uint32_t)cap;
+		return true;
+	}
+	if (failures++ % DP_FETCH_WARN_EVERY == 0)
+		DP_WARN("fetch: no buffer of %zu bytes for a partition (%u such failures): answered with error %d",
+		        cap, failures, DP_FETCH_ERR_NO_BUFFER);
+	fp->cap = 0;
+	fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
+	fp->out->Records = (struct kbytes){ NULL, 0 };
+	return false;
+}
 
 static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 {
@@ -37,11 +68,12 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (fp->owner < 0)
 			continue;   /* answered locally with an error */
-		if (!fp->buf) {
-			fp->cap = fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES : fp->max_bytes;
-			fp->buf = dp_buf_get(fp->cap);
-		}
+		if (!fp->buf && !fetch_buf(fp, fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES
+		                                                                       : fp->max_bytes))
+			continue;
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
+		fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;   /* the last round's pointed into buf */
+		fp->cut = false;
 		fetch_send(c, r, i);
 	}
 }
@@ -55,7 +87,7 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		return -1;
 	r->req = req;
 	r->min_bytes = req->MinBytes;
-	r->max_bytes = req->MaxBytes > 0 ? req->MaxBytes : INT32_MAX;
+	r->max_bytes = (int32_t)fetch_clamp(req->MaxBytes);   /* before v3 the schema's default: INT32_MAX */
 	r->isolation = req->IsolationLevel;
 	r->deadline_ms = c->now_ms + (req->MaxWaitMs > 0 ? req->MaxWaitMs : 0);
 
@@ -70,6 +102,15 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	resp->Responses_n = nt;
 	resp->SessionId = 0;
 
+	/*
+	 * What each owner may read: partitions in request order share MaxBytes,
+	 * as Kafka reads them (KIP-74), so a request never lends much more than
+	 * MaxBytes in all; once it is spent a partition reads only its first
+	 * batch, kept only if every partition before it came back empty.
+	 * dp_fetch_more cuts the answer to Kafka's, and reads again a partition
+	 * whose share went to partitions that came back with less (fetch_topup).
+	 */
+	uint32_t budget = (uint32_t)r->max_bytes;
 	uint32_t k = 0;
 	for (int32_t i = 0; i < nt; i++) {
 		struct FetchRequest_FetchTopic *ft = &req->Topics[i];
@@ -110,7 +151,9 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			fp->partition = in->Partition;
 			fp->owner = dp_owner_core(c->b, t->hash, in->Partition);
 			fp->offset = in->FetchOffset;
-			fp->max_bytes = in->PartitionMaxBytes > 0 ? (uint32_t)in->PartitionMaxBytes : 1;
+			fp->part_max = fetch_clamp(in->PartitionMaxBytes);
+			fp->max_bytes = fp->part_max < budget ? fp->part_max : budget;
+			budget -= fp->max_bytes;
 		}
 	}
 	r->nfparts = k;
@@ -140,11 +183,14 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	struct dp_fetch_part *fp = &r->fparts[m->idx];
 	struct FetchResponse_PartitionData *out = fp->out;
 	if (m->u.fetch_done.need) {
-		/* The first batch is larger than the buffer: lend a bigger one and ask again. */
+		/* The first batch (or the aborted list) does not fit: lend a bigger buffer and ask again. */
+		assert(m->u.fetch_done.need > fp->cap);
 		dp_buf_put(fp->buf);
-		fp->cap = m->u.fetch_done.need;
-		fp->buf = dp_buf_get(fp->cap);
-		fetch_send(c, r, m->idx);
+		fp->buf = NULL;
+		if (fetch_buf(fp, m->u.fetch_done.need)) {
+			fp->out->Records = (struct kbytes){ fp->buf, 0 };
+			fetch_send(c, r, m->idx);
+		}
 		return;
 	}
 	out->ErrorCode = m->err;
@@ -157,21 +203,119 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	out->LastStableOffset = m->u.fetch_done.lso;
 	out->LogStartOffset = m->u.fetch_done.log_start;
 	out->Records = (struct kbytes){ fp->buf, (int32_t)len };
-	if (r->isolation == 1 && !m->err && m->u.fetch_done.len) {
-		/* The owner put the aborted transactions after the records (shard.c). */
-		uint32_t n, pos = DP_ABORTED_AT(m->u.fetch_done.len);
+	if (r->isolation == 1 && !m->err && len) {
+		/* The owner put the aborted transactions, as Kafka's structs, after the records (shard.c). */
+		uint32_t n, pos = DP_ABORTED_AT(len);
+		assert(pos + 8 <= fp->cap);
 		memcpy(&n, fp->buf + pos, 4);
-		struct FetchResponse_AbortedTransaction *at = dp_req_alloc(r, sizeof(*at) * (n + 1));
-		const struct txn_aborted *src = (const void *)(fp->buf + pos + 8);
-		if (at) {
-			for (uint32_t i = 0; i < n; i++) {
-				at[i].ProducerId = src[i].pid;
-				at[i].FirstOffset = src[i].first_offset;
-			}
-			out->AbortedTransactions = at;
-			out->AbortedTransactions_n = (int32_t)n;
-		}
+		assert(n <= DP_FETCH_ABORTED_MAX && pos + 8 + (size_t)n * sizeof(*out->AbortedTransactions) <= fp->cap);
+		out->AbortedTransactions = (void *)(fp->buf + pos + 8);
+		out->AbortedTransactions_n = (int32_t)n;
 	}
+}
+
+/*
+ * How much of a partition's records to send within `allow` bytes: whole
+ * batches; with `first` (no partition before it had records) the first
+ * batch even when it alone is larger. *next: the offset after the last kept.
+ */
+static uint32_t fetch_keep(const uint8_t *p, uint32_t len, uint32_t allow, bool first, int64_t *next)
+{
+	uint32_t pos = 0;
+	*next = -1;
+	while (pos < len) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse(p + pos, len - pos, &h);
+		if (n <= 0)
+			break;   /* not a whole batch: send only what is before it */
+		if (pos + (uint32_t)n > allow && !(first && pos == 0))
+			break;
+		pos += (uint32_t)n;
+		*next = h.base_offset + h.last_offset_delta + 1;
+	}
+	return pos;
+}
+
+/* Records cut before offset next: keep the aborted transactions that still overlap them. */
+static void fetch_trim_aborted(struct FetchResponse_PartitionData *out, int64_t next)
+{
+	int32_t k = 0;
+	for (int32_t i = 0; i < out->AbortedTransactions_n; i++)
+		if (out->AbortedTransactions[i].FirstOffset < next)
+			out->AbortedTransactions[k++] = out->AbortedTransactions[i];
+	if (out->AbortedTransactions_n > 0)
+		out->AbortedTransactions_n = k;
+}
+
+/* Offset after the last whole batch in p[0, len), -1 if none. */
+static int64_t records_next(const uint8_t *p, uint32_t len)
+{
+	int64_t next;
+	fetch_keep(p, len, len, false, &next);
+	return next;
+}
+
+/*
+ * Response-level MaxBytes as Kafka applies it (KIP-74): partitions in
+ * request order, each allowed min(PartitionMaxBytes, what is left of
+ * MaxBytes), whole batches only; the first batch of the first partition with
+ * records goes whole even when it alone is larger. Cuts records (and their
+ * aborted lists) to that. Returns a partition that would get more than its
+ * owner was asked to read (its share of MaxBytes went to partitions before it
+ * that came back with less) and has more below its end, with what it may
+ * have in *allow; -1 if none: then the answer is Kafka's.
+ */
+static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more)
+{
+	uint32_t left = (uint32_t)r->max_bytes;
+	int32_t starved = -1;
+	bool first = true;
+	for (uint32_t i = 0; i < r->nfparts; i++) {
+		struct dp_fetch_part *fp = &r->fparts[i];
+		struct FetchResponse_PartitionData *out = fp->out;
+		struct kbytes *rec = &out->Records;
+		if (rec->len <= 0 || out->ErrorCode)
+			continue;
+		uint32_t allow = fp->part_max < left ? fp->part_max : left, len = (uint32_t)rec->len;
+		if (len > allow) {
+			int64_t next;
+			uint32_t keep = fetch_keep(rec->ptr, len, allow, first, &next);
+			fp->cut |= keep < len;
+			len = keep;
+			rec->len = (int32_t)len;
+			if (len)
+				fetch_trim_aborted(out, next);
+			else if (out->AbortedTransactions_n > 0)
+				out->AbortedTransactions_n = 0;
+		} else if (starved < 0 && !fp->cut && fp->max_bytes < allow &&
+		           records_next(rec->ptr, len) < (r->isolation == 1 ? out->LastStableOffset : out->HighWatermark)) {
+			starved = (int32_t)i;
+			*allow_more = allow;
+		}
+		if (len)
+			first = false;
+		left = len < left ? left - len : 0;
+	}
+	return starved;
+}
+
+/*
+ * Read partition i again with `allow` bytes, its share of MaxBytes as Kafka
+ * reads partitions one after the other. Returns true when the answer is
+ * still to come, false when it came at once (a local owner): then the caller
+ * looks at the response again.
+ */
+static bool fetch_topup(struct dp_core *c, struct dp_req *r, uint32_t i, uint32_t allow)
+{
+	struct dp_fetch_part *fp = &r->fparts[i];
+	r->topups++;
+	/* The buffer stays: where the records found are larger, the owner asks for their size (need). */
+	fp->max_bytes = allow;
+	fp->out->Records = (struct kbytes){ fp->buf, 0 };
+	fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;
+	r->pending++;   /* held: a local owner answers inside fetch_send */
+	fetch_send(c, r, i);
+	return --r->pending > 0;
 }
 
 #define DP_FETCH_SYNC_WAKES_MAX 3   /* rounds one call may run when local owners answer at once */
@@ -230,14 +374,12 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		break;
 	}
 	r->in_more = false;
-	/* Response-level MaxBytes: whole partitions in order; the first data always goes. */
-	int64_t sent = 0;
-	for (uint32_t i = 0; i < r->nfparts; i++) {
-		struct kbytes *rec = &r->fparts[i].out->Records;
-		if (sent > 0 && sent + rec->len > r->max_bytes)
-			rec->len = 0;
-		sent += rec->len;
-	}
+	/* The answer is due: no more parking, only reads of partitions with more of MaxBytes to fill. */
+	r->final_round = true;
+	uint32_t allow;
+	for (int32_t s; (s = fetch_limit_response(r, &allow)) >= 0 && r->topups < DP_FETCH_TOPUPS_MAX;)
+		if (fetch_topup(c, r, (uint32_t)s, allow))
+			return true;
 	return false;
 }
 

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
+	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
+	"                          partition answer, cutting the records sooner (default 1024)\n"
 	"  --help                  this text\n");
 }
 
@@ -71,7 +73,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_FABORTED, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -86,6 +88,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
+		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
@@ -97,6 +100,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
 		.max_frame_bytes = 100u << 20, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
+		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
 	};
@@ -169,6 +173,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;
+		case O_FABORTED: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_FETCH_ABORTED_MAX)
+				goto bad;
+			cfg->fetch_aborted_max = (uint32_t)v;
+			break;
+		}
 		case O_TXNKILL:
 			if (!strcmp(optarg, "after-prepare")) cfg->fault_txn_kill = 1;
 			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;

@@ -18,9 +18,11 @@ struct dp_fetch_part {
 	int32_t partition;
 	int owner;
 	int64_t offset;
-	uint32_t max_bytes;
+	uint32_t part_max;            /* PartitionMaxBytes, clamped to DP_FETCH_RESPONSE_MAX_BYTES */
+	uint32_t max_bytes;           /* what the owner may read: part_max within the request's MaxBytes */
 	uint8_t *buf;                 /* lent to the owner, freed here */
 	uint32_t cap;
+	bool cut;                     /* records cut to MaxBytes (fetch_limit_response): more would not fit */
 };
 
 struct dp_req {
@@ -47,12 +49,13 @@ struct dp_req {
 	struct dp_fetch_part *fparts;
 	uint32_t nfparts;
 	int64_t deadline_ms;
-	int32_t min_bytes, max_bytes;
+	int32_t min_bytes, max_bytes; /* max_bytes: MaxBytes clamped to [0, DP_FETCH_RESPONSE_MAX_BYTES] */
 	int8_t isolation;
 	bool final_round;
 	bool woken;                   /* a watch fired: run another round */
 	bool in_park_list;
 	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
+	uint32_t topups;              /* partitions read again with more of MaxBytes (fetch_topup) */
 
 	/* JoinGroup: the client's address ("/127.0.0.1"), in the arena; NULL unknown. */
 	const char *peer;

@@ -334,7 +334,7 @@ struct dp_read {
 	int fd;
 	uint64_t pos;
 	uint32_t len, done;
-	int64_t end;                  /* the read_committed range ends here (LSO) */
+	bool one_batch;               /* read_committed: the first batch alone (fetch_reply) */
 };
 
 static struct dp_read *read_get(struct dp_core *c)
@@ -353,25 +353,89 @@ static struct dp_read *read_get(struct dp_core *c)
 	return rd;
 }
 
+/* The list is queried as struct txn_aborted and rewritten in place, front to back, as Kafka's. */
+_Static_assert(sizeof(struct FetchResponse_AbortedTransaction) <= sizeof(struct txn_aborted),
+               "in-place conversion only shrinks entries");
+_Static_assert(DP_FETCH_ABORTED_BYTES >= 8 + DP_FETCH_ABORTED_MAX * sizeof(struct txn_aborted),
+               "the list's room holds the most entries one answer may carry");
+
+/*
+ * The records read into buf[0, *len) are whole stored batches: returns the
+ * offset after the last one, and the first one's producer id in *first_pid.
+ * A header that does not parse (damage the log's recovery did not see) ends
+ * the records there: *len shrinks to the batches before it.
+ */
+static int64_t records_next_offset(const uint8_t *buf, uint32_t *len, int64_t *first_pid)
+{
+	int64_t next = -1;
+	uint32_t pos = 0;
+	*first_pid = -1;
+	while (pos < *len) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse(buf + pos, *len - pos, &h);
+		if (n <= 0) {
+			DP_ERR("fetch: unparsable batch in the log after %u bytes of a read", pos);
+			break;
+		}
+		if (pos == 0)
+			*first_pid = h.producer_id;
+		next = h.base_offset + h.last_offset_delta + 1;
+		pos += (uint32_t)n;
+	}
+	*len = pos;
+	return next;
+}
+
 /*
  * After the records: for read_committed the aborted transactions that overlap
- * [offset, end) go 8-byte aligned behind them in the same buffer, as
- *   [records: len bytes][pad to 8][u32 count, 4 pad][count x struct txn_aborted]
- * and if they do not fit, the reply asks for a bigger buffer (need). Sends it.
+ * exactly the offsets returned, [offset, next batch), go 8-byte aligned behind
+ * them in the same buffer, as
+ *   [records: len bytes][pad to 8][u32 count, 4 pad][count x struct FetchResponse_AbortedTransaction]
+ * (the NIC core points the response at them: nothing is copied or allocated
+ * there). shard_fetch cut the read so that at most DP_FETCH_ABORTED_MAX
+ * overlap; with one_batch the read is the first batch alone, which more than
+ * that many transactions of other producers span, and only its own
+ * producer's transaction is listed, which is all a consumer needs to filter
+ * it. If the list does not fit, the reply asks for a buffer that holds the
+ * records and the longest list (need), so a second try always fits. Sends it.
  */
 static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg *out, struct dp_part *p,
-                        uint32_t len, int64_t end)
+                        uint32_t len, bool one_batch)
 {
 	uint32_t cap = m->u.fetch.cap;
-	if (m->u.fetch.isolation == 1 && !out->err && !out->u.fetch_done.need) {
+	uint8_t *buf = m->u.fetch.buf;
+	if (m->u.fetch.isolation == 1 && !out->err && !out->u.fetch_done.need && len) {
+		int64_t pid, from = m->u.fetch.offset;
+		int64_t next = records_next_offset(buf, &len, &pid);
 		uint32_t at = DP_ABORTED_AT(len);
 		uint32_t room = cap >= at + 8 ? (cap - at - 8) / (uint32_t)sizeof(struct txn_aborted) : 0;
-		struct txn_aborted *list = (struct txn_aborted *)(void *)((uint8_t *)m->u.fetch.buf + at + 8);
-		uint32_t n = len ? txn_lso_aborted(p->lso, m->u.fetch.offset, end, list, room) : 0;
-		if (cap < at + 8 || n > room)
-			out->u.fetch_done.need = at + 8 + (n + 16) * (uint32_t)sizeof(struct txn_aborted);
-		else
-			memcpy((uint8_t *)m->u.fetch.buf + at, &n, 4);
+		struct txn_aborted *list = (struct txn_aborted *)(void *)(buf + at + 8);
+		uint32_t n = 0;
+		if (!len) {
+			out->err = KERR_KAFKA_STORAGE_ERROR;
+		} else if (one_batch) {
+			struct txn_aborted a;
+			n = txn_lso_aborted_pid(p->lso, from, next, pid, &a);
+			if (n && room)
+				list[0] = a;
+		} else {
+			n = txn_lso_aborted(p->lso, from, next, list, room);
+			assert(n <= c->b->cfg.fetch_aborted_max);   /* shard_fetch ended the read at the bound */
+		}
+		if (out->err) {
+			len = 0;
+		} else if (n > room) {
+			uint32_t most = len > m->u.fetch.max_bytes ? len : m->u.fetch.max_bytes;
+			out->u.fetch_done.need = DP_ABORTED_AT(most) + DP_FETCH_ABORTED_BYTES;
+		} else {
+			struct FetchResponse_AbortedTransaction *kt = (void *)list;
+			for (uint32_t i = 0; i < n; i++) {
+				struct txn_aborted a = list[i];   /* read whole before kt[i] overwrites its front */
+				kt[i] = (struct FetchResponse_AbortedTransaction){ .ProducerId = a.pid,
+				                                                   .FirstOffset = a.first_offset };
+			}
+			memcpy(buf + at, &n, 4);
+		}
 	}
 	if (!out->u.fetch_done.need)
 		out->u.fetch_done.len = len;
@@ -406,7 +470,7 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 		rd->out.err = KERR_KAFKA_STORAGE_ERROR;
 		len = 0;
 	}
-	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->end);
+	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->one_batch);
 	rd->part->reads--;
 	rd->next_free = c->read_free;
 	c->read_free = rd;
@@ -415,12 +479,13 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 
 /*
  * Reads whole stored batches into the buffer the NIC core lent; for
- * read_committed the range ends at the LSO. The tail of the log is nearly
- * always in the page cache: a non-blocking preadv2 (RWF_NOWAIT) copies it
- * at once. Bytes that are not cached are read through io_uring instead, so
- * that a consumer catching up from old segments never stalls this core's
- * appends. Only when every cold-read slot is busy does the core read with
- * a blocking pread.
+ * read_committed the range ends at the LSO, and sooner where more than
+ * DP_FETCH_ABORTED_MAX aborted transactions would overlap it. The tail of
+ * the log is nearly always in the page cache: a non-blocking preadv2
+ * (RWF_NOWAIT) copies it at once. Bytes that are not cached are read through
+ * io_uring instead, so that a consumer catching up from old segments never
+ * stalls this core's appends. Only when every cold-read slot is busy does the
+ * core read with a blocking pread.
  */
 static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 {
@@ -432,7 +497,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	struct st_log *log = p->log;
-	bool committed = m->u.fetch.isolation == 1;
+	bool committed = m->u.fetch.isolation == 1, one_batch = false;
 	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
 	int64_t lso = txn_lso_get(p->lso, hw), end = committed ? lso : hw;
 	int64_t off = m->u.fetch.offset;
@@ -445,7 +510,18 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 	} else if (off < end) {
 		int fd;
 		uint64_t pos;
-		int rc = st_log_locate(log, off, end, m->u.fetch.max_bytes, &fd, &pos, &len);
+		int64_t heap[DP_FETCH_ABORTED_MAX + 1];   /* 8 KiB of stack */
+		uint32_t most = c->b->cfg.fetch_aborted_max;
+		assert(most >= 1 && most <= DP_FETCH_ABORTED_MAX);
+		int64_t limit = committed ? txn_lso_aborted_bound(p->lso, off, end, most, heap) : end;
+		int rc = limit > off ? st_log_locate(log, off, limit, m->u.fetch.max_bytes, &fd, &pos, &len) : 0;
+		c->aborted_cut_reads += limit < end;
+		if (rc == 0 && len == 0 && limit < end) {
+			/* The first batch reaches past the bound: it goes alone (fetch_reply). */
+			one_batch = true;
+			c->aborted_one_batch_reads++;
+			rc = st_log_locate(log, off, end, 0, &fd, &pos, &len);
+		}
 		if (rc == -ERANGE) {
 			out.err = KERR_OFFSET_OUT_OF_RANGE;
 		} else if (rc == -EBADMSG) {
@@ -455,14 +531,15 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		} else if (rc < 0) {
 			out.err = KERR_KAFKA_STORAGE_ERROR;
 		} else if (len > cap) {
-			out.u.fetch_done.need = len + (committed ? 4096 : 0);
+			/* Only a first batch larger than the buffer (KIP-74): room for it and a list. */
+			out.u.fetch_done.need = DP_ABORTED_AT(len) + (committed ? DP_FETCH_ABORTED_BYTES : 0);
 		} else if (len) {
 			struct iovec iov = { m->u.fetch.buf, len };
 			ssize_t got = preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
 			struct dp_read *rd = got == (ssize_t)len ? NULL : read_get(c);
 			if (rd) {
 				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
-				                        .done = got > 0 ? (uint32_t)got : 0, .end = end };
+				                        .done = got > 0 ? (uint32_t)got : 0, .one_batch = one_batch };
 				c->reads_inflight++;
 				p->reads++;
 				c->cold_reads++;
@@ -478,7 +555,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			}
 		}
 	}
-	fetch_reply(c, m, &out, p, len, end);
+	fetch_reply(c, m, &out, p, len, one_batch);
 }
 
 static void shard_watch(struct dp_core *c, struct dp_msg *m)

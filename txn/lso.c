@@ -273,22 +273,30 @@ uint32_t txn_lso_open_count(const struct txn_lso *l)
 	return l->nopen;
 }
 
-/* Locality: shard core (owner). */
-uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, struct txn_aborted *out,
-                         uint32_t max)
+/* Index of the first entry with last_offset >= from (binary search; nab if none). */
+static uint32_t aborted_lower_bound(const struct txn_lso *l, int64_t from)
 {
-	uint32_t lo = 0, hi = l->nab, n = 0;
+	uint32_t lo = 0, hi = l->nab;
 
-	assert(max == 0 || out);
-	while (lo < hi) { /* first entry with last_offset >= from */
+	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (l->ab[mid].last_offset < from)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, struct txn_aborted *out,
+                         uint32_t max)
+{
+	uint32_t n = 0;
+
+	assert(max == 0 || out);
 	/* first_offset >= last_offset - max_span: past this bound nothing can start below `to`. */
-	for (uint32_t i = lo; i < l->nab && l->ab[i].last_offset - l->max_span < to; i++) {
+	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < to; i++) {
 		if (l->ab[i].first_offset >= to)
 			continue;
 		if (n < max)
@@ -296,6 +304,76 @@ uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, stru
 		n++;
 	}
 	return n;
+}
+
+/* Sift heap[k] down in a max-heap of n first offsets. */
+static void heap_down(int64_t *heap, uint32_t n, uint32_t k)
+{
+	for (;;) {
+		uint32_t big = k, a = 2 * k + 1, b = a + 1;
+		if (a < n && heap[a] > heap[big])
+			big = a;
+		if (b < n && heap[b] > heap[big])
+			big = b;
+		if (big == k)
+			return;
+		int64_t t = heap[k];
+		heap[k] = heap[big];
+		heap[big] = t;
+		k = big;
+	}
+}
+
+/*
+ * Locality: shard core (owner).
+ *
+ * An entry overlaps [from, bound) iff last_offset >= from and first_offset <
+ * bound, so the largest bound with at most max overlapping is the
+ * (max+1)-th smallest first offset among the entries with last_offset >=
+ * from (first offsets are distinct: each is a batch of its producer). The
+ * walk keeps the max+1 smallest seen in a max-heap; once it is full its top
+ * is the bound so far, which only falls, and the max_span rule stops the walk
+ * where no later entry can start below it.
+ */
+int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to, uint32_t max, int64_t *heap)
+{
+	int64_t bound = to;
+	uint32_t n = 0;
+
+	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < bound;
+	     i++) {
+		int64_t f = l->ab[i].first_offset;
+		if (f >= bound)
+			continue;
+		if (n <= max) {
+			uint32_t k = n++;
+			heap[k] = f;
+			while (k > 0 && heap[(k - 1) / 2] < heap[k]) { /* sift up */
+				int64_t t = heap[k];
+				heap[k] = heap[(k - 1) / 2];
+				heap[(k - 1) / 2] = t;
+				k = (k - 1) / 2;
+			}
+		} else {
+			heap[0] = f; /* f < bound == heap[0]: it replaces the largest */
+			heap_down(heap, n, 0);
+		}
+		if (n == max + 1)
+			bound = heap[0];
+	}
+	return bound;
+}
+
+/* Locality: shard core (owner). */
+uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, int64_t pid,
+                             struct txn_aborted *out)
+{
+	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < to; i++)
+		if (l->ab[i].pid == pid && l->ab[i].first_offset < to) {
+			*out = l->ab[i];
+			return 1;
+		}
+	return 0;
 }
 
 /* Locality: shard core (owner); retention timer. */

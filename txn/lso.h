@@ -37,6 +37,19 @@ int64_t txn_lso_get(const struct txn_lso *l, int64_t hw);
  * first_offset < to, in index order; copies up to max, returns how many overlap. */
 uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, struct txn_aborted *out,
                          uint32_t max);
+/*
+ * Where a read of [from, to) must end for at most max aborted transactions to
+ * overlap it: the largest bound <= to such that at most max overlap
+ * [from, bound) (`to` itself when no more than max overlap [from, to)). It is
+ * <= from when more than max transactions, each of another producer, span
+ * the offset from. heap: scratch room for max + 1 offsets.
+ */
+int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to, uint32_t max, int64_t *heap);
+/* The first (in marker order) of pid's aborted transactions that overlap
+ * [from, to), copied to *out; returns 1, or 0 if none. A range within one of
+ * pid's batches overlaps at most one: a producer's transactions never overlap. */
+uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, int64_t pid,
+                             struct txn_aborted *out);
 /* Forget aborted transactions wholly below the log start (after retention). */
 void txn_lso_trim(struct txn_lso *l, int64_t log_start);
 uint32_t txn_lso_open_count(const struct txn_lso *l);

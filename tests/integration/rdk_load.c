@@ -9,7 +9,7 @@
  *                    [--acks all|1|0] [--acked-file F] [--allow-failures]
  *                    [--timeout-ms MS] [--idempotent] [--no-create]
  *   rdk_load consume --bootstrap B --topic T --partitions P [--expect N]
- *                    [--acked-file F] [--timeout S]
+ *                    [--acked-file F] [--timeout S] [--conf K=V]...
  *
  * Message i has key "k<i>" and a value of exactly S bytes whose layout is
  * shared with kafkajs/test.js (keep the two in step):
@@ -40,6 +40,7 @@
 #define value_bytes_min 16u
 #define value_bytes_max (1u << 20)
 #define partitions_max 1024
+#define conf_max 16
 #define key_bytes_max 32
 #define admin_timeout_ms 15000
 #define metadata_wait_ms 20000
@@ -69,6 +70,8 @@ struct opts {
 	bool allow_failures;
 	bool idempotent;
 	bool no_create;        /* topic exists or is auto-created: skip CreateTopics */
+	const char *conf[conf_max]; /* consume: extra librdkafka settings "K=V" (--conf) */
+	int nconf;
 };
 
 /* Producer progress, updated by the delivery-report callback. Locality: main thread. */
@@ -149,7 +152,7 @@ static void usage(void)
 		"                        [--compression none|gzip|snappy|lz4|zstd] [--request-timeout-ms MS]\n"
 		"                        [--batch-messages N]\n"
 		"       rdk_load consume --bootstrap B --topic T --partitions P [--expect N]\n"
-		"                        [--acked-file F] [--timeout S]\n");
+		"                        [--acked-file F] [--timeout S] [--conf K=V]...\n");
 	exit(exit_usage);
 }
 
@@ -191,6 +194,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--size"))
 			o->size = (uint32_t)parse_num(v, value_bytes_min, value_bytes_max, a);
 		else if (!strcmp(a, "--timeout")) o->timeout_s = (int)parse_num(v, 1, 3600, a);
+		else if (!strcmp(a, "--conf") && o->nconf < conf_max && strchr(v, '=')) o->conf[o->nconf++] = v;
 		else if (!strcmp(a, "--batch-messages"))
 			o->batch_messages = (int)parse_num(v, 1, 1000000, a);
 		else if (!strcmp(a, "--request-timeout-ms"))
@@ -559,6 +563,13 @@ static int cmd_consume(const struct opts *o)
 	conf_set(conf, "check.crcs", "true");
 	conf_set(conf, "fetch.wait.max.ms", "100");
 	conf_set(conf, "reconnect.backoff.max.ms", "1000");
+	for (int k = 0; k < o->nconf; k++) {
+		char kv[256];
+		snprintf(kv, sizeof(kv), "%s", o->conf[k]);
+		char *eq = strchr(kv, '=');
+		*eq = 0;
+		conf_set(conf, kv, eq + 1);
+	}
 	rd_kafka_conf_set_log_cb(conf, log_cb);
 	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
 	rd_kafka_poll_set_consumer(rk);

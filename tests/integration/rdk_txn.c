@@ -23,7 +23,19 @@
  *       ignored; offset -1 = any). Without --subset the records read must be
  *       exactly the expected ones; with it they must include them. Prints
  *       "end TOPIC P OFFSET" per partition, and the ListOffsets watermarks of
- *       this handle (its isolation level) as "wm TOPIC P LOW HIGH".
+ *       this handle (its isolation level) as "wm TOPIC P LOW HIGH". With --until F it
+ *       reads on (while producers write) until file F exists, then to the end;
+ *       --fetch-max-bytes N sets fetch.max.bytes (answers cut across partitions).
+ *       With --repeat R the plan runs R times over (transaction numbers go on).
+ *   rdk_txn random --bootstrap B --txn-id ID --topics T1[,..] --partitions P --txns N
+ *                  --seed S --tag TAG [--max-records M] [--abort-pct A] [--noflush-pct F]
+ *                  [--out FILE] [--create]
+ *       N transactions of 1..M records (default 50), each to a random partition of a
+ *       random topic; A % of them (default 20) are aborted, F % of those (default 0)
+ *       without a flush first (their records may or may not reach the log). Every
+ *       record is appended to --out as "commit|abort KEY TOPIC PARTITION OFFSET"
+ *       (offset -1: not delivered) once its transaction has ended; a failed end is
+ *       fatal (exit 1). Several run side by side against the same partitions.
  *   rdk_txn interleave --bootstrap B --topic T
  *   rdk_txn fence --bootstrap B --topic T --partitions P
  *       Self-contained scenarios with several clients in lock step (see below).
@@ -60,9 +72,12 @@ enum { exit_ok = 0, exit_fail = 1, exit_usage = 2, exit_txn_failed = 3 };
 enum plan_step { plan_commit, plan_abort, plan_open };
 static const char *const plan_names[] = { "commit", "abort", "open" };
 
+/* consume --fetch-max-bytes: librdkafka's fetch.max.bytes, NULL its default. */
+static const char *consume_fetch_max_bytes;
+
 /* Options of all subcommands. Locality: main thread. */
 struct opts {
-	const char *bootstrap, *txn_id, *tag, *out, *expect, *isolation;
+	const char *bootstrap, *txn_id, *tag, *out, *expect, *isolation, *until;
 	char *topic[topics_max];
 	int ntopics;
 	int32_t partitions;
@@ -71,6 +86,9 @@ struct opts {
 	int nplan;
 	int txn_timeout_ms, op_timeout_ms, timeout_s;
 	bool create, allow_fail, subset;
+	int repeat;                         /* produce: times the plan runs */
+	int txns, max_records, abort_pct, noflush_pct;   /* random */
+	unsigned seed;
 };
 
 /* One record: produced (offset from the delivery report) or read. Locality: main thread. */
@@ -96,9 +114,13 @@ static void usage(void)
 		"usage: rdk_txn produce --bootstrap B --txn-id ID --topics T[,T] --partitions P --count N\n"
 		"                       --tag TAG --plan commit|abort|open[,..] [--out F] [--create]\n"
 		"                       [--txn-timeout-ms MS] [--op-timeout-ms MS] [--allow-fail]\n"
+		"                       [--repeat R]\n"
 		"       rdk_txn consume --bootstrap B --topics T[,T] --partitions P\n"
 		"                       --isolation committed|uncommitted [--expect F [--subset]]\n"
-		"                       [--timeout S] [--out F]\n"
+		"                       [--timeout S] [--out F] [--until F] [--fetch-max-bytes N]\n"
+		"       rdk_txn random --bootstrap B --txn-id ID --topics T[,T] --partitions P --txns N\n"
+		"                      --seed S --tag TAG [--max-records M] [--abort-pct A]\n"
+		"                      [--noflush-pct F] [--out F] [--create]\n"
 		"       rdk_txn interleave --bootstrap B --topic T\n"
 		"       rdk_txn fence --bootstrap B --topic T --partitions P\n");
 	exit(exit_usage);
@@ -145,7 +167,8 @@ static void add_plan(struct opts *o, const char *t)
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){ .count = 5, .tag = "r", .isolation = "committed", .timeout_s = 30,
-			    .txn_timeout_ms = 60000, .op_timeout_ms = 30000, .partitions = 1 };
+			    .txn_timeout_ms = 60000, .op_timeout_ms = 30000, .partitions = 1,
+			    .repeat = 1, .txns = 100, .max_records = 50, .abort_pct = 20, .seed = 1 };
 	for (int k = 2; k < argc; k++) {
 		const char *a = argv[k];
 		char *v = k + 1 < argc ? argv[k + 1] : NULL;
@@ -160,6 +183,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--tag")) o->tag = v;
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--expect")) o->expect = v;
+		else if (!strcmp(a, "--until")) o->until = v;
+		else if (!strcmp(a, "--fetch-max-bytes") && parse_num(v, 1000, 1 << 30, a)) consume_fetch_max_bytes = v;
 		else if (!strcmp(a, "--isolation")) o->isolation = v;
 		else if (!strcmp(a, "--topics") || !strcmp(a, "--topic")) parse_list(v, add_topic, o);
 		else if (!strcmp(a, "--plan")) parse_list(v, add_plan, o);
@@ -171,6 +196,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--op-timeout-ms"))
 			o->op_timeout_ms = (int)parse_num(v, 1000, 300000, a);
 		else if (!strcmp(a, "--timeout")) o->timeout_s = (int)parse_num(v, 1, 600, a);
+		else if (!strcmp(a, "--repeat")) o->repeat = (int)parse_num(v, 1, 100000, a);
+		else if (!strcmp(a, "--txns")) o->txns = (int)parse_num(v, 1, 100000, a);
+		else if (!strcmp(a, "--max-records")) o->max_records = (int)parse_num(v, 1, 1000, a);
+		else if (!strcmp(a, "--abort-pct")) o->abort_pct = (int)parse_num(v, 0, 100, a);
+		else if (!strcmp(a, "--noflush-pct")) o->noflush_pct = (int)parse_num(v, 0, 100, a);
+		else if (!strcmp(a, "--seed")) o->seed = (unsigned)parse_num(v, 0, 1L << 30, a);
 		else
 			usage();
 	}
@@ -385,8 +416,9 @@ static int cmd_produce(const struct opts *o)
 		return exit_fail;
 	printf("init_transactions: %" PRId64 " ms\n", now_ms() - t0);
 	int n = 0;
-	for (int s = 0; s < o->nplan; s++) {
+	for (int s = 0; s < o->nplan * o->repeat; s++) {
 		int from = n;
+		enum plan_step step = o->plan[s % o->nplan];
 		if (txn_err("begin_transaction", rd_kafka_begin_transaction(rk)))
 			return exit_fail;
 		if (produce_batch(rk, o->topic, o->ntopics, o->partitions, o->count, o->tag, s, recs, &n))
@@ -396,8 +428,8 @@ static int cmd_produce(const struct opts *o)
 			fprintf(stderr, "rdk_txn: txn %d: %d records not delivered\n", s, bad);
 			return exit_fail;
 		}
-		out_write(out, plan_names[o->plan[s]], o->topic, recs, from, n);
-		if (o->plan[s] == plan_open) {
+		out_write(out, plan_names[step], o->topic, recs, from, n);
+		if (step == plan_open) {
 			/* The script kills us now: the transaction must time out on the broker. */
 			printf("OPEN %s %d records\n", o->txn_id, n - from);
 			fflush(stdout);
@@ -405,18 +437,91 @@ static int cmd_produce(const struct opts *o)
 				rd_kafka_poll(rk, 1000);
 		}
 		t0 = now_ms();
-		rd_kafka_error_t *e = o->plan[s] == plan_commit ?
+		rd_kafka_error_t *e = step == plan_commit ?
 			rd_kafka_commit_transaction(rk, o->op_timeout_ms) :
 			rd_kafka_abort_transaction(rk, o->op_timeout_ms);
-		if (txn_err(plan_names[o->plan[s]], e)) {
-			printf("txn %d %s FAILED\n", s, plan_names[o->plan[s]]);
+		if (txn_err(plan_names[step], e)) {
+			printf("txn %d %s FAILED\n", s, plan_names[step]);
 			return o->allow_fail ? exit_txn_failed : exit_fail;
 		}
-		printf("txn %d %s ok: %d records in %" PRId64 " ms\n", s, plan_names[o->plan[s]],
+		printf("txn %d %s ok: %d records in %" PRId64 " ms\n", s, plan_names[step],
 		       n - from, now_ms() - t0);
 		fflush(stdout);
 	}
 	rd_kafka_destroy(rk);
+	if (out != stdout && fclose(out)) {
+		perror(o->out);
+		return exit_fail;
+	}
+	return exit_ok;
+}
+
+/* Next number of a small xorshift generator: the same seed makes the same transactions. */
+static unsigned rnd(unsigned *state)
+{
+	unsigned x = *state ? *state : 1u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *state = x;
+}
+
+static int cmd_random(const struct opts *o)
+{
+	if (!o->txn_id)
+		usage();
+	static struct rec recs[records_max];
+	FILE *out = stdout;
+	if (o->out && !(out = fopen(o->out, "a"))) {
+		perror(o->out);
+		return exit_usage;
+	}
+	rd_kafka_t *rk = producer_new(o->bootstrap, o->txn_id, o->txn_timeout_ms);
+	if (o->create && topics_create(rk, o->topic, o->ntopics, o->partitions))
+		return exit_fail;
+	if (txn_err("init_transactions", rd_kafka_init_transactions(rk, init_timeout_ms)))
+		return exit_fail;
+	unsigned st = o->seed * 2654435761u + 1;
+	int n = 0, aborted = 0, unflushed = 0;
+	for (int t = 0; t < o->txns; t++) {
+		int from = n, count = 1 + (int)(rnd(&st) % (unsigned)o->max_records);
+		bool abort = (int)(rnd(&st) % 100) < o->abort_pct;
+		bool flush = !abort || (int)(rnd(&st) % 100) >= o->noflush_pct;
+		if (txn_err("begin_transaction", rd_kafka_begin_transaction(rk)))
+			return exit_fail;
+		for (int i = 0; i < count; i++) {
+			if (n == records_max) {
+				fprintf(stderr, "rdk_txn: more than %d records\n", records_max);
+				return exit_usage;
+			}
+			struct rec *r = &recs[n++];
+			*r = (struct rec){ .ti = (int)(rnd(&st) % (unsigned)o->ntopics),
+					   .p = (int32_t)(rnd(&st) % (unsigned)o->partitions) };
+			snprintf(r->key, sizeof(r->key), "%s.%d.%s.%d.%d", o->tag, t, o->topic[r->ti], r->p, i);
+			if (produce_rec(rk, o->topic[r->ti], r))
+				return exit_fail;
+		}
+		if (flush) {
+			int bad = flush_check(rk, recs, from, n, false);
+			if (bad) {
+				fprintf(stderr, "rdk_txn: txn %d: %d records not delivered\n", t, bad);
+				return exit_fail;
+			}
+		}
+		rd_kafka_error_t *e = abort ? rd_kafka_abort_transaction(rk, o->op_timeout_ms) :
+			rd_kafka_commit_transaction(rk, o->op_timeout_ms);
+		if (txn_err(abort ? "abort" : "commit", e)) {
+			printf("txn %d %s FAILED\n", t, abort ? "abort" : "commit");
+			return exit_fail;
+		}
+		rd_kafka_poll(rk, 0);   /* delivery reports of an abort without flush */
+		out_write(out, abort ? "abort" : "commit", o->topic, recs, from, n);
+		aborted += abort;
+		unflushed += !flush;
+	}
+	rd_kafka_destroy(rk);
+	printf("random %s: %d transactions (%d aborted, %d of them unflushed), %d records\n", o->txn_id,
+	       o->txns, aborted, unflushed, n);
 	if (out != stdout && fclose(out)) {
 		perror(o->out);
 		return exit_fail;
@@ -461,6 +566,15 @@ static bool all_at_end(const struct consumed *c, int ntopics, int32_t partitions
 	return true;
 }
 
+/* consume --until: read on until this file exists (the producers are done). */
+static const char *consume_until_file;
+
+
+static bool until_pending(void)
+{
+	return consume_until_file && access(consume_until_file, F_OK) != 0;
+}
+
 /*
  * Read topic[0..ntopics) x partitions from the beginning with the given
  * isolation until every partition is at EOF and every one of exp[] was read
@@ -484,6 +598,10 @@ static int consume_pass(const char *bootstrap, char *const *topic, int ntopics, 
 	conf_set(conf, "check.crcs", "true");
 	conf_set(conf, "fetch.wait.max.ms", "100");
 	conf_set(conf, "reconnect.backoff.max.ms", "500");
+	if (consume_fetch_max_bytes) {
+		conf_set(conf, "message.max.bytes", consume_fetch_max_bytes);   /* librdkafka: <= fetch.max.bytes */
+		conf_set(conf, "fetch.max.bytes", consume_fetch_max_bytes);
+	}
 	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
 	rd_kafka_poll_set_consumer(rk);
 	*c = (struct consumed){ 0 };
@@ -502,7 +620,7 @@ static int consume_pass(const char *bootstrap, char *const *topic, int ntopics, 
 	for (int k = 0; k < nexp; k++)
 		exp[k].seen = 0;
 	int64_t deadline = now_ms() + timeout_ms;
-	while (now_ms() < deadline && (missing > 0 || !all_at_end(c, ntopics, partitions))) {
+	while (now_ms() < deadline && (missing > 0 || until_pending() || !all_at_end(c, ntopics, partitions))) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 		if (!m)
 			continue;
@@ -636,6 +754,7 @@ static int cmd_consume(const struct opts *o)
 	static struct rec exp[records_max];
 	int nexp = o->expect ? expect_load(o->expect, o->topic, o->ntopics, exp) : 0;
 	struct consumed c;
+	consume_until_file = o->until;
 	if (consume_pass(o->bootstrap, o->topic, o->ntopics, o->partitions, o->isolation, exp, nexp,
 			 o->timeout_s * 1000, &c))
 		return exit_fail;
@@ -907,6 +1026,8 @@ int main(int argc, char **argv)
 		return cmd_produce(&o);
 	if (!strcmp(argv[1], "consume"))
 		return cmd_consume(&o);
+	if (!strcmp(argv[1], "random"))
+		return cmd_random(&o);
 	if (!strcmp(argv[1], "interleave"))
 		return cmd_interleave(&o);
 	if (!strcmp(argv[1], "fence"))

@@ -248,6 +248,86 @@ static void test_aborted_query(void)
 	txn_lso_destroy(l);
 }
 
+/* Brute force: how many of ref[0..n) overlap [from, to). */
+static uint32_t ut_ref_count(const struct txn_aborted *ref, uint32_t n, int64_t from, int64_t to)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		k += ref[i].last_offset >= from && ref[i].first_offset < to;
+	return k;
+}
+
+/*
+ * The bound a read_committed fetch is cut at (issue 10: a list too long for
+ * the answer must shorten the answer, never drop the list), on a log where 12
+ * producers' transactions interleave: at most max overlap [from, bound), and
+ * one more offset would let max + 1 overlap, so the bound is the largest;
+ * `to` when the whole range fits; <= from only when more than max span from.
+ */
+static void test_aborted_bound(void)
+{
+	enum { P = 12, N = 6000, MAXQ = 40 };
+	static struct txn_aborted ref[N];
+	int64_t open_first[P], heap[MAXQ + 2];
+	uint32_t nref = 0;
+	struct txn_lso *l = ut_new();
+	srand(11);
+	for (int p = 0; p < P; p++)
+		open_first[p] = -1;
+	int64_t off = 0;
+	while (nref < N) { /* each step: one producer writes a batch, or ends its transaction */
+		int p = rand() % P;
+		if (open_first[p] < 0 || rand() % 4) {
+			if (open_first[p] < 0) {
+				CU_ASSERT_EQUAL_FATAL(txn_lso_begin(l, p, off), 0);
+				open_first[p] = off;
+			}
+			off += 1 + rand() % 3; /* a batch of 1..3 records */
+		} else {
+			bool abort = rand() % 2;
+			CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, p, off, abort), 0);
+			if (abort)
+				ref[nref++] = (struct txn_aborted){ .pid = p, .first_offset = open_first[p],
+				                                    .last_offset = off };
+			open_first[p] = -1;
+			off++; /* the marker */
+		}
+	}
+	CU_ASSERT_EQUAL(txn_lso_aborted_bound(l, 0, off, 1, heap) > 0, true);
+	uint32_t spans = 0, whole = 0;
+	for (int q = 0; q < 4000; q++) {
+		int64_t from = rand() % off, to = from + 1 + rand() % (q % 2 ? 200 : 5000);
+		uint32_t max = 1 + (uint32_t)(rand() % MAXQ);
+		int64_t b = txn_lso_aborted_bound(l, from, to, max, heap);
+		CU_ASSERT_FATAL(b <= to);
+		if (ut_ref_count(ref, nref, from, to) <= max) {
+			CU_ASSERT_EQUAL_FATAL(b, to);
+			whole++;
+			continue;
+		}
+		CU_ASSERT_FATAL(ut_ref_count(ref, nref, from, b) <= max);
+		CU_ASSERT_FATAL(ut_ref_count(ref, nref, from, b + 1) > max); /* the largest such bound */
+		if (b <= from) {
+			CU_ASSERT_FATAL(ut_ref_count(ref, nref, from, from + 1) > max);
+			spans++;
+		}
+		/* txn_lso_aborted lists exactly the brute-force overlap of the cut range. */
+		struct txn_aborted got[MAXQ + 1];
+		if (b > from)
+			CU_ASSERT_EQUAL_FATAL(txn_lso_aborted(l, from, b, got, MAXQ + 1),
+			                      ut_ref_count(ref, nref, from, b));
+	}
+	CU_ASSERT(whole > 100 && spans > 0); /* both kinds of answer were exercised */
+	/* pid's own transaction around an offset: the one entry with that pid overlapping it. */
+	for (uint32_t i = 0; i < nref; i += 97) {
+		struct txn_aborted a;
+		int64_t at = ref[i].first_offset + (ref[i].last_offset - ref[i].first_offset) / 2;
+		CU_ASSERT_EQUAL_FATAL(txn_lso_aborted_pid(l, at, at + 1, ref[i].pid, &a), 1);
+		CU_ASSERT(a.first_offset == ref[i].first_offset && a.last_offset == ref[i].last_offset);
+	}
+	txn_lso_destroy(l);
+}
+
 /* Trim forgets aborted transactions whose marker is below the log start. */
 static void test_trim(void)
 {
@@ -534,6 +614,7 @@ int main(void)
 	s = CU_add_suite("lso", NULL, NULL);
 	CU_add_test(s, "begin, end, LSO with interleaved producers", test_begin_end_lso);
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
+	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);
 	CU_add_test(s, "trim", test_trim);
 	CU_add_test(s, "index file round trip", test_file_round_trip);
 	CU_add_test(s, "index file rewritten once trimmed entries dominate", test_file_compact);

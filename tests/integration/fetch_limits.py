@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""fetch_limits.py - Fetch byte limits against a running sluiced (run by fetch_limits.sh).
+
+Issue 10, items 3 and 4. Every client byte count is clamped to the broker's
+own limit before it sizes memory (a PartitionMaxBytes or MaxBytes of
+0x7fffffff used to abort the broker), and the response honours MaxBytes over
+all partitions as Kafka does (KIP-74): partitions in request order, each
+given min(PartitionMaxBytes, what is left of MaxBytes), whole batches only,
+except that the first batch of the first partition with records always goes
+whole. Each case checks the records of every partition against the batches
+in the log (read first with a plain fetch per partition).
+
+usage: fetch_limits.py --port P --topic T --partitions N [--seed S] [--only SUBSTRING]
+Exit status 0 if every case passed, 1 otherwise.  Python 3 stdlib only.
+"""
+import argparse
+import os
+import random
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bad_client import (Conn, Reader, Closed, kstr, crc32c, record, check_apiversions_v3,  # noqa: E402
+                        metadata_v4_topic_errors, parse_produce_v7, produce_v7_body)
+
+API_PRODUCE, API_FETCH = 0, 1
+INT32_MAX = 0x7fffffff
+BATCHES_PER_PARTITION = 24
+RECORDS_PER_BATCH = 4
+VALUE_BYTES = 2500           # ~10 KB batches
+BROKER_RESPONSE_MAX = 55 << 20   # DP_FETCH_RESPONSE_MAX_BYTES (dataplane/core.h)
+
+
+def big_batch(tag, n=RECORDS_PER_BATCH, value_bytes=VALUE_BYTES):
+    ts = int(time.time() * 1000)
+    recs = b''.join(record(i, b'%s-%d' % (tag, i), bytes([65 + i % 26]) * value_bytes) for i in range(n))
+    after_crc = struct.pack('>hiqqqhii', 0, n - 1, ts, ts, -1, -1, -1, n) + recs
+    return struct.pack('>qiibI', 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
+
+
+def split_batches(records):
+    """[(base_offset, last_offset, size)] of the whole v2 batches in a Records blob."""
+    out, p = [], 0
+    while p + 61 <= len(records):
+        base, length = struct.unpack('>qi', records[p:p + 12])
+        size = 12 + length
+        if p + size > len(records):
+            raise ValueError(f'partial batch at byte {p} of {len(records)}')
+        last_delta = struct.unpack('>i', records[p + 23:p + 27])[0]
+        out.append((base, base + last_delta, size))
+        p += size
+    if p != len(records):
+        raise ValueError(f'{len(records) - p} trailing bytes after the batches')
+    return out
+
+
+def fetch_v4(port, version, topic, parts, max_bytes, isolation=0):
+    """parts: [(partition, offset, partition_max_bytes)]. Returns ([(partition, err, records)], size)."""
+    body = struct.pack('>iii', -1, 0, 0)                    # replica, MaxWaitMs 0, MinBytes 0
+    if version >= 3:
+        body += struct.pack('>i', max_bytes)
+    if version >= 4:
+        body += struct.pack('>b', isolation)
+    body += struct.pack('>i', 1) + kstr(topic) + struct.pack('>i', len(parts))
+    for p, off, pmax in parts:
+        body += struct.pack('>iqi', p, off, pmax)
+    c = Conn(port)
+    try:
+        corr = c.send(API_FETCH, version, body)
+        size = struct.unpack('>i', c.recv_exact(4))[0]
+        if size < 4 or size > BROKER_RESPONSE_MAX + (1 << 20):
+            raise ValueError(f'response of {size} bytes')
+        data = c.recv_exact(size)
+    finally:
+        c.close()
+    if struct.unpack('>i', data[:4])[0] != corr:
+        raise ValueError('correlation id mismatch')
+    r = Reader(data[4:])
+    if version >= 1:
+        r.i32()                                             # throttle
+    out = []
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            idx, err, _hw = r.i32(), r.i16(), r.i64()
+            if version >= 4:
+                r.i64()                                     # LSO
+                for _ in range(max(r.i32(), 0)):
+                    r.i64(), r.i64()
+            n = r.i32()
+            out.append((idx, err, r.take(n) if n > 0 else b''))
+    if not r.done():
+        raise ValueError('trailing bytes in the Fetch response')
+    return out, size
+
+
+class Log:
+    """The batches of each partition, as a plain fetch returns them."""
+
+    def __init__(self, port, topic, nparts):
+        self.b = {}
+        for p in range(nparts):
+            got, _ = fetch_v4(port, 4, topic, [(p, 0, 16 << 20)], 16 << 20)
+            if got[0][1] != 0:
+                raise ValueError(f'partition {p}: error {got[0][1]}')
+            self.b[p] = split_batches(got[0][2])
+
+    def from_offset(self, p, off):
+        return [x for x in self.b[p] if x[1] >= off]
+
+
+def kafka_answer(log, parts, max_bytes):
+    """What Kafka returns: per partition the sizes of the batches it sends."""
+    left, first, want = max(max_bytes, 0), True, {}
+    for p, off, pmax in parts:
+        allow, taken, sizes = min(max(pmax, 0), left), 0, []
+        for (_b, _l, size) in log.from_offset(p, off):
+            if taken + size > allow and not (first and not sizes):
+                break
+            sizes.append(size)
+            taken += size
+        if sizes:
+            first = False
+        left = max(0, left - taken)
+        want[p] = sizes
+    return want
+
+
+def check(log, got, parts, max_bytes, exact):
+    """None if the answer keeps every rule (and equals Kafka's with exact), else the problem."""
+    want = kafka_answer(log, parts, max_bytes)
+    total, first_p, nonempty = 0, None, 0
+    for (p, err, recs), (_p, off, pmax) in zip(got, parts):
+        if err:
+            return f'partition {p}: error {err}'
+        bs = split_batches(recs)
+        expect = log.from_offset(p, off)[:len(bs)]
+        if [x[2] for x in bs] != [x[2] for x in expect] or (bs and bs[0][0] != expect[0][0]):
+            return f'partition {p}: batches {bs[:3]} are not the log\'s from {off}'
+        if exact and [x[2] for x in bs] != want[p]:
+            return f'partition {p}: {len(bs)} batches ({len(recs)} bytes), Kafka sends {len(want[p])} ({sum(want[p])})'
+        if bs and first_p is None:
+            first_p = p
+            if len(recs) > min(max(pmax, 0), max(max_bytes, 0)) and len(bs) != 1:
+                return f'partition {p}: {len(bs)} batches, {len(recs)} bytes over its limit'
+        elif len(recs) > max(pmax, 0):
+            return f'partition {p}: {len(recs)} bytes over PartitionMaxBytes {pmax}'
+        total += len(recs)
+        nonempty += bool(bs)
+    first_alone = nonempty == 1 and len(split_batches(next(g[2] for g in got if g[2]))) == 1
+    if total > max(max_bytes, 0) and not first_alone:
+        return f'{total} record bytes in all, MaxBytes {max_bytes}, and not just one first batch'
+    if first_p is None and any(want[p] for p in want):
+        return 'no records although the log has some: KIP-74 sends the first batch'
+    return None
+
+
+def produce(a):
+    c = Conn(a.port)
+    try:
+        deadline = time.monotonic() + 20
+        while True:   # the topic is created by the Metadata request (auto-create)
+            errs = metadata_v4_topic_errors(c, [a.topic])
+            if errs.get(a.topic) == 0:
+                break
+            if time.monotonic() > deadline:
+                raise ValueError(f'topic {a.topic} not created: {errs}')
+            time.sleep(0.2)
+        for p in range(a.partitions):
+            for i in range(BATCHES_PER_PARTITION):
+                # A few batches of other sizes, so byte limits fall between batches.
+                n = RECORDS_PER_BATCH + (i % 3 == 2) * 3
+                res = parse_produce_v7(c.call(API_PRODUCE, 7,
+                                              produce_v7_body(a.topic, p, big_batch(b'p%d-%d' % (p, i), n))))
+                err = res.get((a.topic, p), (None,))[0]
+                if err != 0:
+                    raise ValueError(f'produce to {a.topic}/{p}: error {err}')
+    finally:
+        c.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--port', type=int, required=True)
+    ap.add_argument('--topic', required=True)
+    ap.add_argument('--partitions', type=int, required=True)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--only', help='run only the cases whose name contains this')
+    a = ap.parse_args()
+    produce(a)
+    log = Log(a.port, a.topic, a.partitions)
+    sizes = [x[2] for p in log.b for x in log.b[p]]
+    b0 = log.b[0][0][2]
+    print(f'seed {a.seed}; log: {a.partitions} partitions x {len(log.b[0])} batches of '
+          f'{min(sizes)}..{max(sizes)} bytes')
+    P = list(range(a.partitions))
+    cases = [
+        # name, version, parts [(p, offset, pmax)], MaxBytes, exact (== Kafka's answer)
+        ('partition max 0x7fffffff (item 3)', 4, [(0, 0, INT32_MAX)], 1 << 20, False),
+        ('both 0x7fffffff', 4, [(p, 0, INT32_MAX) for p in P], INT32_MAX, True),
+        ('v2 (no MaxBytes) partition max 0x7fffffff', 2, [(p, 0, INT32_MAX) for p in P], 0, True),
+        ('the same partition 40 times at 0x7fffffff', 4, [(0, 0, INT32_MAX)] * 40, INT32_MAX, False),
+        ('MaxBytes 2.5 batches, partition max 20 MB (item 4)', 4, [(p, 0, 20 << 20) for p in P],
+         b0 * 5 // 2, True),
+        ('MaxBytes ends inside the second partition', 4, [(p, 0, b0 * 3) for p in P], b0 * 4 + b0 // 2, True),
+        ('first batch over MaxBytes goes alone', 4, [(p, 0, 20 << 20) for p in P], 100, True),
+        ('first batch over its partition max', 4, [(p, 0, 100) for p in P], 20 << 20, True),
+        ('first partition empty: the next one gives the first batch', 4,
+         [(0, log.b[0][-1][1] + 1, 1 << 20)] + [(p, 0, 1 << 20) for p in P[1:]], 10, True),
+        ('negative limits', 4, [(p, 0, -5) for p in P], -1, True),
+        ('MaxBytes 0', 4, [(p, 3, 1 << 20) for p in P], 0, True),
+    ]
+    rnd = random.Random(a.seed)
+    for k in range(60):
+        parts = [(rnd.choice(P), rnd.choice([0, 0, rnd.randrange(0, 60)]),
+                  rnd.choice([INT32_MAX, 0, -1, rnd.randrange(1, 200000), 1 << 30, 0x40000001]))
+                 for _ in range(rnd.randrange(1, 6))]
+        # Kafka's answer exactly unless a partition is named twice (kafka_answer keys by partition).
+        cases.append((f'random {k}', rnd.choice([3, 4, 4, 4]), parts,
+                      rnd.choice([INT32_MAX, 0, -7, rnd.randrange(1, 300000), 0x40000001]),
+                      len({x[0] for x in parts}) == len(parts)))
+    cases = [x for x in cases if not a.only or a.only in x[0]]
+    canary = Conn(a.port)
+    failed = 0
+    for name, version, parts, max_bytes, exact in cases:
+        try:
+            got, size = fetch_v4(a.port, version, a.topic, parts, max_bytes)
+            if version < 3:
+                max_bytes = BROKER_RESPONSE_MAX   # no MaxBytes field: the broker's own limit
+            why = check(log, got, parts, max_bytes, exact)
+        except (Closed, TimeoutError, ValueError, OSError) as e:
+            why, size = f'{type(e).__name__}: {e}', 0
+        canary_why = check_apiversions_v3(canary)
+        if canary_why:
+            why = (why + '; ' if why else '') + 'canary: ' + canary_why
+        print(f'{"ok  " if not why else "FAIL"} {name}: response {size} bytes{": " + why if why else ""}',
+              flush=True)
+        failed += bool(why)
+        if canary_why:
+            print('broker gone: stopping')
+            return 1
+    canary.close()
+    print(f'fetch_limits: {failed} of {len(cases)} cases failed (seed {a.seed})')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
