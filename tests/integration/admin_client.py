@@ -13,11 +13,16 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
   commit PORT KNOWN PARTS                    OffsetCommit v2: partitions of KNOWN answer NONE,
         unknown topics and partitions past PARTS answer UNKNOWN_TOPIC_OR_PARTITION, and
         OffsetFetch returns the committed offset only for the known ones
+  txncommit PORT KNOWN PARTS                 TxnOffsetCommit v2 the same way, in a transaction
+        of its own (InitProducerId, AddOffsetsToTxn, EndTxn commit): unknown topics and
+        partitions answer UNKNOWN_TOPIC_OR_PARTITION (also before the producer is checked),
+        and the commit applies offsets for the known ones only
 Python 3 stdlib only.
 """
 import os
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bad_client as bc  # noqa: E402
@@ -25,7 +30,10 @@ import bad_client as bc  # noqa: E402
 bc.TIMEOUT_S = 120.0     # creates of thousands of partitions take a while on a busy machine
 
 API_OFFSET_COMMIT, API_OFFSET_FETCH, API_CREATE, API_DELETE = 8, 9, 19, 20
+API_INIT_PRODUCER_ID, API_ADD_OFFSETS_TO_TXN, API_END_TXN, API_TXN_OFFSET_COMMIT = 22, 25, 26, 28
 INVALID_REQUEST, POLICY_VIOLATION = 42, 44
+# Answers a transactional request may get while the coordinator settles: asked again.
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS = 14, 15, 51
 
 
 def create_v4(conn, topics, validate=False):
@@ -78,6 +86,65 @@ def offset_commit_v2(conn, group, parts):
             out[(t, p)] = err
     if not r.done():
         raise ValueError('trailing bytes in OffsetCommit v2 response')
+    return out
+
+
+def retried(what, call):
+    """call() -> (error, value): asked again while the coordinator settles, for up to 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        err, value = call()
+        if err not in (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS) or \
+                time.monotonic() > deadline:
+            if err != bc.NONE:
+                die(f'{what}: error {err}')
+            return value
+        time.sleep(0.2)
+
+
+def init_producer_id_v1(conn, txn_id):
+    """Returns (error, (producer id, epoch))."""
+    r = bc.Reader(conn.call(API_INIT_PRODUCER_ID, 1, bc.kstr(txn_id) + struct.pack('>i', 60000)))
+    r.i32()
+    err, pid, epoch = r.i16(), r.i64(), r.i16()
+    return err, (pid, epoch)
+
+
+def add_offsets_to_txn_v1(conn, txn_id, pid, epoch, group):
+    body = bc.kstr(txn_id) + struct.pack('>qh', pid, epoch) + bc.kstr(group)
+    r = bc.Reader(conn.call(API_ADD_OFFSETS_TO_TXN, 1, body))
+    r.i32()
+    return r.i16(), None
+
+
+def end_txn_v1(conn, txn_id, pid, epoch, commit):
+    body = bc.kstr(txn_id) + struct.pack('>qhb', pid, epoch, 1 if commit else 0)
+    r = bc.Reader(conn.call(API_END_TXN, 1, body))
+    r.i32()
+    return r.i16(), None
+
+
+def txn_offset_commit_v2(conn, txn_id, group, pid, epoch, parts):
+    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+    by_topic = {}
+    for t, p, o in parts:
+        by_topic.setdefault(t, []).append((p, o))
+    body = bc.kstr(txn_id) + bc.kstr(group) + struct.pack('>qh', pid, epoch)
+    body += struct.pack('>i', len(by_topic))
+    for t, ps in by_topic.items():
+        body += bc.kstr(t) + struct.pack('>i', len(ps))
+        for p, o in ps:
+            body += struct.pack('>iqi', p, o, -1) + bc.kstr(None)
+    r = bc.Reader(conn.call(API_TXN_OFFSET_COMMIT, 2, body))
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        t = r.string()
+        for _ in range(r.i32()):
+            p, err = r.i32(), r.i16()
+            out[(t, p)] = err
+    if not r.done():
+        raise ValueError('trailing bytes in TxnOffsetCommit v2 response')
     return out
 
 
@@ -179,6 +246,46 @@ def cmd_commit(port, known, parts):
     return 0
 
 
+def cmd_txncommit(port, known, parts):
+    c = bc.Conn(port)
+    txn, group = 'catalog-txn', 'catalog-txn-group'
+    want_ok = [(known, p) for p in range(parts)]
+    want_unknown = [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)]
+    commits = [(t, p, 50 + p) for t, p in want_ok + want_unknown]
+    # Before any producer: Kafka looks at the topics first, so unknown ones say so.
+    res = txn_offset_commit_v2(c, txn, group, 12345, 0, commits)
+    for k in want_unknown:
+        if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
+            die(f'TxnOffsetCommit without a producer {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+    for k in want_ok:
+        if res.get(k) in (None, bc.NONE, bc.UNKNOWN_TOPIC_OR_PARTITION):
+            die(f'TxnOffsetCommit without a producer {k}: error {res.get(k)}, want the producer refused')
+    pid, epoch = retried('InitProducerId', lambda: init_producer_id_v1(c, txn))
+    retried('AddOffsetsToTxn', lambda: add_offsets_to_txn_v1(c, txn, pid, epoch, group))
+    res = txn_offset_commit_v2(c, txn, group, pid, epoch, commits)
+    for k in want_ok:
+        if res.get(k) != bc.NONE:
+            die(f'TxnOffsetCommit {k}: error {res.get(k)}, want NONE')
+    for k in want_unknown:
+        if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
+            die(f'TxnOffsetCommit {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+    retried('EndTxn', lambda: end_txn_v1(c, txn, pid, epoch, True))
+    # The commit marker is applied to the group's offsets once it is written: wait for it.
+    deadline = time.monotonic() + 60
+    while True:
+        got = offset_fetch_v1(c, group, want_ok + want_unknown)
+        if all(got.get((t, p), (None,))[0] == 50 + p for t, p in want_ok) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for t, p in want_ok:
+        if got.get((t, p), (None,))[0] != 50 + p:
+            die(f'OffsetFetch after the commit {(t, p)}: {got.get((t, p))}, want offset {50 + p}')
+    for k in want_unknown:
+        if got.get(k, (None,))[0] != -1:
+            die(f'OffsetFetch {k}: {got.get(k)}: a transaction committed an offset for an unknown partition')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -192,6 +299,8 @@ def main(argv):
             return cmd_internal(port, argv[3])
         if cmd == 'commit':
             return cmd_commit(port, argv[3], int(argv[4]))
+        if cmd == 'txncommit':
+            return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:
         die(f'{cmd}: {e}')
     die(f'unknown command {cmd}')

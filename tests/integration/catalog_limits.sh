@@ -15,7 +15,8 @@
 #  4. internal names: CreateTopics refused (INVALID_REQUEST), Metadata never
 #     creates them, Produce refused (INVALID_TOPIC_EXCEPTION).
 #  5. a create that fails on a data core leaves nothing behind.
-#  6. OffsetCommit for an unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+#  6. OffsetCommit and TxnOffsetCommit for an unknown topic or partition:
+#     UNKNOWN_TOPIC_OR_PARTITION, and nothing stored or staged for it.
 . "$(dirname "$0")/lib.sh"
 
 integ_init catalog-limits 48 "$@"
@@ -153,6 +154,7 @@ if want_case names || want_case rollback || want_case commit; then
 	fi
 	if want_case commit; then
 		guarded "$PY" "$ADMIN" commit "$PORT" known 2 || fail "OffsetCommit of unknown topics"
+		guarded "$PY" "$ADMIN" txncommit "$PORT" known 2 || fail "TxnOffsetCommit of unknown topics"
 	fi
 	ls "$DATA" | grep -Eq '^__(consumer_offsets|transaction_state)-' && fail "an internal name has partition directories"
 fi
