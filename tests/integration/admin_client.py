@@ -10,6 +10,10 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         range); prints "name error"
   internal PORT KNOWN                        internal names: CreateTopics refused with
         INVALID_REQUEST, Metadata never creates them, Produce refused with INVALID_TOPIC_EXCEPTION
+  dups PORT KNOWN                            a CreateTopics naming topics more than once: every
+        entry of such a name answers INVALID_REQUEST with Kafka's message, none is created,
+        the other topics are (validateOnly too; KNOWN twice is INVALID_REQUEST, not
+        TOPIC_ALREADY_EXISTS)
   commit PORT KNOWN PARTS                    OffsetCommit v2: partitions of KNOWN answer NONE,
         unknown topics and partitions past PARTS answer UNKNOWN_TOPIC_OR_PARTITION, and
         OffsetFetch returns the committed offset only for the known ones
@@ -224,6 +228,43 @@ def cmd_internal(port, known):
     return 0
 
 
+def cmd_dups(port, known):
+    c = bc.Conn(port)
+    TOPIC_ALREADY_EXISTS = 36
+    want_msg = (f'Create topics request from client `{bc.CLIENT_ID.decode()}` contains multiple entries '
+                'for the following topics: ')
+    for validate in (True, False):
+        ask = [('dup-a', 1), ('dup-other', 1), ('dup-a', 2), ('dup-b', 1), (known, 1), ('dup-b', 1),
+               ('dup-a', 3), (known, 2)]
+        res = create_v4(c, ask, validate)
+        if [name for name, _, _ in res] != [name for name, _ in ask]:
+            die(f'validateOnly={validate}: results {res} not in request order')
+        for name, err, msg in res:
+            if name == 'dup-other':
+                if err != bc.NONE:
+                    die(f'validateOnly={validate}: {name} error {err} ({msg}), want NONE')
+                continue
+            if err != INVALID_REQUEST:
+                die(f'validateOnly={validate}: duplicate {name} error {err} ({msg}), want INVALID_REQUEST')
+            if not msg or not msg.startswith(want_msg) or \
+                    sorted(msg[len(want_msg):].split(',')) != sorted(['dup-a', 'dup-b', known]):
+                die(f'validateOnly={validate}: duplicate {name} message {msg!r}')
+    # Only dup-other was made: the duplicated names are still free, known is as it was.
+    for name, err, msg in create_v4(c, [('dup-a', 1), ('dup-b', 1)], validate=True):
+        if err != bc.NONE:
+            die(f'{name} after the duplicates: error {err} ({msg}): a duplicated name was created')
+    for name, err, msg in create_v4(c, [('dup-other', 1), (known, 1)], validate=True):
+        if err != TOPIC_ALREADY_EXISTS:
+            die(f'{name} after the duplicates: error {err} ({msg}), want TOPIC_ALREADY_EXISTS')
+    # A message cut short stays within its bound for a long list of duplicated names.
+    many = [(f'dup-long-{i:03d}-' + 'x' * 200, 1) for i in range(50)]
+    res = create_v4(c, many + many, validate=True)
+    if len(res) != 100 or any(err != INVALID_REQUEST or not msg.startswith(want_msg) or len(msg) > 256
+                              for _, err, msg in res):
+        die(f'50 duplicated long names: {[(e, len(m or "")) for _, e, m in res][:3]}')
+    return 0
+
+
 def cmd_commit(port, known, parts):
     c = bc.Conn(port)
     want_ok = [(known, p) for p in range(parts)]
@@ -297,6 +338,8 @@ def main(argv):
             return cmd_delete(port, argv[3:])
         if cmd == 'internal':
             return cmd_internal(port, argv[3])
+        if cmd == 'dups':
+            return cmd_dups(port, argv[3])
         if cmd == 'commit':
             return cmd_commit(port, argv[3], int(argv[4]))
         if cmd == 'txncommit':
