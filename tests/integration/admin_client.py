@@ -70,18 +70,22 @@ def delete_v1(conn, names):
     return out
 
 
-def offset_commit_v2(conn, group, parts):
-    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+def commit_topics(parts, leader_epoch):
+    """OffsetCommit's and TxnOffsetCommit's topics array of parts [(topic, partition, offset)],
+    with CommittedLeaderEpoch -1 when leader_epoch, and null metadata."""
     by_topic = {}
     for t, p, o in parts:
         by_topic.setdefault(t, []).append((p, o))
-    body = bc.kstr(group) + struct.pack('>i', -1) + bc.kstr('') + struct.pack('>q', -1)
-    body += struct.pack('>i', len(by_topic))
+    body = struct.pack('>i', len(by_topic))
     for t, ps in by_topic.items():
         body += bc.kstr(t) + struct.pack('>i', len(ps))
         for p, o in ps:
-            body += struct.pack('>iq', p, o) + bc.kstr(None)
-    r = bc.Reader(conn.call(API_OFFSET_COMMIT, 2, body))
+            body += struct.pack('>iq', p, o) + (struct.pack('>i', -1) if leader_epoch else b'') + bc.kstr(None)
+    return body
+
+
+def commit_errors(r, what):
+    """The rest of an OffsetCommit or TxnOffsetCommit response: {(topic, partition): error}."""
     out = {}
     for _ in range(r.i32()):
         t = r.string()
@@ -89,8 +93,15 @@ def offset_commit_v2(conn, group, parts):
             p, err = r.i32(), r.i16()
             out[(t, p)] = err
     if not r.done():
-        raise ValueError('trailing bytes in OffsetCommit v2 response')
+        raise ValueError(f'trailing bytes in {what} response')
     return out
+
+
+def offset_commit_v2(conn, group, parts):
+    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+    body = bc.kstr(group) + struct.pack('>i', -1) + bc.kstr('') + struct.pack('>q', -1)
+    r = bc.Reader(conn.call(API_OFFSET_COMMIT, 2, body + commit_topics(parts, False)))
+    return commit_errors(r, 'OffsetCommit v2')
 
 
 def retried(what, call):
@@ -130,26 +141,10 @@ def end_txn_v1(conn, txn_id, pid, epoch, commit):
 
 def txn_offset_commit_v2(conn, txn_id, group, pid, epoch, parts):
     """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
-    by_topic = {}
-    for t, p, o in parts:
-        by_topic.setdefault(t, []).append((p, o))
     body = bc.kstr(txn_id) + bc.kstr(group) + struct.pack('>qh', pid, epoch)
-    body += struct.pack('>i', len(by_topic))
-    for t, ps in by_topic.items():
-        body += bc.kstr(t) + struct.pack('>i', len(ps))
-        for p, o in ps:
-            body += struct.pack('>iqi', p, o, -1) + bc.kstr(None)
-    r = bc.Reader(conn.call(API_TXN_OFFSET_COMMIT, 2, body))
-    r.i32()
-    out = {}
-    for _ in range(r.i32()):
-        t = r.string()
-        for _ in range(r.i32()):
-            p, err = r.i32(), r.i16()
-            out[(t, p)] = err
-    if not r.done():
-        raise ValueError('trailing bytes in TxnOffsetCommit v2 response')
-    return out
+    r = bc.Reader(conn.call(API_TXN_OFFSET_COMMIT, 2, body + commit_topics(parts, True)))
+    r.i32()   # throttle
+    return commit_errors(r, 'TxnOffsetCommit v2')
 
 
 def offset_fetch_v1(conn, group, parts):
@@ -265,33 +260,51 @@ def cmd_dups(port, known):
     return 0
 
 
-def cmd_commit(port, known, parts):
-    c = bc.Conn(port)
-    want_ok = [(known, p) for p in range(parts)]
-    want_unknown = [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)]
-    res = offset_commit_v2(c, 'catalog-group',
-                           [(t, p, 42 + p) for t, p in want_ok + want_unknown])
+def commit_cases(known, parts):
+    """The partitions both commit tests ask for: those of KNOWN, and unknown ones."""
+    return ([(known, p) for p in range(parts)],
+            [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)])
+
+
+def expect_commit_errors(what, res, want_ok, want_unknown):
     for k in want_ok:
         if res.get(k) != bc.NONE:
-            die(f'OffsetCommit {k}: error {res.get(k)}, want NONE')
+            die(f'{what} {k}: error {res.get(k)}, want NONE')
     for k in want_unknown:
         if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
-            die(f'OffsetCommit {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
-    got = offset_fetch_v1(c, 'catalog-group', want_ok + want_unknown)
+            die(f'{what} {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+
+
+def expect_fetched(conn, group, want_ok, want_unknown, base):
+    """OffsetFetch: base + p for each known partition p (waited for up to 60 s: a
+    transaction's offsets are applied once its marker is written), -1 for the unknown."""
+    deadline = time.monotonic() + 60
+    while True:
+        got = offset_fetch_v1(conn, group, want_ok + want_unknown)
+        if all(got.get((t, p), (None,))[0] == base + p for t, p in want_ok) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     for t, p in want_ok:
-        if got.get((t, p), (None,))[0] != 42 + p:
-            die(f'OffsetFetch {(t, p)}: {got.get((t, p))}, want offset {42 + p}')
+        if got.get((t, p), (None,))[0] != base + p:
+            die(f'OffsetFetch {(t, p)}: {got.get((t, p))}, want offset {base + p}')
     for k in want_unknown:
         if got.get(k, (None,))[0] != -1:
             die(f'OffsetFetch {k}: {got.get(k)}: an offset was stored for an unknown partition')
+
+
+def cmd_commit(port, known, parts):
+    c = bc.Conn(port)
+    want_ok, want_unknown = commit_cases(known, parts)
+    res = offset_commit_v2(c, 'catalog-group', [(t, p, 42 + p) for t, p in want_ok + want_unknown])
+    expect_commit_errors('OffsetCommit', res, want_ok, want_unknown)
+    expect_fetched(c, 'catalog-group', want_ok, want_unknown, 42)
     return 0
 
 
 def cmd_txncommit(port, known, parts):
     c = bc.Conn(port)
     txn, group = 'catalog-txn', 'catalog-txn-group'
-    want_ok = [(known, p) for p in range(parts)]
-    want_unknown = [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)]
+    want_ok, want_unknown = commit_cases(known, parts)
     commits = [(t, p, 50 + p) for t, p in want_ok + want_unknown]
     # Before any producer: Kafka looks at the topics first, so unknown ones say so.
     res = txn_offset_commit_v2(c, txn, group, 12345, 0, commits)
@@ -304,26 +317,9 @@ def cmd_txncommit(port, known, parts):
     pid, epoch = retried('InitProducerId', lambda: init_producer_id_v1(c, txn))
     retried('AddOffsetsToTxn', lambda: add_offsets_to_txn_v1(c, txn, pid, epoch, group))
     res = txn_offset_commit_v2(c, txn, group, pid, epoch, commits)
-    for k in want_ok:
-        if res.get(k) != bc.NONE:
-            die(f'TxnOffsetCommit {k}: error {res.get(k)}, want NONE')
-    for k in want_unknown:
-        if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
-            die(f'TxnOffsetCommit {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+    expect_commit_errors('TxnOffsetCommit', res, want_ok, want_unknown)
     retried('EndTxn', lambda: end_txn_v1(c, txn, pid, epoch, True))
-    # The commit marker is applied to the group's offsets once it is written: wait for it.
-    deadline = time.monotonic() + 60
-    while True:
-        got = offset_fetch_v1(c, group, want_ok + want_unknown)
-        if all(got.get((t, p), (None,))[0] == 50 + p for t, p in want_ok) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    for t, p in want_ok:
-        if got.get((t, p), (None,))[0] != 50 + p:
-            die(f'OffsetFetch after the commit {(t, p)}: {got.get((t, p))}, want offset {50 + p}')
-    for k in want_unknown:
-        if got.get(k, (None,))[0] != -1:
-            die(f'OffsetFetch {k}: {got.get(k)}: a transaction committed an offset for an unknown partition')
+    expect_fetched(c, group, want_ok, want_unknown, 50)
     return 0
 
 
