@@ -267,12 +267,15 @@ static int find_coordinator(struct dp_core *c, struct dp_req *r, struct kreader 
 /* ---- CreateTopics / DeleteTopics -------------------------------------------- */
 
 /*
- * CreateTopics' ErrorMessage for a name asked for twice: echoed for every such
- * entry, so it is kept to this many bytes (the list of names is cut short
- * beyond), or a request of many duplicates could grow its answer far past its
- * own size.
+ * CreateTopics' ErrorMessage for a name asked for twice is kept to this many
+ * bytes (the list of names is cut short beyond), and only the first so many
+ * entries of duplicated names carry it (the rest have the error code alone):
+ * it costs 256 response bytes for an entry of some 20 request bytes, so a
+ * request of a few million duplicates would otherwise ask for an answer past
+ * the largest response buffer (1 GiB) from a frame of 100 MB.
  */
 #define DP_CREATE_DUPS_MESSAGE_BYTES_MAX 256
+#define DP_CREATE_DUPS_MESSAGES_MAX      1024
 
 static int name_cmp(const void *a, const void *b, void *ctx)
 {
@@ -330,9 +333,11 @@ static int create_dups(struct dp_req *r, const struct CreateTopicsRequest *req, 
 		for (int32_t k = i; k < j; k++)
 			resp->Topics[by_name[k]].ErrorCode = KERR_INVALID_REQUEST;
 	}
-	for (int32_t i = 0; names && i < n; i++)
-		if (resp->Topics[i].ErrorCode == KERR_INVALID_REQUEST)
+	for (int32_t i = 0, given = 0; names && i < n && given < DP_CREATE_DUPS_MESSAGES_MAX; i++)
+		if (resp->Topics[i].ErrorCode == KERR_INVALID_REQUEST) {
 			resp->Topics[i].ErrorMessage = (struct kstr){ msg, (int32_t)at };
+			given++;
+		}
 	return 0;
 }
 

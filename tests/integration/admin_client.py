@@ -13,7 +13,7 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
   dups PORT KNOWN                            a CreateTopics naming topics more than once: every
         entry of such a name answers INVALID_REQUEST with Kafka's message, none is created,
         the other topics are (validateOnly too; KNOWN twice is INVALID_REQUEST, not
-        TOPIC_ALREADY_EXISTS)
+        TOPIC_ALREADY_EXISTS; only the first 1,024 such entries carry the message)
   commit PORT KNOWN PARTS                    OffsetCommit v2: partitions of KNOWN answer NONE,
         unknown topics and partitions past PARTS answer UNKNOWN_TOPIC_OR_PARTITION, and
         OffsetFetch returns the committed offset only for the known ones
@@ -257,6 +257,13 @@ def cmd_dups(port, known):
     if len(res) != 100 or any(err != INVALID_REQUEST or not msg.startswith(want_msg) or len(msg) > 256
                               for _, err, msg in res):
         die(f'50 duplicated long names: {[(e, len(m or "")) for _, e, m in res][:3]}')
+    # Only the first 1,024 duplicates carry the message, so that a request of millions
+    # cannot ask for an answer many times its size; every one has the error.
+    res = create_v4(c, [('dup-many', 1)] * 1100, validate=True)
+    if len(res) != 1100 or any(err != INVALID_REQUEST for _, err, _ in res) or \
+            any(not msg for _, _, msg in res[:1024]) or any(msg is not None for _, _, msg in res[1024:]):
+        die(f'1,100 entries of one name: {sum(e == INVALID_REQUEST for _, e, _ in res)} INVALID_REQUEST, '
+            f'{sum(m is not None for _, _, m in res)} messages (want 1024)')
     return 0
 
 
