@@ -4,6 +4,7 @@
  * DeleteTopics). Locality: NIC core.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kerr.h"
@@ -265,6 +266,81 @@ static int find_coordinator(struct dp_core *c, struct dp_req *r, struct kreader 
 
 /* ---- CreateTopics / DeleteTopics -------------------------------------------- */
 
+/*
+ * CreateTopics' ErrorMessage for a name asked for twice is kept to this many
+ * bytes (the list of names is cut short beyond), and only the first so many
+ * entries of duplicated names carry it (the rest have the error code alone):
+ * it costs 256 response bytes for an entry of some 20 request bytes, so a
+ * request of a few million duplicates would otherwise ask for an answer past
+ * the largest response buffer (1 GiB) from a frame of 100 MB.
+ */
+#define DP_CREATE_DUPS_MESSAGE_BYTES_MAX 256
+#define DP_CREATE_DUPS_MESSAGES_MAX      1024
+
+static int name_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct CreateTopicsRequest_CreatableTopic *t = ctx;
+	const struct kstr *x = &t[*(const int32_t *)a].Name, *y = &t[*(const int32_t *)b].Name;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	int d = x->len > 0 ? memcmp(x->ptr, y->ptr, (size_t)x->len) : 0;
+	return d ? d : *(const int32_t *)a < *(const int32_t *)b ? -1 : 1;   /* stable: request order */
+}
+
+static void append_cut(char *buf, size_t *at, const char *s, size_t n)
+{
+	size_t room = DP_CREATE_DUPS_MESSAGE_BYTES_MAX - *at;
+	memcpy(buf + *at, s, n < room ? n : room);
+	*at += n < room ? n : room;
+}
+
+/*
+ * Kafka refuses every entry of a name that a CreateTopics request holds more
+ * than once with INVALID_REQUEST (and creates none of them), before any other
+ * check: which of the entries' settings would be meant is unknowable. Sorting
+ * indexes, not names, keeps this O(n log n) for a request of a million entries.
+ * Returns -1 when the request's arena has no room (the caller closes).
+ */
+static int create_dups(struct dp_req *r, const struct CreateTopicsRequest *req, struct CreateTopicsResponse *resp)
+{
+	int32_t n = resp->Topics_n;
+	int32_t *by_name = dp_req_alloc(r, sizeof(*by_name) * (size_t)(n ? n : 1));
+	char *msg = dp_req_alloc(r, DP_CREATE_DUPS_MESSAGE_BYTES_MAX);
+	if (!by_name || !msg)
+		return -1;
+	for (int32_t i = 0; i < n; i++)
+		by_name[i] = i;
+	qsort_r(by_name, (size_t)n, sizeof(*by_name), name_cmp, req->Topics);
+	static const char head[] = "Create topics request from client `", mid[] = "` contains multiple entries for "
+	                                                                      "the following topics: ";
+	struct kstr cid = r->hdr.client_id;
+	size_t at = 0, names = 0;
+	append_cut(msg, &at, head, sizeof(head) - 1);
+	append_cut(msg, &at, cid.ptr, cid.len > 0 ? (size_t)cid.len : 0);
+	append_cut(msg, &at, mid, sizeof(mid) - 1);
+	for (int32_t i = 0, j; i < n; i = j) {
+		const struct kstr *name = &req->Topics[by_name[i]].Name;
+		for (j = i + 1; j < n; j++) {
+			const struct kstr *other = &req->Topics[by_name[j]].Name;
+			if (other->len != name->len || (name->len > 0 && memcmp(other->ptr, name->ptr, (size_t)name->len)))
+				break;
+		}
+		if (j - i < 2)
+			continue;
+		if (names++)
+			append_cut(msg, &at, ",", 1);
+		append_cut(msg, &at, name->ptr, name->len > 0 ? (size_t)name->len : 0);
+		for (int32_t k = i; k < j; k++)
+			resp->Topics[by_name[k]].ErrorCode = KERR_INVALID_REQUEST;
+	}
+	for (int32_t i = 0, given = 0; names && i < n && given < DP_CREATE_DUPS_MESSAGES_MAX; i++)
+		if (resp->Topics[i].ErrorCode == KERR_INVALID_REQUEST) {
+			resp->Topics[i].ErrorMessage = (struct kstr){ msg, (int32_t)at };
+			given++;
+		}
+	return 0;
+}
+
 static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	struct CreateTopicsRequest req;
@@ -279,15 +355,18 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	if (!resp->Topics)
 		return -1;
 	resp->Topics_n = n;
+	for (int32_t i = 0; i < n; i++)
+		resp->Topics[i] = (struct CreateTopicsResponse_CreatableTopicResult){
+			.Name = req.Topics[i].Name, .ErrorMessage = { NULL, -1 }, .NumPartitions = -1,
+			.ReplicationFactor = -1, .Configs_n = -1 };
+	if (create_dups(r, &req, resp) < 0)
+		return -1;
 	for (int32_t i = 0; i < n; i++) {
 		struct CreateTopicsRequest_CreatableTopic *in = &req.Topics[i];
 		struct CreateTopicsResponse_CreatableTopicResult *out = &resp->Topics[i];
-		out->Name = in->Name;
-		out->ErrorMessage = (struct kstr){ NULL, -1 };
-		out->NumPartitions = -1;
-		out->ReplicationFactor = -1;
-		out->Configs_n = -1;
 		int32_t np = in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		if (out->ErrorCode)
+			continue;   /* a duplicate */
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
 			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
 		else if (np < 1 || np > DP_PARTITIONS_MAX || in->Assignments_n > 0)

@@ -418,35 +418,45 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 			}                                                                              \
 		}
 
-/* Every partition not already refused on its own (unknown topic) gets err. */
+/*
+ * OffsetCommit and TxnOffsetCommit (response resp of either kind): every
+ * partition not already refused on its own (unknown topic) gets err.
+ */
+#define COMMIT_FILL_ALL(resp, err)                                                                    \
+	for (int32_t i_ = 0; i_ < (resp)->Topics_n; i_++)                                              \
+		for (int32_t j_ = 0; j_ < (resp)->Topics[i_].Partitions_n; j_++)                       \
+			if (!(resp)->Topics[i_].Partitions[j_].ErrorCode)                               \
+				(resp)->Topics[i_].Partitions[j_].ErrorCode = (err)
+
 static void commit_fill_all(struct OffsetCommitResponse *resp, int16_t err)
 {
-	for (int32_t i = 0; i < resp->Topics_n; i++)
-		for (int32_t j = 0; j < resp->Topics[i].Partitions_n; j++)
-			if (!resp->Topics[i].Partitions[j].ErrorCode)
-				resp->Topics[i].Partitions[j].ErrorCode = err;
+	COMMIT_FILL_ALL(resp, err);
+}
+
+static void tcommit_fill_all(struct TxnOffsetCommitResponse *resp, int16_t err)
+{
+	COMMIT_FILL_ALL(resp, err);
 }
 
 /*
- * Kafka answers UNKNOWN_TOPIC_OR_PARTITION for each partition of a topic the
- * broker does not have (or past its partition count) before the group is
- * looked at, and commits the others: an offset for a topic that does not
- * exist would otherwise be stored and served back as if it meant something.
+ * OffsetCommit and TxnOffsetCommit (request q, response resp of either
+ * kind): Kafka answers UNKNOWN_TOPIC_OR_PARTITION for each partition of a
+ * topic the broker does not have (or past its partition count) before the
+ * group or the producer is looked at, and commits or stages the others: an
+ * offset for a topic that does not exist would otherwise be stored and
+ * served back as if it meant something.
  */
-static void commit_unknown_topics(struct dp_core *c, const struct OffsetCommitRequest *q,
-                                  struct OffsetCommitResponse *resp)
-{
-	for (int32_t i = 0; i < q->Topics_n; i++) {
-		struct kstr name = q->Topics[i].Name;
-		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
-			uint32_t id, gen, hash;
-			if (name.len <= 0 ||
-			    !dp_ctrl_topic(c, name.ptr, (size_t)name.len, q->Topics[i].Partitions[j].PartitionIndex,
-			                   &id, &gen, &hash))
-				resp->Topics[i].Partitions[j].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		}
+#define COMMIT_UNKNOWN_TOPICS(c, q, resp)                                                             \
+	for (int32_t i_ = 0; i_ < (q)->Topics_n; i_++) {                                               \
+		struct kstr name_ = (q)->Topics[i_].Name;                                              \
+		for (int32_t j_ = 0; j_ < (q)->Topics[i_].Partitions_n; j_++) {                        \
+			uint32_t id_, gen_, hash_;                                                     \
+			if (name_.len <= 0 ||                                                          \
+			    !dp_ctrl_topic((c), name_.ptr, (size_t)name_.len,                          \
+			                   (q)->Topics[i_].Partitions[j_].PartitionIndex, &id_, &gen_, &hash_)) \
+				(resp)->Topics[i_].Partitions[j_].ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION; \
+		}                                                                                      \
 	}
-}
 
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 
@@ -505,7 +515,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 {
 	struct OffsetCommitRequest *q = r->req;
 	struct OffsetCommitResponse *resp = r->resp;
-	commit_unknown_topics(c, q, resp);
+	COMMIT_UNKNOWN_TOPICS(c, q, resp);
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX) {
 		commit_fill_all(resp, 24);
 		return 0;
@@ -661,13 +671,6 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 
 /* ---- transactional offsets --------------------------------------------------------- */
 
-static void tcommit_fill_all(struct TxnOffsetCommitResponse *resp, int16_t err)
-{
-	for (int32_t i = 0; i < resp->Topics_n; i++)
-		for (int32_t j = 0; j < resp->Topics[i].Partitions_n; j++)
-			resp->Topics[i].Partitions[j].ErrorCode = err;
-}
-
 static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 {
 	struct grp_stage *op = p->op;
@@ -714,6 +717,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 {
 	struct TxnOffsetCommitRequest *q = r->req;
 	struct TxnOffsetCommitResponse *resp = r->resp;
+	COMMIT_UNKNOWN_TOPICS(c, q, resp);
 	int16_t err = tcommit_check(c, r);
 	if (err) {
 		tcommit_fill_all(resp, err);

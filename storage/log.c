@@ -46,23 +46,26 @@ static void seg_name(char *buf, int64_t base, const char *suffix)
 	snprintf(buf, ST_LOG_NAME_BYTES, "%020" PRId64 "%s", base, suffix);
 }
 
+/* *got is what was read, set on every return: on an error, what came before it. */
 static int pread_full(int fd, void *buf, size_t len, uint64_t pos, size_t *got)
 {
 	size_t done = 0;
+	int rc = 0;
 
 	while (done < len) {
 		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(pos + done));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			rc = -errno;
+			break;
 		}
 		if (r == 0)
 			break;
 		done += (size_t)r;
 	}
 	*got = done;
-	return 0;
+	return rc;
 }
 
 static int write_full(int fd, const void *buf, size_t len)

@@ -1,38 +1,81 @@
 #!/usr/bin/env bash
-# Builds the request fuzzer with clang (libFuzzer + ASan + UBSan) straight from the
-# sources, seeds it with the test vectors and one encoded frame per request version,
-# and runs it for FUZZ_SECONDS (default 30). Exits 77 (skip) without clang, non-zero
+# run.sh TARGET... - the one runner of the libFuzzer targets (suite 'fuzz').
+#
+# Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan)
+# straight from the sources named for it below, writes its seeds with the
+# seed program named for it, and runs each for FUZZ_SECONDS (default 30)
+# divided among the targets given. Exits 77 (skip) without clang, non-zero
 # on a crash (the input is left as crash-* in the current directory).
+#
+# A new target is one case in target() and one test() in meson.build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 clang=${CLANG:-clang-14}
+if [ $# -eq 0 ]; then
+	echo "usage: run.sh TARGET..." >&2
+	exit 2
+fi
 if ! command -v "$clang" >/dev/null 2>&1; then
 	echo "run.sh: $clang not found: skipped"
 	exit 77
 fi
-seconds=${FUZZ_SECONDS:-30}
+seconds=$(( ${FUZZ_SECONDS:-30} / $# ))
 vectors=${KAFKA_VECTORS:-$root/../shared/kafka-protocol/test-vectors}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
-	"$root"/dataplane/proto/schema/*.json
-srcs=("$root/dataplane/proto/kwire.c" "$root/dataplane/proto/kcodec.c" "$work/kmsg.c")
-inc=(-I"$root/dataplane/proto" -I"$work" -I"$root/tests/unit/proto")
 flags=(-std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 	-Wno-missing-field-initializers)
-"$clang" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	"${inc[@]}" "$here/fuzz_request.c" "${srcs[@]}" -o "$work/fuzz_request"
-"$clang" "${flags[@]}" "${inc[@]}" "$here/fuzz_seeds.c" "$root/tests/unit/proto/kfill.c" \
-	"${srcs[@]}" -o "$work/fuzz_seeds"
+[ "$(uname -m)" = x86_64 ] && flags+=(-msse4.2)
+san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+storage=("$root/storage/batch.c" "$root/storage/crc32c.c")
 
-mkdir "$work/corpus"
-"$work/fuzz_seeds" "$work/corpus"
-if [ -d "$vectors" ]; then
-	# Request vectors become frames without the size prefix; 08 is a bare Produce v7
-	# body, so it gets a header v1 (key 0, version 7, correlation id 1, client "k").
-	python3 - "$vectors" "$work/corpus" <<'PY'
+# The targets, each named once. For TARGET it sets: srcs (what fuzz_TARGET.c is
+# linked with), inc and libs; seeder (the program that writes the seeds: fuzz_X
+# from fuzz_X.c, built without sanitizers) with seeder_srcs, and seed_dirs (the
+# targets whose corpus directories it writes, in its argument order: one seeder
+# may serve several targets); vectors=1 to add the Kafka test vectors as seeds;
+# max_len (bytes of the largest input); noise (a grep pattern of the target's
+# own log lines: when set, stderr goes to a file and a failure shows its end
+# without them).
+target() {
+	inc=() libs=() vectors_too=0 noise=
+	case $1 in
+	request)   # the Kafka request decoders (kwire + generated kmsg)
+		if [ ! -f "$work/kmsg.c" ]; then
+			python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
+				"$root"/dataplane/proto/schema/*.json
+		fi
+		srcs=("$root/dataplane/proto/kwire.c" "$root/dataplane/proto/kcodec.c" "$work/kmsg.c")
+		inc=(-I"$root/dataplane/proto" -I"$work" -I"$root/tests/unit/proto")
+		seeder=fuzz_seeds seeder_srcs=("$root/tests/unit/proto/kfill.c" "${srcs[@]}") seed_dirs=(request)
+		vectors_too=1 max_len=8192 ;;
+	records)   # the produce-side records check over every codec
+		srcs=("${storage[@]}" "$root/storage/records.c" "$root/storage/codec.c")
+		inc=(-I"$root/storage") libs=(-lz -lsnappy -llz4 -lzstd)
+		seeder=fuzz_records_seeds seeder_srcs=("${storage[@]}") seed_dirs=(records)
+		max_len=65536 ;;
+	recovery)  # the segment recovery scanner and the readers over what it kept
+		srcs=("$root/storage/log.c" "${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage") libs=(-luring)
+		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
+		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	txnindex)  # the aborted-transaction index parser
+		srcs=("$root/txn/lso.c" "${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage")
+		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
+		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	*)
+		echo "run.sh: unknown target $1" >&2
+		exit 2 ;;
+	esac
+}
+
+# Request vectors become frames without the size prefix; 08 is a bare Produce v7
+# body, so it gets a header v1 (key 0, version 7, correlation id 1, client "k").
+add_vectors() {
+	python3 - "$vectors" "$1" <<'PY'
 import os, sys
 src, dst = sys.argv[1], sys.argv[2]
 def load(name):
@@ -47,9 +90,40 @@ for name in ("01_apiversions_v3_request_librdkafka.hex", "02_apiversions_v2_requ
 hdr = bytes([0, 0, 0, 7, 0, 0, 0, 1, 0, 1]) + b"k"
 open(os.path.join(dst, "vec-08"), "wb").write(hdr + load("08_kafkajs_produce_v7_body_fixture.hex"))
 PY
-fi
+}
 
-echo "run.sh: fuzzing for ${seconds}s with $(ls "$work/corpus" | wc -l) seeds"
+# Build every target and write every seed first, so a build error shows before any fuzzing.
+for t; do
+	target "$t"
+	"$clang" "${flags[@]}" "${san[@]}" "${inc[@]}" "$here/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$work/fuzz_$t"
+	if [ ! -x "$work/$seeder" ]; then
+		"$clang" "${flags[@]}" "${inc[@]}" "$here/$seeder.c" "${seeder_srcs[@]}" "${libs[@]}" -o "$work/$seeder"
+		dirs=()
+		for d in "${seed_dirs[@]}"; do
+			mkdir -p "$work/corpus-$d"
+			dirs+=("$work/corpus-$d")
+		done
+		"$work/$seeder" "${dirs[@]}"
+	fi
+	if [ "$vectors_too" = 1 ] && [ -d "$vectors" ]; then
+		add_vectors "$work/corpus-$t"
+	fi
+done
+
 # libFuzzer exits 77 on a crash by default, which meson reads as "skipped": use 1.
-"$work/fuzz_request" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-	-max_len=8192 -print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus"
+for t; do
+	target "$t"
+	echo "run.sh: fuzz_$t for ${seconds}s with $(ls "$work/corpus-$t" | wc -l) seeds"
+	run=("$work/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len"
+		-print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus-$t")
+	if [ -z "$noise" ]; then
+		"${run[@]}"
+		continue
+	fi
+	if ! "${run[@]}" 2>"$work/$t.log"; then
+		grep -v "$noise" "$work/$t.log" | tail -n 60
+		echo "run.sh: fuzz_$t failed"
+		exit 1
+	fi
+	grep -E '^stat::number_of_executed_units|DONE' "$work/$t.log" || true
+done

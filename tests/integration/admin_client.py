@@ -10,14 +10,23 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         range); prints "name error"
   internal PORT KNOWN                        internal names: CreateTopics refused with
         INVALID_REQUEST, Metadata never creates them, Produce refused with INVALID_TOPIC_EXCEPTION
+  dups PORT KNOWN                            a CreateTopics naming topics more than once: every
+        entry of such a name answers INVALID_REQUEST with Kafka's message, none is created,
+        the other topics are (validateOnly too; KNOWN twice is INVALID_REQUEST, not
+        TOPIC_ALREADY_EXISTS; only the first 1,024 such entries carry the message)
   commit PORT KNOWN PARTS                    OffsetCommit v2: partitions of KNOWN answer NONE,
         unknown topics and partitions past PARTS answer UNKNOWN_TOPIC_OR_PARTITION, and
         OffsetFetch returns the committed offset only for the known ones
+  txncommit PORT KNOWN PARTS                 TxnOffsetCommit v2 the same way, in a transaction
+        of its own (InitProducerId, AddOffsetsToTxn, EndTxn commit): unknown topics and
+        partitions answer UNKNOWN_TOPIC_OR_PARTITION (also before the producer is checked),
+        and the commit applies offsets for the known ones only
 Python 3 stdlib only.
 """
 import os
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bad_client as bc  # noqa: E402
@@ -25,7 +34,10 @@ import bad_client as bc  # noqa: E402
 bc.TIMEOUT_S = 120.0     # creates of thousands of partitions take a while on a busy machine
 
 API_OFFSET_COMMIT, API_OFFSET_FETCH, API_CREATE, API_DELETE = 8, 9, 19, 20
+API_INIT_PRODUCER_ID, API_ADD_OFFSETS_TO_TXN, API_END_TXN, API_TXN_OFFSET_COMMIT = 22, 25, 26, 28
 INVALID_REQUEST, POLICY_VIOLATION = 42, 44
+# Answers a transactional request may get while the coordinator settles: asked again.
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS = 14, 15, 51
 
 
 def create_v4(conn, topics, validate=False):
@@ -58,18 +70,22 @@ def delete_v1(conn, names):
     return out
 
 
-def offset_commit_v2(conn, group, parts):
-    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+def commit_topics(parts, leader_epoch):
+    """OffsetCommit's and TxnOffsetCommit's topics array of parts [(topic, partition, offset)],
+    with CommittedLeaderEpoch -1 when leader_epoch, and null metadata."""
     by_topic = {}
     for t, p, o in parts:
         by_topic.setdefault(t, []).append((p, o))
-    body = bc.kstr(group) + struct.pack('>i', -1) + bc.kstr('') + struct.pack('>q', -1)
-    body += struct.pack('>i', len(by_topic))
+    body = struct.pack('>i', len(by_topic))
     for t, ps in by_topic.items():
         body += bc.kstr(t) + struct.pack('>i', len(ps))
         for p, o in ps:
-            body += struct.pack('>iq', p, o) + bc.kstr(None)
-    r = bc.Reader(conn.call(API_OFFSET_COMMIT, 2, body))
+            body += struct.pack('>iq', p, o) + (struct.pack('>i', -1) if leader_epoch else b'') + bc.kstr(None)
+    return body
+
+
+def commit_errors(r, what):
+    """The rest of an OffsetCommit or TxnOffsetCommit response: {(topic, partition): error}."""
     out = {}
     for _ in range(r.i32()):
         t = r.string()
@@ -77,8 +93,58 @@ def offset_commit_v2(conn, group, parts):
             p, err = r.i32(), r.i16()
             out[(t, p)] = err
     if not r.done():
-        raise ValueError('trailing bytes in OffsetCommit v2 response')
+        raise ValueError(f'trailing bytes in {what} response')
     return out
+
+
+def offset_commit_v2(conn, group, parts):
+    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+    body = bc.kstr(group) + struct.pack('>i', -1) + bc.kstr('') + struct.pack('>q', -1)
+    r = bc.Reader(conn.call(API_OFFSET_COMMIT, 2, body + commit_topics(parts, False)))
+    return commit_errors(r, 'OffsetCommit v2')
+
+
+def retried(what, call):
+    """call() -> (error, value): asked again while the coordinator settles, for up to 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        err, value = call()
+        if err not in (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS) or \
+                time.monotonic() > deadline:
+            if err != bc.NONE:
+                die(f'{what}: error {err}')
+            return value
+        time.sleep(0.2)
+
+
+def init_producer_id_v1(conn, txn_id):
+    """Returns (error, (producer id, epoch))."""
+    r = bc.Reader(conn.call(API_INIT_PRODUCER_ID, 1, bc.kstr(txn_id) + struct.pack('>i', 60000)))
+    r.i32()
+    err, pid, epoch = r.i16(), r.i64(), r.i16()
+    return err, (pid, epoch)
+
+
+def add_offsets_to_txn_v1(conn, txn_id, pid, epoch, group):
+    body = bc.kstr(txn_id) + struct.pack('>qh', pid, epoch) + bc.kstr(group)
+    r = bc.Reader(conn.call(API_ADD_OFFSETS_TO_TXN, 1, body))
+    r.i32()
+    return r.i16(), None
+
+
+def end_txn_v1(conn, txn_id, pid, epoch, commit):
+    body = bc.kstr(txn_id) + struct.pack('>qhb', pid, epoch, 1 if commit else 0)
+    r = bc.Reader(conn.call(API_END_TXN, 1, body))
+    r.i32()
+    return r.i16(), None
+
+
+def txn_offset_commit_v2(conn, txn_id, group, pid, epoch, parts):
+    """parts: [(topic, partition, offset)]; returns {(topic, partition): error}."""
+    body = bc.kstr(txn_id) + bc.kstr(group) + struct.pack('>qh', pid, epoch)
+    r = bc.Reader(conn.call(API_TXN_OFFSET_COMMIT, 2, body + commit_topics(parts, True)))
+    r.i32()   # throttle
+    return commit_errors(r, 'TxnOffsetCommit v2')
 
 
 def offset_fetch_v1(conn, group, parts):
@@ -157,25 +223,110 @@ def cmd_internal(port, known):
     return 0
 
 
-def cmd_commit(port, known, parts):
+def cmd_dups(port, known):
     c = bc.Conn(port)
-    want_ok = [(known, p) for p in range(parts)]
-    want_unknown = [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)]
-    res = offset_commit_v2(c, 'catalog-group',
-                           [(t, p, 42 + p) for t, p in want_ok + want_unknown])
+    TOPIC_ALREADY_EXISTS = 36
+    want_msg = (f'Create topics request from client `{bc.CLIENT_ID.decode()}` contains multiple entries '
+                'for the following topics: ')
+    for validate in (True, False):
+        ask = [('dup-a', 1), ('dup-other', 1), ('dup-a', 2), ('dup-b', 1), (known, 1), ('dup-b', 1),
+               ('dup-a', 3), (known, 2)]
+        res = create_v4(c, ask, validate)
+        if [name for name, _, _ in res] != [name for name, _ in ask]:
+            die(f'validateOnly={validate}: results {res} not in request order')
+        for name, err, msg in res:
+            if name == 'dup-other':
+                if err != bc.NONE:
+                    die(f'validateOnly={validate}: {name} error {err} ({msg}), want NONE')
+                continue
+            if err != INVALID_REQUEST:
+                die(f'validateOnly={validate}: duplicate {name} error {err} ({msg}), want INVALID_REQUEST')
+            if not msg or not msg.startswith(want_msg) or \
+                    sorted(msg[len(want_msg):].split(',')) != sorted(['dup-a', 'dup-b', known]):
+                die(f'validateOnly={validate}: duplicate {name} message {msg!r}')
+    # Only dup-other was made: the duplicated names are still free, known is as it was.
+    for name, err, msg in create_v4(c, [('dup-a', 1), ('dup-b', 1)], validate=True):
+        if err != bc.NONE:
+            die(f'{name} after the duplicates: error {err} ({msg}): a duplicated name was created')
+    for name, err, msg in create_v4(c, [('dup-other', 1), (known, 1)], validate=True):
+        if err != TOPIC_ALREADY_EXISTS:
+            die(f'{name} after the duplicates: error {err} ({msg}), want TOPIC_ALREADY_EXISTS')
+    # A message cut short stays within its bound for a long list of duplicated names.
+    many = [(f'dup-long-{i:03d}-' + 'x' * 200, 1) for i in range(50)]
+    res = create_v4(c, many + many, validate=True)
+    if len(res) != 100 or any(err != INVALID_REQUEST or not msg.startswith(want_msg) or len(msg) > 256
+                              for _, err, msg in res):
+        die(f'50 duplicated long names: {[(e, len(m or "")) for _, e, m in res][:3]}')
+    # Only the first 1,024 duplicates carry the message, so that a request of millions
+    # cannot ask for an answer many times its size; every one has the error.
+    res = create_v4(c, [('dup-many', 1)] * 1100, validate=True)
+    if len(res) != 1100 or any(err != INVALID_REQUEST for _, err, _ in res) or \
+            any(not msg for _, _, msg in res[:1024]) or any(msg is not None for _, _, msg in res[1024:]):
+        die(f'1,100 entries of one name: {sum(e == INVALID_REQUEST for _, e, _ in res)} INVALID_REQUEST, '
+            f'{sum(m is not None for _, _, m in res)} messages (want 1024)')
+    return 0
+
+
+def commit_cases(known, parts):
+    """The partitions both commit tests ask for: those of KNOWN, and unknown ones."""
+    return ([(known, p) for p in range(parts)],
+            [(known, parts), (known, parts + 7), ('no-such-topic', 0), ('no-such-topic', 1)])
+
+
+def expect_commit_errors(what, res, want_ok, want_unknown):
     for k in want_ok:
         if res.get(k) != bc.NONE:
-            die(f'OffsetCommit {k}: error {res.get(k)}, want NONE')
+            die(f'{what} {k}: error {res.get(k)}, want NONE')
     for k in want_unknown:
         if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
-            die(f'OffsetCommit {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
-    got = offset_fetch_v1(c, 'catalog-group', want_ok + want_unknown)
+            die(f'{what} {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+
+
+def expect_fetched(conn, group, want_ok, want_unknown, base):
+    """OffsetFetch: base + p for each known partition p (waited for up to 60 s: a
+    transaction's offsets are applied once its marker is written), -1 for the unknown."""
+    deadline = time.monotonic() + 60
+    while True:
+        got = offset_fetch_v1(conn, group, want_ok + want_unknown)
+        if all(got.get((t, p), (None,))[0] == base + p for t, p in want_ok) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     for t, p in want_ok:
-        if got.get((t, p), (None,))[0] != 42 + p:
-            die(f'OffsetFetch {(t, p)}: {got.get((t, p))}, want offset {42 + p}')
+        if got.get((t, p), (None,))[0] != base + p:
+            die(f'OffsetFetch {(t, p)}: {got.get((t, p))}, want offset {base + p}')
     for k in want_unknown:
         if got.get(k, (None,))[0] != -1:
             die(f'OffsetFetch {k}: {got.get(k)}: an offset was stored for an unknown partition')
+
+
+def cmd_commit(port, known, parts):
+    c = bc.Conn(port)
+    want_ok, want_unknown = commit_cases(known, parts)
+    res = offset_commit_v2(c, 'catalog-group', [(t, p, 42 + p) for t, p in want_ok + want_unknown])
+    expect_commit_errors('OffsetCommit', res, want_ok, want_unknown)
+    expect_fetched(c, 'catalog-group', want_ok, want_unknown, 42)
+    return 0
+
+
+def cmd_txncommit(port, known, parts):
+    c = bc.Conn(port)
+    txn, group = 'catalog-txn', 'catalog-txn-group'
+    want_ok, want_unknown = commit_cases(known, parts)
+    commits = [(t, p, 50 + p) for t, p in want_ok + want_unknown]
+    # Before any producer: Kafka looks at the topics first, so unknown ones say so.
+    res = txn_offset_commit_v2(c, txn, group, 12345, 0, commits)
+    for k in want_unknown:
+        if res.get(k) != bc.UNKNOWN_TOPIC_OR_PARTITION:
+            die(f'TxnOffsetCommit without a producer {k}: error {res.get(k)}, want UNKNOWN_TOPIC_OR_PARTITION')
+    for k in want_ok:
+        if res.get(k) in (None, bc.NONE, bc.UNKNOWN_TOPIC_OR_PARTITION):
+            die(f'TxnOffsetCommit without a producer {k}: error {res.get(k)}, want the producer refused')
+    pid, epoch = retried('InitProducerId', lambda: init_producer_id_v1(c, txn))
+    retried('AddOffsetsToTxn', lambda: add_offsets_to_txn_v1(c, txn, pid, epoch, group))
+    res = txn_offset_commit_v2(c, txn, group, pid, epoch, commits)
+    expect_commit_errors('TxnOffsetCommit', res, want_ok, want_unknown)
+    retried('EndTxn', lambda: end_txn_v1(c, txn, pid, epoch, True))
+    expect_fetched(c, group, want_ok, want_unknown, 50)
     return 0
 
 
@@ -190,8 +341,12 @@ def main(argv):
             return cmd_delete(port, argv[3:])
         if cmd == 'internal':
             return cmd_internal(port, argv[3])
+        if cmd == 'dups':
+            return cmd_dups(port, argv[3])
         if cmd == 'commit':
             return cmd_commit(port, argv[3], int(argv[4]))
+        if cmd == 'txncommit':
+            return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:
         die(f'{cmd}: {e}')
     die(f'unknown command {cmd}')

@@ -15,7 +15,10 @@
 #  4. internal names: CreateTopics refused (INVALID_REQUEST), Metadata never
 #     creates them, Produce refused (INVALID_TOPIC_EXCEPTION).
 #  5. a create that fails on a data core leaves nothing behind.
-#  6. OffsetCommit for an unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+#  6. a CreateTopics naming a topic twice: INVALID_REQUEST for each of its entries,
+#     none of them created (Kafka's answer; the first used to be created).
+#  7. OffsetCommit and TxnOffsetCommit for an unknown topic or partition:
+#     UNKNOWN_TOPIC_OR_PARTITION, and nothing stored or staged for it.
 . "$(dirname "$0")/lib.sh"
 
 integ_init catalog-limits 48 "$@"
@@ -35,7 +38,7 @@ fresh_broker() {
 }
 
 # CATALOG_CASES picks cases (to try each against an older broker alone).
-CASES=" ${CATALOG_CASES:-many deletes fds names rollback commit} "
+CASES=" ${CATALOG_CASES:-many deletes fds names rollback dups commit} "
 want_case() { [[ "$CASES" == *" $1 "* ]]; }
 MANY=0
 
@@ -131,8 +134,8 @@ if want_case fds; then
 	[ "$(count_err "$WORK/more2.txt" 0)" -eq 1 ] || fail "room not given back by the delete: $(cat "$WORK/more2.txt")"
 fi
 
-# ---- 4. internal names, 5. OffsetCommit of unknown topics --------------------------------
-if want_case names || want_case rollback || want_case commit; then
+# ---- 4. internal names, 5. rollback, 6. duplicates, 7. commits of unknown topics ------
+if want_case names || want_case rollback || want_case dups || want_case commit; then
 	stop_broker
 	start_broker --cores "$CORES" --no-fsync
 	guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic known --partitions 2 --count 10 --size 16 \
@@ -151,11 +154,15 @@ if want_case names || want_case rollback || want_case commit; then
 		guarded "$PY" "$ADMIN" create "$PORT" 1 3 halfmade >"$WORK/half2.txt" || fail "create halfmade again"
 		[ "$(count_err "$WORK/half2.txt" 0)" -eq 1 ] || fail "the failed create left the topic behind: $(cat "$WORK/half2.txt")"
 	fi
+	if want_case dups; then
+		guarded "$PY" "$ADMIN" dups "$PORT" known || fail "duplicate names in one CreateTopics"
+	fi
 	if want_case commit; then
 		guarded "$PY" "$ADMIN" commit "$PORT" known 2 || fail "OffsetCommit of unknown topics"
+		guarded "$PY" "$ADMIN" txncommit "$PORT" known 2 || fail "TxnOffsetCommit of unknown topics"
 	fi
 	ls "$DATA" | grep -Eq '^__(consumer_offsets|transaction_state)-' && fail "an internal name has partition directories"
 fi
 
 stop_broker
-pass "fd budget, >1,024 topics, catalog limit, deletes under load, internal names, unknown-topic commits"
+pass "fd budget, >1,024 topics, catalog limit, deletes under load, internal names, duplicate names, unknown-topic commits"
