@@ -93,6 +93,7 @@ struct dp_config {
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
+	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */

@@ -49,6 +49,14 @@
 #define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 #define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
+#define DP_GRP_HELD_MAX    256         /* completions --fault-offsets-delay-ms holds at once */
+
+/* A write completion held back by --fault-offsets-delay-ms (test only). */
+struct grp_held {
+	void *cookie;
+	int status;
+	int64_t due_ms;
+};
 
 struct dp_grp {
 	struct grp_coord *coord;
@@ -61,6 +69,8 @@ struct dp_grp {
 	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
 	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
+	struct grp_held held[DP_GRP_HELD_MAX];   /* FIFO from held_head, nheld long */
+	uint32_t held_head, nheld;
 };
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
@@ -428,7 +438,46 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status);
 static void end_done(struct dp_core *c, struct grp_end *w, int status);
 
+static void on_write(void *cookie, int status);
+
+/* Act on the oldest held completion. */
+static void held_release(struct dp_grp *t)
+{
+	struct grp_held h = t->held[t->held_head];
+	t->held_head = (t->held_head + 1) % DP_GRP_HELD_MAX;
+	t->nheld--;
+	on_write(h.cookie, h.status);
+}
+
+/* Release the held completions that are due, oldest first (the log's order). */
+static void held_tick(struct dp_grp *t, int64_t now)
+{
+	while (t->nheld && t->held[t->held_head].due_ms <= now)
+		held_release(t);
+}
+
 void dp_group_on_write(void *cookie, int status)
+{
+	extern _Thread_local struct dp_core *dp_this_core;
+	struct dp_core *c = dp_this_core;
+	uint8_t what = ((uint8_t *)cookie)[1];
+	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
+	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
+		/* Fault injection: the write is durable, but the coordinator learns it
+		 * late, which widens every window between a write and its effect. */
+		struct dp_grp *t = c->grp;
+		if (t->nheld == DP_GRP_HELD_MAX)
+			held_release(t);   /* keeps the order: the oldest goes first */
+		t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
+			(struct grp_held){ .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
+		DP_INFO("fault injection: acting on a %s write %d ms late",
+		        what == GRP_W_STAGE ? "staged-offset" : "transaction-end", delay);
+		return;
+	}
+	on_write(cookie, status);
+}
+
+static void on_write(void *cookie, int status)
 {
 	extern _Thread_local struct dp_core *dp_this_core;
 	switch (((uint8_t *)cookie)[1]) {
@@ -1288,6 +1337,7 @@ void dp_group_timer(struct dp_core *c)
 	if (!t || now < t->next_timer_ms)
 		return;
 	t->next_timer_ms = now + DP_GRP_TIMER_MS;
+	held_tick(t, now);
 	maybe_compact(c);
 	expire_offsets(c, now);
 	uint32_t cur = 0;

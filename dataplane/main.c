@@ -46,6 +46,8 @@ static void usage(FILE *f)
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
+	"  --fault-offsets-delay-ms N  act on each durable transactional-offset write (TxnOffsetCommit,\n"
+	"                          a transaction's end) N ms late, as a slow disk would\n"
 	"  --help                  this text\n");
 }
 
@@ -71,7 +73,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -86,6 +88,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
+		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
@@ -174,6 +177,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;
 			else if (!strcmp(optarg, "before-complete")) cfg->fault_txn_kill = 3;
 			else goto bad;
+			break;
+		case O_FOFFDELAY:
+			cfg->fault_offsets_delay_ms = (int32_t)strtol(optarg, &end, 10);
+			if (*end || cfg->fault_offsets_delay_ms < 0 || cfg->fault_offsets_delay_ms > 600000)
+				goto bad;
 			break;
 		case O_TXNMAX:
 			cfg->txn_max_timeout_ms = (int32_t)strtol(optarg, &end, 10);
