@@ -18,11 +18,16 @@
  * TxnOffsetCommit stages offsets per (producer id, group): pending records
  * in the same log (key version 2 = version 1 plus the producer id, see
  * txn/group.h), answered once durable, invisible to OffsetFetch (which with
- * RequireStable answers UNSTABLE_OFFSET_COMMIT for them). The transaction
- * coordinator's complete() calls dp_group_txn_end: a commit writes them as
- * committed records, then tombstones the pending ones; an abort only
- * tombstones. Pending records left over at start are resolved from the
- * coordinator's state for their producer id (resolve_staged).
+ * RequireStable answers UNSTABLE_OFFSET_COMMIT for them). A staged offset
+ * counts as pending from the moment its write is queued (as Kafka records
+ * a pending commit before its append) until its transaction's end is
+ * durable: a consumer taking the partition over is never answered the
+ * offset before it in between. The transaction coordinator's complete()
+ * calls dp_group_txn_end: a commit writes them as committed records, then
+ * tombstones the pending ones; an abort only tombstones; once durable the
+ * committed offset replaces the staged one in one step. Pending records left
+ * over at start are resolved from the coordinator's state for their
+ * producer id (resolve_staged).
  *
  * Membership is persisted as Kafka does: whenever a group becomes Stable
  * or Empty (or a static member is replaced), its members, generation and
@@ -109,9 +114,9 @@ struct grp_stage {
 /*
  * The end of a transaction for one staged offset: a commit writes it as a
  * committed record and then a tombstone for the pending key (one log, so in
- * that order on replay); an abort only the tombstone. The staged entry leaves
- * the table when the writes are queued, the committed one enters it when
- * they are durable.
+ * that order on replay); an abort only the tombstone. The staged entry stays
+ * pending (marked ending) until both are durable; then the committed one
+ * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
 	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
@@ -125,6 +130,8 @@ struct grp_end {
 	char *meta;                   /* malloc'd when meta_len > 0 */
 	uint16_t klen;                /* the committed (v1) key */
 	uint8_t key[GRP_KEY_BYTES_MAX];
+	uint16_t pklen;               /* the pending (v2) key */
+	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
 };
 
 /* One OffsetCommit in flight: its partition writes, each with its own cookie. */
@@ -696,12 +703,10 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 	struct grp_stage *op = p->op;
 	c->grp->inflight--;
 	if (status < 0) {
+		/* The entry stays staged: the client, told so, aborts (or its
+		 * transaction times out), and that end drops it. */
 		DP_ERR("staged offset write failed: %s", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
-	} else if (grp_pending_put(c->grp->offsets, p->key, p->klen, p->pq->CommittedOffset,
-	                           p->pq->CommittedLeaderEpoch, p->commit_ms, p->pq->CommittedMetadata.ptr,
-	                           p->pq->CommittedMetadata.len) < 0) {
-		*p->err = KERR_UNKNOWN_SERVER_ERROR;
 	}
 	if (--op->left)
 		return;
@@ -781,10 +786,23 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			int bn = kn < 0 || vn < 0 ? -EINVAL :
 			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, p->key, kn, val, vn);
 			p->klen = (uint16_t)(kn > 0 ? kn : 0);
+			/*
+			 * Pending from now on, before the write is durable: a RequireStable
+			 * OffsetFetch meanwhile must not be answered the offset before it
+			 * (a consumer resuming there would copy this transaction's input
+			 * again once it commits). The answer still waits for durability.
+			 */
+			if (bn >= 0 && grp_pending_put(c->grp->offsets, p->key, p->klen, pq->CommittedOffset,
+			                               pq->CommittedLeaderEpoch, now, pq->CommittedMetadata.ptr,
+			                               pq->CommittedMetadata.len) < 0) {
+				*pe = KERR_UNKNOWN_SERVER_ERROR;
+				op->left--;
+				continue;
+			}
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
 				DP_ERR("offsets log append failed: %s", strerror((int)-off));
-				*pe = KERR_KAFKA_STORAGE_ERROR;
+				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
 				op->left--;
 				continue;
 			}
@@ -807,15 +825,13 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 	if (--w->left)
 		return;
 	if (w->failed) {
+		/* Still staged (and marked ending, so not ended twice): RequireStable
+		 * keeps answering UNSTABLE_OFFSET_COMMIT rather than an old offset,
+		 * until the restart resolves it from the log. */
 		DP_ERR("offsets log: ending a transaction's staged offset failed; the restart resolves it");
-	} else if (w->commit) {
-		const uint8_t *k = w->key;
-		size_t glen = (size_t)(k[2] << 8 | k[3]), tlen = (size_t)(k[4 + glen] << 8 | k[5 + glen]);
-		const uint8_t *pp = k + 6 + glen + tlen;
-		int32_t part = (int32_t)((uint32_t)pp[0] << 24 | (uint32_t)pp[1] << 16 | (uint32_t)pp[2] << 8 | pp[3]);
-		if (grp_offset_put(c->grp->offsets, (const char *)k + 4, glen, (const char *)k + 6 + glen, tlen, part,
-		                   w->offset, w->leader_epoch, w->commit_ms, w->meta, w->meta_len) < 0)
-			DP_ERR("offsets: no memory to apply a committed transactional offset");
+	} else if (grp_pending_end_apply(c->grp->offsets, w->pkey, w->pklen, w->commit, w->offset, w->leader_epoch,
+	                                 w->commit_ms, w->meta, w->meta_len) < 0) {
+		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
 	dp_buf_put(w->buf);
 	free(w->meta);
@@ -847,6 +863,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	memcpy(w->key + 2, o->key + 10, w->klen - 2u);
 	w->key[0] = 0;
 	w->key[1] = 1;
+	w->pklen = o->key_len;
+	memcpy(w->pkey, o->key, o->key_len);
 	int64_t now = dp_wall_ms();
 	size_t at = 0;
 	int bn[2] = { 0, 0 };
@@ -886,32 +904,28 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	return failed ? -EIO : 0;
 }
 
-/* End pid's staged offsets of group (NULL: of every group). The scan restarts after each: deleting moves entries. */
+/*
+ * End pid's staged offsets of group (NULL: of every group). Entries stay in
+ * the table (marked ending) until their end is durable, so one pass: the
+ * table is not changed under it (end_one changes nothing when it fails).
+ */
 static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
 {
 	struct grp_offsets *tab = c->grp->offsets;
-	uint32_t ended = 0;
-	for (bool did = true; did;) {
-		uint32_t cur = 0;
-		const struct grp_offset *o;
-		did = false;
-		while ((o = grp_pending_next(tab, &cur))) {
-			const char *g, *tp;
-			size_t gl, tl;
-			int32_t part;
-			grp_offset_key_parts(o, &g, &gl, &tp, &tl, &part);
-			if (grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
-				continue;
-			uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
-			size_t klen = o->key_len;
-			memcpy(key, o->key, klen);
-			if (end_one(c, o, commit) < 0)
-				DP_ERR("offsets: could not end a staged offset of producer %lld", (long long)pid);
-			grp_pending_del(tab, key, klen);
-			ended++;
-			did = true;
-			break;
-		}
+	uint32_t ended = 0, cur = 0;
+	const struct grp_offset *o;
+	while ((o = grp_pending_next(tab, &cur))) {
+		const char *g, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &g, &gl, &tp, &tl, &part);
+		if (o->ending || grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
+			continue;
+		(void)grp_pending_end_begin(tab, o->key, o->key_len);   /* o is in the table: cannot fail */
+		if (end_one(c, o, commit) < 0)
+			DP_ERR("offsets: could not end a staged offset of producer %lld; it stays staged until a restart",
+			       (long long)pid);
+		ended++;
 	}
 	return ended;
 }
@@ -947,7 +961,7 @@ static void resolve_staged(struct dp_core *c)
 	free(pids);
 	if (n)
 		DP_INFO("offsets: %u staged offset(s) of finished transactions resolved, %u still pending", ended,
-		        grp_pending_count(c->grp->offsets));
+		        grp_pending_count(c->grp->offsets) - ended);   /* the resolved ones leave once durable */
 }
 
 void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
