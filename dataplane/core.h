@@ -96,6 +96,8 @@ struct dp_config {
 	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
+	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
+	uint32_t txn_ids_max;            /* transactional ids tracked, <= TXN_IDS_MAX */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
 };
 
