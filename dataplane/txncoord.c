@@ -32,7 +32,7 @@
 #include "req.h"
 
 #define DP_TXNC_TIMER_MS   100
-#define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined for expiry per timer tick: bounded work per round */
+#define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
 #define DP_TXNC_FULL_WARN_MS 10000  /* one warning per this while the id table is full */
 #define DP_TXNC_EXPIRE_LOG_MS 1000  /* one expiry line per this at most */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
@@ -216,28 +216,6 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 	return 0;
 }
 
-/* A bounded slice of the expiry scan; one line per pass that expired something. */
-static void expire_ids(struct dp_core *c, int64_t now)
-{
-	struct dp_txnc *t = c->txnc;
-	int64_t ttl = c->b->cfg.txn_id_expiration_ms;
-	for (uint32_t seen = 0; seen < DP_TXNC_EXPIRE_SCAN; seen++) {
-		struct txn_meta *m = txn_coord_next(t->coord, &t->expire_cursor);
-		if (!m) {   /* a pass is over */
-			if (t->expired && now - t->expire_log_ms >= DP_TXNC_EXPIRE_LOG_MS) {
-				DP_INFO("transaction coordinator: %u transactional ids expired (unused for %lld ms), %u left",
-				        t->expired, (long long)ttl, txn_coord_count(t->coord));
-				t->expired = 0;
-				t->expire_log_ms = now;
-			}
-			t->expire_cursor = 0;
-			return;
-		}
-		/* A removal shifts later entries back: one may be missed this pass, never visited freed. */
-		if (txn_meta_expirable(m, now, ttl) && expire_id(c, m) == 0)
-			t->expired++;
-	}
-}
 
 static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 {
@@ -805,6 +783,36 @@ struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid)
 }
 
 /* Transactions open longer than their timeout are aborted, fencing the producer. */
+/*
+ * A bounded slice of the id table per tick (DP_TXNC_EXPIRE_SCAN): open
+ * transactions past their timeout are aborted, idle ids expire. With up to
+ * TXN_IDS_MAX ids a pass takes a few seconds; Kafka looks for timed-out
+ * transactions every 10 s.
+ */
+static void scan_ids(struct dp_core *c, int64_t now)
+{
+	struct dp_txnc *t = c->txnc;
+	int64_t ttl = c->b->cfg.txn_id_expiration_ms;
+	for (uint32_t seen = 0; seen < DP_TXNC_EXPIRE_SCAN; seen++) {
+		struct txn_meta *m = txn_coord_next(t->coord, &t->expire_cursor);
+		if (!m) {   /* a pass is over */
+			if (t->expired && now - t->expire_log_ms >= DP_TXNC_EXPIRE_LOG_MS) {
+				DP_INFO("transaction coordinator: %u transactional ids expired (unused for %lld ms), %u left",
+				        t->expired, (long long)ttl, txn_coord_count(t->coord));
+				t->expired = 0;
+				t->expire_log_ms = now;
+			}
+			t->expire_cursor = 0;
+			return;
+		}
+		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
+			fence_and_abort(c, m, "transaction timed out");
+		/* A removal shifts later entries back: one may be missed this pass, never visited freed. */
+		else if (txn_meta_expirable(m, now, ttl) && expire_id(c, m) == 0)
+			t->expired++;
+	}
+}
+
 void dp_txnc_timer(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
@@ -813,12 +821,7 @@ void dp_txnc_timer(struct dp_core *c)
 		return;
 	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
 	maybe_compact(c);
-	expire_ids(c, now);
-	uint32_t cur = 0;
-	struct txn_meta *m;
-	while ((m = txn_coord_next(t->coord, &cur)))
-		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
-			fence_and_abort(c, m, "transaction timed out");
+	scan_ids(c, now);
 }
 
 /* ---- start-up ------------------------------------------------------------------- */
