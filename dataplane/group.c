@@ -330,7 +330,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	DP_DBG("group %.*s: JoinGroup, %s generation %d, %u members", g->id_len, g->id,
 	       grp_state_name(g->state), g->generation, g->nmembers);
 	send_outs(c, g);
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -357,7 +357,7 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	if (rc < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	send_outs(c, g);
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
@@ -603,7 +603,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 		free(op);
 		return 0;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
@@ -815,7 +815,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 		free(op);
 		return 0;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static void end_done(struct dp_core *c, struct grp_end *w, int status)
@@ -1294,7 +1294,7 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	case 28: err = txn_offset_commit(c, msg, r); break;
 	default: err = KERR_INVALID_REQUEST; break;
 	}
-	if (err < 0)
+	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);

@@ -461,7 +461,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 			return 15;   /* the abort could not be written */
 		memcpy(m->queued, msg, sizeof(*msg));
 		m->has_queued = true;
-		return -1;
+		return DP_ANSWER_LATER;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
 		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
@@ -485,7 +485,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;   /* answered later */
+	return DP_ANSWER_LATER;   /* answered later */
 }
 
 /* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */
@@ -545,7 +545,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 					t->ResultsByPartition[j].PartitionErrorCode = 55;
 		}
 		reply(c, msg->src, r, msg->gen);
-		return -1;
+		return DP_ANSWER_LATER;
 	}
 	if (all_in)
 		return 0;   /* a retry: everything is already in the transaction */
@@ -562,7 +562,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -585,7 +585,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -623,7 +623,7 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 /* ListTransactions / DescribeTransactions: read-only views of the table. */
@@ -653,6 +653,27 @@ static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
 		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
 	}
 	resp->TransactionStates_n = (int32_t)k;
+	return 0;
+}
+
+/*
+ * The response's memory (the request's arena) ran out at entry i: it and
+ * every later one are answered UNKNOWN_SERVER_ERROR rather than as found
+ * with nothing in them.
+ */
+static int16_t describe_failed(const struct DescribeTransactionsRequest *q,
+                               struct DescribeTransactionsResponse *resp, int32_t i)
+{
+	for (; i < resp->TransactionStates_n; i++) {
+		struct DescribeTransactionsResponse_TransactionState *s = &resp->TransactionStates[i];
+		s->TransactionalId = q->TransactionalIds[i];
+		s->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+		s->TransactionState = (struct kstr){ "", 0 };
+		s->ProducerId = -1;
+		s->ProducerEpoch = -1;
+		s->Topics = NULL;
+		s->Topics_n = 0;
+	}
 	return 0;
 }
 
@@ -686,7 +707,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 		/* Group the partitions by topic (tps are few; quadratic is fine here). */
 		s->Topics = karena_alloc(&r->arena, sizeof(*s->Topics) * (m->ntps + 1));
 		if (!s->Topics)
-			return KERR_UNKNOWN_SERVER_ERROR;
+			return describe_failed(q, resp, i);
 		int32_t nt = 0;
 		for (uint32_t j = 0; j < m->ntps; j++) {
 			struct txn_tp *tp = &m->tps[j];
@@ -698,7 +719,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 				s->Topics[nt].Topic = (struct kstr){ tp->topic, tp->topic_len };
 				s->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(int32_t) * (m->ntps + 1));
 				if (!s->Topics[nt].Partitions)
-					return KERR_UNKNOWN_SERVER_ERROR;
+					return describe_failed(q, resp, i);
 				s->Topics[nt].Partitions_n = 0;
 				nt++;
 			}
@@ -748,7 +769,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 		default: err = KERR_INVALID_REQUEST; break;
 		}
 	}
-	if (err < 0)
+	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);

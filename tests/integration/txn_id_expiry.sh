@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# txn_id_expiry.sh SLUICED RDK_LOAD SLUICE_DUMP
+# txn_id_expiry.sh SLUICED RDK_LOAD SLUICE_DUMP SLUICE_ADMIN
 #
 # Issue 10 item 9: transactional ids are bounded in number and expire as
 # Kafka's transactional.id.expiration.ms does (txn_ids.py sends
 # InitProducerId for thousands of ids over one connection):
 #  (a) with --transactional-ids-max 5000, a new id beyond is answered
 #      COORDINATOR_LOAD_IN_PROGRESS (retriable) and known ids are still
-#      served; one id (live) is given an open transaction;
+#      served; one id (live) is given an open transaction; sluice-admin
+#      (ListTransactions, DescribeTransactions) is answered, if only with an
+#      error once the response outgrows the request's memory (it was left
+#      unanswered: UNKNOWN_SERVER_ERROR, -1, was taken for "answered later");
 #  (b) restarted with --transactional-id-expiration-ms 3000: the ids loaded
 #      from __transaction_state expire (they were idle through the restart)
 #      and make room: a new id is admitted again;
@@ -22,6 +25,8 @@
 . "$(dirname "$0")/lib.sh"
 integ_init txn-id-expiry 72 "$@"
 need_exe "$RDK_LOAD"
+SLUICE_ADMIN=$(abs_path "${4:-}")
+need_exe "$SLUICE_ADMIN"
 command -v python3 >/dev/null || skip "python3 not installed"
 TXN_IDS=$(abs_path "$(dirname "$0")/txn_ids.py")
 MAX=5000
@@ -58,6 +63,11 @@ got=$(tids init --prefix b --count 50)
 read -r err A0_PID A0_EPOCH <<<"$(one a-0)"
 [ "$err" = 0 ] && ((A0_EPOCH == 1)) || fail "(a) a known id while full: $err $A0_PID $A0_EPOCH"
 grep -q "transactional ids tracked (the most)" "$BROKER_LOG" || fail "(a) no warning that the table is full"
+timeout 60 "$SLUICE_ADMIN" --bootstrap "$BOOTSTRAP" transactions >"$WORK/admin.out" 2>&1
+rc=$?
+((rc != 124)) && ! grep -q "timed out" "$WORK/admin.out" ||
+	fail "(a) sluice-admin transactions got no answer with $MAX ids: $(tail -n 1 "$WORK/admin.out")"
+log "(a) sluice-admin transactions: status $rc, $(tail -n 1 "$WORK/admin.out")"
 log "(a) $MAX ids tracked; 50 more answered COORDINATOR_LOAD_IN_PROGRESS; a-0 (pid $A0_PID) bumped to epoch 1; live (pid $LIVE_PID) has a transaction open"
 stop_broker
 
