@@ -97,7 +97,6 @@ struct grp_stage_part {
 	struct grp_stage *op;
 	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
 	int16_t *err;
-	int64_t commit_ms;
 	uint16_t klen;
 	uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
 };
@@ -776,7 +775,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				pq->CommittedLeaderEpoch = -1;
 			struct grp_stage_part *p = &op->parts[k++];
 			*p = (struct grp_stage_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_STAGE, .op = op, .pq = pq,
-			                              .err = pe, .commit_ms = now };
+			                              .err = pe };
 			uint8_t val[GRP_VALUE_BYTES_MAX];
 			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
 			                                (size_t)q->GroupId.len, tq->Name.ptr, (size_t)tq->Name.len,

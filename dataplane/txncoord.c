@@ -216,7 +216,6 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 	return 0;
 }
 
-
 static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 {
 	return persist_ex(c, m, step, false);
