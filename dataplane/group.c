@@ -605,6 +605,16 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	return DP_ANSWER_LATER;
 }
 
+/* Is o an offset of group gid? */
+static bool offset_in_group(const struct grp_offset *o, const char *gid, size_t glen)
+{
+	const char *gp, *tp;
+	size_t gl, tl;
+	int32_t part;
+	grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+	return gl == glen && !memcmp(gp, gid, gl);
+}
+
 static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 {
 	struct OffsetFetchRequest *q = r->req;
@@ -613,41 +623,60 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 	struct kstr gid = q->GroupId;
 	size_t glen = gid.len > 0 ? (size_t)gid.len : 0;
 	if (q->Topics_n < 0) {
-		/* Every partition the group committed (v2+): grouped by topic, quadratic but rare. */
-		uint32_t cap = grp_offsets_count(tab), cur = 0, nt = 0;
-		resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (cap + 1));
+		/*
+		 * Every partition the group committed (v2+), grouped by topic
+		 * (quadratic, but rare). Three passes, so the response is sized by
+		 * this group's offsets, not by every offset the broker holds (which
+		 * soon outgrew the request's arena): count, name the topics and
+		 * count their partitions, fill.
+		 */
+		uint32_t n = 0, nt = 0, cur = 0;
+		const struct grp_offset *o;
+		while ((o = grp_offset_next(tab, &cur)))
+			n += offset_in_group(o, gid.ptr, glen);
+		resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (n + 1));
 		if (!resp->Topics)
 			return KERR_UNKNOWN_SERVER_ERROR;
-		const struct grp_offset *o;
-		while ((o = grp_offset_next(tab, &cur))) {
-			const char *gp, *tp;
-			size_t gl, tl;
-			int32_t part;
-			grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
-			if (gl != glen || memcmp(gp, gid.ptr, gl))
-				continue;
-			uint32_t t;
-			for (t = 0; t < nt; t++)
-				if ((size_t)resp->Topics[t].Name.len == tl && !memcmp(resp->Topics[t].Name.ptr, tp, tl))
-					break;
-			bool ok = true;
-			if (t == nt) {
-				resp->Topics[nt].Name = astr(r, tp, tl, &ok);
-				resp->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(*resp->Topics[nt].Partitions) * (cap + 1));
-				if (!ok || !resp->Topics[nt].Partitions)
+		for (int pass = 0; pass < 2; pass++) {
+			cur = 0;
+			while ((o = grp_offset_next(tab, &cur))) {
+				const char *gp, *tp;
+				size_t gl, tl;
+				int32_t part;
+				if (!offset_in_group(o, gid.ptr, glen))
+					continue;
+				grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+				uint32_t t;
+				for (t = 0; t < nt; t++)
+					if ((size_t)resp->Topics[t].Name.len == tl && !memcmp(resp->Topics[t].Name.ptr, tp, tl))
+						break;
+				bool ok = true;
+				if (pass == 0) {   /* name the topics, count their partitions */
+					if (t == nt)
+						resp->Topics[nt++].Name = astr(r, tp, tl, &ok);
+					resp->Topics[t].Partitions_n++;
+					if (!ok)
+						return KERR_UNKNOWN_SERVER_ERROR;
+					continue;
+				}
+				struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
+					&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
+				p->PartitionIndex = part;
+				p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
+				p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
+				p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
+				p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
+				              astr(r, o->meta, (size_t)o->meta_len, &ok);
+				if (!ok)
 					return KERR_UNKNOWN_SERVER_ERROR;
-				nt++;
 			}
-			struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
-				&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
-			p->PartitionIndex = part;
-			p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
-			p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
-			p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
-			p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
-			              astr(r, o->meta, (size_t)o->meta_len, &ok);
-			if (!ok)
-				return KERR_UNKNOWN_SERVER_ERROR;
+			for (uint32_t t = 0; pass == 0 && t < nt; t++) {
+				struct OffsetFetchResponse_OffsetFetchResponseTopic *tr = &resp->Topics[t];
+				tr->Partitions = karena_alloc(&r->arena, sizeof(*tr->Partitions) * ((size_t)tr->Partitions_n + 1));
+				if (!tr->Partitions)
+					return KERR_UNKNOWN_SERVER_ERROR;
+				tr->Partitions_n = 0;   /* the fill pass counts again */
+			}
 		}
 		resp->Topics_n = (int32_t)nt;
 		return 0;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""txn_ids.py - many transactional ids, fast, for txn_id_expiry.sh.
+"""txn_ids.py - many transactional ids (and offsets), fast, for txn_id_expiry.sh
+and offsets_fetch_all.sh.
 
 A raw-TCP client (Kafka wire format encoded by hand, see
 shared/kafka-protocol/) that sends InitProducerId v1 for many transactional
@@ -14,6 +15,9 @@ usage:
   txn_ids.py begin --port P --id ID --pid N --epoch E --topic T
       AddPartitionsToTxn of T/0: the id's transaction is then Ongoing;
       prints "added ERR".
+  txn_ids.py commit --port P --group G --topic T --partitions N --offset O
+      OffsetCommit v2 (a simple commit, no member) of offset O for
+      partitions 0..N-1 of T; prints "err CODE COUNT" per error code.
 Exit status 0 if every answer arrived, 1 otherwise.  Python 3 stdlib only.
 """
 import argparse
@@ -24,7 +28,7 @@ import sys
 TIMEOUT_S = 60.0
 CLIENT_ID = b'txn_ids'
 TXN_TIMEOUT_MS = 600000
-API_INIT_PRODUCER_ID, API_ADD_PARTITIONS = 22, 24
+API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS = 8, 22, 24
 
 
 def kstr(b):
@@ -107,6 +111,28 @@ def cmd_begin(a):
     print('added %d' % err)
 
 
+def cmd_commit(a):
+    c = Conn(a.port)
+    body = kstr(a.group.encode()) + struct.pack('>i', -1) + kstr(b'') + struct.pack('>q', -1)
+    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>i', a.partitions)
+    for part in range(a.partitions):
+        body += struct.pack('>iqh', part, a.offset, -1)
+    resp = c.recv(c.send(API_OFFSET_COMMIT, 2, body))
+    # [topic: name, [partition, error]]
+    off = 4
+    tlen = struct.unpack('>h', resp[off:off + 2])[0]
+    off += 2 + tlen
+    n = struct.unpack('>i', resp[off:off + 4])[0]
+    off += 4
+    counts = {}
+    for _ in range(n):
+        _part, err = struct.unpack('>ih', resp[off:off + 6])
+        off += 6
+        counts[err] = counts.get(err, 0) + 1
+    for err in sorted(counts):
+        print('err %d %d' % (err, counts[err]))
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -125,9 +151,15 @@ def main():
     b.add_argument('--pid', type=int, required=True)
     b.add_argument('--epoch', type=int, required=True)
     b.add_argument('--topic', required=True)
+    o = sub.add_parser('commit')
+    o.add_argument('--port', type=int, required=True)
+    o.add_argument('--group', required=True)
+    o.add_argument('--topic', required=True)
+    o.add_argument('--partitions', type=int, required=True)
+    o.add_argument('--offset', type=int, required=True)
     a = p.parse_args()
     try:
-        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin}[a.cmd](a)
+        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'commit': cmd_commit}[a.cmd](a)
     except (OSError, ValueError, struct.error) as e:
         print('txn_ids: %s' % e, file=sys.stderr)
         return 1
