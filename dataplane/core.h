@@ -128,8 +128,11 @@ struct dp_config {
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
+	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
+	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
+	uint32_t txn_ids_max;            /* transactional ids tracked, <= TXN_IDS_MAX */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
 };
 

@@ -18,11 +18,16 @@
  * TxnOffsetCommit stages offsets per (producer id, group): pending records
  * in the same log (key version 2 = version 1 plus the producer id, see
  * txn/group.h), answered once durable, invisible to OffsetFetch (which with
- * RequireStable answers UNSTABLE_OFFSET_COMMIT for them). The transaction
- * coordinator's complete() calls dp_group_txn_end: a commit writes them as
- * committed records, then tombstones the pending ones; an abort only
- * tombstones. Pending records left over at start are resolved from the
- * coordinator's state for their producer id (resolve_staged).
+ * RequireStable answers UNSTABLE_OFFSET_COMMIT for them). A staged offset
+ * counts as pending from the moment its write is queued (as Kafka records
+ * a pending commit before its append) until its transaction's end is
+ * durable: a consumer taking the partition over is never answered the
+ * offset before it in between. The transaction coordinator's complete()
+ * calls dp_group_txn_end: a commit writes them as committed records, then
+ * tombstones the pending ones; an abort only tombstones; once durable the
+ * committed offset replaces the staged one in one step. Pending records left
+ * over at start are resolved from the coordinator's state for their
+ * producer id (resolve_staged).
  *
  * Membership is persisted as Kafka does: whenever a group becomes Stable
  * or Empty (or a static member is replaced), its members, generation and
@@ -49,6 +54,14 @@
 #define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 #define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
+#define DP_GRP_HELD_MAX    256         /* completions --fault-offsets-delay-ms holds at once */
+
+/* A write completion held back by --fault-offsets-delay-ms (test only). */
+struct grp_held {
+	void *cookie;
+	int status;
+	int64_t due_ms;
+};
 
 struct dp_grp {
 	struct grp_coord *coord;
@@ -61,6 +74,8 @@ struct dp_grp {
 	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
 	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
+	struct grp_held held[DP_GRP_HELD_MAX];   /* FIFO from held_head, nheld long */
+	uint32_t held_head, nheld;
 };
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
@@ -82,7 +97,6 @@ struct grp_stage_part {
 	struct grp_stage *op;
 	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
 	int16_t *err;
-	int64_t commit_ms;
 	uint16_t klen;
 	uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
 };
@@ -99,9 +113,9 @@ struct grp_stage {
 /*
  * The end of a transaction for one staged offset: a commit writes it as a
  * committed record and then a tombstone for the pending key (one log, so in
- * that order on replay); an abort only the tombstone. The staged entry leaves
- * the table when the writes are queued, the committed one enters it when
- * they are durable.
+ * that order on replay); an abort only the tombstone. The staged entry stays
+ * pending (marked ending) until both are durable; then the committed one
+ * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
 	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
@@ -115,6 +129,8 @@ struct grp_end {
 	char *meta;                   /* malloc'd when meta_len > 0 */
 	uint16_t klen;                /* the committed (v1) key */
 	uint8_t key[GRP_KEY_BYTES_MAX];
+	uint16_t pklen;               /* the pending (v2) key */
+	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
 };
 
 /* One OffsetCommit in flight: its partition writes, each with its own cookie. */
@@ -313,7 +329,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	DP_DBG("group %.*s: JoinGroup, %s generation %d, %u members", g->id_len, g->id,
 	       grp_state_name(g->state), g->generation, g->nmembers);
 	send_outs(c, g);
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -340,7 +356,7 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	if (rc < 0)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	send_outs(c, g);
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
@@ -463,7 +479,46 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status);
 static void end_done(struct dp_core *c, struct grp_end *w, int status);
 
+static void on_write(void *cookie, int status);
+
+/* Act on the oldest held completion. */
+static void held_release(struct dp_grp *t)
+{
+	struct grp_held h = t->held[t->held_head];
+	t->held_head = (t->held_head + 1) % DP_GRP_HELD_MAX;
+	t->nheld--;
+	on_write(h.cookie, h.status);
+}
+
+/* Release the held completions that are due, oldest first (the log's order). */
+static void held_tick(struct dp_grp *t, int64_t now)
+{
+	while (t->nheld && t->held[t->held_head].due_ms <= now)
+		held_release(t);
+}
+
 void dp_group_on_write(void *cookie, int status)
+{
+	extern _Thread_local struct dp_core *dp_this_core;
+	struct dp_core *c = dp_this_core;
+	uint8_t what = ((uint8_t *)cookie)[1];
+	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
+	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
+		/* Fault injection: the write is durable, but the coordinator learns it
+		 * late, which widens every window between a write and its effect. */
+		struct dp_grp *t = c->grp;
+		if (t->nheld == DP_GRP_HELD_MAX)
+			held_release(t);   /* keeps the order: the oldest goes first */
+		t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
+			(struct grp_held){ .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
+		DP_INFO("fault injection: acting on a %s write %d ms late",
+		        what == GRP_W_STAGE ? "staged-offset" : "transaction-end", delay);
+		return;
+	}
+	on_write(cookie, status);
+}
+
+static void on_write(void *cookie, int status)
 {
 	extern _Thread_local struct dp_core *dp_this_core;
 	switch (((uint8_t *)cookie)[1]) {
@@ -583,7 +638,17 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 		free(op);
 		return 0;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
+}
+
+/* Is o an offset of group gid? */
+static bool offset_in_group(const struct grp_offset *o, const char *gid, size_t glen)
+{
+	const char *gp, *tp;
+	size_t gl, tl;
+	int32_t part;
+	grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+	return gl == glen && !memcmp(gp, gid, gl);
 }
 
 static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
@@ -594,41 +659,60 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 	struct kstr gid = q->GroupId;
 	size_t glen = gid.len > 0 ? (size_t)gid.len : 0;
 	if (q->Topics_n < 0) {
-		/* Every partition the group committed (v2+): grouped by topic, quadratic but rare. */
-		uint32_t cap = grp_offsets_count(tab), cur = 0, nt = 0;
-		resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (cap + 1));
+		/*
+		 * Every partition the group committed (v2+), grouped by topic
+		 * (quadratic, but rare). Three passes, so the response is sized by
+		 * this group's offsets, not by every offset the broker holds (which
+		 * soon outgrew the request's arena): count, name the topics and
+		 * count their partitions, fill.
+		 */
+		uint32_t n = 0, nt = 0, cur = 0;
+		const struct grp_offset *o;
+		while ((o = grp_offset_next(tab, &cur)))
+			n += offset_in_group(o, gid.ptr, glen);
+		resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (n + 1));
 		if (!resp->Topics)
 			return KERR_UNKNOWN_SERVER_ERROR;
-		const struct grp_offset *o;
-		while ((o = grp_offset_next(tab, &cur))) {
-			const char *gp, *tp;
-			size_t gl, tl;
-			int32_t part;
-			grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
-			if (gl != glen || memcmp(gp, gid.ptr, gl))
-				continue;
-			uint32_t t;
-			for (t = 0; t < nt; t++)
-				if ((size_t)resp->Topics[t].Name.len == tl && !memcmp(resp->Topics[t].Name.ptr, tp, tl))
-					break;
-			bool ok = true;
-			if (t == nt) {
-				resp->Topics[nt].Name = astr(r, tp, tl, &ok);
-				resp->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(*resp->Topics[nt].Partitions) * (cap + 1));
-				if (!ok || !resp->Topics[nt].Partitions)
+		for (int pass = 0; pass < 2; pass++) {
+			cur = 0;
+			while ((o = grp_offset_next(tab, &cur))) {
+				const char *gp, *tp;
+				size_t gl, tl;
+				int32_t part;
+				if (!offset_in_group(o, gid.ptr, glen))
+					continue;
+				grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+				uint32_t t;
+				for (t = 0; t < nt; t++)
+					if ((size_t)resp->Topics[t].Name.len == tl && !memcmp(resp->Topics[t].Name.ptr, tp, tl))
+						break;
+				bool ok = true;
+				if (pass == 0) {   /* name the topics, count their partitions */
+					if (t == nt)
+						resp->Topics[nt++].Name = astr(r, tp, tl, &ok);
+					resp->Topics[t].Partitions_n++;
+					if (!ok)
+						return KERR_UNKNOWN_SERVER_ERROR;
+					continue;
+				}
+				struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
+					&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
+				p->PartitionIndex = part;
+				p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
+				p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
+				p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
+				p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
+				              astr(r, o->meta, (size_t)o->meta_len, &ok);
+				if (!ok)
 					return KERR_UNKNOWN_SERVER_ERROR;
-				nt++;
 			}
-			struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
-				&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
-			p->PartitionIndex = part;
-			p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
-			p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
-			p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
-			p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
-			              astr(r, o->meta, (size_t)o->meta_len, &ok);
-			if (!ok)
-				return KERR_UNKNOWN_SERVER_ERROR;
+			for (uint32_t t = 0; pass == 0 && t < nt; t++) {
+				struct OffsetFetchResponse_OffsetFetchResponseTopic *tr = &resp->Topics[t];
+				tr->Partitions = karena_alloc(&r->arena, sizeof(*tr->Partitions) * ((size_t)tr->Partitions_n + 1));
+				if (!tr->Partitions)
+					return KERR_UNKNOWN_SERVER_ERROR;
+				tr->Partitions_n = 0;   /* the fill pass counts again */
+			}
 		}
 		resp->Topics_n = (int32_t)nt;
 		return 0;
@@ -676,12 +760,10 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 	struct grp_stage *op = p->op;
 	c->grp->inflight--;
 	if (status < 0) {
+		/* The entry stays staged: the client, told so, aborts (or its
+		 * transaction times out), and that end drops it. */
 		DP_ERR("staged offset write failed: %s", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
-	} else if (grp_pending_put(c->grp->offsets, p->key, p->klen, p->pq->CommittedOffset,
-	                           p->pq->CommittedLeaderEpoch, p->commit_ms, p->pq->CommittedMetadata.ptr,
-	                           p->pq->CommittedMetadata.len) < 0) {
-		*p->err = KERR_UNKNOWN_SERVER_ERROR;
 	}
 	if (--op->left)
 		return;
@@ -752,7 +834,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				pq->CommittedLeaderEpoch = -1;
 			struct grp_stage_part *p = &op->parts[k++];
 			*p = (struct grp_stage_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_STAGE, .op = op, .pq = pq,
-			                              .err = pe, .commit_ms = now };
+			                              .err = pe };
 			uint8_t val[GRP_VALUE_BYTES_MAX];
 			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
 			                                (size_t)q->GroupId.len, tq->Name.ptr, (size_t)tq->Name.len,
@@ -762,10 +844,23 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			int bn = kn < 0 || vn < 0 ? -EINVAL :
 			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, p->key, kn, val, vn);
 			p->klen = (uint16_t)(kn > 0 ? kn : 0);
+			/*
+			 * Pending from now on, before the write is durable: a RequireStable
+			 * OffsetFetch meanwhile must not be answered the offset before it
+			 * (a consumer resuming there would copy this transaction's input
+			 * again once it commits). The answer still waits for durability.
+			 */
+			if (bn >= 0 && grp_pending_put(c->grp->offsets, p->key, p->klen, pq->CommittedOffset,
+			                               pq->CommittedLeaderEpoch, now, pq->CommittedMetadata.ptr,
+			                               pq->CommittedMetadata.len) < 0) {
+				*pe = KERR_UNKNOWN_SERVER_ERROR;
+				op->left--;
+				continue;
+			}
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
 				DP_ERR("offsets log append failed: %s", strerror((int)-off));
-				*pe = KERR_KAFKA_STORAGE_ERROR;
+				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
 				op->left--;
 				continue;
 			}
@@ -778,7 +873,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 		free(op);
 		return 0;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static void end_done(struct dp_core *c, struct grp_end *w, int status)
@@ -788,15 +883,13 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 	if (--w->left)
 		return;
 	if (w->failed) {
+		/* Still staged (and marked ending, so not ended twice): RequireStable
+		 * keeps answering UNSTABLE_OFFSET_COMMIT rather than an old offset,
+		 * until the restart resolves it from the log. */
 		DP_ERR("offsets log: ending a transaction's staged offset failed; the restart resolves it");
-	} else if (w->commit) {
-		const uint8_t *k = w->key;
-		size_t glen = (size_t)(k[2] << 8 | k[3]), tlen = (size_t)(k[4 + glen] << 8 | k[5 + glen]);
-		const uint8_t *pp = k + 6 + glen + tlen;
-		int32_t part = (int32_t)((uint32_t)pp[0] << 24 | (uint32_t)pp[1] << 16 | (uint32_t)pp[2] << 8 | pp[3]);
-		if (grp_offset_put(c->grp->offsets, (const char *)k + 4, glen, (const char *)k + 6 + glen, tlen, part,
-		                   w->offset, w->leader_epoch, w->commit_ms, w->meta, w->meta_len) < 0)
-			DP_ERR("offsets: no memory to apply a committed transactional offset");
+	} else if (grp_pending_end_apply(c->grp->offsets, w->pkey, w->pklen, w->commit, w->offset, w->leader_epoch,
+	                                 w->commit_ms, w->meta, w->meta_len) < 0) {
+		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
 	dp_buf_put(w->buf);
 	free(w->meta);
@@ -828,6 +921,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	memcpy(w->key + 2, o->key + 10, w->klen - 2u);
 	w->key[0] = 0;
 	w->key[1] = 1;
+	w->pklen = o->key_len;
+	memcpy(w->pkey, o->key, o->key_len);
 	int64_t now = dp_wall_ms();
 	size_t at = 0;
 	int bn[2] = { 0, 0 };
@@ -867,32 +962,28 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	return failed ? -EIO : 0;
 }
 
-/* End pid's staged offsets of group (NULL: of every group). The scan restarts after each: deleting moves entries. */
+/*
+ * End pid's staged offsets of group (NULL: of every group). Entries stay in
+ * the table (marked ending) until their end is durable, so one pass: the
+ * table is not changed under it (end_one changes nothing when it fails).
+ */
 static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
 {
 	struct grp_offsets *tab = c->grp->offsets;
-	uint32_t ended = 0;
-	for (bool did = true; did;) {
-		uint32_t cur = 0;
-		const struct grp_offset *o;
-		did = false;
-		while ((o = grp_pending_next(tab, &cur))) {
-			const char *g, *tp;
-			size_t gl, tl;
-			int32_t part;
-			grp_offset_key_parts(o, &g, &gl, &tp, &tl, &part);
-			if (grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
-				continue;
-			uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
-			size_t klen = o->key_len;
-			memcpy(key, o->key, klen);
-			if (end_one(c, o, commit) < 0)
-				DP_ERR("offsets: could not end a staged offset of producer %lld", (long long)pid);
-			grp_pending_del(tab, key, klen);
-			ended++;
-			did = true;
-			break;
-		}
+	uint32_t ended = 0, cur = 0;
+	const struct grp_offset *o;
+	while ((o = grp_pending_next(tab, &cur))) {
+		const char *g, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &g, &gl, &tp, &tl, &part);
+		if (o->ending || grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
+			continue;
+		(void)grp_pending_end_begin(tab, o->key, o->key_len);   /* o is in the table: cannot fail */
+		if (end_one(c, o, commit) < 0)
+			DP_ERR("offsets: could not end a staged offset of producer %lld; it stays staged until a restart",
+			       (long long)pid);
+		ended++;
 	}
 	return ended;
 }
@@ -928,7 +1019,7 @@ static void resolve_staged(struct dp_core *c)
 	free(pids);
 	if (n)
 		DP_INFO("offsets: %u staged offset(s) of finished transactions resolved, %u still pending", ended,
-		        grp_pending_count(c->grp->offsets));
+		        grp_pending_count(c->grp->offsets) - ended);   /* the resolved ones leave once durable */
 }
 
 void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
@@ -1261,7 +1352,7 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	case 28: err = txn_offset_commit(c, msg, r); break;
 	default: err = KERR_INVALID_REQUEST; break;
 	}
-	if (err < 0)
+	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
@@ -1318,6 +1409,7 @@ void dp_group_timer(struct dp_core *c)
 	if (!t || now < t->next_timer_ms)
 		return;
 	t->next_timer_ms = now + DP_GRP_TIMER_MS;
+	held_tick(t, now);
 	maybe_compact(c);
 	expire_offsets(c, now);
 	uint32_t cur = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coord.h"
 #include "req.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -38,6 +39,10 @@ static void usage(FILE *f)
 	"  --transaction-max-timeout-ms N  largest transaction.timeout.ms accepted (default 900000)\n"
 	"  --transaction-log-compact-records N  compact __transaction_state once it holds this many\n"
 	"                          records beyond two per transactional id (default 100000)\n"
+	"  --transactional-id-expiration-ms N  forget a transactional id with no transaction that was\n"
+	"                          not used for N ms (a tombstone in __transaction_state) (default 604800000)\n"
+	"  --transactional-ids-max N  transactional ids tracked at most; InitProducerId of a new one\n"
+	"                          beyond is answered COORDINATOR_LOAD_IN_PROGRESS (retried) (default 100000)\n"
 	"  --offsets-retention-ms N  forget a committed offset not committed again for N ms once its\n"
 	"                          group has no members (for N ms), -1 = never (default 604800000)\n"
 	"  test only (fault injection, off by default):\n"
@@ -48,6 +53,8 @@ static void usage(FILE *f)
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
 	"                          partition answer, cutting the records sooner (default 1024)\n"
+	"  --fault-offsets-delay-ms N  act on each durable transactional-offset write (TxnOffsetCommit,\n"
+	"                          a transaction's end) N ms late, as a slow disk would\n"
 	"  --help                  this text\n");
 }
 
@@ -73,7 +80,8 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_FABORTED, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -89,8 +97,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
+		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
+		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
+		{ "transactional-ids-max", required_argument, 0, O_TXNIDSMAX },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
 		{ 0, 0, 0, 0 },
 	};
@@ -102,6 +113,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
+		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
 	};
 	bool adv = false;
@@ -186,6 +198,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			else if (!strcmp(optarg, "before-complete")) cfg->fault_txn_kill = 3;
 			else goto bad;
 			break;
+		case O_FOFFDELAY:
+			cfg->fault_offsets_delay_ms = (int32_t)strtol(optarg, &end, 10);
+			if (*end || cfg->fault_offsets_delay_ms < 0 || cfg->fault_offsets_delay_ms > 600000)
+				goto bad;
+			break;
 		case O_TXNMAX:
 			cfg->txn_max_timeout_ms = (int32_t)strtol(optarg, &end, 10);
 			if (*end || cfg->txn_max_timeout_ms < 1)
@@ -196,6 +213,18 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || cfg->txn_log_compact_records < 1)
 				goto bad;
 			break;
+		case O_TXNIDEXP:
+			cfg->txn_id_expiration_ms = strtoll(optarg, &end, 10);
+			if (*end || cfg->txn_id_expiration_ms < 1)
+				goto bad;
+			break;
+		case O_TXNIDSMAX: {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > TXN_IDS_MAX)
+				goto bad;
+			cfg->txn_ids_max = (uint32_t)v;
+			break;
+		}
 		case O_OFFRET:
 			cfg->offsets_retention_ms = strtoll(optarg, &end, 10);
 			if (*end || cfg->offsets_retention_ms < -1 || cfg->offsets_retention_ms == 0)

@@ -95,6 +95,13 @@ static inline void dp_lend_to_control(struct dp_core *c, struct dp_req *r, uint1
 
 /* A handler that only decodes Name##Request, starts Name##Response from its
  * schema defaults, and lends both to the control core. */
+/*
+ * What a coordinator handler (txncoord.c, group.c) returns when the answer
+ * comes later or was already sent: not -1, which is UNKNOWN_SERVER_ERROR and
+ * must be answered now (taking it for "later" left such requests unanswered).
+ */
+#define DP_ANSWER_LATER INT16_MIN
+
 #define DP_LEND_HANDLER(Name, type)                                                        \
 	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
 	{                                                                                  \

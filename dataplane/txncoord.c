@@ -32,6 +32,9 @@
 #include "req.h"
 
 #define DP_TXNC_TIMER_MS   100
+#define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
+#define DP_TXNC_FULL_WARN_MS 10000  /* one warning per this while the id table is full */
+#define DP_TXNC_EXPIRE_LOG_MS 1000  /* one expiry line per this at most */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 enum txnc_op {
@@ -51,6 +54,11 @@ struct dp_txnc {
 	char dir[1024];
 	int64_t next_timer_ms;
 	bool loaded;
+	uint32_t expire_cursor;       /* expiry scan position in the id table */
+	uint32_t expired;             /* ids expired and not yet logged */
+	int64_t expire_log_ms;        /* last expiry line */
+	int64_t full_warn_ms;         /* last "table full" warning */
+	uint64_t full_refused;        /* InitProducerIds refused since */
 };
 
 /* A write in flight to the coordinator log. */
@@ -58,7 +66,7 @@ struct txnc_write {
 	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
-	struct txn_meta *m;
+	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
 	uint8_t *buf;
 };
 
@@ -150,7 +158,8 @@ static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
 static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool compact)
 {
 	struct dp_txnc *t = c->txnc;
-	m->update_ms = dp_wall_ms();
+	if (!compact)
+		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
 	size_t vlen = txn_meta_value_size(m);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
 	uint8_t *val = dp_buf_get(vlen);
@@ -174,7 +183,36 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		return (int)off;
 	}
 	t->records++;
+	m->writes++;
 	DP_DBG("txn %.*s: %s epoch %d written", m->id_len, m->id, txn_state_name(m->state), m->epoch);
+	return 0;
+}
+
+/*
+ * transactional.id.expiration.ms: m has had no transaction for that long.
+ * A tombstone goes to the log (so the id stays gone after a restart, and
+ * compaction, which rewrites only live ids, drops its older records) and
+ * the id leaves the table now: a new InitProducerId for it starts afresh,
+ * its record landing after the tombstone.
+ */
+static int expire_id(struct dp_core *c, struct txn_meta *m)
+{
+	struct dp_txnc *t = c->txnc;
+	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len;
+	uint8_t *buf = dp_buf_get(cap);
+	struct txnc_write *w = malloc(sizeof(*w));
+	int n = buf && w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), m->id, m->id_len, NULL, -1) : -ENOMEM;
+	int64_t off = n < 0 ? n : st_log_append(t->log, buf, (uint32_t)n, 1, w);
+	if (off < 0) {
+		if (buf)
+			dp_buf_put(buf);
+		free(w);
+		return (int)off;   /* kept: the next pass tries again */
+	}
+	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .m = NULL, .buf = buf };
+	t->records++;
+	DP_DBG("txn %.*s: expired (pid %lld, %s)", m->id_len, m->id, (long long)m->pid, txn_state_name(m->state));
+	txn_coord_remove(t->coord, m);
 	return 0;
 }
 
@@ -232,6 +270,13 @@ void dp_txnc_on_write(void *cookie, int status)
 	free(w);
 	if (compact)
 		compaction_report(st_compaction_done(c->txnc->log, &c->txnc->compact, status));
+	if (!m) {   /* an expiry tombstone: if lost, the id comes back at a restart and expires again */
+		if (status < 0)
+			DP_ERR("transaction log: an expiry tombstone failed: %s", strerror(-status));
+		return;
+	}
+	assert(m->writes > 0);
+	m->writes--;
 	if (status < 0) {
 		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)
@@ -379,6 +424,20 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	if (q->TransactionTimeoutMs <= 0 || q->TransactionTimeoutMs > c->b->cfg.txn_max_timeout_ms)
 		return 50; /* INVALID_TRANSACTION_TIMEOUT */
 	struct txn_meta *m = txn_coord_find(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
+	if (!m && txn_coord_count(t->coord) >= c->b->cfg.txn_ids_max) {
+		/* Full: a retriable answer (clients back off and retry) until idle ids
+		 * expire; never more memory. */
+		int64_t now = dp_wall_ms();
+		t->full_refused++;
+		if (now - t->full_warn_ms >= DP_TXNC_FULL_WARN_MS) {
+			DP_WARN("transaction coordinator: %u transactional ids tracked (the most): %llu InitProducerId(s) "
+			        "for new ids answered COORDINATOR_LOAD_IN_PROGRESS", txn_coord_count(t->coord),
+			        (unsigned long long)t->full_refused);
+			t->full_warn_ms = now;
+			t->full_refused = 0;
+		}
+		return 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
+	}
 	if (!m) {
 		m = txn_coord_add(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
 		if (!m)
@@ -401,7 +460,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 			return 15;   /* the abort could not be written */
 		memcpy(m->queued, msg, sizeof(*msg));
 		m->has_queued = true;
-		return -1;
+		return DP_ANSWER_LATER;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
 		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
@@ -425,7 +484,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;   /* answered later */
+	return DP_ANSWER_LATER;   /* answered later */
 }
 
 /* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */
@@ -485,7 +544,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 					t->ResultsByPartition[j].PartitionErrorCode = 55;
 		}
 		reply(c, msg->src, r, msg->gen);
-		return -1;
+		return DP_ANSWER_LATER;
 	}
 	if (all_in)
 		return 0;   /* a retry: everything is already in the transaction */
@@ -502,7 +561,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -525,7 +584,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -563,7 +622,7 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		op_finish(c, m, 0);
 		return 15;
 	}
-	return -1;
+	return DP_ANSWER_LATER;
 }
 
 /* ListTransactions / DescribeTransactions: read-only views of the table. */
@@ -593,6 +652,27 @@ static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
 		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
 	}
 	resp->TransactionStates_n = (int32_t)k;
+	return 0;
+}
+
+/*
+ * The response's memory (the request's arena) ran out at entry i: it and
+ * every later one are answered UNKNOWN_SERVER_ERROR rather than as found
+ * with nothing in them.
+ */
+static int16_t describe_failed(const struct DescribeTransactionsRequest *q,
+                               struct DescribeTransactionsResponse *resp, int32_t i)
+{
+	for (; i < resp->TransactionStates_n; i++) {
+		struct DescribeTransactionsResponse_TransactionState *s = &resp->TransactionStates[i];
+		s->TransactionalId = q->TransactionalIds[i];
+		s->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+		s->TransactionState = (struct kstr){ "", 0 };
+		s->ProducerId = -1;
+		s->ProducerEpoch = -1;
+		s->Topics = NULL;
+		s->Topics_n = 0;
+	}
 	return 0;
 }
 
@@ -626,7 +706,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 		/* Group the partitions by topic (tps are few; quadratic is fine here). */
 		s->Topics = karena_alloc(&r->arena, sizeof(*s->Topics) * (m->ntps + 1));
 		if (!s->Topics)
-			return KERR_UNKNOWN_SERVER_ERROR;
+			return describe_failed(q, resp, i);
 		int32_t nt = 0;
 		for (uint32_t j = 0; j < m->ntps; j++) {
 			struct txn_tp *tp = &m->tps[j];
@@ -638,7 +718,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 				s->Topics[nt].Topic = (struct kstr){ tp->topic, tp->topic_len };
 				s->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(int32_t) * (m->ntps + 1));
 				if (!s->Topics[nt].Partitions)
-					return KERR_UNKNOWN_SERVER_ERROR;
+					return describe_failed(q, resp, i);
 				s->Topics[nt].Partitions_n = 0;
 				nt++;
 			}
@@ -688,7 +768,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 		default: err = KERR_INVALID_REQUEST; break;
 		}
 	}
-	if (err < 0)
+	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
@@ -723,6 +803,36 @@ struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid)
 }
 
 /* Transactions open longer than their timeout are aborted, fencing the producer. */
+/*
+ * A bounded slice of the id table per tick (DP_TXNC_EXPIRE_SCAN): open
+ * transactions past their timeout are aborted, idle ids expire. With up to
+ * TXN_IDS_MAX ids a pass takes a few seconds; Kafka looks for timed-out
+ * transactions every 10 s.
+ */
+static void scan_ids(struct dp_core *c, int64_t now)
+{
+	struct dp_txnc *t = c->txnc;
+	int64_t ttl = c->b->cfg.txn_id_expiration_ms;
+	for (uint32_t seen = 0; seen < DP_TXNC_EXPIRE_SCAN; seen++) {
+		struct txn_meta *m = txn_coord_next(t->coord, &t->expire_cursor);
+		if (!m) {   /* a pass is over */
+			if (t->expired && now - t->expire_log_ms >= DP_TXNC_EXPIRE_LOG_MS) {
+				DP_INFO("transaction coordinator: %u transactional ids expired (unused for %lld ms), %u left",
+				        t->expired, (long long)ttl, txn_coord_count(t->coord));
+				t->expired = 0;
+				t->expire_log_ms = now;
+			}
+			t->expire_cursor = 0;
+			return;
+		}
+		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
+			fence_and_abort(c, m, "transaction timed out");
+		/* A removal shifts later entries back: one may be missed this pass, never visited freed. */
+		else if (txn_meta_expirable(m, now, ttl) && expire_id(c, m) == 0)
+			t->expired++;
+	}
+}
+
 void dp_txnc_timer(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
@@ -731,11 +841,7 @@ void dp_txnc_timer(struct dp_core *c)
 		return;
 	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
 	maybe_compact(c);
-	uint32_t cur = 0;
-	struct txn_meta *m;
-	while ((m = txn_coord_next(t->coord, &cur)))
-		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
-			fence_and_abort(c, m, "transaction timed out");
+	scan_ids(c, now);
 }
 
 /* ---- start-up ------------------------------------------------------------------- */

@@ -144,14 +144,9 @@ struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
 	assert(len <= TXN_ID_BYTES_MAX && !txn_coord_find(c, id, len));
 	if ((c->used + 1) * 2 > c->cap && grow(c) < 0)
 		return NULL;
-	struct txn_meta *m = calloc(1, sizeof(*m));
+	struct txn_meta *m = calloc(1, sizeof(*m) + len + 1);
 	if (!m)
 		return NULL;
-	m->groups = calloc(TXN_GROUPS_MAX, sizeof(*m->groups));
-	if (!m->groups) {
-		free(m);
-		return NULL;
-	}
 	memcpy(m->id, id, len);
 	m->id_len = (uint16_t)len;
 	m->pid = m->prev_pid = -1;
@@ -243,6 +238,16 @@ int txn_meta_add_group(struct txn_meta *m, const char *id, size_t len)
 		return 0;
 	if (m->ngroups == TXN_GROUPS_MAX)
 		return -ENOSPC;
+	if (m->ngroups == m->groups_cap) {
+		uint32_t cap = m->groups_cap ? m->groups_cap * 2 : 1;   /* mostly one group */
+		if (cap > TXN_GROUPS_MAX)
+			cap = TXN_GROUPS_MAX;
+		struct txn_group *n = realloc(m->groups, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->groups = n;
+		m->groups_cap = cap;
+	}
 	struct txn_group *g = &m->groups[m->ngroups++];
 	g->len = (uint16_t)len;
 	memcpy(g->id, id, len);
@@ -252,8 +257,21 @@ int txn_meta_add_group(struct txn_meta *m, const char *id, size_t len)
 
 void txn_meta_clear_txn(struct txn_meta *m)
 {
-	m->ntps = 0;
-	m->ngroups = 0;
+	/* Freed, not kept for the next transaction: most ids are idle most of
+	 * the time, and a transaction's groups take a kilobyte each. */
+	free(m->tps);
+	free(m->groups);
+	m->tps = NULL;
+	m->groups = NULL;
+	m->ntps = m->tps_cap = 0;
+	m->ngroups = m->groups_cap = 0;
+}
+
+bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms)
+{
+	bool settled = m->state == TXN_EMPTY || m->state == TXN_COMPLETE_COMMIT || m->state == TXN_COMPLETE_ABORT;
+	return settled && !m->busy && !m->has_queued && !m->op_ctx && m->markers_left == 0 && m->writes == 0 &&
+	       now_ms - m->update_ms >= expiration_ms;
 }
 
 /* ---- log record value ------------------------------------------------------ */

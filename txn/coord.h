@@ -20,6 +20,8 @@
 #define TXN_GROUP_BYTES_MAX  1024
 #define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
 #define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
+#define TXN_IDS_MAX          100000   /* transactional ids tracked: InitProducerId of a new one waits beyond */
+#define TXN_ID_EXPIRATION_MS (7LL * 24 * 3600 * 1000)   /* Kafka's transactional.id.expiration.ms */
 
 /* The states, with Kafka's numbering and names (DescribeTransactions shows them). */
 enum txn_state {
@@ -44,10 +46,12 @@ struct txn_group {
 	char id[TXN_GROUP_BYTES_MAX + 1];
 };
 
-/* One transactional id. Its address is stable while it exists. */
+/*
+ * One transactional id. Its address is stable while it exists. Sized by what
+ * it holds, not by the limits: an idle id costs this struct plus its name
+ * (the partitions and groups of a transaction are freed when it ends).
+ */
 struct txn_meta {
-	uint16_t id_len;
-	char id[TXN_ID_BYTES_MAX + 1];
 	int64_t pid, prev_pid;        /* prev: before an epoch-exhaustion roll, -1 none */
 	int16_t epoch, prev_epoch;
 	enum txn_state state;
@@ -56,11 +60,12 @@ struct txn_meta {
 	int64_t update_ms;
 	uint32_t ntps, tps_cap;
 	struct txn_tp *tps;           /* partitions in the current transaction */
-	uint32_t ngroups;
-	struct txn_group *groups;     /* [TXN_GROUPS_MAX] consumer groups (AddOffsetsToTxn) */
+	uint32_t ngroups, groups_cap;
+	struct txn_group *groups;     /* consumer groups (AddOffsetsToTxn), at most TXN_GROUPS_MAX */
 
 	/* Driver state, not persisted. */
 	bool busy;                    /* a write or a marker fan-out is under way */
+	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	bool markers_sent, tps_acked;
 	uint32_t markers_left, markers_total;   /* owner answers still awaited / sent */
 	int op;                       /* driver's continuation */
@@ -70,6 +75,8 @@ struct txn_meta {
 	int16_t op_version;
 	bool has_queued;              /* a request waiting for the current op */
 	_Alignas(8) uint8_t queued[96]; /* the driver's message for it (opaque here) */
+	uint16_t id_len;
+	char id[];                    /* id_len bytes and a NUL */
 };
 
 const char *txn_state_name(enum txn_state s);
@@ -86,19 +93,26 @@ struct txn_coord;
 int  txn_coord_create(struct txn_coord **out);
 void txn_coord_destroy(struct txn_coord *c);
 struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len);
-/* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory. */
+/* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory. Callers bound the count. */
 struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len);
 void txn_coord_remove(struct txn_coord *c, struct txn_meta *m);
 /* Iterate: *cursor starts at 0. */
 struct txn_meta *txn_coord_next(struct txn_coord *c, uint32_t *cursor);
 uint32_t txn_coord_count(const struct txn_coord *c);
 
+/*
+ * transactional.id.expiration.ms, as Kafka: may m be forgotten at now? Only
+ * an id with no transaction (Empty, CompleteCommit, CompleteAbort), nothing
+ * under way or waiting, last written expiration_ms or longer ago.
+ */
+bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms);
+
 /* Partitions and groups of the current transaction. */
 bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, int32_t partition);
 int  txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition);
 bool txn_meta_has_group(const struct txn_meta *m, const char *id, size_t len);
 int  txn_meta_add_group(struct txn_meta *m, const char *id, size_t len);
-void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups */
+void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups, and their memory */
 
 /*
  * Log record value (key = the transactional id), big-endian:

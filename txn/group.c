@@ -943,6 +943,7 @@ static int put_key(struct ptab *tab, const uint8_t *k, size_t klen, int64_t offs
 	}
 	free(o->meta);
 	o->meta = mcopy;
+	o->ending = false;   /* a new staged value: the end being written was for the old one */
 	o->meta_len = (int16_t)(meta_len < 0 ? -1 : meta_len);
 	o->offset = offset;
 	o->leader_epoch = epoch;
@@ -967,6 +968,38 @@ int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int6
 	if (!key_valid(key, klen) || rd16(key) != 2 || meta_len > GRP_OFFSET_META_MAX)
 		return -EINVAL;
 	return put_key(&t->pend, key, klen, offset, leader_epoch, commit_ms, meta, meta_len);
+}
+
+int grp_pending_end_begin(struct grp_offsets *t, const uint8_t *pkey, size_t pklen)
+{
+	struct grp_offset *o = ptab_find(&t->pend, pkey, pklen);
+	if (!o)
+		return -ENOENT;
+	o->ending = true;
+	return 0;
+}
+
+int grp_pending_end_apply(struct grp_offsets *t, const uint8_t *pkey, size_t pklen, bool commit, int64_t offset,
+                          int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	if (!key_valid(pkey, pklen) || rd16(pkey) != 2 || meta_len > GRP_OFFSET_META_MAX)
+		return -EINVAL;
+	if (commit) {
+		/* The committed key is the pending key less its producer id, version 1. */
+		uint8_t k[GRP_KEY_BYTES_MAX];
+		size_t klen = pklen - 8;
+		be16(k, 1);
+		memcpy(k + 2, pkey + 10, klen - 2);
+		int rc = put_key(&t->tab, k, klen, offset, leader_epoch, commit_ms, meta, meta_len);
+		if (rc < 0)
+			return rc;
+	}
+	struct grp_offset *o = ptab_find(&t->pend, pkey, pklen);
+	if (o && o->ending) {
+		ptab_del(&t->pend, pkey, pklen);
+		offset_free(o);
+	}
+	return 0;
 }
 
 void grp_offset_del(struct grp_offsets *t, const uint8_t *key, size_t klen)

@@ -257,6 +257,7 @@ struct grp_offset {
 	int64_t commit_ms;
 	int16_t meta_len;             /* -1: null */
 	char *meta;                   /* malloc'd when meta_len > 0 */
+	bool ending;                  /* staged only: its transaction's end is being written */
 	uint16_t key_len;
 	uint8_t key[];                /* grp_offset_key_encode */
 };
@@ -319,6 +320,22 @@ int grp_pending_key_encode(uint8_t *buf, size_t cap, int64_t pid, const char *gr
 /* Stage an offset under a pending key (replaces). Returns 0, -EINVAL or -ENOMEM. */
 int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int64_t offset,
                     int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len);
+/*
+ * The end of a transaction, for one staged offset. A staged offset stays
+ * pending (grp_pending_has, so RequireStable answers UNSTABLE_OFFSET_COMMIT)
+ * until the end's records are durable: only then does a commit make the
+ * offset visible, in the same step that drops the staged entry, so no
+ * OffsetFetch ever sees neither (issue 10 item 2). end_begin marks the entry
+ * (-ENOENT if absent); a marked entry is not ended twice. end_apply, once
+ * durable: with commit, (offset, leader_epoch, commit_ms, meta) becomes the
+ * committed offset of the pending key's (group, topic, partition); then the
+ * staged entry goes unless a later grp_pending_put replaced it meanwhile (a
+ * new transaction of the same producer). Returns 0, -EINVAL or -ENOMEM (the
+ * staged entry is kept).
+ */
+int grp_pending_end_begin(struct grp_offsets *t, const uint8_t *pkey, size_t pklen);
+int grp_pending_end_apply(struct grp_offsets *t, const uint8_t *pkey, size_t pklen, bool commit, int64_t offset,
+                          int32_t leader_epoch, int64_t commit_ms, const char *meta, int32_t meta_len);
 /* Drop one committed offset, by its key (absent: nothing). */
 void grp_offset_del(struct grp_offsets *t, const uint8_t *key, size_t klen);
 /* Drop one staged offset (absent: nothing). */

@@ -9,6 +9,7 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,18 @@ static void test_state_table(void)
 }
 
 /* Runs txn_set_state(from -> to) in a child; returns its wait status. */
+/* A stand-alone entry named "x" (its name is a flexible array: no initialiser). */
+static struct txn_meta *ut_meta(enum txn_state state)
+{
+	static _Alignas(struct txn_meta) unsigned char mem[sizeof(struct txn_meta) + 2];
+	struct txn_meta *m = (struct txn_meta *)mem;
+	memset(mem, 0, sizeof(mem));
+	m->id_len = 1;
+	m->id[0] = 'x';
+	m->state = state;
+	return m;
+}
+
 static int ut_move_in_child(enum txn_state from, enum txn_state to)
 {
 	pid_t pid = fork();
@@ -84,9 +97,9 @@ static int ut_move_in_child(enum txn_state from, enum txn_state to)
 		int fd = open("/dev/null", O_WRONLY);   /* the expected complaint is noise here */
 		if (fd >= 0)
 			dup2(fd, STDERR_FILENO);
-		struct txn_meta m = { .id_len = 1, .id = "x", .state = from };
-		txn_set_state(&m, to);
-		_exit(m.state == to ? 0 : 3);
+		struct txn_meta *m = ut_meta(from);
+		txn_set_state(m, to);
+		_exit(m->state == to ? 0 : 3);
 	}
 	int st = 0;
 	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st, 0), pid);
@@ -96,13 +109,13 @@ static int ut_move_in_child(enum txn_state from, enum txn_state to)
 static void test_setter(void)
 {
 	/* Legal moves return the old state and set the new one. */
-	struct txn_meta m = { .id_len = 1, .id = "x", .state = TXN_EMPTY };
+	struct txn_meta *m = ut_meta(TXN_EMPTY);
 	static const enum txn_state path[] = { TXN_ONGOING, TXN_ONGOING, TXN_PREPARE_EPOCH_FENCE, TXN_PREPARE_ABORT,
 		TXN_COMPLETE_ABORT, TXN_ONGOING, TXN_PREPARE_COMMIT, TXN_COMPLETE_COMMIT, TXN_EMPTY, TXN_DEAD };
 	enum txn_state prev = TXN_EMPTY;
 	for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
-		CU_ASSERT_EQUAL(txn_set_state(&m, path[i]), prev);
-		CU_ASSERT_EQUAL(m.state, path[i]);
+		CU_ASSERT_EQUAL(txn_set_state(m, path[i]), prev);
+		CU_ASSERT_EQUAL(m->state, path[i]);
 		prev = path[i];
 	}
 	/* Every illegal move dies with SIGABRT; a few legal ones exit cleanly. */
@@ -651,6 +664,80 @@ static void test_recovery_bad_value_existing(void)
 	txn_coord_destroy(r);
 }
 
+/*
+ * Issue 10 item 9: an id costs what it holds, not what the limits allow
+ * (it cost a 64-group array of 1 KiB names, 66 KB, before). Heap in use for
+ * UT_MEM_IDS ids of 64-byte names, idle and after a transaction with a
+ * group and a partition, stays under UT_ID_BYTES_MAX each.
+ */
+#define UT_MEM_IDS 2000
+#define UT_ID_BYTES_MAX 512
+static void test_id_memory(void)
+{
+	struct txn_coord *c = ut_new();
+	char id[80];
+	size_t before = mallinfo2().uordblks;
+	for (int i = 0; i < UT_MEM_IDS; i++) {
+		int n = snprintf(id, sizeof(id), "%064d", i);
+		struct txn_meta *m = txn_coord_add(c, id, (size_t)n);
+		CU_ASSERT_FATAL(m != NULL);
+		/* One transaction through its group and partition, then over. */
+		CU_ASSERT_EQUAL(txn_meta_add_group(m, "copier-group", 12), 0);
+		CU_ASSERT_EQUAL(txn_meta_add_tp(m, "output", 6, i % 12), 0);
+		CU_ASSERT(txn_meta_has_group(m, "copier-group", 12) && m->groups_cap == 1);
+		txn_meta_clear_txn(m);
+		CU_ASSERT(m->ngroups == 0 && m->groups == NULL && m->tps == NULL);
+	}
+	size_t grown = mallinfo2().uordblks - before;
+	printf("\n    %d ids: %zu heap bytes, %zu per id\n", UT_MEM_IDS, grown, grown / UT_MEM_IDS);
+	CU_ASSERT(grown <= (size_t)UT_MEM_IDS * UT_ID_BYTES_MAX);
+	/* Groups still reach their limit, and not beyond. */
+	struct txn_meta *m = txn_coord_find(c, id, strlen(id));
+	CU_ASSERT_FATAL(m != NULL);
+	for (int i = 0; i < TXN_GROUPS_MAX; i++) {
+		int n = snprintf(id, sizeof(id), "g%d", i);
+		CU_ASSERT_EQUAL(txn_meta_add_group(m, id, (size_t)n), 0);
+	}
+	CU_ASSERT_EQUAL(m->groups_cap, TXN_GROUPS_MAX);
+	CU_ASSERT_EQUAL(txn_meta_add_group(m, "one-more", 8), -ENOSPC);
+	CU_ASSERT(txn_meta_has_group(m, "g0", 2) && txn_meta_has_group(m, "g63", 3));
+	txn_coord_destroy(c);
+}
+
+/* transactional.id.expiration.ms: which ids may go, and when. */
+static void test_expirable(void)
+{
+	struct txn_meta *m = ut_meta(TXN_EMPTY);
+	const int64_t ttl = 1000, now = UT_TS;
+	m->update_ms = now - ttl;
+	static const bool settled[UT_NSTATES] = { [TXN_EMPTY] = 1, [TXN_COMPLETE_COMMIT] = 1, [TXN_COMPLETE_ABORT] = 1 };
+	for (int st = 0; st < UT_NSTATES; st++) {
+		m->state = (enum txn_state)st;
+		CU_ASSERT_EQUAL(txn_meta_expirable(m, now, ttl), settled[st]);
+	}
+	m->state = TXN_COMPLETE_COMMIT;
+	CU_ASSERT(txn_meta_expirable(m, now, ttl));
+	CU_ASSERT(!txn_meta_expirable(m, now - 1, ttl));   /* used less than ttl ago */
+	CU_ASSERT(!txn_meta_expirable(m, now, ttl + 1));
+	/* Anything under way or waiting keeps it, however old. */
+	m->busy = true;
+	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
+	m->busy = false;
+	m->has_queued = true;
+	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
+	m->has_queued = false;
+	m->op_ctx = m;
+	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
+	m->op_ctx = NULL;
+	m->markers_left = 1;
+	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
+	m->markers_left = 0;
+	m->writes = 1;   /* a log write's cookie still points at it */
+	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
+	m->writes = 0;
+	CU_ASSERT(txn_meta_expirable(m, now + 10 * ttl, ttl));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -665,6 +752,8 @@ int main(void)
 	CU_add_test(s, "value: truncation, bad counts, flips", test_value_damage);
 	CU_add_test(s, "recovery: replay, tombstones, damaged batches", test_recovery);
 	CU_add_test(s, "recovery: bad value keeps an existing entry", test_recovery_bad_value_existing);
+	CU_add_test(s, "memory: an id costs what it holds", test_id_memory);
+	CU_add_test(s, "expiry: settled, idle ids only", test_expirable);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

@@ -748,6 +748,60 @@ static void test_pending(void)
 	grp_offsets_destroy(t);
 }
 
+/*
+ * Issue 10 item 2: a transaction's end for a staged offset. Until the end is
+ * durable the offset stays pending (RequireStable: UNSTABLE_OFFSET_COMMIT)
+ * and the committed one unchanged; then one step swaps them. A later stage
+ * of the same key (a new transaction) survives the old end.
+ */
+static void test_pending_end(void)
+{
+	struct grp_offsets *t;
+	CU_ASSERT_FATAL(grp_offsets_create(&t) == 0);
+	uint8_t k[GRP_PENDING_KEY_BYTES_MAX];
+	int kn = grp_pending_key_encode(k, sizeof(k), 7, "grp", 3, "orders", 6, 2);
+	CU_ASSERT_FATAL(kn > 0);
+	CU_ASSERT_EQUAL(grp_offset_put(t, "grp", 3, "orders", 6, 2, 10, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_begin(t, k, (size_t)kn), -ENOENT);
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 20, 1, UT_TS, "m", 1), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_begin(t, k, (size_t)kn), 0);
+	uint32_t cur = 0;
+	CU_ASSERT(grp_pending_next(t, &cur)->ending);
+	/* Being written: still pending, the old offset still the committed one. */
+	CU_ASSERT(grp_pending_has(t, "grp", 3, "orders", 6, 2));
+	CU_ASSERT_EQUAL(grp_offset_get(t, "grp", 3, "orders", 6, 2)->offset, 10);
+	/* Durable: the committed offset and the staged one's departure in one step. */
+	CU_ASSERT_EQUAL(grp_pending_end_apply(t, k, (size_t)kn, true, 20, 1, UT_TS + 1, "m", 1), 0);
+	CU_ASSERT(!grp_pending_has(t, "grp", 3, "orders", 6, 2));
+	const struct grp_offset *o = grp_offset_get(t, "grp", 3, "orders", 6, 2);
+	CU_ASSERT_EQUAL(o->offset, 20);
+	CU_ASSERT_EQUAL(o->commit_ms, UT_TS + 1);
+	CU_ASSERT(o->meta_len == 1 && o->meta[0] == 'm');
+	CU_ASSERT_EQUAL(grp_pending_count(t), 0);
+	/* An abort: only the staged entry goes. */
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 30, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_begin(t, k, (size_t)kn), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_apply(t, k, (size_t)kn, false, 30, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_count(t), 0);
+	CU_ASSERT_EQUAL(grp_offset_get(t, "grp", 3, "orders", 6, 2)->offset, 20);
+	/* The producer's next transaction stages the same key before the old
+	 * end is durable: the old end commits its own value and keeps the new one. */
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 40, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_begin(t, k, (size_t)kn), 0);
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 50, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_apply(t, k, (size_t)kn, true, 40, 1, UT_TS, NULL, -1), 0);
+	CU_ASSERT_EQUAL(grp_offset_get(t, "grp", 3, "orders", 6, 2)->offset, 40);
+	CU_ASSERT(grp_pending_has(t, "grp", 3, "orders", 6, 2));
+	cur = 0;
+	o = grp_pending_next(t, &cur);
+	CU_ASSERT(o->offset == 50 && !o->ending);
+	/* A committed key is no pending key. */
+	uint8_t k1[GRP_KEY_BYTES_MAX];
+	int k1n = grp_offset_key_encode(k1, sizeof(k1), "grp", 3, "orders", 6, 2);
+	CU_ASSERT_EQUAL(grp_pending_end_apply(t, k1, (size_t)k1n, true, 1, 1, UT_TS, NULL, -1), -EINVAL);
+	grp_offsets_destroy(t);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -767,6 +821,7 @@ int main(void)
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
 	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);
 	CU_add_test(s, "staged (pending) transactional offsets: keys, table, recovery", test_pending);
+	CU_add_test(s, "staged offsets stay pending until their transaction's end is durable", test_pending_end);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

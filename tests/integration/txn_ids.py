@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""txn_ids.py - many transactional ids (and offsets), fast, for txn_id_expiry.sh
+and offsets_fetch_all.sh.
+
+A raw-TCP client (Kafka wire format encoded by hand, see
+shared/kafka-protocol/) that sends InitProducerId v1 for many transactional
+ids over one connection, pipelined, as no real client would bother to.
+
+usage:
+  txn_ids.py init --port P --prefix X --count N [--start S] [--window W]
+      InitProducerId for ids X-S .. X-(S+N-1); prints "err CODE COUNT" for
+      each error code answered (0 = NONE, 14 = COORDINATOR_LOAD_IN_PROGRESS).
+  txn_ids.py ids --port P ID...
+      InitProducerId for each ID in turn; prints "ID ERR PID EPOCH".
+  txn_ids.py begin --port P --id ID --pid N --epoch E --topic T
+      AddPartitionsToTxn of T/0: the id's transaction is then Ongoing;
+      prints "added ERR".
+  txn_ids.py commit --port P --group G --topic T --partitions N --offset O
+      OffsetCommit v2 (a simple commit, no member) of offset O for
+      partitions 0..N-1 of T; prints "err CODE COUNT" per error code.
+Exit status 0 if every answer arrived, 1 otherwise.  Python 3 stdlib only.
+"""
+import argparse
+import socket
+import struct
+import sys
+
+TIMEOUT_S = 60.0
+CLIENT_ID = b'txn_ids'
+TXN_TIMEOUT_MS = 600000
+API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS = 8, 22, 24
+
+
+def kstr(b):
+    return struct.pack('>h', len(b)) + b
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(('127.0.0.1', port), timeout=TIMEOUT_S)
+        self.corr = 0
+        self.buf = b''
+
+    def send(self, api, version, body):
+        self.corr += 1
+        hdr = struct.pack('>hhi', api, version, self.corr) + kstr(CLIENT_ID)
+        msg = hdr + body
+        self.s.sendall(struct.pack('>i', len(msg)) + msg)
+        return self.corr
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError('the broker closed the connection')
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def recv(self, corr):
+        size = struct.unpack('>i', self._read(4))[0]
+        frame = self._read(size)
+        got = struct.unpack('>i', frame[:4])[0]
+        if got != corr:
+            raise ValueError('correlation id %d, expected %d' % (got, corr))
+        return frame[4:]
+
+
+def init_body(txn_id):
+    return kstr(txn_id) + struct.pack('>i', TXN_TIMEOUT_MS)
+
+
+def init_parse(body):
+    _throttle, err, pid, epoch = struct.unpack('>ihqh', body[:16])
+    return err, pid, epoch
+
+
+def cmd_init(a):
+    c = Conn(a.port)
+    counts = {}
+    inflight = []
+    names = ('%s-%d' % (a.prefix, i) for i in range(a.start, a.start + a.count))
+    left = a.count
+    while left or inflight:
+        while left and len(inflight) < a.window:
+            inflight.append(c.send(API_INIT_PRODUCER_ID, 1, init_body(next(names).encode())))
+            left -= 1
+        err, _pid, _epoch = init_parse(c.recv(inflight.pop(0)))
+        counts[err] = counts.get(err, 0) + 1
+    for err in sorted(counts):
+        print('err %d %d' % (err, counts[err]))
+
+
+def cmd_ids(a):
+    c = Conn(a.port)
+    for name in a.ids:
+        err, pid, epoch = init_parse(c.recv(c.send(API_INIT_PRODUCER_ID, 1, init_body(name.encode()))))
+        print('%s %d %d %d' % (name, err, pid, epoch))
+
+
+def cmd_begin(a):
+    c = Conn(a.port)
+    body = kstr(a.id.encode()) + struct.pack('>qh', a.pid, a.epoch)
+    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>ii', 1, 0)
+    resp = c.recv(c.send(API_ADD_PARTITIONS, 1, body))
+    # throttle, [topic: name, [partition, error]]
+    off = 4 + 4
+    tlen = struct.unpack('>h', resp[off:off + 2])[0]
+    off += 2 + tlen + 4
+    _part, err = struct.unpack('>ih', resp[off:off + 6])
+    print('added %d' % err)
+
+
+def cmd_commit(a):
+    c = Conn(a.port)
+    body = kstr(a.group.encode()) + struct.pack('>i', -1) + kstr(b'') + struct.pack('>q', -1)
+    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>i', a.partitions)
+    for part in range(a.partitions):
+        body += struct.pack('>iqh', part, a.offset, -1)
+    resp = c.recv(c.send(API_OFFSET_COMMIT, 2, body))
+    # [topic: name, [partition, error]]
+    off = 4
+    tlen = struct.unpack('>h', resp[off:off + 2])[0]
+    off += 2 + tlen
+    n = struct.unpack('>i', resp[off:off + 4])[0]
+    off += 4
+    counts = {}
+    for _ in range(n):
+        _part, err = struct.unpack('>ih', resp[off:off + 6])
+        off += 6
+        counts[err] = counts.get(err, 0) + 1
+    for err in sorted(counts):
+        print('err %d %d' % (err, counts[err]))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest='cmd', required=True)
+    i = sub.add_parser('init')
+    i.add_argument('--port', type=int, required=True)
+    i.add_argument('--prefix', required=True)
+    i.add_argument('--count', type=int, required=True)
+    i.add_argument('--start', type=int, default=0)
+    i.add_argument('--window', type=int, default=256)
+    d = sub.add_parser('ids')
+    d.add_argument('--port', type=int, required=True)
+    d.add_argument('ids', nargs='+')
+    b = sub.add_parser('begin')
+    b.add_argument('--port', type=int, required=True)
+    b.add_argument('--id', required=True)
+    b.add_argument('--pid', type=int, required=True)
+    b.add_argument('--epoch', type=int, required=True)
+    b.add_argument('--topic', required=True)
+    o = sub.add_parser('commit')
+    o.add_argument('--port', type=int, required=True)
+    o.add_argument('--group', required=True)
+    o.add_argument('--topic', required=True)
+    o.add_argument('--partitions', type=int, required=True)
+    o.add_argument('--offset', type=int, required=True)
+    a = p.parse_args()
+    try:
+        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'commit': cmd_commit}[a.cmd](a)
+    except (OSError, ValueError, struct.error) as e:
+        print('txn_ids: %s' % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
