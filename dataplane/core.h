@@ -315,6 +315,8 @@ struct dp_core {
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
 	uint64_t append_errors;       /* ... and how many went unlogged since */
+	int64_t next_state_full_log_ms; /* batches refused for a full producer state / txn index: a line a second */
+	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };

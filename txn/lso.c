@@ -15,9 +15,13 @@
  * bounds how far back an entry can start, so the walk stops once
  * last_offset - max_span >= to instead of running to the end.
  *
- * Allocation: both arrays grow by doubling, only when a transaction begins,
- * or is aborted, beyond the current capacity (and once at index open for the
- * entries loaded); nothing else allocates.
+ * Allocation: both arrays grow by doubling, only when a transaction begins
+ * beyond the current capacity (and once at index open for the entries
+ * loaded); nothing else allocates. A begin reserves everything its end can
+ * need: room for the open entry and for one aborted entry (the invariant
+ * nab + nopen <= ab_cap <= ab_max), so an end never fails for want of room
+ * and a marker once appended is always indexed. txn_lso_reserve checks that
+ * room before the caller appends the transaction's first batch.
  *
  * Index file DIR/aborted.txnindex, all integers BIG-endian:
  *
@@ -107,7 +111,8 @@ struct txn_lso {
 	struct lso_open *open;        /* nopen entries, first_offset ascending (= begin order) */
 	uint32_t nopen, open_cap;
 	struct txn_aborted *ab;       /* nab entries, last_offset strictly ascending */
-	uint32_t nab, ab_cap;
+	uint32_t nab, ab_cap;         /* nab + nopen <= ab_cap: every open one may end in an abort */
+	uint32_t open_max, ab_max;    /* TXN_LSO_*_MAX, or less (txn_lso_set_limits) */
 	int64_t max_span;             /* max last_offset - first_offset ever indexed (never shrinks) */
 	int64_t last_marker;          /* largest marker indexed (kept across trim), -1 none */
 	int fd;                       /* index file, -1 when not open */
@@ -134,6 +139,8 @@ int txn_lso_create(struct txn_lso **out)
 	}
 	l->open_cap = TXN_LSO_OPEN_INIT;
 	l->ab_cap = TXN_LSO_ABORTED_INIT;
+	l->open_max = TXN_LSO_OPEN_MAX;
+	l->ab_max = TXN_LSO_ABORTED_MAX;
 	l->last_marker = -1;
 	l->fd = -1;
 	*out = l;
@@ -180,6 +187,27 @@ static uint32_t open_find(const struct txn_lso *l, int64_t pid)
 	return i;
 }
 
+/* Locality: shard core (owner); tests only, before any begin. */
+void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max)
+{
+	assert(open_max >= 1 && open_max <= TXN_LSO_OPEN_MAX && aborted_max >= 1 && aborted_max <= TXN_LSO_ABORTED_MAX);
+	assert(l->nopen == 0);
+	l->open_max = open_max;
+	l->ab_max = aborted_max;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_reserve(struct txn_lso *l)
+{
+	/* One more open entry, and one more aborted entry for it should it end in an abort. */
+	if (l->nopen >= l->open_max || (uint64_t)l->nab + l->nopen + 1 > l->ab_max)
+		return -ENOSPC;
+	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, l->open_max, sizeof(*l->open));
+	if (rc == 0)
+		rc = grow((void **)&l->ab, &l->ab_cap, l->nab + l->nopen + 1, l->ab_max, sizeof(*l->ab));
+	return rc;
+}
+
 /* Locality: shard core (owner). */
 int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
 {
@@ -188,10 +216,11 @@ int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
 	assert(l->nopen == 0 || first_offset >= l->open[l->nopen - 1].first_offset);
 	if (open_find(l, pid) < l->nopen)
 		return -EEXIST;
-	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, TXN_LSO_OPEN_MAX, sizeof(*l->open));
+	int rc = txn_lso_reserve(l);
 	if (rc < 0)
 		return rc;
 	l->open[l->nopen++] = (struct lso_open){ .pid = pid, .first_offset = first_offset };
+	assert(l->nopen <= l->open_cap && (uint64_t)l->nab + l->nopen <= l->ab_cap);
 	return 0;
 }
 
@@ -236,9 +265,7 @@ int txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool abor
 	assert(marker_offset > l->open[i].first_offset);
 	/* An abort at or below last_marker is already indexed (recovery replays it again). */
 	if (aborted && marker_offset > l->last_marker) {
-		int rc = grow((void **)&l->ab, &l->ab_cap, l->nab + 1, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
-		if (rc < 0)
-			return rc; /* nothing changed: the transaction stays open */
+		assert(l->nab < l->ab_cap); /* reserved by the begin: an end never needs room */
 		struct txn_aborted a = { .pid = pid, .first_offset = l->open[i].first_offset, .last_offset = marker_offset };
 		assert(l->nab == 0 || l->ab[l->nab - 1].last_offset < marker_offset);
 		l->ab[l->nab++] = a;
@@ -425,13 +452,13 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 	uint64_t done = 0;
 
 	*why = NULL;
-	if (n_file > TXN_LSO_ABORTED_MAX) {
-		n_file = TXN_LSO_ABORTED_MAX;
+	if (n_file > l->ab_max) {
+		n_file = l->ab_max;
 		*why = "more entries than the limit";
 	}
 	if (!n_file)
 		return 0;
-	int rc = grow((void **)&l->ab, &l->ab_cap, (uint32_t)n_file, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
+	int rc = grow((void **)&l->ab, &l->ab_cap, (uint32_t)n_file, l->ab_max, sizeof(*l->ab));
 	if (rc < 0 || !(buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES)))
 		return -ENOMEM;
 	while (done < n_file) {

@@ -605,6 +605,70 @@ static void test_many(void)
 	ut_rmdir();
 }
 
+/*
+ * Full tables: a transaction that could begin can always end as an abort.
+ * Before, begin took only the open entry and the abort's entry was allocated
+ * at the marker, so with the aborted index at its limit the marker (already
+ * in the log) could not be indexed. Now begin reserves it and refuses when
+ * there is no room; the owner asks txn_lso_reserve before the append.
+ */
+static void test_full(void)
+{
+	struct txn_lso *l = ut_new();
+	int begun = 0;
+
+	txn_lso_set_limits(l, 8, 3);
+	for (int64_t pid = 1; pid <= 5; pid++) {
+		int rc = txn_lso_begin(l, pid, 10 * pid);
+		CU_ASSERT(rc == 0 || rc == -ENOSPC);
+		begun += rc == 0;
+	}
+	CU_ASSERT_EQUAL(begun, 3);                         /* one aborted entry for each open transaction */
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);
+	for (int64_t pid = 1; pid <= begun; pid++)         /* every begun one ends, even as an abort */
+		CU_ASSERT_EQUAL(txn_lso_end(l, pid, 100 + pid, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_open_count(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);      /* the index is full: nothing new may begin */
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 9, 200), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 300), 300);         /* and nothing half-begun holds the LSO */
+	txn_lso_trim(l, 103);                              /* retention frees two entries */
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 9, 200), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 10, 201), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 11, 202), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 9, 203, false), 0);  /* a commit gives its reservation back */
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 11, 204), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 10, 205, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 11, 206, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	txn_lso_destroy(l);
+
+	/* The open limit: the next begin is refused until one ends. */
+	l = ut_new();
+	txn_lso_set_limits(l, 2, 100);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 1, 1), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 2, 2), 0);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 3, 3), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 10), 1);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 1, 4, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 3, 5), 0);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 10), 2);
+	txn_lso_destroy(l);
+
+	/* Growth past the initial capacities: reserve, then begin and end never fail. */
+	l = ut_new();
+	for (int64_t pid = 0; pid < 1000; pid++) {
+		CU_ASSERT_EQUAL_FATAL(txn_lso_reserve(l), 0);
+		CU_ASSERT_EQUAL_FATAL(txn_lso_begin(l, pid, pid), 0);
+	}
+	for (int64_t pid = 0; pid < 1000; pid++)
+		CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, pid, 1000 + pid, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 1000);
+	txn_lso_destroy(l);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -616,6 +680,7 @@ int main(void)
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);
 	CU_add_test(s, "trim", test_trim);
+	CU_add_test(s, "full tables: a begun transaction always ends, even as an abort", test_full);
 	CU_add_test(s, "index file round trip", test_file_round_trip);
 	CU_add_test(s, "index file rewritten once trimmed entries dominate", test_file_compact);
 	CU_add_test(s, "index file: torn, damaged, past log end, bad header", test_file_damage);
