@@ -128,6 +128,8 @@ struct dp_config {
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
+	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
+	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */

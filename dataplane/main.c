@@ -48,6 +48,8 @@ static void usage(FILE *f)
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
 	"                          partition answer, cutting the records sooner (default 1024)\n"
+	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
+	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --help                  this text\n");
 }
 
@@ -73,7 +75,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_FABORTED, O_HELP };
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_TXNMAX, O_TXNCOMPACT, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -89,6 +91,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
+		{ "test-producers-max", required_argument, 0, O_TPMAX },
+		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
@@ -178,6 +182,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > DP_FETCH_ABORTED_MAX)
 				goto bad;
 			cfg->fetch_aborted_max = (uint32_t)v;
+			break;
+		}
+		case O_TPMAX:
+		case O_TTMAX: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > (1ul << 20))
+				goto bad;
+			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
 			break;
 		}
 		case O_TXNKILL:

@@ -655,9 +655,12 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 
 static int recover_producers(struct dp_part *p)
 {
+	const struct dp_config *cfg = &dp_this_core->b->cfg;
 	int rc = txn_pstate_create(&p->ps);
-	if (rc == 0)
-		rc = txn_lso_create(&p->lso);
+	if (rc == 0 && cfg->test_producers_max)
+		txn_pstate_set_limit(p->ps, cfg->test_producers_max);
+	if (rc == 0 && (rc = txn_lso_create(&p->lso)) == 0 && cfg->test_txn_open_max)
+		txn_lso_set_limits(p->lso, cfg->test_txn_open_max, 0);
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
 	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset);

@@ -279,10 +279,12 @@ static uint32_t open_find(const struct txn_lso *l, int64_t pid)
 /* Locality: shard core (owner); tests only, before any begin. */
 void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max)
 {
-	assert(open_max >= 1 && open_max <= TXN_LSO_OPEN_MAX && aborted_max >= 1 && aborted_max <= TXN_LSO_ABORTED_MAX);
-	assert(l->nopen == 0);
-	l->open_max = open_max;
-	l->ab_max = aborted_max;
+	assert(open_max <= TXN_LSO_OPEN_MAX && aborted_max <= TXN_LSO_ABORTED_MAX);
+	assert(l->nopen == 0 && aborted_max >= l->nab);
+	if (open_max)
+		l->open_max = open_max;
+	if (aborted_max)
+		l->ab_max = aborted_max;
 }
 
 /* Locality: shard core (owner). */

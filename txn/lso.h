@@ -67,7 +67,7 @@ void txn_lso_trim(struct txn_lso *l, int64_t log_start);
 /* Tests: how many entries a query of [from, to) examines (the walk txn_lso_aborted* make). */
 uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to);
 uint32_t txn_lso_open_count(const struct txn_lso *l);
-/* Tests only (before any begin): lower the open and aborted limits to force a full table. */
+/* Tests only (before any begin): lower the open and aborted limits to force a full table (0: keep). */
 void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max);
 
 /*
