@@ -580,13 +580,15 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 			if (a.last_offset >= log_end) {
 				*why = "entries past the log end";
 				free(buf);
+				blocks_rebuild(l);
 				return (int64_t)done;
 			}
-			aborted_push(l, &a);
+			l->ab[l->nab++] = a; /* order checked by entry_decode; blocks once at the end */
 			l->last_marker = a.last_offset;
 		}
 	}
 	free(buf);
+	blocks_rebuild(l); /* one pass, where pushing one by one could walk back over every block each time */
 	return (int64_t)done;
 }
 

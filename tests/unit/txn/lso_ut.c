@@ -719,6 +719,25 @@ static void test_query_cost(void)
 	CU_ASSERT_EQUAL(out[0].pid, 3);
 	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
 	txn_lso_destroy(l);
+
+	/* The same entries loaded from the index file: the skip table is built at open. */
+	ut_mkdir();
+	l = ut_new();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, 0), 0);
+	ut_abort(l, 1, 0, long_end);
+	for (uint32_t i = 0; i < n; i++)
+		ut_abort(l, 2, base + 10 * (int64_t)i, base + 10 * (int64_t)i + 5);
+	CU_ASSERT_EQUAL(txn_lso_sync(l), 0);
+	txn_lso_destroy(l);
+	l = ut_new();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, base + 10 * (int64_t)n), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), n + 1);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, from, to, out, 4), 1);
+	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 500000, 500010, out, 4), 1);
+	CU_ASSERT_EQUAL(out[0].pid, 1);
+	txn_lso_destroy(l);
+	ut_rmdir();
 }
 
 int main(void)
