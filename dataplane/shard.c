@@ -234,7 +234,8 @@ static int16_t state_full(struct dp_core *c, struct dp_part *p, int err, const c
 	if (c->now_ms >= c->next_state_full_log_ms) {
 		c->next_state_full_log_ms = c->now_ms + 1000;
 		DP_WARN("partition %s: %s full (%s): batch refused, retriable (%llu refused on this core so far)",
-		        p->dir, what, strerror(-err), (unsigned long long)c->state_full_refused);
+		        p->dir, what, err == -ENOSPC ? "at its limit" : strerror(-err),
+		        (unsigned long long)c->state_full_refused);
 	}
 	return KERR_NOT_ENOUGH_REPLICAS;
 }

@@ -280,7 +280,7 @@ static uint32_t open_find(const struct txn_lso *l, int64_t pid)
 void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max)
 {
 	assert(open_max <= TXN_LSO_OPEN_MAX && aborted_max <= TXN_LSO_ABORTED_MAX);
-	assert(l->nopen == 0 && aborted_max >= l->nab);
+	assert(l->nopen == 0 && (!aborted_max || aborted_max >= l->nab));
 	if (open_max)
 		l->open_max = open_max;
 	if (aborted_max)
