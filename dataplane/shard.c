@@ -1034,6 +1034,18 @@ void dp_shard_on_marker(void *cookie, int status)
 		wake_waiters(c, p, false);   /* the LSO moved */
 }
 
+/* Test only (--fault-marker-fail): answer a marker as a failed write would, with these odds. */
+static bool marker_fault(struct dp_core *c)
+{
+	uint32_t permille = c->b->cfg.fault_marker_fail_permille;
+	if (!permille)
+		return false;
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	return c->rng % 1000 < permille;
+}
+
 /*
  * COMMIT/ABORT for pid on this partition: append the control batch, close
  * the producer's transaction here (the LSO moves past it; an abort enters
@@ -1059,6 +1071,11 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
 	if (pr && m->u.txn.epoch < pr->epoch) {
 		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
+		return;
+	}
+	if (marker_fault(c)) {
+		DP_INFO("fault injection: refusing the marker for producer %lld on %s", (long long)pid, p->dir);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
 	/*
