@@ -23,9 +23,10 @@
  * down to its first offset (a long transaction walks back over the blocks
  * it spans); a trim, which moves the array, recomputes them all.
  *
- * Allocation: both arrays grow by doubling, only when a transaction begins
- * beyond the current capacity (and once at index open for the entries
- * loaded); nothing else allocates. A begin reserves everything its end can
+ * Allocation: the arrays (open, aborted and its block table) grow by
+ * doubling, only when a transaction begins beyond the current capacity (and
+ * once at index open for the entries loaded); nothing else allocates. That
+ * realloc runs on the owner's poll core, amortized over the doublings. A begin reserves everything its end can
  * need: room for the open entry and for one aborted entry (the invariant
  * nab + nopen <= ab_cap <= ab_max), so an end never fails for want of room
  * and a marker once appended is always indexed. txn_lso_reserve checks that
