@@ -124,11 +124,14 @@ struct dp_config {
 	/* Test-only fault injection (off by default): after a Produce is appended,
 	 * drop its response, or close the connection, with these per-mille odds. */
 	uint32_t fault_drop_permille, fault_close_permille;
+	uint32_t fault_marker_fail_permille; /* a marker answered as a failed write (not written), N/1000 */
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
 	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
+	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
+	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -318,6 +321,8 @@ struct dp_core {
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
 	uint64_t append_errors;       /* ... and how many went unlogged since */
+	int64_t next_state_full_log_ms; /* batches refused for a full producer state / txn index: a line a second */
+	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };

@@ -49,12 +49,15 @@ static void usage(FILE *f)
 	"  --fault-drop-produce N  after appending, drop the Produce response with N/1000 odds\n"
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
+	"  --fault-marker-fail N   answer a COMMIT/ABORT marker as a failed write, not writing it, N/1000\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
 	"                          partition answer, cutting the records sooner (default 1024)\n"
 	"  --fault-offsets-delay-ms N  act on each durable transactional-offset write (TxnOffsetCommit,\n"
 	"                          a transaction's end) N ms late, as a slow disk would\n"
+	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
+	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --help                  this text\n");
 }
 
@@ -81,7 +84,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_FMARKER, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -95,9 +98,12 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-drop-produce", required_argument, 0, O_FDROP },
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
+		{ "fault-marker-fail", required_argument, 0, O_FMARKER },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
+		{ "test-producers-max", required_argument, 0, O_TPMAX },
+		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -184,12 +190,27 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			*(o == O_FDROP ? &cfg->fault_drop_permille : &cfg->fault_close_permille) = (uint32_t)v;
 			break;
 		}
+		case O_FMARKER: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > 1000)
+				goto bad;
+			cfg->fault_marker_fail_permille = (uint32_t)v;
+			break;
+		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;
 		case O_FABORTED: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v < 1 || v > DP_FETCH_ABORTED_MAX)
 				goto bad;
 			cfg->fetch_aborted_max = (uint32_t)v;
+			break;
+		}
+		case O_TPMAX:
+		case O_TTMAX: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > (1ul << 20))
+				goto bad;
+			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
 			break;
 		}
 		case O_TXNKILL:

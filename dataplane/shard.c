@@ -221,6 +221,26 @@ static void allow_drop(struct dp_part *p, int64_t pid)
 }
 
 /*
+ * A producer's batch that cannot be recorded in the producer state or the
+ * transaction index (a table at its limit, or no memory) is not written, and
+ * answered NOT_ENOUGH_REPLICAS: clients retry it with the same sequence
+ * (librdkafka: retriable, "not persisted"; no fatal idempotence error), by
+ * when expiry or a marker may have made room. Logged at most once a second
+ * per core, as other refused appends.
+ */
+static int16_t state_full(struct dp_core *c, struct dp_part *p, int err, const char *what)
+{
+	c->state_full_refused++;
+	if (c->now_ms >= c->next_state_full_log_ms) {
+		c->next_state_full_log_ms = c->now_ms + 1000;
+		DP_WARN("partition %s: %s full (%s): batch refused, retriable (%llu refused on this core so far)",
+		        p->dir, what, err == -ENOSPC ? "at its limit" : strerror(-err),
+		        (unsigned long long)c->state_full_refused);
+	}
+	return KERR_NOT_ENOUGH_REPLICAS;
+}
+
+/*
  * Idempotence, on the owner core with no lock: each batch with a producer id
  * is checked against that producer's state on this partition (pstate.h), in
  * arrival order. The state is updated when the append is queued, so batches
@@ -267,6 +287,18 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
 		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
 			return KERR_INVALID_TXN_STATE;
+		/*
+		 * The batch is written only if its producer entry (deduplication)
+		 * and, for a transaction's first batch here, its open entry (the
+		 * LSO stays below it) are sure to be recorded: both are reserved
+		 * now, so the updates after the append cannot fail.
+		 */
+		bool begins = txnl && txn_lso_open_first(p->lso, h->producer_id) < 0;
+		int rc = txn_pstate_reserve(p->ps, h->producer_id);
+		if (rc < 0)
+			return state_full(c, p, rc, "producer state");
+		if (begins && (rc = txn_lso_reserve(p->lso)) < 0)
+			return state_full(c, p, rc, "transaction index");
 	}
 	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
 	if (off < 0) {
@@ -276,11 +308,17 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 	a->left++;
 	if (a->base_offset < 0)
 		a->base_offset = off;
-	if (txnl && txn_lso_open_first(p->lso, h->producer_id) < 0 &&
-	    txn_lso_begin(p->lso, h->producer_id, off) < 0)
-		DP_ERR("transaction index: out of memory");
-	if (h->producer_id >= 0 && txn_pstate_update(p->ps, h, off, dp_wall_ms()) < 0)
-		DP_ERR("producer state: out of memory");
+	if (h->producer_id >= 0) {
+		/* Reserved above: a failure here would be a broken invariant, not an operating error. */
+		if (txnl && txn_lso_open_first(p->lso, h->producer_id) < 0) {
+			int rc = txn_lso_begin(p->lso, h->producer_id, off);
+			assert(rc == 0);
+			(void)rc;
+		}
+		int rc = txn_pstate_update(p->ps, h, off, dp_wall_ms());
+		assert(rc == 0);
+		(void)rc;
+	}
 	return 0;
 }
 
@@ -618,9 +656,12 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 
 static int recover_producers(struct dp_part *p)
 {
+	const struct dp_config *cfg = &dp_this_core->b->cfg;
 	int rc = txn_pstate_create(&p->ps);
-	if (rc == 0)
-		rc = txn_lso_create(&p->lso);
+	if (rc == 0 && cfg->test_producers_max)
+		txn_pstate_set_limit(p->ps, cfg->test_producers_max);
+	if (rc == 0 && (rc = txn_lso_create(&p->lso)) == 0 && cfg->test_txn_open_max)
+		txn_lso_set_limits(p->lso, cfg->test_txn_open_max, 0);
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
 	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset);
@@ -993,6 +1034,18 @@ void dp_shard_on_marker(void *cookie, int status)
 		wake_waiters(c, p, false);   /* the LSO moved */
 }
 
+/* Test only (--fault-marker-fail): answer a marker as a failed write would, with these odds. */
+static bool marker_fault(struct dp_core *c)
+{
+	uint32_t permille = c->b->cfg.fault_marker_fail_permille;
+	if (!permille)
+		return false;
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	return c->rng % 1000 < permille;
+}
+
 /*
  * COMMIT/ABORT for pid on this partition: append the control batch, close
  * the producer's transaction here (the LSO moves past it; an abort enters
@@ -1020,6 +1073,25 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
 		return;
 	}
+	if (marker_fault(c)) {
+		DP_INFO("fault injection: refusing the marker for producer %lld on %s", (long long)pid, p->dir);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	/*
+	 * Both records of the marker must be sure before it is written: the
+	 * transaction's end in the index needs no room (its begin reserved the
+	 * aborted entry, lso.h), and the producer has an entry (it wrote this
+	 * transaction's data here, and expiry keeps a producer with one open).
+	 * Should the latter ever fail, the marker is refused, never written
+	 * without its records.
+	 */
+	if (txn_pstate_reserve(p->ps, pid) < 0) {
+		DP_ERR("partition %s: marker for producer %lld refused: no producer state entry", p->dir,
+		       (long long)pid);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
 	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
 	uint8_t *batch = (uint8_t *)(mk + 1);
 	mk->kind = DP_COOKIE_MARKER;
@@ -1037,8 +1109,11 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	}
 	struct st_batch_hdr h;
 	st_batch_parse(batch, (size_t)n, &h);
-	txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
-	txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+	int rc = txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
+	assert(rc == 0);   /* reserved above */
+	rc = txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+	assert(rc == 0);   /* open (checked above); an end never needs room */
+	(void)rc;
 }
 
 static void shard_describe_producers(struct dp_core *c, struct dp_msg *m)

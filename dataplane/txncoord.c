@@ -35,6 +35,8 @@
 #define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
 #define DP_TXNC_FULL_WARN_MS 10000  /* one warning per this while the id table is full */
 #define DP_TXNC_EXPIRE_LOG_MS 1000  /* one expiry line per this at most */
+#define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
+#define DP_TXNC_MARKER_RETRIES_MAX 1024u /* markers waiting to be sent again, all transactions together */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 enum txnc_op {
@@ -46,8 +48,20 @@ enum txnc_op {
 	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
 };
 
+/* A marker an owner answered with a retriable error, to be sent again. Locality: control core. */
+struct txnc_retry {
+	struct txn_meta *m;       /* busy until every marker is acknowledged: stays valid */
+	uint32_t topic_id, gen;
+	int32_t partition;
+	int64_t due_ms;
+};
+
 struct dp_txnc {
 	struct txn_coord *coord;
+	struct txnc_retry retry[DP_TXNC_MARKER_RETRIES_MAX];
+	uint32_t nretry;
+	uint64_t marker_retries;      /* markers sent again, ever (logged at most once a second) */
+	int64_t next_retry_log_ms;
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since) */
 	struct st_compaction compact; /* rewrite of every id, then the old segments go */
@@ -372,12 +386,81 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 	}
 }
 
+/*
+ * Send m's marker for one partition (again). The owner core follows from the
+ * topic's hash, found through m's partition list; a topic deleted since
+ * needs no marker. Returns false then.
+ */
+static bool marker_resend(struct dp_core *c, struct txn_meta *m, uint32_t topic_id, uint32_t gen, int32_t partition)
+{
+	for (uint32_t i = 0; i < m->ntps; i++) {
+		struct txn_tp *tp = &m->tps[i];
+		uint32_t id, g, hash;
+		if (tp->partition != partition || !dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &g, &hash) ||
+		    id != topic_id || g != gen)
+			continue;
+		struct dp_msg msg = { .type = DP_MSG_TXN_MARKER, .ctx = m, .topic_id = id, .gen = g, .partition = partition };
+		msg.u.txn.pid = m->pid;
+		msg.u.txn.epoch = m->epoch;
+		msg.u.txn.commit = m->state == TXN_PREPARE_COMMIT;
+		msg.u.txn.coord_epoch = 0;
+		dp_send(c, dp_owner_core(c->b, hash, partition), &msg);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * As Kafka's marker channel: a marker the owner could not write (its log
+ * failed, or it could not record it) is sent again until it is written, so
+ * the transaction never ends with a partition that lacks its marker (the LSO
+ * would stay below it for good). Its count stays outstanding meanwhile, so
+ * Complete waits, and so does the next request for this transactional id.
+ */
+static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_msg *msg)
+{
+	struct dp_txnc *t = c->txnc;
+	int64_t now = dp_wall_ms();
+	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
+		return false;
+	t->marker_retries++;
+	if (now >= t->next_retry_log_ms) {
+		t->next_retry_log_ms = now + 1000;
+		DP_WARN("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
+		        "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+		        DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
+	}
+	if (t->nretry == DP_TXNC_MARKER_RETRIES_MAX)
+		return marker_resend(c, m, msg->topic_id, msg->gen, msg->partition); /* no room to wait: at once */
+	t->retry[t->nretry++] = (struct txnc_retry){ .m = m, .topic_id = msg->topic_id, .gen = msg->gen,
+	                                             .partition = msg->partition, .due_ms = now + DP_TXNC_MARKER_RETRY_MS };
+	return true;
+}
+
+/* Timer: send the markers whose wait is over. */
+static void marker_retries(struct dp_core *c, int64_t now)
+{
+	struct dp_txnc *t = c->txnc;
+	for (uint32_t i = 0; i < t->nretry;) {
+		struct txnc_retry r = t->retry[i];
+		if (r.due_ms > now) {
+			i++;
+			continue;
+		}
+		t->retry[i] = t->retry[--t->nretry];
+		if (!marker_resend(c, r.m, r.topic_id, r.gen, r.partition) && --r.m->markers_left == 0)
+			txnc_step(c, r.m);   /* the topic went away: nothing to mark there */
+	}
+}
+
 static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 {
 	struct txn_meta *m = msg->ctx;
+	assert(m->markers_left > 0);
+	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
+		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
-	assert(m->markers_left > 0);
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_left == m->markers_total)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
@@ -840,6 +923,7 @@ void dp_txnc_timer(struct dp_core *c)
 	if (!t || now < t->next_timer_ms)
 		return;
 	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
+	marker_retries(c, now);
 	maybe_compact(c);
 	scan_ids(c, now);
 }

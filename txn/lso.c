@@ -11,13 +11,26 @@
  * Aborted index: an array sorted by last_offset (the ABORT marker's offset),
  * appended in marker order. A fetch query binary-searches the first entry
  * with last_offset >= from, then walks forward while an entry could still
- * start below `to`: max_span (the longest first..last distance ever indexed)
- * bounds how far back an entry can start, so the walk stops once
- * last_offset - max_span >= to instead of running to the end.
+ * start below `to`. Every entry with last_offset < to does; past those, only
+ * the long transactions that began before `to`. To find those without
+ * walking the rest, the array is cut into blocks of TXN_LSO_BLOCK_ENTRIES
+ * entries, each with the smallest first offset in it (min) and in it and
+ * every later block (suffix_min): the walk skips a block whose min is >= to
+ * and stops at one whose suffix_min is. So one long transaction costs only
+ * the queries it overlaps (and a block of entries around it), not every
+ * query after it, and it stops costing anything once retention trims it.
+ * An abort updates its block and lowers suffix_min of the blocks before it
+ * down to its first offset (a long transaction walks back over the blocks
+ * it spans); a trim, which moves the array, recomputes them all.
  *
- * Allocation: both arrays grow by doubling, only when a transaction begins,
- * or is aborted, beyond the current capacity (and once at index open for the
- * entries loaded); nothing else allocates.
+ * Allocation: the arrays (open, aborted and its block table) grow by
+ * doubling, only when a transaction begins beyond the current capacity (and
+ * once at index open for the entries loaded); nothing else allocates. That
+ * realloc runs on the owner's poll core, amortized over the doublings. A begin reserves everything its end can
+ * need: room for the open entry and for one aborted entry (the invariant
+ * nab + nopen <= ab_cap <= ab_max), so an end never fails for want of room
+ * and a marker once appended is always indexed. txn_lso_reserve checks that
+ * room before the caller appends the transaction's first batch.
  *
  * Index file DIR/aborted.txnindex, all integers BIG-endian:
  *
@@ -80,6 +93,7 @@
 #define TXN_LSO_OPEN_MAX (1u << 20)           /* = producers per partition (pstate.c) */
 #define TXN_LSO_ABORTED_INIT 64u              /* aborted entries at create */
 #define TXN_LSO_ABORTED_MAX (1u << 22)        /* per partition: ~96 MiB in memory, ~112 MiB file */
+#define TXN_LSO_BLOCK_ENTRIES 64u             /* aborted entries per block of the walk's skip table */
 #define TXN_LSO_READ_ENTRIES 2048u            /* entries per read at open (57 KiB buffer) */
 #define TXN_LSO_PATH_BYTES 4096u
 
@@ -96,6 +110,12 @@ _Static_assert(TXN_LSO_OPEN_INIT <= TXN_LSO_OPEN_MAX, "limits");
 _Static_assert(TXN_LSO_ABORTED_INIT <= TXN_LSO_ABORTED_MAX, "limits");
 _Static_assert((uint64_t)TXN_LSO_ABORTED_MAX * TXN_LSO_ENTRY_BYTES < (uint64_t)1 << 40, "file offsets fit");
 
+/* Smallest first offsets of one block of aborted entries. Locality: shard core (owner). */
+struct lso_block {
+	int64_t min;                  /* in this block */
+	int64_t suffix_min;           /* in this block and every later one */
+};
+
 /* One open transaction. Locality: shard core (owner). */
 struct lso_open {
 	int64_t pid;
@@ -107,8 +127,10 @@ struct txn_lso {
 	struct lso_open *open;        /* nopen entries, first_offset ascending (= begin order) */
 	uint32_t nopen, open_cap;
 	struct txn_aborted *ab;       /* nab entries, last_offset strictly ascending */
-	uint32_t nab, ab_cap;
-	int64_t max_span;             /* max last_offset - first_offset ever indexed (never shrinks) */
+	uint32_t nab, ab_cap;         /* nab + nopen <= ab_cap: every open one may end in an abort */
+	uint32_t open_max, ab_max;    /* TXN_LSO_*_MAX, or less (txn_lso_set_limits) */
+	struct lso_block *blk;        /* block k covers ab[k * TXN_LSO_BLOCK_ENTRIES, ...) up to nab */
+	uint32_t blk_cap;             /* >= ab_cap / TXN_LSO_BLOCK_ENTRIES, rounded up */
 	int64_t last_marker;          /* largest marker indexed (kept across trim), -1 none */
 	int fd;                       /* index file, -1 when not open */
 	uint64_t file_entries;        /* entries in the file: the next append goes after them */
@@ -116,6 +138,11 @@ struct txn_lso {
 	bool rebuild;                 /* the file is damaged: rebuild from the log, then txn_lso_rebuilt */
 	char path[TXN_LSO_PATH_BYTES];
 };
+
+static uint32_t blocks_for(uint32_t entries)
+{
+	return (entries + TXN_LSO_BLOCK_ENTRIES - 1) / TXN_LSO_BLOCK_ENTRIES;
+}
 
 /* Locality: shard core (owner); init only. */
 int txn_lso_create(struct txn_lso **out)
@@ -126,14 +153,19 @@ int txn_lso_create(struct txn_lso **out)
 		return -ENOMEM;
 	l->open = malloc(TXN_LSO_OPEN_INIT * sizeof(*l->open));
 	l->ab = malloc(TXN_LSO_ABORTED_INIT * sizeof(*l->ab));
-	if (!l->open || !l->ab) {
+	l->blk = malloc(blocks_for(TXN_LSO_ABORTED_INIT) * sizeof(*l->blk));
+	if (!l->open || !l->ab || !l->blk) {
 		free(l->open);
 		free(l->ab);
+		free(l->blk);
 		free(l);
 		return -ENOMEM;
 	}
 	l->open_cap = TXN_LSO_OPEN_INIT;
 	l->ab_cap = TXN_LSO_ABORTED_INIT;
+	l->blk_cap = blocks_for(TXN_LSO_ABORTED_INIT);
+	l->open_max = TXN_LSO_OPEN_MAX;
+	l->ab_max = TXN_LSO_ABORTED_MAX;
 	l->last_marker = -1;
 	l->fd = -1;
 	*out = l;
@@ -148,6 +180,7 @@ void txn_lso_destroy(struct txn_lso *l)
 	txn_lso_close_index(l);
 	free(l->open);
 	free(l->ab);
+	free(l->blk);
 	free(l);
 }
 
@@ -170,6 +203,70 @@ static int grow(void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t s
 	return 0;
 }
 
+/* Room for `want` aborted entries and their blocks. */
+static int grow_aborted(struct txn_lso *l, uint32_t want)
+{
+	int rc = grow((void **)&l->ab, &l->ab_cap, want, l->ab_max, sizeof(*l->ab));
+	if (rc == 0)
+		rc = grow((void **)&l->blk, &l->blk_cap, blocks_for(want), blocks_for(l->ab_max), sizeof(*l->blk));
+	return rc;
+}
+
+/* Append a to the aborted entries (room reserved) and fold its first offset into the blocks. */
+static void aborted_push(struct txn_lso *l, const struct txn_aborted *a)
+{
+	uint32_t k = l->nab / TXN_LSO_BLOCK_ENTRIES;
+	int64_t f = a->first_offset;
+
+	assert(l->nab < l->ab_cap && k < l->blk_cap);
+	assert(l->nab == 0 || l->ab[l->nab - 1].last_offset < a->last_offset);
+	if (l->nab % TXN_LSO_BLOCK_ENTRIES == 0)
+		l->blk[k] = (struct lso_block){ .min = f, .suffix_min = f };
+	else if (f < l->blk[k].min)
+		l->blk[k].min = l->blk[k].suffix_min = f;
+	/* The blocks before it now have an entry after them that starts at f. */
+	while (k-- > 0 && l->blk[k].suffix_min > f)
+		l->blk[k].suffix_min = f;
+	l->ab[l->nab++] = *a;
+}
+
+/* Recompute every block from the entries (after a trim moved them). */
+static void blocks_rebuild(struct txn_lso *l)
+{
+	uint32_t nblk = blocks_for(l->nab);
+
+	for (uint32_t k = 0; k < nblk; k++) {
+		uint32_t end = (k + 1) * TXN_LSO_BLOCK_ENTRIES < l->nab ? (k + 1) * TXN_LSO_BLOCK_ENTRIES : l->nab;
+		int64_t m = INT64_MAX;
+		for (uint32_t i = k * TXN_LSO_BLOCK_ENTRIES; i < end; i++)
+			m = l->ab[i].first_offset < m ? l->ab[i].first_offset : m;
+		l->blk[k].min = m;
+	}
+	for (uint32_t k = nblk; k-- > 0;)
+		l->blk[k].suffix_min = k + 1 < nblk && l->blk[k + 1].suffix_min < l->blk[k].min ? l->blk[k + 1].suffix_min
+		                                                                              : l->blk[k].min;
+}
+
+/*
+ * The walk of a query for entries that start below `to`: the first entry at
+ * or after i that may (l->nab if none). Entries that end below `to` all
+ * start below it; past them, a block whose entries all start at or after
+ * `to` is skipped, and the walk ends at a block from which none starts
+ * below `to`.
+ */
+static uint32_t walk_next(const struct txn_lso *l, uint32_t i, int64_t to)
+{
+	while (i < l->nab && l->ab[i].last_offset >= to) {
+		const struct lso_block *b = &l->blk[i / TXN_LSO_BLOCK_ENTRIES];
+		if (b->suffix_min >= to)
+			return l->nab;
+		if (b->min < to)
+			return i;
+		i = (i / TXN_LSO_BLOCK_ENTRIES + 1) * TXN_LSO_BLOCK_ENTRIES;
+	}
+	return i < l->nab ? i : l->nab;
+}
+
 /* Index of pid's open transaction, or nopen. */
 static uint32_t open_find(const struct txn_lso *l, int64_t pid)
 {
@@ -180,6 +277,29 @@ static uint32_t open_find(const struct txn_lso *l, int64_t pid)
 	return i;
 }
 
+/* Locality: shard core (owner); tests only, before any begin. */
+void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max)
+{
+	assert(open_max <= TXN_LSO_OPEN_MAX && aborted_max <= TXN_LSO_ABORTED_MAX);
+	assert(l->nopen == 0 && (!aborted_max || aborted_max >= l->nab));
+	if (open_max)
+		l->open_max = open_max;
+	if (aborted_max)
+		l->ab_max = aborted_max;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_reserve(struct txn_lso *l)
+{
+	/* One more open entry, and one more aborted entry for it should it end in an abort. */
+	if (l->nopen >= l->open_max || (uint64_t)l->nab + l->nopen + 1 > l->ab_max)
+		return -ENOSPC;
+	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, l->open_max, sizeof(*l->open));
+	if (rc == 0)
+		rc = grow_aborted(l, l->nab + l->nopen + 1);
+	return rc;
+}
+
 /* Locality: shard core (owner). */
 int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
 {
@@ -188,10 +308,12 @@ int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
 	assert(l->nopen == 0 || first_offset >= l->open[l->nopen - 1].first_offset);
 	if (open_find(l, pid) < l->nopen)
 		return -EEXIST;
-	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, TXN_LSO_OPEN_MAX, sizeof(*l->open));
+	int rc = txn_lso_reserve(l);
 	if (rc < 0)
 		return rc;
 	l->open[l->nopen++] = (struct lso_open){ .pid = pid, .first_offset = first_offset };
+	assert(l->nopen <= l->open_cap && (uint64_t)l->nab + l->nopen <= l->ab_cap &&
+	       blocks_for(l->nab + l->nopen) <= l->blk_cap);
 	return 0;
 }
 
@@ -236,15 +358,10 @@ int txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool abor
 	assert(marker_offset > l->open[i].first_offset);
 	/* An abort at or below last_marker is already indexed (recovery replays it again). */
 	if (aborted && marker_offset > l->last_marker) {
-		int rc = grow((void **)&l->ab, &l->ab_cap, l->nab + 1, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
-		if (rc < 0)
-			return rc; /* nothing changed: the transaction stays open */
+		/* Room reserved by the begin: an end never needs any (aborted_push asserts it). */
 		struct txn_aborted a = { .pid = pid, .first_offset = l->open[i].first_offset, .last_offset = marker_offset };
-		assert(l->nab == 0 || l->ab[l->nab - 1].last_offset < marker_offset);
-		l->ab[l->nab++] = a;
+		aborted_push(l, &a);
 		l->last_marker = marker_offset;
-		if (marker_offset - a.first_offset > l->max_span)
-			l->max_span = marker_offset - a.first_offset;
 		file_append(l, &a);
 	}
 	memmove(&l->open[i], &l->open[i + 1], (l->nopen - i - 1) * sizeof(*l->open));
@@ -295,8 +412,7 @@ uint32_t txn_lso_aborted(const struct txn_lso *l, int64_t from, int64_t to, stru
 	uint32_t n = 0;
 
 	assert(max == 0 || out);
-	/* first_offset >= last_offset - max_span: past this bound nothing can start below `to`. */
-	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < to; i++) {
+	for (uint32_t i = walk_next(l, aborted_lower_bound(l, from), to); i < l->nab; i = walk_next(l, i + 1, to)) {
 		if (l->ab[i].first_offset >= to)
 			continue;
 		if (n < max)
@@ -332,7 +448,7 @@ static void heap_down(int64_t *heap, uint32_t n, uint32_t k)
  * (max+1)-th smallest first offset among the entries with last_offset >=
  * from (first offsets are distinct: each is a batch of its producer). The
  * walk keeps the max+1 smallest seen in a max-heap; once it is full its top
- * is the bound so far, which only falls, and the max_span rule stops the walk
+ * is the bound so far, which only falls, and the blocks (walk_next) end the walk
  * where no later entry can start below it.
  */
 int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to, uint32_t max, int64_t *heap)
@@ -340,8 +456,8 @@ int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to,
 	int64_t bound = to;
 	uint32_t n = 0;
 
-	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < bound;
-	     i++) {
+	for (uint32_t i = walk_next(l, aborted_lower_bound(l, from), bound); i < l->nab;
+	     i = walk_next(l, i + 1, bound)) {
 		int64_t f = l->ab[i].first_offset;
 		if (f >= bound)
 			continue;
@@ -368,7 +484,7 @@ int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to,
 uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, int64_t pid,
                              struct txn_aborted *out)
 {
-	for (uint32_t i = aborted_lower_bound(l, from); i < l->nab && l->ab[i].last_offset - l->max_span < to; i++)
+	for (uint32_t i = walk_next(l, aborted_lower_bound(l, from), to); i < l->nab; i = walk_next(l, i + 1, to))
 		if (l->ab[i].pid == pid && l->ab[i].first_offset < to) {
 			*out = l->ab[i];
 			return 1;
@@ -383,8 +499,21 @@ void txn_lso_trim(struct txn_lso *l, int64_t log_start)
 
 	while (k < l->nab && l->ab[k].last_offset < log_start) /* sorted: the dead ones are a prefix */
 		k++;
+	if (!k)
+		return;
 	memmove(l->ab, l->ab + k, (l->nab - k) * sizeof(*l->ab));
 	l->nab -= k;
+	blocks_rebuild(l); /* the trimmed ones may have been the long ones: the walk shortens */
+}
+
+/* Locality: shard core (owner); tests (the walk's cost). */
+uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = walk_next(l, aborted_lower_bound(l, from), to); i < l->nab; i = walk_next(l, i + 1, to))
+		n++;
+	return n;
 }
 
 /* ---- index file ------------------------------------------------------------ */
@@ -425,13 +554,13 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 	uint64_t done = 0;
 
 	*why = NULL;
-	if (n_file > TXN_LSO_ABORTED_MAX) {
-		n_file = TXN_LSO_ABORTED_MAX;
+	if (n_file > l->ab_max) {
+		n_file = l->ab_max;
 		*why = "more entries than the limit";
 	}
 	if (!n_file)
 		return 0;
-	int rc = grow((void **)&l->ab, &l->ab_cap, (uint32_t)n_file, TXN_LSO_ABORTED_MAX, sizeof(*l->ab));
+	int rc = grow_aborted(l, (uint32_t)n_file);
 	if (rc < 0 || !(buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES)))
 		return -ENOMEM;
 	while (done < n_file) {
@@ -452,15 +581,15 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 			if (a.last_offset >= log_end) {
 				*why = "entries past the log end";
 				free(buf);
+				blocks_rebuild(l);
 				return (int64_t)done;
 			}
-			l->ab[l->nab++] = a;
+			l->ab[l->nab++] = a; /* order checked by entry_decode; blocks once at the end */
 			l->last_marker = a.last_offset;
-			if (a.last_offset - a.first_offset > l->max_span)
-				l->max_span = a.last_offset - a.first_offset;
 		}
 	}
 	free(buf);
+	blocks_rebuild(l); /* one pass, where pushing one by one could walk back over every block each time */
 	return (int64_t)done;
 }
 
@@ -470,7 +599,6 @@ static int index_damaged(struct txn_lso *l, const char *why)
 	fprintf(stderr, "txn lso: %s: DAMAGED (%s): the index is rebuilt from the log's markers\n", l->path, why);
 	l->nab = 0;
 	l->last_marker = -1;
-	l->max_span = 0;
 	l->file_entries = 0;
 	l->file_err = 0;
 	l->rebuild = true;
@@ -555,7 +683,6 @@ fail:
 	l->fd = -1;
 	l->nab = 0;
 	l->last_marker = -1;
-	l->max_span = 0;
 	return rc;
 }
 

@@ -23,10 +23,22 @@ struct txn_lso;
 int  txn_lso_create(struct txn_lso **out);
 void txn_lso_destroy(struct txn_lso *l);
 
-/* pid's transaction opened here with its first batch at first_offset (offsets only grow). */
+/*
+ * Room for one more transaction: 0 when the next txn_lso_begin cannot fail for
+ * want of room, else -ENOSPC (the limits: open transactions, or aborted
+ * entries counting one for each open transaction) or -ENOMEM. The owner calls
+ * it before it appends a transaction's first batch, and refuses the batch
+ * (retriably) when it fails: a batch appended without its open entry would
+ * let the LSO pass it.
+ */
+int  txn_lso_reserve(struct txn_lso *l);
+/* pid's transaction opened here with its first batch at first_offset (offsets
+ * only grow). Reserves (as txn_lso_reserve) what its end will need. Returns 0,
+ * -EEXIST if pid has one open, or txn_lso_reserve's error. */
 int  txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset);
 /* pid's open transaction (if any) got its marker at marker_offset; an abort is
- * recorded in the index (and appended to the index file when one is open).
+ * recorded in the index (and appended to the index file when one is open) in
+ * the room its begin reserved, so this never fails for want of memory.
  * Returns 0, or -ENOENT if pid had no open transaction here. */
 int  txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted);
 /* First offset of pid's open transaction, or -1. */
@@ -52,7 +64,11 @@ uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, 
                              struct txn_aborted *out);
 /* Forget aborted transactions wholly below the log start (after retention). */
 void txn_lso_trim(struct txn_lso *l, int64_t log_start);
+/* Tests: how many entries a query of [from, to) examines (the walk txn_lso_aborted* make). */
+uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to);
 uint32_t txn_lso_open_count(const struct txn_lso *l);
+/* Tests only (before any begin): lower the open and aborted limits to force a full table (0: keep). */
+void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max);
 
 /*
  * The persisted index, DIR/aborted.txnindex (byte table in lso.c): fixed-size

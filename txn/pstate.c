@@ -6,11 +6,12 @@
  * marks a free slot), hashed with a 64-bit finalizer so consecutive pids
  * spread. It doubles when more than half full, so a probe ends quickly and a
  * free slot always exists. Allocation happens only when a NEW producer does
- * not fit (txn_pstate_update) and at create/snapshot read: checking or
- * updating a known producer never allocates. Deletion (expiry) shifts the
+ * not fit (txn_pstate_reserve, which the owner calls before it appends a
+ * producer's batch, and txn_pstate_update) and at create/snapshot read:
+ * checking or updating a known producer never allocates. Deletion (expiry) shifts the
  * following cluster back instead of leaving tombstones, so lookups never
- * degrade. Pointers from find/next stay valid until the next update that
- * inserts a producer, expire, snapshot read or destroy.
+ * degrade. Pointers from find/next stay valid until the next reserve or
+ * update that inserts a producer, expire, snapshot read or destroy.
  *
  * Transactions: update keeps txn_first_offset (the open transaction's first
  * offset on this partition) from the batch attributes, so snapshots carry the
@@ -100,6 +101,7 @@ struct txn_pstate {
 	struct txn_producer *slots;   /* cap entries; pid -1 free */
 	uint32_t cap;                 /* power of two */
 	uint32_t count;               /* used slots, <= cap / 2 */
+	uint32_t max;                 /* TXN_PSTATE_PRODUCERS_MAX, or less (txn_pstate_set_limit) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -199,8 +201,16 @@ int txn_pstate_create(struct txn_pstate **out)
 		return -ENOMEM;
 	}
 	ps->cap = TXN_PSTATE_SLOTS_INIT;
+	ps->max = TXN_PSTATE_PRODUCERS_MAX;
 	*out = ps;
 	return 0;
+}
+
+/* Locality: shard core (owner); tests only. */
+void txn_pstate_set_limit(struct txn_pstate *ps, uint32_t producers_max)
+{
+	assert(producers_max >= 1 && producers_max <= TXN_PSTATE_PRODUCERS_MAX);
+	ps->max = producers_max;
 }
 
 /* Locality: shard core (owner). */
@@ -286,24 +296,31 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
 }
 
 /* Locality: shard core (owner). */
+int txn_pstate_reserve(struct txn_pstate *ps, int64_t pid)
+{
+	assert(pid >= 0);
+	if (ps->slots[slot_of(ps, pid)].pid == pid)
+		return 0;
+	if (ps->count >= ps->max)
+		return -ENOSPC;
+	if ((ps->count + 1) * 2 > ps->cap) /* the only allocation: a new producer that does not fit */
+		return table_resize(ps, ps->cap * 2);
+	return 0;
+}
+
+/* Locality: shard core (owner). */
 int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
                       int64_t now_ms)
 {
+	assert(h->producer_id >= 0 && h->last_offset_delta >= 0 && base_offset >= 0);
+	int rc = txn_pstate_reserve(ps, h->producer_id);
+	if (rc < 0)
+		return rc;
 	uint32_t i = slot_of(ps, h->producer_id);
 	struct txn_producer *p = &ps->slots[i];
 
-	assert(h->producer_id >= 0 && h->last_offset_delta >= 0 && base_offset >= 0);
 	if (p->pid != h->producer_id) {
-		if (ps->count >= TXN_PSTATE_PRODUCERS_MAX)
-			return -ENOMEM;
-		if ((ps->count + 1) * 2 > ps->cap) { /* the only allocation: a new producer that does not fit */
-			int rc = table_resize(ps, ps->cap * 2);
-			if (rc < 0)
-				return rc;
-			i = slot_of(ps, h->producer_id);
-			p = &ps->slots[i];
-		}
-		assert(p->pid == -1);
+		assert(p->pid == -1 && ps->count < ps->max && (ps->count + 1) * 2 <= ps->cap);
 		*p = (struct txn_producer){ .pid = h->producer_id, .epoch = h->producer_epoch,
 		                            .txn_first_offset = -1, .coordinator_epoch = -1 };
 		ps->count++;
@@ -460,7 +477,7 @@ int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t l
 		return -EBADMSG;
 
 	/* Decode into a fresh table; the old state stays untouched on damage. */
-	struct txn_pstate tmp = { .cap = TXN_PSTATE_SLOTS_INIT };
+	struct txn_pstate tmp = { .cap = TXN_PSTATE_SLOTS_INIT, .max = ps->max };
 	while (tmp.cap / 2 < n)
 		tmp.cap *= 2;
 	if (!(tmp.slots = slots_alloc(tmp.cap)))

@@ -58,12 +58,25 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
                                        struct txn_pbatch *dup);
 
 /*
+ * Room for pid: 0 when pid is known or a txn_pstate_update that adds it
+ * cannot fail (the table grows here if it must), else -ENOSPC (the table
+ * holds its limit of producers) or -ENOMEM. The owner calls it before it
+ * appends a producer's batch and refuses the batch (retriably) when it fails:
+ * a batch appended without its entry would lose its deduplication. Pointers
+ * from find/next stay valid only if it returned 0 for a known pid.
+ */
+int txn_pstate_reserve(struct txn_pstate *ps, int64_t pid);
+/* Tests only: lower the producers limit to force a full table. */
+void txn_pstate_set_limit(struct txn_pstate *ps, uint32_t producers_max);
+
+/*
  * Record a batch appended at base_offset (after TXN_APPEND, and when
  * rebuilding from the log, where no check is made). A new epoch clears the
  * remembered batches. Transactions: a transactional data batch (attribute
  * 0x10) opens one at base_offset when none is open (txn_first_offset == -1);
  * a control batch (marker, 0x20) closes it (txn_first_offset = -1) and only
- * moves epoch and time. now_ms: broker wall clock. Returns 0 or -ENOMEM.
+ * moves epoch and time. now_ms: broker wall clock. Returns 0, or
+ * txn_pstate_reserve's error (never after it returned 0 for this pid).
  */
 int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
                       int64_t now_ms);

@@ -224,7 +224,7 @@ static void test_aborted_query(void)
 	CU_ASSERT(a[0].pid == 8 && a[1].pid == 9);
 	txn_lso_destroy(l);
 
-	/* Random spans over 5000 entries against brute force (binary search, max_span bound). */
+	/* Random spans over 5000 entries against brute force (binary search, the walk's skip table). */
 	enum { N = 5000 };
 	static struct txn_aborted ref[N], got[N], want[N];
 	l = ut_new();
@@ -244,6 +244,17 @@ static void test_aborted_query(void)
 		uint32_t g = txn_lso_aborted(l, from, to, got, N);
 		CU_ASSERT_EQUAL_FATAL(g, w);
 		CU_ASSERT_EQUAL_FATAL(memcmp(got, want, (size_t)w * sizeof(*got)), 0);
+	}
+	/* After trims (the walk's skip table is rebuilt): the same against the live entries. */
+	for (uint32_t cut = 1000; cut < N; cut += 1500) {
+		txn_lso_trim(l, ref[cut].last_offset);
+		for (int q = 0; q < 1000; q++) {
+			int64_t from = rand() % (off + 10) - 5, to = from + rand() % 4000 - 20;
+			uint32_t w = ut_ref_aborted(ref + cut, N - cut, from, to, want);
+			uint32_t g = txn_lso_aborted(l, from, to, got, N);
+			CU_ASSERT_EQUAL_FATAL(g, w);
+			CU_ASSERT_EQUAL_FATAL(memcmp(got, want, (size_t)w * sizeof(*got)), 0);
+		}
 	}
 	txn_lso_destroy(l);
 }
@@ -605,6 +616,130 @@ static void test_many(void)
 	ut_rmdir();
 }
 
+/*
+ * Full tables: a transaction that could begin can always end as an abort.
+ * Before, begin took only the open entry and the abort's entry was allocated
+ * at the marker, so with the aborted index at its limit the marker (already
+ * in the log) could not be indexed. Now begin reserves it and refuses when
+ * there is no room; the owner asks txn_lso_reserve before the append.
+ */
+static void test_full(void)
+{
+	struct txn_lso *l = ut_new();
+	int begun = 0;
+
+	txn_lso_set_limits(l, 8, 3);
+	for (int64_t pid = 1; pid <= 5; pid++) {
+		int rc = txn_lso_begin(l, pid, 10 * pid);
+		CU_ASSERT(rc == 0 || rc == -ENOSPC);
+		begun += rc == 0;
+	}
+	CU_ASSERT_EQUAL(begun, 3);                         /* one aborted entry for each open transaction */
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);
+	for (int64_t pid = 1; pid <= begun; pid++)         /* every begun one ends, even as an abort */
+		CU_ASSERT_EQUAL(txn_lso_end(l, pid, 100 + pid, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_open_count(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);      /* the index is full: nothing new may begin */
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 9, 200), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 300), 300);         /* and nothing half-begun holds the LSO */
+	txn_lso_trim(l, 103);                              /* retention frees two entries */
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 9, 200), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 10, 201), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 11, 202), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 9, 203, false), 0);  /* a commit gives its reservation back */
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 11, 204), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 10, 205, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 11, 206, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	txn_lso_destroy(l);
+
+	/* The open limit: the next begin is refused until one ends. */
+	l = ut_new();
+	txn_lso_set_limits(l, 2, 100);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 1, 1), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 2, 2), 0);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 3, 3), -ENOSPC);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 10), 1);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 1, 4, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 3, 5), 0);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 10), 2);
+	txn_lso_destroy(l);
+
+	/* Growth past the initial capacities: reserve, then begin and end never fail. */
+	l = ut_new();
+	for (int64_t pid = 0; pid < 1000; pid++) {
+		CU_ASSERT_EQUAL_FATAL(txn_lso_reserve(l), 0);
+		CU_ASSERT_EQUAL_FATAL(txn_lso_begin(l, pid, pid), 0);
+	}
+	for (int64_t pid = 0; pid < 1000; pid++)
+		CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, pid, 1000 + pid, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 1000);
+	txn_lso_destroy(l);
+}
+
+/*
+ * The walk of a query is bounded by what it overlaps, not by the longest
+ * transaction ever aborted: before, one long abort (max_span, which never
+ * shrank) made every later query walk the entries of that span, even after
+ * retention trimmed the long one. Here: one abort spanning 1,000,000
+ * offsets, then 10,000 short ones after it.
+ */
+static void test_query_cost(void)
+{
+	struct txn_lso *l = ut_new();
+	const int64_t long_end = 1000000, base = long_end + 10;
+	const uint32_t n = 10000, cost_max = 200; /* a few blocks of the skip table (lso.c: 64 entries each) */
+	struct txn_aborted out[4];
+
+	ut_abort(l, 1, 0, long_end);
+	for (uint32_t i = 0; i < n; i++)
+		ut_abort(l, 2, base + 10 * (int64_t)i, base + 10 * (int64_t)i + 5);
+	/* A read in the short ones' range: at most two overlap. */
+	int64_t from = base + 10 * 5000, to = from + 10;
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, from, to, out, 4), 1);
+	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
+	/* A read inside the long one finds it and walks little. */
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 500000, 500010, out, 4), 1);
+	CU_ASSERT_EQUAL(out[0].pid, 1);
+	CU_ASSERT(txn_lso_query_cost(l, 500000, 500010) <= cost_max);
+	/* A read from the start reaching into the short ones: all that overlap, and little more. */
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, base + 100, out, 0), 11);
+	CU_ASSERT(txn_lso_query_cost(l, 0, base + 100) <= 11 + cost_max);
+	/* Retention trims the long one: still short walks. */
+	txn_lso_trim(l, long_end + 1);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, from, to, out, 4), 1);
+	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), n);
+	/* A second long one, after the short ones, is found by a read at its start. */
+	ut_abort(l, 3, base + 10 * (int64_t)n, base + 10 * (int64_t)n + 3000000);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, base + 10 * (int64_t)n + 1, base + 10 * (int64_t)n + 2, out, 4), 1);
+	CU_ASSERT_EQUAL(out[0].pid, 3);
+	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
+	txn_lso_destroy(l);
+
+	/* The same entries loaded from the index file: the skip table is built at open. */
+	ut_mkdir();
+	l = ut_new();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, 0), 0);
+	ut_abort(l, 1, 0, long_end);
+	for (uint32_t i = 0; i < n; i++)
+		ut_abort(l, 2, base + 10 * (int64_t)i, base + 10 * (int64_t)i + 5);
+	CU_ASSERT_EQUAL(txn_lso_sync(l), 0);
+	txn_lso_destroy(l);
+	l = ut_new();
+	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, tdir, base + 10 * (int64_t)n), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), n + 1);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, from, to, out, 4), 1);
+	CU_ASSERT(txn_lso_query_cost(l, from, to) <= cost_max);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 500000, 500010, out, 4), 1);
+	CU_ASSERT_EQUAL(out[0].pid, 1);
+	txn_lso_destroy(l);
+	ut_rmdir();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -616,6 +751,8 @@ int main(void)
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);
 	CU_add_test(s, "trim", test_trim);
+	CU_add_test(s, "query cost: bounded by the overlap, not the longest abort", test_query_cost);
+	CU_add_test(s, "full tables: a begun transaction always ends, even as an abort", test_full);
 	CU_add_test(s, "index file round trip", test_file_round_trip);
 	CU_add_test(s, "index file rewritten once trimmed entries dominate", test_file_compact);
 	CU_add_test(s, "index file: torn, damaged, past log end, bad header", test_file_damage);

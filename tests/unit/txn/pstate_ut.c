@@ -728,6 +728,42 @@ static void test_snapshot_files(void)
 	txn_pstate_destroy(b);
 }
 
+/*
+ * A full table: reserve says so before the owner appends, for a new producer
+ * only; a known one always fits; expiry makes room. After a 0 from reserve the
+ * update cannot fail, also across growth of the table.
+ */
+static void test_full(void)
+{
+	struct txn_pstate *ps = ut_new();
+
+	txn_pstate_set_limit(ps, 2);
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, 1), 0);
+	ut_append(ps, hdr(1, 0, 0, 1), 0, 100);
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, 2), 0);
+	ut_append(ps, hdr(2, 0, 0, 1), 1, 200);
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, 3), -ENOSPC);   /* a third producer does not fit */
+	struct st_batch_hdr h = hdr(3, 0, 0, 1);
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &h, 2, 300), -ENOSPC);
+	CU_ASSERT_PTR_NULL(txn_pstate_find(ps, 3));
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, 1), 0);         /* known ones always do */
+	ut_append(ps, hdr(1, 0, 1, 1), 2, 300);
+	CU_ASSERT_EQUAL(txn_pstate_expire(ps, 1000, 700), 1);  /* pid 2 idle since 200 */
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, 3), 0);
+	ut_append(ps, hdr(3, 0, 0, 1), 3, 1000);
+	CU_ASSERT_EQUAL(txn_pstate_count(ps), 2);
+	txn_pstate_destroy(ps);
+
+	ps = ut_new();
+	for (int64_t pid = 0; pid < 5000; pid++) {
+		CU_ASSERT_EQUAL_FATAL(txn_pstate_reserve(ps, pid), 0);
+		h = hdr(pid, 0, 0, 1);
+		CU_ASSERT_EQUAL_FATAL(txn_pstate_update(ps, &h, pid, 1), 0);
+	}
+	CU_ASSERT_EQUAL(txn_pstate_count(ps), 5000);
+	txn_pstate_destroy(ps);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -746,6 +782,7 @@ int main(void)
 	CU_add_test(s, "snapshot damage", test_snapshot_damage);
 	CU_add_test(s, "snapshot files", test_snapshot_files);
 	CU_add_test(s, "transactions: open, close, snapshot, expiry", test_transactions);
+	CU_add_test(s, "full table: reserve before the append", test_full);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
