@@ -80,23 +80,39 @@ if want_case deletes; then
 		guarded "$PY" "$ADMIN" create "$PORT" 300 1 "del$part" >"$WORK/del$part.txt" || fail "create del$part"
 		[ "$(count_err "$WORK/del$part.txt" 0)" -eq 300 ] || fail "create del$part: $(awk '$2 != 0' "$WORK/del$part.txt" | head -3)"
 	done
-	LOAD_N=2000000
-	"$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic load --partitions 4 --count $LOAD_N --size 200 \
-		--acks all >"$WORK/load.log" 2>&1 &
+	# The load runs in rounds (a topic each) until the deletes are answered, so they meet
+	# it however fast this machine produces; every round is read back.
+	LOAD_N=200000
+	rm -f "$WORK/load.stop"
+	echo 0 >"$WORK/load.rounds"
+	(
+		r=0
+		while [ ! -e "$WORK/load.stop" ]; do
+			"$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic "load$r" --partitions 4 --count $LOAD_N \
+				--size 200 --acks all >>"$WORK/load.log" 2>&1 || exit 1
+			r=$((r + 1))
+			echo "$r" >"$WORK/load.rounds"
+		done
+	) &
 	LOAD_PID=$!
 	INTEG_CHILDREN="${INTEG_CHILDREN:-} $LOAD_PID"
-	sleep 2
-	kill -0 "$LOAD_PID" 2>/dev/null || fail "the load producer ended before the deletes: $(tail -3 "$WORK/load.log")"
+	sleep 1
+	kill -0 "$LOAD_PID" 2>/dev/null || fail "the load producer failed before the deletes: $(tail -3 "$WORK/load.log")"
 	guarded "$PY" "$ADMIN" delete "$PORT" many 0 "$MANY" del0 0 300 del1 0 300 >"$WORK/manydel.txt" ||
 		fail "delete $((MANY + 600)) topics under load"
+	kill -0 "$LOAD_PID" 2>/dev/null || fail "the load producer failed during the deletes: $(tail -3 "$WORK/load.log")"
+	touch "$WORK/load.stop"
 	broker_alive || fail "the broker died deleting topics under load"
 	[ "$(count_err "$WORK/manydel.txt" 0)" -eq "$((MANY + 600))" ] ||
 		fail "deletes under load: $(awk '$2 != 0' "$WORK/manydel.txt" | head -3)"
-	kill -0 "$LOAD_PID" 2>/dev/null || log "note: the load producer finished before the deletes did"
 	wait "$LOAD_PID" || fail "the load producer failed: $(tail -3 "$WORK/load.log")"
+	ROUNDS=$(cat "$WORK/load.rounds")
+	log "deletes answered under load; $ROUNDS rounds of $LOAD_N records produced meanwhile"
 	ls "$DATA" | grep -Eq '^(many|del[01])-' && fail "partition directories left after the deletes"
-	guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic load --partitions 4 --expect $LOAD_N --timeout 300 \
-		|| fail "consume the load topic"
+	for ((r = 0; r < ROUNDS; r++)); do
+		guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic "load$r" --partitions 4 --expect $LOAD_N \
+			--timeout 300 || fail "consume the load topic of round $r"
+	done
 fi
 
 # ---- 1. file descriptors ----------------------------------------------------
