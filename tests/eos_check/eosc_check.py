@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""eosc_check.py - judges one exactly-once checker run (issue 10).
+
+    eosc_check.py WORKDIR [--examples N]
+
+WORKDIR holds what eosc_run.py left: run.json (topics, seed), one log per
+client instance (prod-*.log, copy-*.log, close-*.log; the format is in
+eosc_driver.c), and the read-backs rc.txt (read_committed) and ru.txt
+(read_uncommitted). Prints one line per anomaly class with its count and a
+few examples; exit status 0 when every class is 0, 1 otherwise, 2 on a usage
+or input error.
+
+A transaction's outcome comes from its instance's log: committed (commit_ok),
+aborted (abort_ok, or commit never requested: the client died, was fenced or
+was SIGKILLed before it asked), or unknown (commit requested, no answer: the
+client or the broker was killed mid-commit, or a fatal error). An unknown
+one is resolved by what read_committed shows: all of it (committed) or none
+of it (aborted); anything between is torn.
+
+Classes (a fault can show in several):
+  aborted_visible   records of aborted transactions read with read_committed
+  committed_lost    records of committed transactions missing from read_committed
+  torn              committed or unknown transactions partly visible
+  duplicates        extra copies of a record in read_committed
+  log_duplicates    extra copies of a record in read_uncommitted (idempotence)
+  order             a producer instance's records out of send order in a partition
+  ack_missing       records acknowledged (delivery report with an offset; acks=all)
+                    that read_uncommitted does not have at that offset
+  lso_stuck         partitions where read_committed does not reach the high
+                    watermark (LSO below it, or the reader stops short of it)
+  zombie_commit     transactions committed (or visible) whose commit was requested
+                    after a newer instance with the same transactional.id
+                    finished init_transactions (it should have been fenced)
+  phantom           records read that no client logged sending
+  copy_missing      committed input records with no copy in the copier's output
+                    (only judged when the copier finished)
+  copy_dup          committed input records copied more than once (distinct copies)
+  copy_extra        copies of input records that were not committed
+  copy_order        copies out of their input partition's order
+  copier_unfinished the copier never reached the end of its input
+  history_bad       log lines that do not parse (a torn last line is not counted)
+
+Locality: a test program, one thread; pure functions over lines, so that
+eosc_selftest.py can feed it synthetic histories.
+"""
+
+import json
+import os
+import sys
+
+CLASSES = [
+    'aborted_visible', 'committed_lost', 'torn', 'duplicates', 'log_duplicates',
+    'order', 'ack_missing', 'lso_stuck', 'zombie_commit', 'phantom',
+    'copy_missing', 'copy_dup', 'copy_extra', 'copy_order', 'copier_unfinished',
+    'history_bad',
+]
+
+EXAMPLES_MAX = 5
+
+
+class Txn:
+    """One transaction of one client instance, as its log tells it."""
+
+    __slots__ = ('key', 'begin_ms', 'sends', 'drs', 'commit_req_ms', 'commit_ok',
+                 'abort_ok', 'outcome')
+
+    def __init__(self, key, begin_ms):
+        self.key = key              # (txn_id, instance, txn)
+        self.begin_ms = begin_ms
+        self.sends = {}             # seq -> (topic, part, orig or None)
+        self.drs = {}               # seq -> (topic, part, offset) of successful reports
+        self.commit_req_ms = None
+        self.commit_ok = False
+        self.abort_ok = False
+        self.outcome = None         # committed | aborted | unknown
+
+    def rec_id(self, seq):
+        return '%s.%d.%d.%d' % (self.key[0], self.key[1], self.key[2], seq)
+
+
+class Instance:
+    """One client process: a transactional id and an instance number."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tid = None
+        self.inst = None
+        self.init_ok_ms = None
+        self.done = False
+        self.txns = {}              # txn number -> Txn
+
+
+class Result:
+    def __init__(self):
+        self.counts = {c: 0 for c in CLASSES}
+        self.examples = {c: [] for c in CLASSES}
+        self.stats = {}
+
+    def add(self, cls, n=1, example=None):
+        self.counts[cls] += n
+        if example is not None and len(self.examples[cls]) < EXAMPLES_MAX:
+            self.examples[cls].append(example)
+
+    def ok(self):
+        return not any(self.counts.values())
+
+    def report(self):
+        out = []
+        for c in CLASSES:
+            out.append('%-18s %d' % (c, self.counts[c]))
+            for e in self.examples[c]:
+                out.append('    ' + e)
+        out.append('stats: ' + ' '.join('%s=%s' % kv for kv in sorted(self.stats.items())))
+        return '\n'.join(out)
+
+
+def parse_log(name, lines, res):
+    """An instance's log lines into an Instance. A line that does not parse is
+    history_bad, except the last one (a SIGKILL may tear it)."""
+    ins = Instance(name)
+    n = len(lines)
+    for i, line in enumerate(lines):
+        f = line.split()
+        try:
+            ms, ev = int(f[0]), f[1]
+            a = f[2:]
+            if ev == 'start':
+                ins.tid, ins.inst = a[0], int(a[1])
+            elif ev == 'init_ok':
+                ins.init_ok_ms = ms
+            elif ev == 'begin':
+                t = int(a[0])
+                ins.txns[t] = Txn((ins.tid, ins.inst, t), ms)
+            elif ev == 'send':
+                ins.txns[int(a[0])].sends[int(a[1])] = (a[2], int(a[3]), a[4] if len(a) > 4 else None)
+            elif ev == 'dr':
+                if a[5] == '-':
+                    ins.txns[int(a[0])].drs[int(a[1])] = (a[2], int(a[3]), int(a[4]))
+            elif ev == 'commit_req':
+                ins.txns[int(a[0])].commit_req_ms = ms
+            elif ev == 'commit_ok':
+                ins.txns[int(a[0])].commit_ok = True
+            elif ev == 'abort_ok':
+                ins.txns[int(a[0])].abort_ok = True
+            elif ev == 'done':
+                ins.done = True
+            elif ev in ('init_err', 'produce_err', 'flush', 'offsets', 'offsets_err', 'commit_err',
+                        'abort_req', 'abort_err', 'rewind', 'assigned', 'revoked', 'fatal', 'exit'):
+                pass
+            else:
+                raise ValueError(ev)
+            if ins.tid is None:
+                raise ValueError('no start line')
+        except (IndexError, ValueError, KeyError) as e:
+            if i < n - 1:
+                res.add('history_bad', 1, '%s line %d: %r (%s)' % (name, i + 1, line, e))
+    for t in ins.txns.values():
+        if t.commit_ok:
+            t.outcome = 'committed'
+        elif t.abort_ok or t.commit_req_ms is None:
+            t.outcome = 'aborted'
+        else:
+            t.outcome = 'unknown'
+    return ins
+
+
+def parse_read(lines, res, label):
+    """A reader's output: records [(topic, part, offset, value)] and
+    ends {(topic, part): (position, listoffsets, hw)}."""
+    recs, ends = [], {}
+    for i, line in enumerate(lines):
+        f = line.split(' ', 4)
+        try:
+            if f[0] == 'rec':
+                recs.append((f[1], int(f[2]), int(f[3]), f[4] if len(f) > 4 else ''))
+            elif f[0] == 'end':
+                g = f[4].split()
+                ends[(f[1], int(f[2]))] = (int(f[3]), int(g[0]), int(g[1]))
+            else:
+                raise ValueError(f[0])
+        except (IndexError, ValueError) as e:
+            res.add('history_bad', 1, '%s line %d: %r (%s)' % (label, i + 1, line, e))
+    return recs, ends
+
+
+def split_value(v):
+    """'ID' or 'ID<ORIG' into (id, orig or None)."""
+    if '<' in v:
+        i, o = v.split('<', 1)
+        return i, o
+    return v, None
+
+
+def check(logs, rc_lines, ru_lines, cfg):
+    """logs: {name: [line]}; rc_lines/ru_lines: reader outputs; cfg: run.json's
+    dict ('inputs': {topic: parts} in copier order, 'output': topic or None)."""
+    res = Result()
+    insts = [parse_log(name, lines, res) for name, lines in sorted(logs.items())]
+    rc, rc_end = parse_read(rc_lines, res, 'rc')
+    ru, ru_end = parse_read(ru_lines, res, 'ru')
+
+    txns = {}        # (tid, inst, txn) -> Txn
+    recs = {}        # record id -> (Txn, seq)
+    for ins in insts:
+        for t in ins.txns.values():
+            txns[t.key] = t
+            for seq in t.sends:
+                recs[t.rec_id(seq)] = (t, seq)
+
+    def views(records, label):
+        seen = {}    # id -> [(topic, part, off)]
+        for topic, part, off, value in records:
+            rid, _ = split_value(value)
+            if rid not in recs:
+                res.add('phantom', 1, '%s %s-%d@%d %r' % (label, topic, part, off, value))
+                continue
+            seen.setdefault(rid, []).append((topic, part, off))
+        return seen
+
+    rc_seen = views(rc, 'rc')
+    ru_seen = views(ru, 'ru')
+
+    # Outcomes: unknown ones resolved by read_committed, all or nothing.
+    resolved = {}
+    for key, t in txns.items():
+        if t.outcome != 'unknown':
+            resolved[key] = t.outcome
+            continue
+        vis = sum(1 for s in t.sends if t.rec_id(s) in rc_seen)
+        resolved[key] = 'committed' if vis else 'aborted'
+
+    for key, t in txns.items():
+        ids = [t.rec_id(s) for s in sorted(t.sends)]
+        vis = [i for i in ids if i in rc_seen]
+        if t.outcome == 'aborted':
+            for i in vis:
+                topic, part, off = rc_seen[i][0]
+                res.add('aborted_visible', 1, '%s at %s-%d@%d' % (i, topic, part, off))
+        else:
+            if t.outcome == 'committed':
+                for i in ids:
+                    if i not in rc_seen:
+                        topic, part, _ = t.sends[int(i.rsplit('.', 1)[1])][:3]
+                        res.add('committed_lost', 1, '%s (to %s-%d)' % (i, topic, part))
+            if 0 < len(vis) < len(ids):
+                res.add('torn', 1, 'txn %s.%d.%d (%s): %d of %d visible' %
+                        (key[0], key[1], key[2], t.outcome, len(vis), len(ids)))
+        # Acknowledged (acks=all: on disk) records stay in the log whatever the outcome.
+        for seq, (topic, part, off) in t.drs.items():
+            i = t.rec_id(seq)
+            if (topic, part, off) not in ru_seen.get(i, []):
+                res.add('ack_missing', 1, '%s acked at %s-%d@%d, read_uncommitted has %s' %
+                        (i, topic, part, off, ru_seen.get(i, 'none')))
+
+    for seen, cls, label in ((rc_seen, 'duplicates', 'rc'), (ru_seen, 'log_duplicates', 'ru')):
+        for i, where in seen.items():
+            if len(where) > 1:
+                res.add(cls, len(where) - 1, '%s %d times: %s' % (i, len(where), where))
+
+    # Per instance and partition, records in send order (txn, seq).
+    for records, label in ((rc, 'rc'), (ru, 'ru')):
+        last = {}    # (topic, part, tid, inst) -> ((txn, seq), off)
+        for topic, part, off, value in sorted(records, key=lambda r: (r[0], r[1], r[2])):
+            rid, _ = split_value(value)
+            if rid not in recs:
+                continue
+            t, seq = recs[rid]
+            k = (topic, part, t.key[0], t.key[1])
+            cur = (t.key[2], seq)
+            if k in last and last[k][0] > cur:
+                res.add('order', 1, '%s %s-%d: %s@%d after %s.%d.%d@%d' %
+                        (label, topic, part, rid, off, k[2], k[3], last[k][0][0], last[k][1]))
+            last[k] = (cur, off)
+
+    # read_committed must reach the high watermark once nothing is open.
+    parts = set(rc_end) | set(ru_end)
+    for tp in sorted(parts):
+        e = rc_end.get(tp)
+        if e is None:
+            res.add('lso_stuck', 1, '%s-%d: no read_committed end' % tp)
+            continue
+        pos, lso, hw = e
+        if pos < hw or lso < hw:
+            res.add('lso_stuck', 1, '%s-%d: read_committed position %d, LSO %d, high watermark %d' %
+                    (tp[0], tp[1], pos, lso, hw))
+
+    # Zombies: nothing of an instance may commit once a newer instance of its
+    # transactional id has finished init_transactions, which fenced it.
+    by_tid = {}
+    for ins in insts:
+        if ins.init_ok_ms is not None:
+            by_tid.setdefault(ins.tid, []).append(ins)
+    for ins in insts:
+        later = [o.init_ok_ms for o in by_tid.get(ins.tid, []) if o.inst > ins.inst]
+        if not later:
+            continue
+        fence = min(later)
+        for t in ins.txns.values():
+            if t.commit_req_ms is None or t.commit_req_ms <= fence:
+                continue
+            vis = any(t.rec_id(s) in rc_seen for s in t.sends)
+            if t.commit_ok or vis:
+                res.add('zombie_commit', 1, 'txn %s.%d.%d commit requested at %d after a newer '
+                        'instance fenced it at %d (%s)' % (t.key[0], t.key[1], t.key[2], t.commit_req_ms,
+                                                           fence, 'committed' if t.commit_ok else 'visible'))
+
+    # The copier: every committed input record exactly once in the output, in order.
+    out_topic = cfg.get('output')
+    inputs = cfg.get('inputs', {})
+    if out_topic:
+        copier_done = any(ins.done for ins in insts if ins.name.startswith('copy-'))
+        if not copier_done:
+            res.add('copier_unfinished', 1, 'no copier instance logged done')
+        committed_in = {}   # input id -> (topic, part, off) in read_committed
+        for i, (t, seq) in recs.items():
+            if t.sends[seq][0] in inputs and resolved[t.key] == 'committed' and i in rc_seen:
+                committed_in[i] = rc_seen[i][0]
+        copies = {}         # orig -> set of copy ids
+        out_recs = sorted((r for r in rc if r[0] == out_topic), key=lambda r: (r[1], r[2]))
+        last = {}           # output partition -> input offset of the last copy
+        for topic, part, off, value in out_recs:
+            cid, orig = split_value(value)
+            if orig is None:
+                res.add('copy_extra', 1, 'output %s-%d@%d %r is not a copy' % (topic, part, off, value))
+                continue
+            copies.setdefault(orig, set()).add(cid)
+            src = committed_in.get(orig)
+            if src is None:
+                why = 'not committed' if orig in recs else 'unknown'
+                res.add('copy_extra', 1, 'output %s-%d@%d copies %s (%s)' % (topic, part, off, orig, why))
+                continue
+            if part in last and last[part] >= src[2]:
+                res.add('copy_order', 1, 'output %s-%d@%d copies %s@%d after input @%d' %
+                        (topic, part, off, orig, src[2], last[part]))
+            last[part] = src[2]
+        for orig, cids in copies.items():
+            if len(cids) > 1 and orig in committed_in:
+                res.add('copy_dup', len(cids) - 1, '%s copied %d times: %s' % (orig, len(cids), sorted(cids)))
+        if copier_done:
+            for orig, src in sorted(committed_in.items(), key=lambda kv: kv[1]):
+                if orig not in copies:
+                    res.add('copy_missing', 1, '%s at %s-%d@%d never copied' % (orig, src[0], src[1], src[2]))
+
+    outcomes = {}
+    for key, t in txns.items():
+        outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
+    res.stats = {
+        'instances': len(insts),
+        'txns': len(txns),
+        'committed': outcomes.get('committed', 0),
+        'aborted': outcomes.get('aborted', 0),
+        'unknown': outcomes.get('unknown', 0),
+        'unknown_visible': sum(1 for k, t in txns.items() if t.outcome == 'unknown' and resolved[k] == 'committed'),
+        'records_sent': len(recs),
+        'rc_records': len(rc),
+        'ru_records': len(ru),
+    }
+    return res
+
+
+def read_lines(path):
+    """A file's complete lines: a last line without its newline (torn by a
+    SIGKILL) is dropped."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    lines = data.split('\n')
+    return [l for l in lines[:-1] if l]
+
+
+def check_dir(work):
+    with open(os.path.join(work, 'run.json')) as f:
+        cfg = json.load(f)
+    logs = {}
+    for name in os.listdir(work):
+        if name.endswith('.log') and name.split('-', 1)[0] in ('prod', 'copy', 'close'):
+            logs[name[:-4]] = read_lines(os.path.join(work, name))
+    return check(logs, read_lines(os.path.join(work, 'rc.txt')), read_lines(os.path.join(work, 'ru.txt')), cfg)
+
+
+def main(argv):
+    global EXAMPLES_MAX
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    if len(argv) == 4 and argv[2] == '--examples':
+        EXAMPLES_MAX = int(argv[3])
+    try:
+        res = check_dir(argv[1])
+    except (OSError, ValueError) as e:
+        print('eosc_check: %s' % e, file=sys.stderr)
+        return 2
+    print(res.report())
+    return 0 if res.ok() else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
