@@ -30,7 +30,8 @@ Classes (a fault can show in several):
                     watermark (LSO below it, or the reader stops short of it)
   zombie_commit     transactions committed (or visible) whose commit was requested
                     after a newer instance with the same transactional.id
-                    finished init_transactions (it should have been fenced)
+                    finished init_transactions (it should have been fenced; such
+                    a transaction counts as aborted in the other classes)
   phantom           records read that no client logged sending
   copy_missing      committed input records with no copy in the copier's output
                     (only judged when the copier finished)
@@ -199,6 +200,25 @@ def check(logs, rc_lines, ru_lines, cfg):
     rc, rc_end = parse_read(rc_lines, res, 'rc')
     ru, ru_end = parse_read(ru_lines, res, 'ru')
 
+    # Zombies: once a newer instance of a transactional id has finished
+    # init_transactions, the older ones are fenced: a commit they request
+    # after that must fail, so such a transaction is aborted, whatever the
+    # client was told, and one that commits or shows is a zombie_commit.
+    by_tid = {}
+    for ins in insts:
+        if ins.init_ok_ms is not None:
+            by_tid.setdefault(ins.tid, []).append(ins)
+    fenced = {}      # (tid, inst, txn) -> the fence's ms
+    for ins in insts:
+        later = [o.init_ok_ms for o in by_tid.get(ins.tid, []) if o.inst > ins.inst]
+        if later:
+            fence = min(later)
+            for t in ins.txns.values():
+                if t.commit_req_ms is not None and t.commit_req_ms > fence:
+                    fenced[t.key] = fence
+                    if not t.commit_ok:
+                        t.outcome = 'aborted'
+
     txns = {}        # (tid, inst, txn) -> Txn
     recs = {}        # record id -> (Txn, seq)
     for ins in insts:
@@ -284,25 +304,12 @@ def check(logs, rc_lines, ru_lines, cfg):
             res.add('lso_stuck', 1, '%s-%d: read_committed position %d, LSO %d, high watermark %d' %
                     (tp[0], tp[1], pos, lso, hw))
 
-    # Zombies: nothing of an instance may commit once a newer instance of its
-    # transactional id has finished init_transactions, which fenced it.
-    by_tid = {}
-    for ins in insts:
-        if ins.init_ok_ms is not None:
-            by_tid.setdefault(ins.tid, []).append(ins)
-    for ins in insts:
-        later = [o.init_ok_ms for o in by_tid.get(ins.tid, []) if o.inst > ins.inst]
-        if not later:
-            continue
-        fence = min(later)
-        for t in ins.txns.values():
-            if t.commit_req_ms is None or t.commit_req_ms <= fence:
-                continue
-            vis = any(t.rec_id(s) in rc_seen for s in t.sends)
-            if t.commit_ok or vis:
-                res.add('zombie_commit', 1, 'txn %s.%d.%d commit requested at %d after a newer '
-                        'instance fenced it at %d (%s)' % (t.key[0], t.key[1], t.key[2], t.commit_req_ms,
-                                                           fence, 'committed' if t.commit_ok else 'visible'))
+    for key, fence in fenced.items():
+        t = txns[key]
+        if t.commit_ok or any(t.rec_id(s) in rc_seen for s in t.sends):
+            res.add('zombie_commit', 1, 'txn %s.%d.%d commit requested at %d after a newer instance fenced it '
+                    'at %d (%s)' % (key[0], key[1], key[2], t.commit_req_ms, fence,
+                                    'committed' if t.commit_ok else 'visible'))
 
     # The copier: every committed input record exactly once in the output, in order.
     out_topic = cfg.get('output')

@@ -3,7 +3,7 @@
 
     eosc_run.py --sluiced PATH --driver PATH [--cores N] [--faults|--no-faults]
                 [--duration S] [--seed N] [--producers N] [--copiers N]
-                [--abort-pct N] [--work DIR] [--keep]
+                [--abort-pct N] [--hold-ms-max N] [--work DIR] [--keep]
 
 Starts sluiced (--cores N) on a free port with a fresh data dir, creates two
 input topics of 3 partitions (a, b) and the copier's output (o, 6
@@ -20,6 +20,8 @@ runner also, at random times:
   pause     SIGSTOP a client for 1-12 s (past the copier's session timeout
             sometimes), then SIGCONT it;
   broker    SIGKILL the broker and restart it on the same port and data.
+Each kind comes once first (kill and zombie also on the copier), in a random
+order, so that even a short run has them all; then they are drawn at random.
 Then the end: every stopped client is continued, producers get SIGTERM (they
 finish their open transaction), instances that did not exit cleanly get a
 "close" instance (init_transactions: fences and aborts what they left), the
@@ -189,7 +191,7 @@ class Role:
                 '--seed', str(r.rng.getrandbits(63)), '--txn-timeout-ms', str(TXN_TIMEOUT_MS)]
         if cmd == 'produce':
             args += ['--topics', ','.join('%s:%d' % t for t in INPUTS), '--abort-pct', str(r.args.abort_pct),
-                     '--txn-max', '50', '--hold-ms-max', '30']
+                     '--txn-max', '50', '--hold-ms-max', str(r.args.hold_ms_max)]
         elif cmd == 'copy':
             args += ['--topics', ','.join('%s:%d' % t for t in INPUTS), '--out', OUTPUT[0], '--group', GROUP,
                      '--abort-pct', str(r.args.abort_pct // 2), '--txn-max', '50']
@@ -231,6 +233,9 @@ class Run:
         self.stopped = set()
         self.restarts = 0
         self.faults = {}
+        self.first_faults = [('kill', False), ('zombie', False), ('pause', False), ('broker', False),
+                             ('kill', True), ('zombie', True)]
+        self.rng.shuffle(self.first_faults)
         self.producers = [Role(self, 'produce', 'p%d' % i) for i in range(args.producers)]
         self.copiers = [Role(self, 'copy', 'c%d' % i) for i in range(args.copiers)]
 
@@ -264,9 +269,14 @@ class Run:
             pass
 
     def fault(self):
-        kinds = ['kill', 'kill', 'zombie', 'zombie', 'pause', 'pause', 'broker']
-        kind = self.rng.choice(kinds)
-        role = self.rng.choice(self.producers if self.rng.random() < 0.7 or not self.copiers else self.copiers)
+        # Each kind once first (in a random order, the copier's turn too), so
+        # that even a short run has them all; then at random.
+        if self.first_faults:
+            kind, on_copier = self.first_faults.pop()
+        else:
+            kind = self.rng.choice(['kill', 'kill', 'zombie', 'zombie', 'pause', 'pause', 'broker', 'broker'])
+            on_copier = self.rng.random() < 0.3
+        role = self.rng.choice(self.copiers if on_copier and self.copiers else self.producers)
         self.faults[kind] = self.faults.get(kind, 0) + 1
         p = role.cur
         if kind == 'broker':
@@ -376,10 +386,10 @@ class Run:
     def replay(self):
         a = self.args
         return ('python3 %s --sluiced %s --driver %s --cores %d %s --duration %d --producers %d --copiers %d '
-                '--abort-pct %d --seed %d' % (os.path.abspath(__file__), os.path.abspath(a.sluiced),
-                                              os.path.abspath(a.driver), a.cores,
-                                              '--faults' if a.faults else '--no-faults', a.duration, a.producers,
-                                              a.copiers, a.abort_pct, a.seed))
+                '--abort-pct %d --hold-ms-max %d --seed %d' %
+                (os.path.abspath(__file__), os.path.abspath(a.sluiced), os.path.abspath(a.driver), a.cores,
+                 '--faults' if a.faults else '--no-faults', a.duration, a.producers, a.copiers, a.abort_pct,
+                 a.hold_ms_max, a.seed))
 
     def main(self):
         a = self.args
@@ -411,12 +421,15 @@ class Run:
                        'replay': self.replay()}, f, indent=1)
         res = eosc_check.check_dir(self.work)
         print(res.report())
-        ok = res.ok() and not self.broker.crashes
         if self.broker.crashes:
+            res.counts['broker_crash'] = len(self.broker.crashes)
             print('broker_crash       %d' % len(self.broker.crashes))
             for c in self.broker.crashes[:eosc_check.EXAMPLES_MAX]:
                 print('    ' + c)
-        return ok
+        bad = ' '.join('%s=%d' % kv for kv in res.counts.items() if kv[1])
+        log('seed %d, cores %d, faults %s: %s' % (a.seed, a.cores, 'on' if a.faults else 'off',
+                                                  'anomalies ' + bad if bad else 'every class 0'))
+        return not bad
 
 
 def parse_args(argv):
@@ -431,6 +444,8 @@ def parse_args(argv):
     ap.add_argument('--producers', type=int, default=3)
     ap.add_argument('--copiers', type=int, default=1)
     ap.add_argument('--abort-pct', type=int, default=20)
+    ap.add_argument('--hold-ms-max', type=int, default=60,
+                    help='a producer holds each transaction open up to this long (sets the rate)')
     ap.add_argument('--work', default=None)
     ap.add_argument('--keep', action='store_true', help='keep the work dir also on success')
     a = ap.parse_args(argv)
