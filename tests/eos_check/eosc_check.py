@@ -146,7 +146,7 @@ def parse_log(name, lines, res):
             elif ev == 'done':
                 ins.done = True
             elif ev in ('init_err', 'produce_err', 'flush', 'offsets', 'offsets_err', 'commit_err',
-                        'abort_req', 'abort_err', 'rewind', 'assigned', 'revoked', 'fatal', 'exit'):
+                        'abort_req', 'abort_err', 'rewind', 'assigned', 'revoked', 'behind', 'fatal', 'exit'):
                 pass
             else:
                 raise ValueError(ev)

@@ -30,7 +30,9 @@
  * (send_offsets_to_transaction); --abort-pct of them are aborted instead and
  * the consumer rewound to the group's committed offsets. SIGUSR1: finish,
  * i.e. exit once the group's settled committed offsets are the input's high
- * watermarks ("done").
+ * watermarks ("done"); meanwhile a position past the committed offset (the
+ * markers at a partition's end) is committed in a transaction of offsets
+ * only.
  *
  * close: init_transactions and exit: fences the transactional id's previous
  * instances and aborts whatever they left open.
@@ -48,7 +50,8 @@
  *   produce_err TXN SEQ NAME | flush TXN ERR | offsets TXN T:P:O,..
  *   commit_req TXN N | commit_ok TXN | commit_err TXN NAME KIND
  *   abort_req TXN flush|noflush|error|revoke | abort_ok TXN | abort_err TXN NAME KIND
- *   rewind | assigned N | revoked N | done | fatal WHAT NAME | exit
+ *   rewind | assigned N | revoked N | behind ERR T:P:COMMITTED:HW:mine|other,..
+ *   done | fatal WHAT NAME | exit
  * KIND is fatal, abortable, retriable or other; ERR is "-" for success.
  *
  * read: assigns every partition from the beginning with the isolation level
@@ -82,6 +85,7 @@
 #define eosc_retry_ms         200     /* pause before retrying a retriable error */
 #define eosc_poll_ms          100
 #define eosc_finish_check_ms  1000    /* copier finishing: how often it compares offsets */
+#define eosc_finish_log_ms    10000   /* copier finishing: how often it logs what is missing */
 #define eosc_topics_max       8
 #define eosc_parts_max        64
 #define eosc_line_bytes_max   1024
@@ -546,24 +550,53 @@ static void copy_commit(struct client *s)
 		copy_rewind(s);
 }
 
-/* True when the group's settled committed offset of every input partition is
- * its high watermark. */
-static bool copy_all_committed(struct client *s)
+enum copy_finish { copy_behind, copy_ahead, copy_done };
+
+/* Finishing: copy_done when the group's settled committed offset of every
+ * input partition is its high watermark; copy_ahead when this instance's
+ * position on a partition it owns is past the committed offset (a
+ * partition's tail of transaction markers is read without a record to copy,
+ * so only an offsets-only transaction moves the committed offset over it);
+ * else copy_behind, with what is missing in the log at most every
+ * eosc_finish_log_ms. */
+static enum copy_finish copy_finish_state(struct client *s, int64_t *last_log)
 {
 	const struct opts *o = s->o;
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(copy_out_parts(o));
 	for (int t = 0; t < o->ntopics; t++)
 		for (int p = 0; p < o->parts[t]; p++)
 			rd_kafka_topic_partition_list_add(l, o->topic[t], p);
-	bool ok = committed_settled(s->c, l) == 0;
-	for (int i = 0; ok && i < l->cnt; i++) {
-		int64_t lo, hi;
-		ok = !rd_kafka_query_watermark_offsets(s->c, l->elems[i].topic, l->elems[i].partition, &lo, &hi,
-						       eosc_call_ms) &&
-		     l->elems[i].offset == hi;
+	rd_kafka_resp_err_t ce = committed_settled(s->c, l);
+	rd_kafka_topic_partition_list_t *pos = NULL;
+	if (rd_kafka_assignment(s->c, &pos) || rd_kafka_position(s->c, pos))
+		die(s, "assignment/position", NULL);
+	char line[eosc_line_bytes_max];
+	size_t n = 0;
+	bool done = !ce, ahead = false;
+	for (int i = 0; i < l->cnt; i++) {
+		rd_kafka_topic_partition_t *c = &l->elems[i];
+		int64_t lo, hi = -1;
+		bool ok = !ce && !c->err &&
+			  !rd_kafka_query_watermark_offsets(s->c, c->topic, c->partition, &lo, &hi, eosc_call_ms) &&
+			  c->offset == hi;
+		rd_kafka_topic_partition_t *mine = rd_kafka_topic_partition_list_find(pos, c->topic, c->partition);
+		if (!ce && !c->err && mine && mine->offset >= 0 && mine->offset > c->offset)
+			ahead = true;
+		if (!ok && n < sizeof(line) - 96)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s:%d:%" PRId64 ":%" PRId64 ":%s", n ? "," : "",
+					      c->topic, (int)c->partition, c->offset, hi,
+					      mine ? "mine" : "other");
+		done = done && ok;
 	}
+	rd_kafka_topic_partition_list_destroy(pos);
 	rd_kafka_topic_partition_list_destroy(l);
-	return ok;
+	if (done)
+		return copy_done;
+	if (!ahead && now_ms() - *last_log >= eosc_finish_log_ms) {
+		*last_log = now_ms();
+		eosc_log(s, "behind %s %s", ce ? rd_kafka_err2name(ce) : "-", n ? line : "-");
+	}
+	return ahead ? copy_ahead : copy_behind;
 }
 
 static int copy_main(const struct opts *o)
@@ -610,7 +643,7 @@ static int copy_main(const struct opts *o)
 
 	char value[2 * eosc_value_bytes_max + 2];
 	int target = 0;
-	int64_t last_read = now_ms(), last_check = 0;
+	int64_t last_read = now_ms(), last_check = 0, last_behind = 0;
 	while (!stop_requested) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(s.c, eosc_poll_ms);
 		rd_kafka_poll(s.p, 0);
@@ -655,9 +688,14 @@ static int copy_main(const struct opts *o)
 		if (finish_requested && !s.in_txn && t - last_read >= eosc_poll_ms &&
 		    t - last_check >= eosc_finish_check_ms) {
 			last_check = t;
-			if (copy_all_committed(&s)) {
+			enum copy_finish f = copy_finish_state(&s, &last_behind);
+			if (f == copy_done) {
 				eosc_log(&s, "done");
 				break;
+			}
+			if (f == copy_ahead) {
+				txn_begin(&s);
+				copy_commit(&s);
 			}
 		}
 	}
