@@ -5,8 +5,11 @@
 
 WORKDIR holds what eosc_run.py left: run.json (topics, seed), one log per
 client instance (prod-*.log, copy-*.log, close-*.log; the format is in
-eosc_driver.c), and the read-backs rc.txt (read_committed) and ru.txt
-(read_uncommitted). Prints one line per anomaly class with its count and a
+eosc_driver.c), the read-backs rc.txt (read_committed) and ru.txt
+(read_uncommitted), and, when sluice-dump was at hand, markers.txt: the
+batches' producer ids and the transaction markers as the broker's log holds
+them ("batch T P FIRST LAST PID", "marker T P OFFSET PID COMMIT|ABORT"),
+which tell a transaction's outcome as written. Prints one line per anomaly class with its count and a
 few examples; exit status 0 when every class is 0, 1 otherwise, 2 on a usage
 or input error.
 
@@ -14,8 +17,11 @@ A transaction's outcome comes from its instance's log: committed (commit_ok),
 aborted (abort_ok, or commit never requested: the client died, was fenced or
 was SIGKILLed before it asked), or unknown (commit requested, no answer: the
 client or the broker was killed mid-commit, or a fatal error). An unknown
-one is resolved by what read_committed shows: all of it (committed) or none
-of it (aborted); anything between is torn.
+one is resolved by the markers in the log when they agree, else by what
+read_committed shows: all of it (committed) or none of it (aborted);
+anything between is torn. The markers also separate a log that is wrong
+from a log that is right but served wrong (aborted_visible with correct
+ABORT markers: the read path).
 
 Classes (a fault can show in several):
   aborted_visible   records of aborted transactions read with read_committed
@@ -40,6 +46,10 @@ Classes (a fault can show in several):
   copy_order        copies out of their input partition's order
   copier_unfinished the copier never reached the end of its input
   history_bad       log lines that do not parse (a torn last line is not counted)
+  log_torn          transactions with a COMMIT marker in one partition and an ABORT
+                    in another (needs markers.txt)
+  log_outcome       transactions whose markers contradict what the client was told
+                    (committed but ABORT markers, or aborted but COMMIT markers)
 
 Locality: a test program, one thread; pure functions over lines, so that
 eosc_selftest.py can feed it synthetic histories.
@@ -53,7 +63,7 @@ CLASSES = [
     'aborted_visible', 'committed_lost', 'torn', 'duplicates', 'log_duplicates',
     'order', 'ack_missing', 'lso_stuck', 'zombie_commit', 'phantom',
     'copy_missing', 'copy_dup', 'copy_extra', 'copy_order', 'copier_unfinished',
-    'history_bad',
+    'history_bad', 'log_torn', 'log_outcome',
 ]
 
 EXAMPLES_MAX = 5
@@ -184,6 +194,56 @@ def parse_read(lines, res, label):
     return recs, ends
 
 
+def markers_from_dump(topic, part, dump_lines):
+    """sluice-dump's batch lines of one partition into markers.txt lines:
+    "  offset A..B pos .. pid N epoch E .. transactional [control] records .. [COMMIT|ABORT] .."."""
+    out = []
+    for line in dump_lines:
+        f = line.split()
+        if len(f) < 2 or f[0] != 'offset' or 'pid' not in f:
+            continue
+        first, last = f[1].split('..')
+        pid = f[f.index('pid') + 1]
+        if 'control' in f:
+            kind = 'COMMIT' if 'COMMIT' in f else 'ABORT' if 'ABORT' in f else None
+            if kind:
+                out.append('marker %s %d %s %s %s' % (topic, part, first, pid, kind))
+        elif 'transactional' in f:
+            out.append('batch %s %d %s %s %s' % (topic, part, first, last, pid))
+    return out
+
+
+def parse_markers(lines, res):
+    """markers.txt into {(topic, part, offset): COMMIT | ABORT | open} for the
+    records of transactional batches: the first marker of the batch's
+    producer id after it decides."""
+    events = {}
+    for i, line in enumerate(lines):
+        f = line.split()
+        try:
+            if f[0] == 'batch':
+                events.setdefault((f[1], int(f[2])), []).append((int(f[3]), int(f[4]), int(f[5]), None))
+            elif f[0] == 'marker':
+                events.setdefault((f[1], int(f[2])), []).append((int(f[3]), int(f[3]), int(f[4]), f[5]))
+            else:
+                raise ValueError(f[0])
+        except (IndexError, ValueError) as e:
+            res.add('history_bad', 1, 'markers line %d: %r (%s)' % (i + 1, line, e))
+    verdict = {}
+    for (topic, part), evs in events.items():
+        pending = {}
+        for first, last, pid, kind in sorted(evs):
+            if kind is None:
+                pending.setdefault(pid, []).extend(range(first, last + 1))
+            else:
+                for off in pending.pop(pid, []):
+                    verdict[(topic, part, off)] = kind
+        for offs in pending.values():
+            for off in offs:
+                verdict[(topic, part, off)] = 'open'
+    return verdict
+
+
 def split_value(v):
     """'ID' or 'ID<ORIG' into (id, orig or None)."""
     if '<' in v:
@@ -192,10 +252,12 @@ def split_value(v):
     return v, None
 
 
-def check(logs, rc_lines, ru_lines, cfg):
+def check(logs, rc_lines, ru_lines, cfg, marker_lines=None):
     """logs: {name: [line]}; rc_lines/ru_lines: reader outputs; cfg: run.json's
-    dict ('inputs': {topic: parts} in copier order, 'output': topic or None)."""
+    dict ('inputs': {topic: parts} in copier order, 'output': topic or None);
+    marker_lines: markers.txt's lines, or None when there is none."""
     res = Result()
+    verdict = parse_markers(marker_lines, res) if marker_lines is not None else None
     insts = [parse_log(name, lines, res) for name, lines in sorted(logs.items())]
     rc, rc_end = parse_read(rc_lines, res, 'rc')
     ru, ru_end = parse_read(ru_lines, res, 'ru')
@@ -240,31 +302,59 @@ def check(logs, rc_lines, ru_lines, cfg):
     rc_seen = views(rc, 'rc')
     ru_seen = views(ru, 'ru')
 
-    # Outcomes: unknown ones resolved by read_committed, all or nothing.
-    resolved = {}
+    # The log's verdict on each transaction: the markers after its records.
+    log_says = {}
+    if verdict is not None:
+        for key, t in txns.items():
+            v = set()
+            for s in t.sends:
+                for where in ru_seen.get(t.rec_id(s), []):
+                    v.add(verdict.get(where, 'none'))
+            log_says[key] = v
+            if 'COMMIT' in v and 'ABORT' in v:
+                res.add('log_torn', 1, 'txn %s.%d.%d (%s): COMMIT and ABORT markers' %
+                        (key[0], key[1], key[2], t.outcome))
+            elif (t.outcome == 'committed' and 'ABORT' in v) or (t.outcome == 'aborted' and 'COMMIT' in v):
+                res.add('log_outcome', 1, 'txn %s.%d.%d: client was told %s, the log says %s' %
+                        (key[0], key[1], key[2], t.outcome, sorted(v)))
+
+    # Outcomes: an unknown one resolved by the log's markers where they agree,
+    # else by read_committed, all or nothing.
+    resolved, by_log = {}, 0
     for key, t in txns.items():
         if t.outcome != 'unknown':
             resolved[key] = t.outcome
             continue
+        v = log_says.get(key, set())
+        if v in ({'COMMIT'}, {'ABORT'}):
+            resolved[key] = 'committed' if v == {'COMMIT'} else 'aborted'
+            by_log += 1
+            continue
         vis = sum(1 for s in t.sends if t.rec_id(s) in rc_seen)
         resolved[key] = 'committed' if vis else 'aborted'
 
+    served_aborted = 0
     for key, t in txns.items():
         ids = [t.rec_id(s) for s in sorted(t.sends)]
         vis = [i for i in ids if i in rc_seen]
-        if t.outcome == 'aborted':
+        out = resolved[key]
+        if out == 'aborted':
             for i in vis:
                 topic, part, off = rc_seen[i][0]
-                res.add('aborted_visible', 1, '%s at %s-%d@%d' % (i, topic, part, off))
+                said = verdict.get((topic, part, off)) if verdict is not None else None
+                served_aborted += said == 'ABORT'
+                res.add('aborted_visible', 1, '%s (%s) at %s-%d@%d%s' %
+                        (i, t.outcome, topic, part, off, ', log marker ' + said if said else ''))
         else:
-            if t.outcome == 'committed':
+            if t.outcome == 'committed' or log_says.get(key) == {'COMMIT'}:
                 for i in ids:
                     if i not in rc_seen:
                         topic, part, _ = t.sends[int(i.rsplit('.', 1)[1])][:3]
                         res.add('committed_lost', 1, '%s (to %s-%d)' % (i, topic, part))
             if 0 < len(vis) < len(ids):
-                res.add('torn', 1, 'txn %s.%d.%d (%s): %d of %d visible' %
-                        (key[0], key[1], key[2], t.outcome, len(vis), len(ids)))
+                res.add('torn', 1, 'txn %s.%d.%d (%s): %d of %d visible%s' %
+                        (key[0], key[1], key[2], t.outcome, len(vis), len(ids),
+                         ', log markers %s' % sorted(log_says[key]) if key in log_says else ''))
         # Acknowledged (acks=all: on disk) records stay in the log whatever the outcome.
         for seq, (topic, part, off) in t.drs.items():
             i = t.rec_id(seq)
@@ -357,7 +447,9 @@ def check(logs, rc_lines, ru_lines, cfg):
         'committed': outcomes.get('committed', 0),
         'aborted': outcomes.get('aborted', 0),
         'unknown': outcomes.get('unknown', 0),
-        'unknown_visible': sum(1 for k, t in txns.items() if t.outcome == 'unknown' and resolved[k] == 'committed'),
+        'unknown_committed': sum(1 for k, t in txns.items() if t.outcome == 'unknown' and resolved[k] == 'committed'),
+        'unknown_by_log': by_log,
+        'aborted_visible_log_abort': served_aborted,
         'records_sent': len(recs),
         'rc_records': len(rc),
         'ru_records': len(ru),
@@ -384,7 +476,10 @@ def check_dir(work):
     for name in os.listdir(work):
         if name.endswith('.log') and name.split('-', 1)[0] in ('prod', 'copy', 'close'):
             logs[name[:-4]] = read_lines(os.path.join(work, name))
-    return check(logs, read_lines(os.path.join(work, 'rc.txt')), read_lines(os.path.join(work, 'ru.txt')), cfg)
+    mpath = os.path.join(work, 'markers.txt')
+    markers = read_lines(mpath) if os.path.exists(mpath) else None
+    return check(logs, read_lines(os.path.join(work, 'rc.txt')), read_lines(os.path.join(work, 'ru.txt')), cfg,
+                 markers)
 
 
 def main(argv):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """eosc_run.py - one run of the randomized exactly-once checker (issue 10).
 
-    eosc_run.py --sluiced PATH --driver PATH [--cores N] [--faults|--no-faults]
+    eosc_run.py --sluiced PATH --driver PATH [--dump SLUICE_DUMP] [--cores N] [--faults|--no-faults]
                 [--duration S] [--seed N] [--producers N] [--copiers N]
                 [--abort-pct N] [--hold-ms-max N] [--work DIR] [--keep]
 
@@ -27,8 +27,10 @@ finish their open transaction), instances that did not exit cleanly get a
 "close" instance (init_transactions: fences and aborts what they left), the
 copiers are told to finish (SIGUSR1: until the group's committed offsets are
 the input's end), and everything is read back with read_committed and
-read_uncommitted (eosc_driver read). eosc_check.py judges it; the report
-goes to stdout.
+read_uncommitted (eosc_driver read); with --dump, sluice-dump lists the
+batches and transaction markers of every partition (markers.txt), so that
+the checker can tell a wrong log from a right log served wrong.
+eosc_check.py judges it; the report goes to stdout.
 
 Every random choice comes from --seed (default: EOSC_SEED or a random one),
 including the seeds of the clients; the timing of a machine is not
@@ -383,11 +385,27 @@ class Run:
             if rc != 0:
                 raise RuntimeError('reader exited %d' % rc)
 
+    def dump_markers(self):
+        """The log's batches and markers (sluice-dump), so that the checker
+        can tell a wrong log from a right log served wrong."""
+        lines = []
+        for topic, parts in INPUTS + [OUTPUT]:
+            for p in range(parts):
+                r = subprocess.run([self.args.dump, os.path.join(self.broker.data, '%s-%d' % (topic, p))],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=READ_WAIT_S,
+                                   check=False)
+                if r.returncode != 0:
+                    raise RuntimeError('sluice-dump %s-%d exited %d' % (topic, p, r.returncode))
+                lines += eosc_check.markers_from_dump(topic, p, r.stdout.decode(errors='replace').splitlines())
+        with open(os.path.join(self.work, 'markers.txt'), 'w') as f:
+            f.write(''.join(l + '\n' for l in lines))
+
     def replay(self):
         a = self.args
-        return ('python3 %s --sluiced %s --driver %s --cores %d %s --duration %d --producers %d --copiers %d '
+        return ('python3 %s --sluiced %s --driver %s%s --cores %d %s --duration %d --producers %d --copiers %d '
                 '--abort-pct %d --hold-ms-max %d --seed %d' %
-                (os.path.abspath(__file__), os.path.abspath(a.sluiced), os.path.abspath(a.driver), a.cores,
+                (os.path.abspath(__file__), os.path.abspath(a.sluiced), os.path.abspath(a.driver),
+                 ' --dump ' + os.path.abspath(a.dump) if a.dump else '', a.cores,
                  '--faults' if a.faults else '--no-faults', a.duration, a.producers, a.copiers, a.abort_pct,
                  a.hold_ms_max, a.seed))
 
@@ -415,6 +433,8 @@ class Run:
         log('reading back')
         self.read_back()
         self.broker.stop()
+        if a.dump:
+            self.dump_markers()
         with open(os.path.join(self.work, 'run.json'), 'w') as f:
             json.dump({'seed': a.seed, 'cores': a.cores, 'faults': a.faults, 'duration': a.duration,
                        'inputs': dict(INPUTS), 'output': OUTPUT[0] if self.copiers else None,
@@ -436,6 +456,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description='randomized exactly-once checker run')
     ap.add_argument('--sluiced', required=True)
     ap.add_argument('--driver', required=True)
+    ap.add_argument('--dump', default=None, help='sluice-dump: the log\'s markers go to the checker too')
     ap.add_argument('--cores', type=int, default=int(os.environ.get('SLUICE_CORES', '3')))
     ap.add_argument('--faults', dest='faults', action='store_true', default=True)
     ap.add_argument('--no-faults', dest='faults', action='store_false')

@@ -35,12 +35,15 @@ class Synth:
 
     def __init__(self, inject=None, seed=1):
         self.inject = inject
+        self.log_injected = False
         self.rng = random.Random(seed)
         self.ms = 1000
         self.logs = {}
         self.plog = {}            # (topic, part) -> [value or None (a marker)]
         self.visible = {}         # (topic, part) -> [bool] per entry: read_committed shows it
         self.txns = []            # every Txn built (for injections)
+        self.dump = []            # markers.txt: batches and markers as the log holds them
+        self.pids = {}            # transactional id -> producer id
         for t, n in list(INPUTS.items()) + [(OUT, 4)]:
             for p in range(n):
                 self.plog[(t, p)] = []
@@ -82,6 +85,8 @@ class Synth:
             self.plog[(topic, part)].append(value)
             self.visible[(topic, part)].append(None)   # decided by the end of the transaction
             t['in_log'].append((topic, part, off))
+            pid = self.pids.setdefault(t['ins']['tid'], len(self.pids) + 1)
+            self.dump.append('batch %s %d %d %d %d' % (topic, part, off, off, pid))
             if dr:
                 self.line(t['ins'], 'dr %d %d %s %d %d -' % (t['n'], seq, topic, part, off))
         return value
@@ -89,7 +94,17 @@ class Synth:
     def markers(self, t, commit):
         for (topic, part, off) in t['in_log']:
             self.visible[(topic, part)][off] = commit
-        for tp in sorted({(x[0], x[1]) for x in t['in_log']}):
+        pid = self.pids.get(t['ins']['tid'])
+        tps = sorted({(x[0], x[1]) for x in t['in_log']})
+        for k, tp in enumerate(tps):
+            kind = 'COMMIT' if commit else 'ABORT'
+            if commit and t['ins']['tid'] == 'p1' and len(tps) > 1 and not self.log_injected:
+                if self.inject == 'log_torn' and k == 0:
+                    kind = 'ABORT'      # the log itself torn
+                if self.inject == 'log_outcome':
+                    kind = 'ABORT'      # the log contradicts a commit_ok
+                self.log_injected = k == len(tps) - 1
+            self.dump.append('marker %s %d %d %d %s' % (tp[0], tp[1], len(self.plog[tp]), pid, kind))
             self.plog[tp].append(None)
             self.visible[tp].append(False)
 
@@ -240,12 +255,12 @@ class Synth:
             ru.append('end %s %d %d %d %d' % (topic, part, hw, hw, hw))
         return rc, ru
 
-    def run(self):
+    def run(self, markers=True):
         self.build()
         rc, ru = self.reads()
         rc, ru = self.mutate_reads(rc, ru)
         cfg = {'inputs': INPUTS, 'output': OUT}
-        return eosc_check.check(self.logs, rc, ru, cfg), rc, ru, cfg
+        return eosc_check.check(self.logs, rc, ru, cfg, self.dump if markers else None), rc, ru, cfg
 
     def mutate_reads(self, rc, ru):
         inj = self.inject
@@ -305,7 +320,23 @@ INJECTIONS = {
     'copy_order': 'copy_order',
     'copier_unfinished': 'copier_unfinished',
     'history_bad': 'history_bad',
+    'log_torn': 'log_torn',
+    'log_outcome': 'log_outcome',
 }
+
+# sluice-dump's lines (its format at 9fddf41) and what markers.txt gets of them.
+DUMP = [
+    'partition data/a-1: 1 segment(s)',
+    'segment data/a-1/00000000000000000000.log size 376550',
+    '  offset 4554..4555 pos 213640 size 115 pid 1 epoch 2 seq 339 codec none transactional records 2 '
+    'first_ts 1 max_ts 1 crc ok',
+    '  offset 4556..4556 pos 213755 size 78 pid 2 epoch 0 seq -1 codec none transactional control records 1 '
+    'first_ts 1 max_ts 1 crc ok COMMIT coordinator_epoch 0',
+    '  offset 4557..4557 pos 213833 size 78 pid 1 epoch 2 seq -1 codec none transactional control records 1 '
+    'first_ts 1 max_ts 1 crc ok ABORT coordinator_epoch 0',
+    '  offset 4558..4560 pos 213911 size 99 pid -1 epoch -1 seq -1 codec none records 3 first_ts 1 max_ts 1 crc ok',
+]
+DUMP_MARKERS = ['batch a 1 4554 4555 1', 'marker a 1 4556 2 COMMIT', 'marker a 1 4557 1 ABORT']
 
 
 def main():
@@ -314,21 +345,31 @@ def main():
     if missing:
         failures.append('classes without an injection: %s' % sorted(missing))
 
+    got = eosc_check.markers_from_dump('a', 1, DUMP)
+    if got != DUMP_MARKERS:
+        failures.append('markers_from_dump: %s, want %s' % (got, DUMP_MARKERS))
+
     for seed in range(1, 6):
-        res, rc, ru, cfg = Synth(None, seed).run()
-        if not res.ok():
-            failures.append('clean history (seed %d) reported anomalies:\n%s' % (seed, res.report()))
-        st = res.stats
-        if not (st['committed'] and st['aborted'] and st['unknown'] == 2 and st['unknown_visible'] == 1):
-            failures.append('clean history (seed %d) lacks a case: %s' % (seed, st))
+        for markers in (True, False):
+            res, rc, ru, cfg = Synth(None, seed).run(markers)
+            if not res.ok():
+                failures.append('clean history (seed %d, markers %s) reported anomalies:\n%s' %
+                                (seed, markers, res.report()))
+            st = res.stats
+            if not (st['committed'] and st['aborted'] and st['unknown'] == 2 and st['unknown_committed'] == 1 and
+                    st['unknown_by_log'] == (2 if markers else 0)):
+                failures.append('clean history (seed %d) lacks a case: %s' % (seed, st))
     print('clean: %s' % res.report().splitlines()[-1])
 
     for inj, cls in INJECTIONS.items():
-        res = Synth(inj, 1).run()[0]
-        fired = sorted(c for c, n in res.counts.items() if n)
-        print('%-18s -> %s' % (inj, ', '.join('%s=%d' % (c, res.counts[c]) for c in fired) or 'nothing'))
-        if not res.counts[cls]:
-            failures.append('%s injected, %s = 0:\n%s' % (inj, cls, res.report()))
+        # Each with the log's markers at hand, and (where it does not need them) without.
+        for markers in (True, False) if inj not in ('log_torn', 'log_outcome') else (True,):
+            res = Synth(inj, 1).run(markers)[0]
+            fired = sorted(c for c, n in res.counts.items() if n)
+            print('%-18s %-10s -> %s' % (inj, 'markers' if markers else 'no markers',
+                                          ', '.join('%s=%d' % (c, res.counts[c]) for c in fired) or 'nothing'))
+            if not res.counts[cls]:
+                failures.append('%s injected (markers %s), %s = 0:\n%s' % (inj, markers, cls, res.report()))
 
     # The file path: a clean run written out, a torn last line added to a log.
     s = Synth(None, 7)
@@ -345,6 +386,8 @@ def main():
                 f.write('\n'.join(lines) + '\n')
         with open(os.path.join(work, 'run.json'), 'w') as f:
             json.dump(cfg, f)
+        with open(os.path.join(work, 'markers.txt'), 'w') as f:
+            f.write('\n'.join(s.dump) + '\n')
         res_file = eosc_check.check_dir(work)
         if not res_file.ok() or res_file.stats != res_mem.stats:
             failures.append('check_dir differs from check:\n%s\n%s' % (res_file.report(), res_mem.report()))
