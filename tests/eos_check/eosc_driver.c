@@ -28,7 +28,7 @@
  * 3), so each output partition is one input partition's copy in order. Each
  * transaction holds 1..--txn-max records and the consumer's positions
  * (send_offsets_to_transaction); --abort-pct of them are aborted instead and
- * the consumer rewound to the group's committed offsets. SIGUSR1: finish,
+ * the consumer rewound to the group's committed offsets (not once finishing). SIGUSR1: finish,
  * i.e. exit once the group's settled committed offsets are the input's high
  * watermarks ("done"); meanwhile a position past the committed offset (the
  * markers at a partition's end) is committed in a transaction of offsets
@@ -85,6 +85,7 @@
 #define eosc_retry_ms         200     /* pause before retrying a retriable error */
 #define eosc_poll_ms          100
 #define eosc_finish_check_ms  1000    /* copier finishing: how often it compares offsets */
+#define eosc_finish_idle_ms   1000    /* ... once nothing came this long (a check costs ~13 round trips) */
 #define eosc_finish_log_ms    10000   /* copier finishing: how often it logs what is missing */
 #define eosc_topics_max       8
 #define eosc_parts_max        64
@@ -671,7 +672,8 @@ static int copy_main(const struct opts *o)
 			rd_kafka_message_destroy(m);
 		/* A full batch, or nothing more right now: end what there is. */
 		if (s.in_txn && (s.in_txn_recs >= target || !m)) {
-			if (rnd_below(&s, 100) < o->abort_pct) {
+			/* Aborts only while the producers run: finishing is catching up. */
+			if (!finish_requested && rnd_below(&s, 100) < o->abort_pct) {
 				if (rnd_below(&s, 2)) {
 					rd_kafka_resp_err_t fe = rd_kafka_flush(s.p, eosc_call_ms);
 					eosc_log(&s, "flush %ld %s", s.txn, fe ? rd_kafka_err2name(fe) : "-");
@@ -685,7 +687,7 @@ static int copy_main(const struct opts *o)
 			}
 		}
 		int64_t t = now_ms();
-		if (finish_requested && !s.in_txn && t - last_read >= eosc_poll_ms &&
+		if (finish_requested && !s.in_txn && t - last_read >= eosc_finish_idle_ms &&
 		    t - last_check >= eosc_finish_check_ms) {
 			last_check = t;
 			enum copy_finish f = copy_finish_state(&s, &last_behind);
