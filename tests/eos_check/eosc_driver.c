@@ -629,7 +629,7 @@ static int copy_main(const struct opts *o)
 	conf_set(cc, "heartbeat.interval.ms", "500");
 	conf_set(cc, "fetch.wait.max.ms", "100");
 	/* Small fetches interleave the partitions, so a transaction spans several. */
-	conf_set(cc, "max.partition.fetch.bytes", "4096");
+	conf_set(cc, "max.partition.fetch.bytes", "8192");
 	conf_set(cc, "reconnect.backoff.max.ms", "500");
 	rd_kafka_conf_set_rebalance_cb(cc, copy_rebalance_cb);
 	rd_kafka_conf_set_opaque(cc, &s);

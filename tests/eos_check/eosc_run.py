@@ -196,7 +196,7 @@ class Role:
                      '--txn-max', '50', '--hold-ms-max', str(r.args.hold_ms_max)]
         elif cmd == 'copy':
             args += ['--topics', ','.join('%s:%d' % t for t in INPUTS), '--out', OUTPUT[0], '--group', GROUP,
-                     '--abort-pct', str(r.args.abort_pct // 2), '--txn-max', '100']
+                     '--abort-pct', str(r.args.abort_pct // 2), '--txn-max', '200']
         with open(os.path.join(r.work, name + '.err'), 'wb') as err:
             p = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT)
         p.eosc_name = name
@@ -465,7 +465,7 @@ def parse_args(argv):
     ap.add_argument('--producers', type=int, default=3)
     ap.add_argument('--copiers', type=int, default=1)
     ap.add_argument('--abort-pct', type=int, default=20)
-    ap.add_argument('--hold-ms-max', type=int, default=100,
+    ap.add_argument('--hold-ms-max', type=int, default=60,
                     help='a producer holds each transaction open up to this long (sets the rate)')
     ap.add_argument('--work', default=None)
     ap.add_argument('--keep', action='store_true', help='keep the work dir also on success')
