@@ -2,12 +2,14 @@
 """eosc_run.py - one run of the randomized exactly-once checker (issue 10).
 
     eosc_run.py --sluiced PATH --driver PATH [--dump SLUICE_DUMP] [--cores N] [--faults|--no-faults]
-                [--duration S] [--seed N] [--producers N] [--copiers N]
+                [--duration S] [--min-txns N] [--seed N] [--producers N] [--copiers N]
                 [--abort-pct N] [--hold-ms-max N] [--work DIR] [--keep]
 
 Starts sluiced (--cores N) on a free port with a fresh data dir, creates two
 input topics of 3 partitions (a, b) and the copier's output (o, 6
-partitions), and runs for --duration seconds: --producers transactional
+partitions), and runs for --duration seconds (longer, up to 3 times that,
+until the producers ended --min-txns transactions, so that a slow machine
+still gets the workload's weight): --producers transactional
 producers (eosc_driver produce, transactional ids p0..), and --copiers
 consume-transform-produce copiers (eosc_driver copy, ids c0.., one group)
 copying a and b to o. A client that ends on its own (a fatal error) is
@@ -71,6 +73,7 @@ READ_SETTLE_S = 60       # the reader waits this long for the LSO to reach the h
 READ_WAIT_S = 300
 RESTARTS_MAX = 200       # client instances started in all, beyond the first ones
 TXN_TIMEOUT_MS = 30000
+MIN_TXNS_STRETCH = 3     # --min-txns may stretch the workload to this many times --duration
 
 
 def log(msg):
@@ -318,6 +321,16 @@ class Run:
             self.sig(p, signal.SIGCONT)
             self.stopped.discard(p)
 
+    def txns_ended(self):
+        """Producer transactions that asked for their end so far (their logs)."""
+        n = 0
+        for name in os.listdir(self.work):
+            if name.startswith('prod-') and name.endswith('.log'):
+                with open(os.path.join(self.work, name), 'rb') as f:
+                    data = f.read()
+                n += data.count(b' commit_req ') + data.count(b' abort_req ')
+        return n
+
     def wait_exit(self, procs, seconds, what):
         deadline = time.monotonic() + seconds
         for p in procs:
@@ -402,12 +415,12 @@ class Run:
 
     def replay(self):
         a = self.args
-        return ('python3 %s --sluiced %s --driver %s%s --cores %d %s --duration %d --producers %d --copiers %d '
-                '--abort-pct %d --hold-ms-max %d --seed %d' %
+        return ('python3 %s --sluiced %s --driver %s%s --cores %d %s --duration %d --min-txns %d --producers %d '
+                '--copiers %d --abort-pct %d --hold-ms-max %d --seed %d' %
                 (os.path.abspath(__file__), os.path.abspath(a.sluiced), os.path.abspath(a.driver),
                  ' --dump ' + os.path.abspath(a.dump) if a.dump else '', a.cores,
-                 '--faults' if a.faults else '--no-faults', a.duration, a.producers, a.copiers, a.abort_pct,
-                 a.hold_ms_max, a.seed))
+                 '--faults' if a.faults else '--no-faults', a.duration, a.min_txns, a.producers, a.copiers,
+                 a.abort_pct, a.hold_ms_max, a.seed))
 
     def main(self):
         a = self.args
@@ -422,11 +435,16 @@ class Run:
             role.start('copy')
         for role in self.producers:
             role.start('produce')
-        end = time.monotonic() + a.duration
-        while time.monotonic() < end:
-            self.tick(min(self.rng.uniform(0.5, 3.0), max(end - time.monotonic(), 0)))
-            if a.faults and time.monotonic() < end:
+        start = time.monotonic()
+        end, cap = start + a.duration, start + a.duration * MIN_TXNS_STRETCH
+        while True:
+            now = time.monotonic()
+            if now >= end and (now >= cap or self.txns_ended() >= a.min_txns):
+                break
+            self.tick(min(self.rng.uniform(0.5, 3.0), max(end - now, 0.5)))
+            if a.faults and time.monotonic() < cap:
                 self.fault()
+        log('workload: %.0f s, %d producer transactions' % (time.monotonic() - start, self.txns_ended()))
         log('workload over (faults: %s; %d client restarts); finishing' %
             (', '.join('%s %d' % kv for kv in sorted(self.faults.items())) or 'none', self.restarts))
         self.finish()
@@ -461,6 +479,9 @@ def parse_args(argv):
     ap.add_argument('--faults', dest='faults', action='store_true', default=True)
     ap.add_argument('--no-faults', dest='faults', action='store_false')
     ap.add_argument('--duration', type=int, default=40)
+    ap.add_argument('--min-txns', type=int, default=0,
+                    help='go on past --duration (up to %d times it) until the producers ended this many '
+                         'transactions: a slow machine still gets the workload\'s weight' % MIN_TXNS_STRETCH)
     ap.add_argument('--seed', type=int, default=None)
     ap.add_argument('--producers', type=int, default=3)
     ap.add_argument('--copiers', type=int, default=1)
