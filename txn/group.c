@@ -601,6 +601,8 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		return 0;
 	}
 	int32_t rebalance_ms = q->rebalance_ms > 0 ? q->rebalance_ms : q->session_ms;   /* v0: none */
+	if (rebalance_ms > GRP_REBALANCE_MAX_MS)
+		rebalance_ms = GRP_REBALANCE_MAX_MS;
 	if (!m && s)
 		return static_rejoin(g, s, q, rebalance_ms, w, now, o);
 	if (!m && !q->member_id_len && !q->instance_id_len && q->require_known_id) {
@@ -1254,6 +1256,8 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 		m->client_host_len = take_str(&v, m->client_host, GRP_HOST_BYTES_MAX);
 		m->session_ms = (int32_t)take32(&v);
 		m->rebalance_ms = (int32_t)take32(&v);
+		if (m->rebalance_ms > GRP_REBALANCE_MAX_MS)   /* written before the bound existed */
+			m->rebalance_ms = GRP_REBALANCE_MAX_MS;
 		/* Only the group's protocol is kept: the member names all of its own at its next join. */
 		struct grp_protocol *p = &m->protocols[0];
 		memcpy(p->name, g->protocol_name, g->protocol_name_len);

@@ -546,6 +546,46 @@ static void test_expiry_and_timeout(void)
 	grp_coord_destroy(c);
 }
 
+/*
+ * A client's rebalance timeout is bounded (GRP_REBALANCE_MAX_MS): a member
+ * that joined with INT32_MAX and went away holds the next rebalance only
+ * that long, not 24 days; session timeouts out of bounds are refused.
+ */
+static void test_rebalance_bound(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g-bound", 7);
+	struct grp_join_req q = jreq("", "a", "range", NULL);
+	q.rebalance_ms = INT32_MAX;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(1), 0, &ut_o), 0);
+	struct grp_member *a = g->members[0];
+	CU_ASSERT_EQUAL(a->rebalance_ms, GRP_REBALANCE_MAX_MS);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(2), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	/* b joins; a never rejoins (its connection is gone). */
+	join_new(g, 3, "b", 1000);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	CU_ASSERT(g->rebalance_deadline_ms <= 1000 + GRP_REBALANCE_MAX_MS);
+	ut_o.n = 0;
+	grp_tick(g, 1000 + GRP_REBALANCE_MAX_MS, &ut_o);
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	/* Session timeouts outside Kafka's bounds: INVALID_SESSION_TIMEOUT, nothing joins. */
+	int32_t bad[] = { GRP_SESSION_MIN_MS - 1, GRP_SESSION_MAX_MS + 1, INT32_MAX, -1 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct grp_join_req x = jreq("", "x", "range", NULL);
+		x.session_ms = bad[i];
+		ut_o.n = 0;
+		CU_ASSERT_EQUAL(grp_join(g, &x, W(10 + i), 2000 + GRP_REBALANCE_MAX_MS, &ut_o), 0);
+		CU_ASSERT(out_for(10 + i) && out_for(10 + i)->err == GRP_ERR_INVALID_SESSION_TIMEOUT);
+		CU_ASSERT_EQUAL(g->nmembers, 1);
+	}
+	grp_coord_destroy(c);
+}
+
 static void test_expiry_in_stable_pair(void)
 {
 	struct grp_coord *c;
@@ -762,6 +802,7 @@ int main(void)
 	CU_add_test(s, "membership records: write, restore, carry on", test_group_records);
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
+	CU_add_test(s, "rebalance timeout bounded, session timeout bounds", test_rebalance_bound);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
