@@ -163,7 +163,7 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	}
 	if (!r->no_response && !k->closing) {
 		if (dp_encode_response(c, r) < 0) {
-			DP_WARN("cannot encode response for api %d v%d", r->hdr.api_key, r->hdr.api_version);
+			DP_WARN_RL("cannot encode response for api %d v%d", r->hdr.api_key, r->hdr.api_version);
 			r->close_after = true;
 		}
 	}
@@ -245,7 +245,7 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 {
 	struct dp_req *r = req_get(c);
 	if (!r) {   /* conn_data checks first (can_start): only a bug gets here */
-		DP_ERR("request pool exhausted; closing connection");
+		DP_ERR_RL("request pool exhausted; closing connection");
 		conn_close(c, k, "request pool exhausted");
 		return -1;
 	}
@@ -371,7 +371,7 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			uint32_t len = be32(k->size_buf);
 			k->size_have = 0;
 			if ((int32_t)len < 8 || len > c->b->cfg.max_frame_bytes) {
-				DP_WARN("connection %u: frame size %d out of range (max %u); closing",
+				DP_WARN_RL("connection %u: frame size %d out of range (max %u); closing",
 				        k->handle, (int32_t)len, c->b->cfg.max_frame_bytes);
 				conn_close(c, k, "bad frame size");
 				return;

@@ -269,7 +269,7 @@ static int core_setup(struct dp_core *c)
 		return 0;
 	struct nic_config nc = {
 		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
-		.rx_buf_bytes = 64 * 1024, .rx_bufs = 256, .reuseport = c->b->ndata > 1,
+		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
 	};
 	rc = nic_uring_create(&nc, &c->ring, &c->nic);
 	if (rc < 0) {

@@ -22,6 +22,7 @@
 #include <assert.h>
 #include <liburing.h>
 
+#include "dp_limits.h"
 #include "ring.h"
 #include "kwire.h"
 #include "kmsg.h"
@@ -41,30 +42,9 @@ struct dp_txn_allow {
 	int16_t epoch;
 };
 
-/* Limits, units last. */
-#define DP_CORES_MAX            64
-#define DP_RING_MSGS            4096      /* per (src, dst) pair */
-#define DP_RING_BURST           64
-#define DP_TOPICS_MAX           4096      /* catalog slots */
-#define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
-#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
-#define DP_PARTITIONS_MAX       10000     /* per topic */
-#define DP_CONNS_MAX            4096      /* per data core */
-#define DP_CONN_SLOTS           (2 * DP_CONNS_MAX) /* a closed connection's slot lingers while its requests finish */
-#define DP_REQS_MAX             16384     /* in-flight requests per core */
-#define DP_CONN_REQS_MAX        1024      /* unfinished requests of one connection before its reads pause */
-#define DP_NIC_BURST            64
-#define DP_CQE_BURST            256
-#define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
-#define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
-#define DP_SLEEP_MAX_MS         10
-#define DP_URING_ENTRIES        2048
+/* Limits: dp_limits.h. Tags of the core's own SQEs: */
 #define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
-#define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
-#define DP_ARENA_BASE_BYTES     16384
-#define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
-_Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
 
@@ -302,6 +282,25 @@ void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define DP_WARN(...) dp_log(DP_LOG_WARN, __VA_ARGS__)
 #define DP_INFO(...) do { if (dp_log_level >= DP_LOG_INFO) dp_log(DP_LOG_INFO, __VA_ARGS__); } while (0)
 #define DP_DBG(...)  do { if (dp_log_level >= DP_LOG_DEBUG) dp_log(DP_LOG_DEBUG, __VA_ARGS__); } while (0)
+/*
+ * Rate-limited lines (log.c): for anything a client can make us log
+ * repeatedly. State per call site and core (thread-local, no sharing).
+ */
+struct dp_log_rl {
+	int64_t window_ms;            /* start of the current window */
+	uint32_t lines;               /* written in it */
+	uint64_t suppressed;          /* not written since the window began */
+};
+void dp_log_rl(struct dp_log_rl *rl, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool dp_log_rl_admit(struct dp_log_rl *rl, int64_t now_ms, char *suffix, size_t cap); /* log.c's rule, for tests */
+#define DP_LOG_RL(level, ...) do {                                                   \
+		static _Thread_local struct dp_log_rl dp_rl_;                        \
+		if (dp_log_level >= (level))                                         \
+			dp_log_rl(&dp_rl_, (level), __VA_ARGS__);                    \
+	} while (0)
+#define DP_ERR_RL(...)  DP_LOG_RL(DP_LOG_ERROR, __VA_ARGS__)
+#define DP_WARN_RL(...) DP_LOG_RL(DP_LOG_WARN, __VA_ARGS__)
+#define DP_INFO_RL(...) DP_LOG_RL(DP_LOG_INFO, __VA_ARGS__)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
 void *dp_buf_get(size_t bytes);

@@ -217,7 +217,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 		resp->Members_n = (int32_t)g->nmembers;
 	}
 	if (!ok) {
-		DP_WARN("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
+		DP_WARN_RL("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
 		join_error(r, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 	}
 }
@@ -461,7 +461,7 @@ void dp_group_on_write(void *cookie, int status)
 	struct OffsetCommitRequest *q = op->r->req;
 	c->grp->inflight--;
 	if (status < 0) {
-		DP_ERR("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
+		DP_ERR_RL("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
 	} else if (grp_offset_put(c->grp->offsets, q->GroupId.ptr, (size_t)q->GroupId.len, p->tq->Name.ptr,
 	                          (size_t)p->tq->Name.len, p->pq->PartitionIndex, p->pq->CommittedOffset,
@@ -532,7 +532,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			                               .commit_ms = ts };
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
-				DP_ERR("offsets log append failed: %s", strerror((int)-off));
+				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
 				op->left--;
 				continue;
@@ -647,7 +647,7 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 	struct grp_stage *op = p->op;
 	c->grp->inflight--;
 	if (status < 0) {
-		DP_ERR("staged offset write failed: %s", strerror(-status));
+		DP_ERR_RL("staged offset write failed: %s", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
 	} else if (grp_pending_put(c->grp->offsets, p->key, p->klen, p->pq->CommittedOffset,
 	                           p->pq->CommittedLeaderEpoch, p->commit_ms, p->pq->CommittedMetadata.ptr,
@@ -734,7 +734,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			p->klen = (uint16_t)(kn > 0 ? kn : 0);
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
-				DP_ERR("offsets log append failed: %s", strerror((int)-off));
+				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
 				op->left--;
 				continue;
@@ -823,7 +823,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 		int64_t off = st_log_append(t->log, buf + at, (uint32_t)bn[i], 1, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
-			DP_ERR("offsets log append failed: %s", strerror((int)-off));
+			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 			w->failed = true;
 			break;
 		}
@@ -978,7 +978,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 	size_t vsize = grp_group_value_size(g);
 	g->saved_changes = g->changes;
 	if (vsize > DP_GRP_META_MAX) {
-		DP_WARN("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
+		DP_WARN_RL("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
 		        g->id_len, g->id, vsize);
 		if (compaction)
 			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
@@ -1168,7 +1168,7 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 			d->Members_n = (int32_t)g->nmembers;
 	}
 	if (!ok) {
-		DP_WARN("DescribeGroups: the response does not fit the request arena");
+		DP_WARN_RL("DescribeGroups: the response does not fit the request arena");
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	return 0;
@@ -1298,7 +1298,7 @@ void dp_group_timer(struct dp_core *c)
 		uint32_t before = g->nmembers;
 		grp_tick(g, now, &t->outs);
 		if (g->nmembers != before)
-			DP_INFO("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
+			DP_INFO_RL("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
 			        before, grp_state_name(g->state));
 		send_outs(c, g);
 	}

@@ -95,7 +95,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 1,
 		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
-		.max_frame_bytes = 100u << 20, .node_id = 1,
+		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
@@ -146,7 +146,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		case O_RMS: cfg->retention_ms = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_MAXFRAME:
 			cfg->max_frame_bytes = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || cfg->max_frame_bytes < 1024 || cfg->max_frame_bytes > (1u << 30))
+			if (*end || cfg->max_frame_bytes < 1024 || cfg->max_frame_bytes > DP_FRAME_BYTES_MAX)
 				goto bad;
 			break;
 		case O_NODE: cfg->node_id = (int32_t)strtol(optarg, &end, 10); if (*end || cfg->node_id < 0) goto bad; break;

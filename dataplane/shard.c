@@ -99,7 +99,7 @@ void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 	struct dp_append *a = cookie;
 	assert(a->left > 0);
 	if (status < 0 && !a->err) {
-		DP_ERR("append to partition failed: %s", strerror(-status));
+		DP_ERR_RL("append to partition failed: %s", strerror(-status));
 		a->err = KERR_KAFKA_STORAGE_ERROR;
 	}
 	if (--a->left)
@@ -232,7 +232,7 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 	}
 	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
 	if (off < 0) {
-		DP_ERR("append failed: %s", strerror((int)-off));
+		DP_ERR_RL("append failed: %s", strerror((int)-off));
 		return KERR_KAFKA_STORAGE_ERROR;
 	}
 	a->left++;
@@ -364,7 +364,7 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 	}
 	uint32_t len = rd->len;
 	if (cqe->res <= 0) {
-		DP_ERR("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
+		DP_ERR_RL("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
 		rd->out.err = KERR_KAFKA_STORAGE_ERROR;
 		len = 0;
 	}
@@ -428,7 +428,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			if (got != (ssize_t)len)
 				got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
 			if (got != (ssize_t)len) {
-				DP_ERR("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
+				DP_ERR_RL("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
 				out.err = KERR_KAFKA_STORAGE_ERROR;
 				len = 0;
 			}
@@ -686,7 +686,7 @@ void dp_shard_on_marker(void *cookie, int status)
 	struct dp_core *c = dp_this_core;
 	struct dp_marker *mk = cookie;
 	if (status < 0)
-		DP_ERR("marker append failed: %s", strerror(-status));
+		DP_ERR_RL("marker append failed: %s", strerror(-status));
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
 	dp_buf_put(mk);
@@ -731,7 +731,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(n > 0);
 	int64_t off = st_log_append(p->log, batch, (uint32_t)n, 1, mk);
 	if (off < 0) {
-		DP_ERR("marker append failed: %s", strerror((int)-off));
+		DP_ERR_RL("marker append failed: %s", strerror((int)-off));
 		dp_buf_put(mk);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
