@@ -178,8 +178,13 @@ struct dp_conn {
 	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
 	bool draining;                /* the peer left while paused: what it sent is still processed */
 	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
+	bool drain_slot;              /* counted in the core's ndraining */
 	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
 	uint32_t stash_len, stash_cap;
+	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
+	uint64_t held_bytes;          /* held by its requests: frames, fetch buffers, answers (dp_limits.h) */
+	uint64_t unsent_bytes;        /* of those, answers not yet sent */
+	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
 };
 
 /* Control core: a topic create/delete waiting for every data core's ack. */
@@ -220,11 +225,18 @@ struct dp_core {
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
-	struct dp_conn *conns;        /* [DP_CONN_SLOTS]: nic handle index, or index + DP_CONNS_MAX */
+	struct dp_conn *conns;        /* [DP_CONN_SLOTS], taken from conn_free */
+	uint16_t *conn_map;           /* [DP_CONNS_MAX]: nic handle index -> slot of its open connection */
+	uint16_t *conn_free;          /* [DP_CONN_SLOTS] stack of free slots */
+	uint32_t conn_free_n;
+	uint32_t ndraining;           /* closed slots still carrying out stashed requests */
+	struct dp_conn detached;      /* owns the requests of closed connections until they come back */
+	uint64_t held_bytes;          /* all requests' held bytes on this core (dp_limits.h) */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
 	struct dp_req *parked;        /* fetches waiting (long poll) */
-	uint32_t npool_wait;          /* connections paused for the empty request pool */
+	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
+	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
 	/* Messages that did not fit in a full ring, per destination. */
 	struct dp_msg *backlog[DP_CORES_MAX];

@@ -79,6 +79,7 @@
 #define DP_BUF_MAX_BYTES        (1ull << 30)   /* largest buffer */
 #define DP_BUF_CLASS_IDLE_BYTES (64ull << 20)  /* idle bytes kept per size class */
 #define DP_BUF_IDLE_BYTES_MAX   (256ull << 20) /* idle bytes kept in all classes */
+#define DP_MALLOC_MMAP_BYTES    (1 << 20)      /* buffers this large are mapped on their own (mallopt) */
 
 /* Loop, waits, reads. */
 #define DP_CQE_BURST            256

@@ -39,7 +39,7 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 			continue;   /* answered locally with an error */
 		if (!fp->buf) {
 			fp->cap = fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES : fp->max_bytes;
-			fp->buf = dp_buf_get(fp->cap);
+			fp->buf = dp_req_buf_get(c, r, fp->cap);
 		}
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
 		fetch_send(c, r, i);
@@ -141,9 +141,9 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	struct FetchResponse_PartitionData *out = fp->out;
 	if (m->u.fetch_done.need) {
 		/* The first batch is larger than the buffer: lend a bigger one and ask again. */
-		dp_buf_put(fp->buf);
+		dp_req_buf_put(c, r, fp->buf, fp->cap);
 		fp->cap = m->u.fetch_done.need;
-		fp->buf = dp_buf_get(fp->cap);
+		fp->buf = dp_req_buf_get(c, r, fp->cap);
 		fetch_send(c, r, m->idx);
 		return;
 	}
@@ -245,7 +245,7 @@ void dp_fetch_release(struct dp_core *c, struct dp_req *r)
 {
 	for (uint32_t i = 0; i < r->nfparts; i++)
 		if (r->fparts[i].buf) {
-			dp_buf_put(r->fparts[i].buf);
+			dp_req_buf_put(c, r, r->fparts[i].buf, r->fparts[i].cap);
 			r->fparts[i].buf = NULL;
 		}
 	r->nfparts = 0;

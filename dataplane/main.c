@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -229,6 +230,9 @@ static void *core_thread(void *arg)
 int main(int argc, char **argv)
 {
 	static struct dp_broker b;
+	/* Large buffers get their own mappings, so what the pool lets go returns to the system
+	 * (the dynamic threshold would put them on the heap, resident after free). */
+	mallopt(M_MMAP_THRESHOLD, DP_MALLOC_MMAP_BYTES);
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
 	dp_log_level = b.cfg.log_level;
@@ -257,9 +261,15 @@ int main(int argc, char **argv)
 			return 1;
 		if (c->is_data) {
 			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
+			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
+			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
 			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			if (!c->conns || !c->reqs)
+			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs)
 				return 1;
+			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
+				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
+			c->conn_free_n = DP_CONN_SLOTS;
+			c->detached.closing = c->detached.closed = true;   /* never answers, never freed */
 			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
 				c->reqs[r].next = c->req_free;
 				c->req_free = &c->reqs[r];
