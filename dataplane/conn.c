@@ -126,6 +126,11 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 		r->conn = &c->detached;
 		c->detached.held_bytes += r->held_bytes;
 		c->detached.nreqs++;
+		if (r->hdr.api_key == 11 || r->hdr.api_key == 14) {
+			/* The coordinator may hold it for a whole rebalance: ask for it back now. */
+			struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = r, .gen = r->gen };
+			dp_send(c, 0, &m);
+		}
 	}
 	assert(k->nreqs == 0 && k->held_bytes == 0 && k->unsent_bytes == 0);
 	if (k->frame)

@@ -120,6 +120,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 		dp_txnc_msg(c, m);
 		return;
 	case DP_MSG_GROUP_REQ:
+	case DP_MSG_GROUP_GONE:
 		dp_group_msg(c, m);
 		return;
 	case DP_MSG_TXN_MARKER_DONE:

@@ -107,6 +107,7 @@ enum dp_msg_type {
 	DP_MSG_DESCRIBE_PRODUCERS_DONE,
 	DP_MSG_GROUP_REQ,       /* data core -> control: a group request (req lent until the reply) */
 	DP_MSG_GROUP_DONE,
+	DP_MSG_GROUP_GONE,      /* data core -> control: a lent JoinGroup/SyncGroup's client left */
 };
 
 /* What an append's cookie is: the first byte of every cookie given to st_log_append. */

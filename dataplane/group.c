@@ -1214,8 +1214,31 @@ static void set_error(struct dp_req *r, int16_t err)
 	}
 }
 
+/*
+ * The connection of a JoinGroup or SyncGroup we hold closed: answer it now
+ * (its NIC core frees it on our reply) instead of holding it, and a
+ * dynamic member with it, for the rebalance timeout. Not found: it was
+ * answered already, the reply is on its way.
+ */
+static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
+{
+	uint32_t cur = 0;
+	struct grp_group *g;
+	while ((g = grp_next(c->grp->coord, &cur)))
+		if (grp_waiter_gone(g, msg->ctx, msg->gen, dp_wall_ms(), &c->grp->outs)) {
+			DP_DBG("group %.*s: a waiting request's client left; %u members, %s", g->id_len, g->id,
+			       g->nmembers, grp_state_name(g->state));
+			send_outs(c, g);
+			return;
+		}
+}
+
 void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 {
+	if (msg->type == DP_MSG_GROUP_GONE) {
+		waiter_gone(c, msg);
+		return;
+	}
 	assert(msg->type == DP_MSG_GROUP_REQ);
 	struct dp_req *r = msg->ctx;
 	int16_t err;

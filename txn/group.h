@@ -228,6 +228,15 @@ int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len
 /* LeaveGroup of one member: the error code; may release other members' answers. */
 int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, int64_t now,
                   struct grp_outs *outs);
+/*
+ * The client behind waiter (ctx, gen) is gone: its connection closed while
+ * the request waited. A dynamic member's JoinGroup: the member leaves, as
+ * with LeaveGroup (its answer can never arrive, and the rebalance need not
+ * wait for it); a static member's JoinGroup, or a SyncGroup: only the waiter
+ * is answered (and dropped by the driver), the member stays until its
+ * timeouts. Returns true if g held that waiter.
+ */
+bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *outs);
 /* Timers: expire silent members, finish overdue rebalances. */
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *outs);
 /* May this OffsetCommit be taken? 0 or a Kafka error code. generation < 0: simple commit. */

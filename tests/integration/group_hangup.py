@@ -7,7 +7,8 @@
    rejoin (before: for 24 days), with its connection gone.
 2. Then --conns new connections, one after another, each must answer
    ApiVersions (before: 39 of 40 were refused, "connection slots of index N
-   busy").
+   busy"), and the group must have let the three waiting members go with
+   their connections (DescribeGroups: one member left, the first).
 3. A JoinGroup left waiting with a short rebalance timeout is answered after
    its client left: the answer is dropped, and the broker goes on serving.
 4. --floods connections each send a request for an API version we do not
@@ -70,6 +71,33 @@ def api_versions_ok(port):
         s.close()
 
 
+def group_members(port, group):
+    """Members of group by DescribeGroups v0 (-1 if the answer is not understood)."""
+    s = socket.create_connection(('127.0.0.1', port), timeout=TIMEOUT_S)
+    try:
+        s.sendall(frame(15, 0, 5, struct.pack('>i', 1) + kstr(group)))
+        size = struct.unpack('>i', recv_exact(s, 4))[0]
+        d = recv_exact(s, size)
+        p = 4
+
+        def string():
+            nonlocal p
+            n = struct.unpack('>h', d[p:p + 2])[0]
+            p += 2 + max(n, 0)
+
+        ngroups = struct.unpack('>i', d[p:p + 4])[0]
+        p += 4
+        if ngroups != 1:
+            return -1
+        err = struct.unpack('>h', d[p:p + 2])[0]
+        p += 2
+        for _ in range(4):   # group id, state, protocol type, protocol
+            string()
+        return -1 if err else struct.unpack('>i', d[p:p + 4])[0]
+    finally:
+        s.close()
+
+
 def hang_up_after(port, raw, wait_s):
     s = socket.create_connection(('127.0.0.1', port), timeout=TIMEOUT_S)
     s.sendall(raw)
@@ -95,6 +123,16 @@ def main():
         else:
             served += 1
     print(f'{served} of {a.conns} new connections served after 4 hung-up JoinGroups', file=sys.stderr)
+    # The three that waited in the rebalance left with their connections; only the
+    # first (answered at once, then silent) stays until its session times out.
+    deadline = time.monotonic() + TIMEOUT_S
+    members = group_members(a.port, b'hangup-group')
+    while members != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        members = group_members(a.port, b'hangup-group')
+    print(f'hangup-group has {members} member(s)', file=sys.stderr)
+    if members != 1:
+        errs.append(f'hangup-group still has {members} members whose JoinGroups wait for clients that left')
 
     # A member that stays, then a join that waits 2 s for it and whose client leaves.
     keep = socket.create_connection(('127.0.0.1', a.port), timeout=TIMEOUT_S)

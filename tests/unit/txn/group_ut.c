@@ -586,6 +586,46 @@ static void test_rebalance_bound(void)
 	grp_coord_destroy(c);
 }
 
+/* A waiting JoinGroup or SyncGroup whose client left is answered at once (grp_waiter_gone). */
+static void test_waiter_gone(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g-gone", 6);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(2), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	join_new(g, 3, "b", 1000);   /* waits for a to rejoin */
+	CU_ASSERT_EQUAL(g->nmembers, 2);
+	ut_o.n = 0;
+	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 99, 1500, &ut_o));   /* another generation of that ctx */
+	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
+	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(g->nmembers, 1);   /* b left with its request */
+	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
+	/* a rejoins: the rebalance completes without b; a's SyncGroup waits... */
+	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
+	ut_o.n = 0;
+	grp_join(g, &q, W(4), 2000, &ut_o);
+	CU_ASSERT(out_for(4) && out_for(4)->err == 0);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	/* ...then b2 joins and c... simpler: a follower's SyncGroup waiting for the leader. */
+	join_new(g, 5, "f", 3000);
+	ut_o.n = 0;
+	struct grp_join_req qa = jreq(a->id, "a", "range", "roundrobin");
+	grp_join(g, &qa, W(6), 3000, &ut_o);
+	struct grp_member *f = g->members[1];
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_COMPLETING_REBALANCE);
+	ut_o.n = 0;
+	grp_sync(g, f->id, f->id_len, g->generation, NULL, 0, W(7), 3000, &ut_o);
+	CU_ASSERT_PTR_NULL(out_for(7));   /* waits for the leader's */
+	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)7, 7, 3100, &ut_o));
+	CU_ASSERT(out_for(7) && out_for(7)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(g->nmembers, 2);   /* a SyncGroup's client leaving removes nobody */
+	grp_coord_destroy(c);
+}
+
 static void test_expiry_in_stable_pair(void)
 {
 	struct grp_coord *c;
@@ -803,6 +843,7 @@ int main(void)
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
 	CU_add_test(s, "rebalance timeout bounded, session timeout bounds", test_rebalance_bound);
+	CU_add_test(s, "a waiting request whose client left is answered at once", test_waiter_gone);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
