@@ -1216,9 +1216,9 @@ static void set_error(struct dp_req *r, int16_t err)
 
 /*
  * The connection of a JoinGroup or SyncGroup we hold closed: answer it now
- * (its NIC core frees it on our reply) instead of holding it, and a
- * dynamic member with it, for the rebalance timeout. Not found: it was
- * answered already, the reply is on its way.
+ * (its NIC core frees it on our reply) instead of holding it for the
+ * rebalance timeout. Not found: it was answered already, the reply is on
+ * its way.
  */
 static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
 {

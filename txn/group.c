@@ -738,13 +738,9 @@ bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *m = g->members[i];
 		if (m->join.ctx == ctx && m->join.gen == gen) {
-			if (m->instance_id_len) {
-				out_add(o, GRP_OUT_JOIN, GRP_ERR_UNKNOWN_MEMBER_ID, m->join, NULL);
-				m->join.ctx = NULL;
-			} else {
-				member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
-				after_removal(g, now, o);
-			}
+			out_add(o, GRP_OUT_JOIN, GRP_ERR_REBALANCE_IN_PROGRESS, m->join, NULL);
+			m->join.ctx = NULL;
+			try_complete_join(g, now, o);
 			return true;
 		}
 		if (m->sync.ctx == ctx && m->sync.gen == gen) {

@@ -230,11 +230,11 @@ int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, in
                   struct grp_outs *outs);
 /*
  * The client behind waiter (ctx, gen) is gone: its connection closed while
- * the request waited. A dynamic member's JoinGroup: the member leaves, as
- * with LeaveGroup (its answer can never arrive, and the rebalance need not
- * wait for it); a static member's JoinGroup, or a SyncGroup: only the waiter
- * is answered (and dropped by the driver), the member stays until its
- * timeouts. Returns true if g held that waiter.
+ * the request waited. The waiter is answered now (the driver drops the
+ * answer and frees the request) instead of being held for the whole
+ * rebalance; the member stays, as in Kafka, no longer counted as rejoined:
+ * its session timeout or the rebalance deadline removes it unless it comes
+ * back. Returns true if g held that waiter.
  */
 bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *outs);
 /* Timers: expire silent members, finish overdue rebalances. */

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """group_hangup.py - JoinGroups left waiting by clients that hung up (issue 10 item 6).
 
-1. Four clients each send a JoinGroup v1 for one group with
-   RebalanceTimeoutMs = INT32_MAX and hang up without reading. The first
-   joins at once; each later one waits in a rebalance for members that never
-   rejoin (before: for 24 days), with its connection gone.
+1. A member joins a group and then only heartbeats; four clients each send
+   a JoinGroup v1 for that group with RebalanceTimeoutMs = INT32_MAX and
+   hang up without reading. Each waits in a rebalance for the first member,
+   which never rejoins (before: for 24 days), with its connection gone.
 2. Then --conns new connections, one after another, each must answer
    ApiVersions (before: 39 of 40 were refused, "connection slots of index N
-   busy"), and the group must have let the three waiting members go with
-   their connections (DescribeGroups: one member left, the first).
+   busy"), and the JoinGroups held in the rebalance must have been
+   answered when their clients left, so that those silent members expire
+   with their sessions (DescribeGroups: only the first left within 20 s).
 3. A JoinGroup left waiting with a short rebalance timeout is answered after
    its client left: the answer is dropped, and the broker goes on serving.
 4. --floods connections each send a request for an API version we do not
@@ -22,6 +23,7 @@ import argparse
 import socket
 import struct
 import sys
+import threading
 import time
 
 CLIENT = b'hangup'
@@ -98,6 +100,39 @@ def group_members(port, group):
         s.close()
 
 
+def call(s, raw):
+    s.sendall(raw)
+    size = struct.unpack('>i', recv_exact(s, 4))[0]
+    return recv_exact(s, size)
+
+
+class Anchor(threading.Thread):
+    """A member that joins, syncs and then only heartbeats, never rejoining: a
+    rebalance started after it waits for it until the rebalance deadline."""
+
+    def __init__(self, port, group):
+        super().__init__(daemon=True)
+        self.s = socket.create_connection(('127.0.0.1', port), timeout=TIMEOUT_S)
+        d = call(self.s, join_v1(group, 6000, 0x7fffffff))
+        err, self.gen = struct.unpack('>hi', d[4:10])
+        p = 10
+        for _ in range(2):   # protocol, leader
+            p += 2 + struct.unpack('>h', d[p:p + 2])[0]
+        n = struct.unpack('>h', d[p:p + 2])[0]
+        self.member = d[p + 2:p + 2 + n]
+        if err:
+            raise RuntimeError(f'anchor JoinGroup error {err}')
+        body = kstr(group) + struct.pack('>i', self.gen) + kstr(self.member) + struct.pack('>i', 0)
+        call(self.s, frame(14, 0, 2, body))
+        self.group = group
+        self.stop = threading.Event()
+
+    def run(self):
+        body = kstr(self.group) + struct.pack('>i', self.gen) + kstr(self.member)
+        while not self.stop.wait(1.0):
+            call(self.s, frame(12, 0, 3, body))
+
+
 def hang_up_after(port, raw, wait_s):
     s = socket.create_connection(('127.0.0.1', port), timeout=TIMEOUT_S)
     s.sendall(raw)
@@ -113,8 +148,10 @@ def main():
     a = ap.parse_args()
     errs = []
 
+    anchor = Anchor(a.port, b'hangup-group')
+    anchor.start()
     for _ in range(4):
-        hang_up_after(a.port, join_v1(b'hangup-group', 30000, 0x7fffffff), 0.3)
+        hang_up_after(a.port, join_v1(b'hangup-group', 6000, 0x7fffffff), 0.3)
     served = 0
     for i in range(a.conns):
         why = api_versions_ok(a.port)
@@ -123,13 +160,16 @@ def main():
         else:
             served += 1
     print(f'{served} of {a.conns} new connections served after 4 hung-up JoinGroups', file=sys.stderr)
-    # The three that waited in the rebalance left with their connections; only the
-    # first (answered at once, then silent) stays until its session times out.
+    # The JoinGroups waiting in the rebalance (for the anchor, which never rejoins)
+    # were answered when their clients left, so those members, silent, expire with
+    # their 6 s sessions; before, their held JoinGroups kept them for the
+    # rebalance timeout. The anchor heartbeats and stays.
     deadline = time.monotonic() + TIMEOUT_S
     members = group_members(a.port, b'hangup-group')
     while members != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
         members = group_members(a.port, b'hangup-group')
+    anchor.stop.set()
     print(f'hangup-group has {members} member(s)', file=sys.stderr)
     if members != 1:
         errs.append(f'hangup-group still has {members} members whose JoinGroups wait for clients that left')

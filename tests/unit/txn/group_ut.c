@@ -601,16 +601,23 @@ static void test_waiter_gone(void)
 	ut_o.n = 0;
 	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 99, 1500, &ut_o));   /* another generation of that ctx */
 	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
-	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
-	CU_ASSERT_EQUAL(g->nmembers, 1);   /* b left with its request */
+	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(g->nmembers, 2);   /* b stays, no longer waiting, */
+	CU_ASSERT_PTR_NULL(g->members[1]->join.ctx);
 	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
-	/* a rejoins: the rebalance completes without b; a's SyncGroup waits... */
+	/* until its session times out (it never heartbeats; a does): then only a is left. */
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 9000), GRP_ERR_REBALANCE_IN_PROGRESS);
+	ut_o.n = 0;
+	grp_tick(g, 1000 + UT_SESSION_MS + 1, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);   /* still waiting for a */
+	/* a rejoins: the rebalance completes without b. */
 	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
 	ut_o.n = 0;
-	grp_join(g, &q, W(4), 2000, &ut_o);
+	grp_join(g, &q, W(4), 1000 + UT_SESSION_MS + 2, &ut_o);
 	CU_ASSERT(out_for(4) && out_for(4)->err == 0);
 	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
-	/* ...then b2 joins and c... simpler: a follower's SyncGroup waiting for the leader. */
+	/* A follower's SyncGroup waiting for the leader's, whose client leaves. */
 	join_new(g, 5, "f", 3000);
 	ut_o.n = 0;
 	struct grp_join_req qa = jreq(a->id, "a", "range", "roundrobin");
