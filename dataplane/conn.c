@@ -382,6 +382,8 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 	k->frame = NULL;
 	k->frame_cap = 0;
 	size_t arena = DP_ARENA_BASE_BYTES + (size_t)r->frame_len * DP_ARENA_PER_FRAME_BYTE;
+	if (arena > DP_ARENA_BYTES_MAX)
+		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
 	r->arena_mem = dp_buf_get(arena);
 	karena_init(&r->arena, r->arena_mem, arena);
 

@@ -69,6 +69,7 @@
 #define DP_FRAME_BYTES_DEFAULT  (100u << 20) /* Kafka's socket.request.max.bytes */
 #define DP_ARENA_BASE_BYTES     16384
 #define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
+#define DP_ARENA_BYTES_MAX      (256u << 20) /* a request that decodes to more is malformed: closed */
 
 /* NIC. */
 #define DP_NIC_BURST            64
@@ -105,5 +106,7 @@ _Static_assert(DP_CONN_RECLAIM_MIN_BYTES > 0 && DP_CONN_RECLAIM_MIN_BYTES < DP_C
 _Static_assert(DP_FRAME_BYTES_DEFAULT <= DP_FRAME_BYTES_MAX && DP_FRAME_BYTES_MAX <= DP_BUF_MAX_BYTES,
                "a frame fits one pool buffer");
 _Static_assert(DP_BUF_CLASS_IDLE_BYTES <= DP_BUF_IDLE_BYTES_MAX, "idle pool bounds");
+_Static_assert(DP_ARENA_BASE_BYTES <= DP_ARENA_BYTES_MAX && DP_ARENA_BYTES_MAX <= DP_BUF_MAX_BYTES,
+               "a request's arena is one pool buffer, whatever --max-frame-bytes says");
 
 #endif
