@@ -386,6 +386,9 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
 	r->arena_mem = dp_buf_get(arena);
 	karena_init(&r->arena, r->arena_mem, arena);
+	/* Its base counts (every request may touch it); the per-frame-byte rest is
+	 * touched only by requests whose decoded structs need it. */
+	hold(c, r, DP_ARENA_BASE_BYTES);
 
 	if (k->q_tail)
 		k->q_tail->next = r;

@@ -183,7 +183,7 @@ struct dp_conn {
 	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
 	uint32_t stash_len, stash_cap;
 	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
-	uint64_t held_bytes;          /* held by its requests: frames, fetch buffers, answers (dp_limits.h) */
+	uint64_t held_bytes;          /* held by its requests: frames, arenas, fetch buffers, answers (dp_limits.h) */
 	uint64_t unsent_bytes;        /* of those, answers not yet sent */
 	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
 };

@@ -12,9 +12,10 @@
  *   nic/nic_internal.h  NIC_TXQ_MAX queued sends per connection
  *   --max-frame-bytes   the largest request (DP_FRAME_BYTES_MAX at most)
  *
- * Memory a connection pins. Each request holds its frame, the fetch
- * buffers it lent to owner cores and, once answered, its encoded response
- * until the NIC has sent it. These "held bytes" are counted per connection
+ * Memory a connection pins. Each request holds its frame, its decode
+ * arena (DP_ARENA_BASE_BYTES of it counted), the fetch buffers it lent to
+ * owner cores (a parked fetch gives back those that came back empty) and,
+ * once answered, its encoded response until the NIC has sent it. These "held bytes" are counted per connection
  * and per core (conn.c). A connection stops being read (nic_pause: TCP
  * pushes back) once it holds DP_CONN_HELD_BYTES_MAX, or has
  * DP_CONN_REQS_MAX requests unfinished, and is read again at half of

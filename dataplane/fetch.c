@@ -205,7 +205,18 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		}
 		if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms &&
 		    wakes < DP_FETCH_SYNC_WAKES_MAX) {
-			/* Park: ask each owner to tell us when what we may read passes our offset. */
+			/* Park: ask each owner to tell us when what we may read passes our offset.
+			 * Buffers that came back empty go back meanwhile (the next round lends
+			 * new ones): a long poll, whose MaxWaitMs is the client's, holds only
+			 * what it has read. */
+			for (uint32_t i = 0; i < r->nfparts; i++) {
+				struct dp_fetch_part *fp = &r->fparts[i];
+				if (fp->buf && !fp->out->Records.len) {
+					dp_req_buf_put(c, r, fp->buf, fp->cap);
+					fp->buf = NULL;
+					fp->out->Records = (struct kbytes){ NULL, 0 };
+				}
+			}
 			r->gen++;
 			dp_req_park(c, r);
 			for (uint32_t i = 0; i < r->nfparts && r->parked; i++) {

@@ -11,8 +11,12 @@ for the whole run (the script stops at once if it does not, so an unfixed
 broker cannot take the machine's memory). Every few seconds a normal
 client on a fresh connection sends one Fetch and must get its answer.
 
+With --park-offset O the hostile fetches instead long-poll at offset O (the
+end of the log) with MaxWaitMs INT32_MAX and a MinBytes never reached, each
+holding its lent buffer while parked; normal clients must still be served.
+
 usage: slow_reader.py --port P --pid PID --topic T --bound-mb N
-                      [--conns C] [--duration S] [--partition-max-bytes B]
+                      [--conns C] [--duration S] [--partition-max-bytes B] [--park-offset O]
 Exit status 0 on success, 1 with the reason on stderr. Python 3 stdlib only.
 """
 import argparse
@@ -29,11 +33,11 @@ def kstr(b):
     return struct.pack('>h', len(b)) + b
 
 
-def fetch_v4(corr, topic, pmax, maxb, wait_ms=0):
+def fetch_v4(corr, topic, pmax, maxb, wait_ms=0, min_bytes=1, offset=0):
     hdr = struct.pack('>hhi', 1, 4, corr) + kstr(CLIENT)
-    body = struct.pack('>iiiib', -1, wait_ms, 1, maxb, 0)
+    body = struct.pack('>iiiib', -1, wait_ms, min_bytes, maxb, 0)
     body += struct.pack('>i', 1) + kstr(topic) + struct.pack('>i', 1)
-    body += struct.pack('>iqi', 0, 0, pmax)
+    body += struct.pack('>iqi', 0, offset, pmax)
     msg = hdr + body
     return struct.pack('>i', len(msg)) + msg
 
@@ -55,8 +59,14 @@ class Hostile(threading.Thread):
 
     def run(self):
         corr = self.idx << 20
-        burst = b''.join(fetch_v4(corr + i, self.a.topic.encode(), self.a.partition_max_bytes,
-                                  self.a.partition_max_bytes) for i in range(64))
+        if self.a.park_offset >= 0:
+            # Long polls at the end of the log: each parks, holding its lent buffer.
+            burst = b''.join(fetch_v4(corr + i, self.a.topic.encode(), self.a.partition_max_bytes,
+                                      self.a.partition_max_bytes, 0x7fffffff, 1 << 30, self.a.park_offset)
+                             for i in range(64))
+        else:
+            burst = b''.join(fetch_v4(corr + i, self.a.topic.encode(), self.a.partition_max_bytes,
+                                      self.a.partition_max_bytes) for i in range(64))
         while not self.stop.is_set():
             try:
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -125,6 +135,8 @@ def main():
     ap.add_argument('--duration', type=float, default=20.0)
     ap.add_argument('--partition-max-bytes', type=int, default=64 << 20)
     ap.add_argument('--check-every', type=float, default=3.0)
+    ap.add_argument('--park-offset', type=int, default=-1,
+                    help='hostile fetches long-poll here (MaxWaitMs INT32_MAX) instead of reading from 0')
     a = ap.parse_args()
 
     base = rss_mb(a.pid)

@@ -11,8 +11,9 @@
 #   start + DP_CORE_HELD_BYTES_MAX + one request (a fetch buffer of
 #   PartitionMaxBytes plus its answer) + DP_BUF_IDLE_BYTES_MAX idle pool
 #   + DP_NIC_RX_BUFS * DP_NIC_RX_BUF_BYTES + 128 MB for the allocator,
-# every normal fetch must be answered, and afterwards librdkafka reads the
-# whole topic back.
+# every normal fetch must be answered. Then the same clients long-poll at the
+# end of the log instead, and normal fetches must still be answered; at last
+# librdkafka reads the whole topic back.
 . "$(dirname "$0")/lib.sh"
 integ_init slow-reader 71 "$@"
 need_exe "$RDK_LOAD"
@@ -44,6 +45,19 @@ log "broker RSS $base MB after setup; bound $bound MB"
 guarded "$PY" "$(dirname "$0")/slow_reader.py" --port "$PORT" --pid "$BROKER_PID" --topic big \
 	--bound-mb "$bound" --conns "$CONNS" --duration "${SLOW_READER_S:-20}" \
 	--partition-max-bytes $((PMB_MB << 20)) || fail "slow_reader.py failed"
+# Long polls that never end on their own (MaxWaitMs INT32_MAX, a MinBytes
+# never reached) at the end of the log: a parked fetch holds only what it has
+# read, not its PartitionMaxBytes buffers, so normal clients are served. On a
+# fresh broker: the first run's clients, gone while their reads were paused,
+# are only found out as the core reclaims their answers (see the report).
+# More parked PartitionMaxBytes buffers than the core's budget, were they held;
+# each client parks up to DP_CONN_REQS_MAX requests (arenas and frames held).
+PARK_CONNS=$((CORE_MB / PMB_MB + 4))
+stop_broker
+start_broker --cores 2
+guarded "$PY" "$(dirname "$0")/slow_reader.py" --port "$PORT" --pid "$BROKER_PID" --topic big \
+	--bound-mb "$bound" --conns "$PARK_CONNS" --duration "${SLOW_READER_PARK_S:-10}" --park-offset 8000 \
+	--partition-max-bytes $((PMB_MB << 20)) || fail "slow_reader.py --park-offset failed"
 guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic big --partitions 1 --expect 8000 \
 	--timeout 60 || fail "consume after the slow readers exited $?"
 stop_broker
