@@ -445,7 +445,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	struct kreader rd;
 	kr_init(&rd, r->frame, r->frame_len);
 	if (kreq_header_decode(&rd, &r->hdr) < 0) {
-		DP_WARN("connection %u: malformed request header; closing", r->conn->handle);
+		DP_WARN_RL("connection %u: malformed request header; closing", r->conn->handle);
 		return -1;
 	}
 	const struct dp_api *api = api_find(r->hdr.api_key);
@@ -453,7 +453,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	if (r->hdr.api_key == 18)
 		return api_versions(c, r, &rd, supported) < 0 ? -1 : 0;
 	if (!supported) {
-		DP_WARN("connection %u: unsupported api %d version %d; closing", r->conn->handle,
+		DP_WARN_RL("connection %u: unsupported api %d version %d; closing", r->conn->handle,
 		        r->hdr.api_key, r->hdr.api_version);
 		return -1;
 	}
@@ -476,7 +476,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	default: rc = -1; break;
 	}
 	if (rc < 0)
-		DP_WARN("connection %u: malformed %s v%d request; closing", r->conn->handle,
+		DP_WARN_RL("connection %u: malformed %s v%d request; closing", r->conn->handle,
 		        kapi_info(r->hdr.api_key) ? kapi_info(r->hdr.api_key)->name : "?", r->hdr.api_version);
 	return rc;
 }
@@ -636,7 +636,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(66, ListTransactionsResponse)
 	}
 	if (rc < 0 || w.err || (size_t)(w.p - w.start) != total) {
-		DP_ERR("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,
+		DP_ERR_RL("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,
 		       (size_t)(w.p - w.start), total);
 		dp_buf_put(r->resp_buf);
 		r->resp_buf = NULL;

@@ -6,7 +6,9 @@
  * allocating core frees (buffers lent to another core come back in the
  * reply), that is the core it came from. The lists fill up during warm-up
  * and then serve the data path without malloc; each class keeps at most
- * DP_BUF_CACHE_BYTES of idle memory.
+ * DP_BUF_CLASS_IDLE_BYTES of idle memory and all classes together
+ * DP_BUF_IDLE_BYTES_MAX (dp_limits.h), so what a burst of large requests
+ * left behind goes back to the allocator instead of staying resident.
  */
 #include <stdlib.h>
 #include <stdint.h>
@@ -15,9 +17,8 @@
 #include "core.h"
 
 #define DP_BUF_MIN_SHIFT   8                   /* 256 B */
-#define DP_BUF_MAX_SHIFT   30                  /* 1 GiB */
+#define DP_BUF_MAX_SHIFT   30                  /* DP_BUF_MAX_BYTES */
 #define DP_BUF_CLASSES     (DP_BUF_MAX_SHIFT - DP_BUF_MIN_SHIFT + 1)
-#define DP_BUF_CACHE_BYTES (64u << 20)         /* idle bytes kept per class */
 #define DP_BUF_HDR         16                  /* keeps payload 16-byte aligned */
 
 struct buf_hdr {
@@ -26,12 +27,14 @@ struct buf_hdr {
 	uint32_t magic;
 };
 _Static_assert(sizeof(struct buf_hdr) <= DP_BUF_HDR, "header fits");
+_Static_assert((1ull << DP_BUF_MAX_SHIFT) == DP_BUF_MAX_BYTES, "largest class");
 #define DP_BUF_MAGIC 0x5b0ffe12u
 
 /* One per thread (core). */
 static _Thread_local struct {
 	struct buf_hdr *free[DP_BUF_CLASSES];
 	uint32_t nfree[DP_BUF_CLASSES];
+	uint64_t idle_bytes;          /* in all free lists */
 } pool;
 
 static uint32_t class_of(size_t bytes)
@@ -53,6 +56,7 @@ void *dp_buf_try_get(size_t bytes)
 	if (h) {
 		pool.free[cls] = h->next;
 		pool.nfree[cls]--;
+		pool.idle_bytes -= (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
 	} else {
 		h = malloc(DP_BUF_HDR + ((size_t)1 << (cls + DP_BUF_MIN_SHIFT)));
 		if (!h)
@@ -80,13 +84,14 @@ void dp_buf_put(void *p)
 	h->magic = 0;
 	uint32_t cls = h->cls;
 	size_t size = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
-	if ((pool.nfree[cls] + 1) * size > DP_BUF_CACHE_BYTES && pool.nfree[cls] > 0) {
+	if ((pool.nfree[cls] + 1) * size > DP_BUF_CLASS_IDLE_BYTES || pool.idle_bytes + size > DP_BUF_IDLE_BYTES_MAX) {
 		free(h);
 		return;
 	}
 	h->next = pool.free[cls];
 	pool.free[cls] = h;
 	pool.nfree[cls]++;
+	pool.idle_bytes += size;
 }
 
 void dp_buf_drain(void)

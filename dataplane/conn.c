@@ -14,19 +14,63 @@ static uint32_t be32(const uint8_t *p)
 }
 
 /*
- * A connection's slot: the nic's index for it, or the one DP_CONNS_MAX
- * above. The nic reuses an index as soon as the connection closed, while
- * our slot lives on until the requests it still has out at owner cores
- * come back (an acks=0 flood leaves many): the second slot takes the new
- * connection meanwhile.
+ * A connection's slot: any free one, taken at NIC_EV_OPEN and found again
+ * through conn_map by the nic's index. The nic reuses an index as soon as
+ * the connection closed; after NIC_EV_CLOSED no event names the old handle
+ * again, so the map may then point at the next connection while the old
+ * slot finishes (see conn_free_if_idle).
  */
 static struct dp_conn *conn_of(struct dp_core *c, uint32_t handle)
 {
-	struct dp_conn *k = &c->conns[handle % DP_CONNS_MAX];
-	if (k->handle == handle)
-		return k;
-	k += DP_CONNS_MAX;
+	struct dp_conn *k = &c->conns[c->conn_map[handle % DP_CONNS_MAX]];
 	return k->handle == handle ? k : NULL;
+}
+
+/* Held bytes (dp_limits.h): r's, its connection's and the core's move together. */
+static void hold(struct dp_core *c, struct dp_req *r, int64_t delta)
+{
+	assert(delta >= 0 || (uint64_t)-delta <= r->held_bytes);
+	r->held_bytes += (uint64_t)delta;
+	r->conn->held_bytes += (uint64_t)delta;
+	c->held_bytes += (uint64_t)delta;
+}
+
+/*
+ * The connection's own buffers (the frame being read, the stash) count
+ * against the core's budget, not against its own allowance: only resuming
+ * it empties them, so they must not be what keeps it paused.
+ */
+static void conn_bufs(struct dp_core *c, struct dp_conn *k, int64_t delta)
+{
+	assert(delta >= 0 || (uint64_t)-delta <= k->buf_bytes);
+	k->buf_bytes += (uint64_t)delta;
+	c->held_bytes += (uint64_t)delta;
+}
+
+void *dp_req_buf_get(struct dp_core *c, struct dp_req *r, size_t bytes)
+{
+	void *p = dp_buf_get(bytes);
+	hold(c, r, (int64_t)bytes);
+	return p;
+}
+
+void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes)
+{
+	void *p = dp_buf_try_get(bytes);
+	if (p)
+		hold(c, r, (int64_t)bytes);
+	return p;
+}
+
+void dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes)
+{
+	dp_buf_put(p);
+	hold(c, r, -(int64_t)bytes);
+}
+
+static bool core_over(const struct dp_core *c)
+{
+	return c->held_bytes >= DP_CORE_HELD_BYTES_MAX;
 }
 
 void *dp_req_alloc(struct dp_req *r, size_t bytes)
@@ -54,25 +98,62 @@ static void req_put(struct dp_core *c, struct dp_req *r)
 		dp_buf_put(r->frame);
 	if (r->arena_mem)
 		dp_buf_put(r->arena_mem);
-	if (r->resp_buf)
+	if (r->resp_buf) {
 		dp_buf_put(r->resp_buf);
+		assert(r->conn->unsent_bytes >= r->resp_len);
+		r->conn->unsent_bytes -= r->resp_len;
+	}
+	hold(c, r, -(int64_t)r->held_bytes);   /* the frame and the answer */
 	r->frame = r->arena_mem = r->resp_buf = NULL;
 	r->gen++;
 	r->next = c->req_free;
 	c->req_free = r;
 }
 
+/*
+ * A closed connection gives its slot back as soon as it has nothing left to
+ * send and nothing left to read from its stash: requests still out at
+ * other cores move to the core's detached list (they come back, finish
+ * there, and their answers are dropped), so a request that waits long (a
+ * JoinGroup in a rebalance) never keeps a slot from the next connection.
+ */
 static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 {
-	if (!k->closed || k->nreqs || k->sends_inflight || k->resuming || (k->draining && k->paused))
+	if (!k->closed || k->sends_inflight || k->resuming || (k->draining && k->paused))
 		return;
+	while (k->q_head) {
+		struct dp_req *r = k->q_head;
+		k->q_head = r->next;
+		r->next = NULL;
+		k->nreqs--;
+		if (r->done) {
+			req_put(c, r);
+			continue;
+		}
+		k->held_bytes -= r->held_bytes;
+		r->conn = &c->detached;
+		c->detached.held_bytes += r->held_bytes;
+		c->detached.nreqs++;
+		if (r->hdr.api_key == 11 || r->hdr.api_key == 14) {
+			/* The coordinator may hold it for a whole rebalance: ask for it back now. */
+			struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = r, .gen = r->gen };
+			dp_send(c, 0, &m);
+		}
+	}
+	assert(k->nreqs == 0 && k->held_bytes == 0 && k->unsent_bytes == 0);
 	if (k->frame)
 		dp_buf_put(k->frame);
 	if (k->stash)
 		dp_buf_put(k->stash);
+	conn_bufs(c, k, -(int64_t)k->buf_bytes);
 	if (k->pool_wait)
 		c->npool_wait--;
+	if (k->drain_slot)
+		c->ndraining--;
+	uint32_t slot = (uint32_t)(k - c->conns);
 	memset(k, 0, sizeof(*k));
+	assert(c->conn_free_n < DP_CONN_SLOTS);
+	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
 }
 
 static void conn_resume(struct dp_core *c, struct dp_conn *k);
@@ -100,6 +181,8 @@ static void conn_flush(struct dp_core *c, struct dp_conn *k)
 			int rc = nic_send(c->nic, k->handle, r->resp_buf, r->resp_len, r);
 			if (rc == -ENOBUFS)
 				return;
+			if (rc == -ENOTCONN)
+				k->closing = true;   /* the nic is closing it (peer gone): stop reading what is left */
 			if (rc == 0) {
 				k->sends_inflight++;
 				k->q_head = r->next;
@@ -151,6 +234,13 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	struct dp_conn *k = r->conn;
 	if (r->in_park_list)
 		park_unlink(c, r);
+	if (k == &c->detached) {   /* its connection is gone: nobody to answer */
+		assert(k->nreqs > 0);
+		k->nreqs--;
+		r->done = true;
+		req_put(c, r);
+		return;
+	}
 	if (r->hdr.api_key == 0 && !r->no_response && !k->closing) {
 		/* The batches are appended; now lose the answer so the client retries. */
 		if (fault(c, c->b->cfg.fault_close_permille)) {
@@ -163,8 +253,11 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	}
 	if (!r->no_response && !k->closing) {
 		if (dp_encode_response(c, r) < 0) {
-			DP_WARN("cannot encode response for api %d v%d", r->hdr.api_key, r->hdr.api_version);
+			DP_WARN_RL("cannot encode response for api %d v%d", r->hdr.api_key, r->hdr.api_version);
 			r->close_after = true;
+		} else {
+			hold(c, r, r->resp_len);
+			k->unsent_bytes += r->resp_len;
 		}
 	}
 	dp_req_release(c, r);
@@ -213,13 +306,53 @@ void dp_req_park(struct dp_core *c, struct dp_req *r)
 	c->parked = r;
 }
 
+/*
+ * The core is (nearly) out of its byte budget and connections wait for it.
+ * If part of what it holds is answers some connection does not read,
+ * waiting will not help: close the one with the most unsent bytes (at
+ * least DP_CONN_RECLAIM_MIN_BYTES), unless what closing connections will
+ * give back already leaves room for one connection's allowance.
+ */
+static void conn_reclaim(struct dp_core *c)
+{
+	uint64_t freeing = 0, most = 0;
+	struct dp_conn *victim = NULL;
+	for (uint32_t i = 0; i < DP_CONN_SLOTS; i++) {
+		struct dp_conn *k = &c->conns[i];
+		if (!k->handle)
+			continue;
+		if (k->closing)
+			freeing += k->unsent_bytes;
+		else if (k->unsent_bytes > most)
+			most = k->unsent_bytes, victim = k;
+	}
+	if (c->held_bytes - freeing + DP_CONN_HELD_BYTES_MAX <= DP_CORE_HELD_BYTES_MAX ||
+	    most < DP_CONN_RECLAIM_MIN_BYTES)
+		return;
+	DP_WARN_RL("connection %u does not read its answers (%llu bytes unsent) while the core holds %llu "
+	           "of its %llu bytes; closing it", victim->handle, (unsigned long long)most,
+	           (unsigned long long)c->held_bytes, (unsigned long long)DP_CORE_HELD_BYTES_MAX);
+	conn_close(c, victim, "answers not read, core over its budget");
+}
+
 /* Parked fetches whose deadline passed (or whose connection went away) finish now. */
 void dp_conn_timer(struct dp_core *c)
 {
-	/* Connections paused because the core's pool ran dry resume as requests free up anywhere. */
-	for (uint32_t i = 0; c->npool_wait && c->req_free && i < DP_CONN_SLOTS; i++)
-		if (c->conns[i].handle && c->conns[i].paused)
-			conn_resume(c, &c->conns[i]);
+	if (c->npool_wait && c->held_bytes + DP_CONN_HELD_BYTES_MAX > DP_CORE_HELD_BYTES_MAX)
+		conn_reclaim(c);
+	/*
+	 * Connections paused for the core (its pool ran dry, or its byte budget)
+	 * resume as it recovers, starting each time after the last one resumed,
+	 * so that no waiter is always behind the same others.
+	 */
+	for (uint32_t n = 0; c->npool_wait && c->req_free && !core_over(c) && n < DP_CONN_SLOTS; n++) {
+		uint32_t i = (c->resume_next + n) % DP_CONN_SLOTS;
+		struct dp_conn *k = &c->conns[i];
+		if (k->handle && k->paused && k->pool_wait) {
+			conn_resume(c, k);
+			c->resume_next = i + 1;
+		}
+	}
 	struct dp_req **pp = &c->parked;
 	while (*pp) {
 		struct dp_req *r = *pp;
@@ -245,17 +378,25 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 {
 	struct dp_req *r = req_get(c);
 	if (!r) {   /* conn_data checks first (can_start): only a bug gets here */
-		DP_ERR("request pool exhausted; closing connection");
+		DP_ERR_RL("request pool exhausted; closing connection");
 		conn_close(c, k, "request pool exhausted");
 		return -1;
 	}
 	r->conn = k;
 	r->frame = k->frame;
 	r->frame_len = k->frame_len;
+	conn_bufs(c, k, -(int64_t)k->frame_cap);
+	hold(c, r, k->frame_cap);
 	k->frame = NULL;
+	k->frame_cap = 0;
 	size_t arena = DP_ARENA_BASE_BYTES + (size_t)r->frame_len * DP_ARENA_PER_FRAME_BYTE;
+	if (arena > DP_ARENA_BYTES_MAX)
+		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
 	r->arena_mem = dp_buf_get(arena);
 	karena_init(&r->arena, r->arena_mem, arena);
+	/* Its base counts (every request may touch it); the per-frame-byte rest is
+	 * touched only by requests whose decoded structs need it. */
+	hold(c, r, DP_ARENA_BASE_BYTES);
 
 	if (k->q_tail)
 		k->q_tail->next = r;
@@ -279,19 +420,32 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 
 /*
  * Flow control. A connection may have DP_CONN_REQS_MAX requests unfinished
- * (an acks=0 producer never waits for answers), and the core DP_REQS_MAX in
- * all; beyond that its reads pause (nic_pause: the socket buffer fills and
- * TCP slows the client) instead of the connection being dropped. Bytes that
- * were already on their way are kept in the stash, and the complete frame
- * that could not start stays in k->frame. Reads resume once the connection
- * is down to half its allowance (and the core has requests free).
+ * (an acks=0 producer never waits for answers) and hold
+ * DP_CONN_HELD_BYTES_MAX (a consumer that pipelines fetches and never reads
+ * the answers), and the core DP_REQS_MAX requests and
+ * DP_CORE_HELD_BYTES_MAX bytes in all; beyond that its reads pause
+ * (nic_pause: the socket buffer fills and TCP slows the client) instead of
+ * the connection being dropped. Bytes that were already on their way are
+ * kept in the stash, and the complete frame that could not start stays in
+ * k->frame. Reads resume once the connection is down to half its allowance
+ * (and the core has requests and bytes free).
  */
 static bool can_start(const struct dp_core *c, const struct dp_conn *k)
 {
-	return c->req_free && k->nreqs < DP_CONN_REQS_MAX;
+	return c->req_free && !core_over(c) && k->nreqs < DP_CONN_REQS_MAX &&
+	       k->held_bytes < DP_CONN_HELD_BYTES_MAX;
 }
 
-static void stash_add(struct dp_conn *k, const uint8_t *p, uint32_t n)
+/* Paused for the core rather than for itself: dp_conn_timer resumes it. */
+static void conn_wait_core(struct dp_core *c, struct dp_conn *k)
+{
+	if (k->pool_wait)
+		return;
+	k->pool_wait = true;
+	c->npool_wait++;
+}
+
+static void stash_add(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n)
 {
 	if (!n)
 		return;
@@ -304,6 +458,7 @@ static void stash_add(struct dp_conn *k, const uint8_t *p, uint32_t n)
 			memcpy(b, k->stash, k->stash_len);
 		if (k->stash)
 			dp_buf_put(k->stash);
+		conn_bufs(c, k, (int64_t)cap - k->stash_cap);
 		k->stash = b;
 		k->stash_cap = cap;
 	}
@@ -316,26 +471,37 @@ static void conn_pause(struct dp_core *c, struct dp_conn *k)
 	if (k->paused)
 		return;
 	k->paused = true;
-	k->pool_wait = !c->req_free;
-	c->npool_wait += k->pool_wait;
+	if (!c->req_free || core_over(c))
+		conn_wait_core(c, k);
 	nic_pause(c->nic, k->handle, true);
-	DP_DBG("connection %u: %u requests unfinished, %s; reads paused", k->handle, k->nreqs,
-	       c->req_free ? "its allowance is used" : "the core's request pool is empty");
+	DP_DBG("connection %u: %u requests unfinished holding %llu bytes, %s; reads paused", k->handle, k->nreqs,
+	       (unsigned long long)k->held_bytes,
+	       k->pool_wait ? "the core's requests or bytes are used up" : "its allowance is used");
 }
 
 static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n);
 
 static void conn_resume(struct dp_core *c, struct dp_conn *k)
 {
-	if (!k->paused || (k->closing && !k->draining) || !c->req_free || k->nreqs > DP_CONN_REQS_MAX / 2)
+	if (!k->paused || (k->closing && !k->draining))
 		return;
+	if (!c->req_free || core_over(c)) {
+		conn_wait_core(c, k);
+		return;
+	}
+	if (k->nreqs > DP_CONN_REQS_MAX / 2 || k->held_bytes > DP_CONN_HELD_BYTES_MAX / 2) {
+		/* Its own allowance holds it now: its answers going out resume it (conn_flush). */
+		c->npool_wait -= k->pool_wait;
+		k->pool_wait = false;
+		return;
+	}
 	k->paused = false;
 	c->npool_wait -= k->pool_wait;
 	k->pool_wait = false;
 	/* Requests may finish synchronously in here: the slot stays until we are done with it. */
 	k->resuming = true;
 	uint8_t *st = k->stash;
-	uint32_t len = k->stash_len;
+	uint32_t len = k->stash_len, st_cap = k->stash_cap;
 	k->stash = NULL;
 	k->stash_len = k->stash_cap = 0;
 	bool ok = !(k->frame && k->frame_have == k->frame_len) || start_request(c, k) == 0;
@@ -343,6 +509,7 @@ static void conn_resume(struct dp_core *c, struct dp_conn *k)
 		if (ok)
 			conn_data(c, k, st, len);   /* may pause again: the rest goes to a new stash */
 		dp_buf_put(st);
+		conn_bufs(c, k, -(int64_t)st_cap);
 	}
 	k->resuming = false;
 	if (!k->paused && !k->closing)
@@ -354,7 +521,7 @@ static void conn_resume(struct dp_core *c, struct dp_conn *k)
 static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n)
 {
 	if (k->paused) {
-		stash_add(k, p, n);
+		stash_add(c, k, p, n);
 		return;
 	}
 	while (n && (!k->closing || k->draining)) {
@@ -371,18 +538,32 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			uint32_t len = be32(k->size_buf);
 			k->size_have = 0;
 			if ((int32_t)len < 8 || len > c->b->cfg.max_frame_bytes) {
-				DP_WARN("connection %u: frame size %d out of range (max %u); closing",
+				DP_WARN_RL("connection %u: frame size %d out of range (max %u); closing",
 				        k->handle, (int32_t)len, c->b->cfg.max_frame_bytes);
 				conn_close(c, k, "bad frame size");
 				return;
 			}
-			k->frame = dp_buf_get(len);
+			/* Never sized by the client's claim: the buffer grows as the bytes come. */
+			k->frame_cap = len < DP_FRAME_CHUNK_BYTES ? len : DP_FRAME_CHUNK_BYTES;
+			k->frame = dp_buf_get(k->frame_cap);
+			conn_bufs(c, k, k->frame_cap);
 			k->frame_len = len;
 			k->frame_have = 0;
 		}
 		uint32_t take = k->frame_len - k->frame_have;
 		if (take > n)
 			take = n;
+		if (k->frame_have + take > k->frame_cap) {
+			uint32_t cap = k->frame_cap;
+			while (cap < k->frame_have + take)
+				cap = cap > k->frame_len / 2 ? k->frame_len : cap * 2;
+			uint8_t *b = dp_buf_get(cap);
+			memcpy(b, k->frame, k->frame_have);
+			dp_buf_put(k->frame);
+			conn_bufs(c, k, (int64_t)cap - k->frame_cap);
+			k->frame = b;
+			k->frame_cap = cap;
+		}
 		memcpy(k->frame + k->frame_have, p, take);
 		k->frame_have += take;
 		p += take;
@@ -391,7 +572,7 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			continue;
 		if (!can_start(c, k)) {
 			conn_pause(c, k);
-			stash_add(k, p, n);
+			stash_add(c, k, p, n);
 			return;
 		}
 		if (start_request(c, k) < 0)
@@ -403,17 +584,15 @@ void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
 {
 	switch (ev->kind) {
 	case NIC_EV_OPEN: {
-		struct dp_conn *k = &c->conns[ev->conn % DP_CONNS_MAX];
-		if (k->handle)
-			k += DP_CONNS_MAX;
-		if (k->handle) {
-			DP_WARN("connection slots of index %u busy (closed connections still finishing); refusing",
-			        ev->conn % DP_CONNS_MAX);
-			nic_close(c->nic, ev->conn);
-			return;
-		}
+		/* The nic holds at most DP_CONNS_MAX open and at most DP_CONN_DRAINING_MAX
+		 * closed ones keep a slot (NIC_EV_CLOSED): a slot is always free. */
+		assert(c->conn_free_n > 0);
+		uint16_t slot = c->conn_free[--c->conn_free_n];
+		struct dp_conn *k = &c->conns[slot];
+		assert(!k->handle);
 		memset(k, 0, sizeof(*k));
 		k->handle = ev->conn;
+		c->conn_map[ev->conn % DP_CONNS_MAX] = slot;
 		return;
 	}
 	case NIC_EV_DATA: {
@@ -449,6 +628,15 @@ void dp_conn_event(struct dp_core *c, const struct nic_ev *ev)
 		 * come back and are dropped by conn_flush.
 		 */
 		k->draining = k->paused && !k->closing;
+		if (k->draining && c->ndraining >= DP_CONN_DRAINING_MAX) {
+			DP_WARN_RL("connection %u left while paused and %u others still drain; what it sent "
+			           "and was not read yet is dropped", k->handle, c->ndraining);
+			k->draining = false;
+		}
+		if (k->draining) {
+			k->drain_slot = true;
+			c->ndraining++;
+		}
 		k->closing = true;
 		k->closed = true;
 		conn_flush(c, k);

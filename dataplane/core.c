@@ -117,6 +117,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m)
 		dp_txnc_msg(c, m);
 		return;
 	case DP_MSG_GROUP_REQ:
+	case DP_MSG_GROUP_GONE:
 		dp_group_msg(c, m);
 		return;
 	case DP_MSG_TXN_MARKER_DONE:
@@ -257,7 +258,7 @@ static int core_setup(struct dp_core *c)
 	}
 	struct nic_config nc = {
 		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
-		.rx_buf_bytes = 64 * 1024, .rx_bufs = 256, .reuseport = c->b->ndata > 1,
+		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
 	};
 	rc = nic_uring_create(&nc, &c->ring, &c->nic);
 	if (rc < 0) {

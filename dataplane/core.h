@@ -22,6 +22,7 @@
 #include <assert.h>
 #include <liburing.h>
 
+#include "dp_limits.h"
 #include "ring.h"
 #include "kwire.h"
 #include "kmsg.h"
@@ -42,63 +43,9 @@ struct dp_txn_allow {
 	int16_t epoch;
 };
 
-/* Limits, units last. */
-#define DP_CORES_MAX            64
-#define DP_RING_MSGS            4096      /* per (src, dst) pair */
-#define DP_RING_BURST           64
-#define DP_TOPICS_MAX           4096      /* catalog slots */
-#define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
-#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
-#define DP_PARTITIONS_MAX       10000     /* per topic */
-#define DP_CONNS_MAX            4096      /* per data core */
-#define DP_CONN_SLOTS           (2 * DP_CONNS_MAX) /* a closed connection's slot lingers while its requests finish */
-#define DP_REQS_MAX             16384     /* in-flight requests per core */
-#define DP_CONN_REQS_MAX        1024      /* unfinished requests of one connection before its reads pause */
-#define DP_NIC_BURST            64
-#define DP_CQE_BURST            256
-#define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
-#define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
-#define DP_SLEEP_MAX_MS         10
-#define DP_URING_ENTRIES        2048
+/* Limits: dp_limits.h. Tags of the core's own SQEs: */
 #define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
-#define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
-#define DP_ARENA_BASE_BYTES     16384
-#define DP_FETCH_RESPONSE_MAX_BYTES (55u << 20) /* Kafka's fetch.max.bytes: MaxBytes and PartitionMaxBytes clamp here */
-#define DP_FETCH_ABORTED_MAX    1024      /* aborted transactions in one partition's read_committed answer */
-#define DP_FETCH_ABORTED_BYTES  (8u + DP_FETCH_ABORTED_MAX * 24u) /* their room behind the records (shard.c) */
-#define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
-/* One Produce request may make its core decompress at most this much to check
- * its batches (storage/codec.h; each batch also at most
- * ST_BATCH_DECOMPRESSED_BYTES_MAX); beyond, its remaining compressed batches
- * are refused with MESSAGE_TOO_LARGE. A gzip bomb of ~40 KB inflates to the
- * 32 MiB batch limit in ~0.2-0.3 s here, so without it one 100 MB request of
- * bombs would hold a NIC core for minutes; with it, for about a second at
- * most, while legitimate requests (clients cap them at 1 MB compressed by
- * default) stay far below. */
-#define DP_PRODUCE_DECOMPRESSED_BYTES_MAX (128u << 20)
-/*
- * File descriptors: the partitions a broker may hold are checked against
- * RLIMIT_NOFILE (soft limit raised to the hard one at start-up) before a
- * create is answered. Budget, itemised:
- *   every partition   DP_PART_FDS: its directory, active segment, aborted
- *                     index, and one sealed segment (a partition with more
- *                     sealed segments holds one more per segment)
- *   connections       DP_CONNS_MAX per data core, but at most a quarter of
- *                     the limit (then accept() meets EMFILE before the
- *                     partitions do)
- *   the rest          DP_FDS_RESERVED: stdio, io_urings and eventfds,
- *                     listeners, the coordinators' own logs, snapshot and
- *                     index files open for a moment
- */
-#define DP_PART_FDS             4
-/* A partition whose disk failed is reopened on a timer, backing off from 1 s to 60 s;
- * after ENOSPC only once this much space is free again. */
-#define DP_PROBE_FIRST_MS       1000
-#define DP_PROBE_MAX_MS         60000
-#define DP_PROBE_FREE_BYTES_MIN (1u << 20)
-#define DP_FDS_RESERVED         256
-_Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
 
@@ -168,6 +115,7 @@ enum dp_msg_type {
 	DP_MSG_DESCRIBE_PRODUCERS_DONE,
 	DP_MSG_GROUP_REQ,       /* data core -> control: a group request (req lent until the reply) */
 	DP_MSG_GROUP_DONE,
+	DP_MSG_GROUP_GONE,      /* data core -> control: a lent JoinGroup/SyncGroup's client left */
 };
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
@@ -250,8 +198,13 @@ struct dp_conn {
 	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
 	bool draining;                /* the peer left while paused: what it sent is still processed */
 	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
+	bool drain_slot;              /* counted in the core's ndraining */
 	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
 	uint32_t stash_len, stash_cap;
+	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
+	uint64_t held_bytes;          /* held by its requests: frames, arenas, fetch buffers, answers (dp_limits.h) */
+	uint64_t unsent_bytes;        /* of those, answers not yet sent */
+	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
 };
 
 /* Control core: a topic create/delete waiting for every data core's ack. */
@@ -294,11 +247,18 @@ struct dp_core {
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
-	struct dp_conn *conns;        /* [DP_CONN_SLOTS]: nic handle index, or index + DP_CONNS_MAX */
+	struct dp_conn *conns;        /* [DP_CONN_SLOTS], taken from conn_free */
+	uint16_t *conn_map;           /* [DP_CONNS_MAX]: nic handle index -> slot of its open connection */
+	uint16_t *conn_free;          /* [DP_CONN_SLOTS] stack of free slots */
+	uint32_t conn_free_n;
+	uint32_t ndraining;           /* closed slots still carrying out stashed requests */
+	struct dp_conn detached;      /* owns the requests of closed connections until they come back */
+	uint64_t held_bytes;          /* all requests' held bytes on this core (dp_limits.h) */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
 	struct dp_req *parked;        /* fetches waiting (long poll) */
-	uint32_t npool_wait;          /* connections paused for the empty request pool */
+	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
+	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
 	/* Messages that did not fit in a full ring, per destination. */
 	struct dp_msg *backlog[DP_CORES_MAX];
@@ -319,8 +279,6 @@ struct dp_core {
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
-	int64_t next_append_log_ms;   /* append failures of online partitions: one line a second */
-	uint64_t append_errors;       /* ... and how many went unlogged since */
 	int64_t next_state_full_log_ms; /* batches refused for a full producer state / txn index: a line a second */
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
@@ -362,9 +320,27 @@ void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define DP_WARN(...) dp_log(DP_LOG_WARN, __VA_ARGS__)
 #define DP_INFO(...) do { if (dp_log_level >= DP_LOG_INFO) dp_log(DP_LOG_INFO, __VA_ARGS__); } while (0)
 #define DP_DBG(...)  do { if (dp_log_level >= DP_LOG_DEBUG) dp_log(DP_LOG_DEBUG, __VA_ARGS__); } while (0)
+/*
+ * Rate-limited lines (log.c): for anything a client can make us log
+ * repeatedly. State per call site and core (thread-local, no sharing).
+ */
+struct dp_log_rl {
+	int64_t window_ms;            /* start of the current window */
+	uint32_t lines;               /* written in it */
+	uint64_t suppressed;          /* not written since the window began */
+};
+void dp_log_rl(struct dp_log_rl *rl, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool dp_log_rl_admit(struct dp_log_rl *rl, int64_t now_ms, char *suffix, size_t cap); /* log.c's rule, for tests */
+#define DP_LOG_RL(level, ...) do {                                                   \
+		static _Thread_local struct dp_log_rl dp_rl_;                        \
+		if (dp_log_level >= (level))                                         \
+			dp_log_rl(&dp_rl_, (level), __VA_ARGS__);                    \
+	} while (0)
+#define DP_ERR_RL(...)  DP_LOG_RL(DP_LOG_ERROR, __VA_ARGS__)
+#define DP_WARN_RL(...) DP_LOG_RL(DP_LOG_WARN, __VA_ARGS__)
+#define DP_INFO_RL(...) DP_LOG_RL(DP_LOG_INFO, __VA_ARGS__)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
-#define DP_BUF_MAX_BYTES        ((size_t)1 << 30)   /* the largest class */
 void *dp_buf_get(size_t bytes);        /* aborts beyond DP_BUF_MAX_BYTES or without memory */
 void *dp_buf_try_get(size_t bytes);    /* NULL instead: for sizes a client chose */
 void  dp_buf_put(void *p);

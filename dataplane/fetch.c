@@ -29,10 +29,10 @@ static uint32_t fetch_clamp(int32_t bytes)
 }
 
 /* Lend fp a buffer of cap bytes; on failure the partition is answered with a retriable error. */
-static bool fetch_buf(struct dp_fetch_part *fp, size_t cap)
+static bool fetch_buf(struct dp_core *c, struct dp_req *r, struct dp_fetch_part *fp, size_t cap)
 {
 	static _Thread_local uint32_t failures;
-	fp->buf = dp_buf_try_get(cap);
+	fp->buf = dp_req_buf_try_get(c, r, cap);
 	if (fp->buf) {
 		fp->cap = (uint32_t)cap;
 		return true;
@@ -68,8 +68,8 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (fp->owner < 0)
 			continue;   /* answered locally with an error */
-		if (!fp->buf && !fetch_buf(fp, fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES
-		                                                                       : fp->max_bytes))
+		if (!fp->buf && !fetch_buf(c, r, fp, fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES
+		                                                                             : fp->max_bytes))
 			continue;
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
 		fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;   /* the last round's pointed into buf */
@@ -185,9 +185,9 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	if (m->u.fetch_done.need) {
 		/* The first batch (or the aborted list) does not fit: lend a bigger buffer and ask again. */
 		assert(m->u.fetch_done.need > fp->cap);
-		dp_buf_put(fp->buf);
+		dp_req_buf_put(c, r, fp->buf, fp->cap);
 		fp->buf = NULL;
-		if (fetch_buf(fp, m->u.fetch_done.need)) {
+		if (fetch_buf(c, r, fp, m->u.fetch_done.need)) {
 			fp->out->Records = (struct kbytes){ fp->buf, 0 };
 			fetch_send(c, r, m->idx);
 		}
@@ -349,7 +349,18 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		}
 		if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms &&
 		    wakes < DP_FETCH_SYNC_WAKES_MAX) {
-			/* Park: ask each owner to tell us when what we may read passes our offset. */
+			/* Park: ask each owner to tell us when what we may read passes our offset.
+			 * Buffers that came back empty go back meanwhile (the next round lends
+			 * new ones): a long poll, whose MaxWaitMs is the client's, holds only
+			 * what it has read. */
+			for (uint32_t i = 0; i < r->nfparts; i++) {
+				struct dp_fetch_part *fp = &r->fparts[i];
+				if (fp->buf && !fp->out->Records.len) {
+					dp_req_buf_put(c, r, fp->buf, fp->cap);
+					fp->buf = NULL;
+					fp->out->Records = (struct kbytes){ NULL, 0 };
+				}
+			}
 			r->gen++;
 			dp_req_park(c, r);
 			for (uint32_t i = 0; i < r->nfparts && r->parked; i++) {
@@ -387,7 +398,7 @@ void dp_fetch_release(struct dp_core *c, struct dp_req *r)
 {
 	for (uint32_t i = 0; i < r->nfparts; i++)
 		if (r->fparts[i].buf) {
-			dp_buf_put(r->fparts[i].buf);
+			dp_req_buf_put(c, r, r->fparts[i].buf, r->fparts[i].cap);
 			r->fparts[i].buf = NULL;
 		}
 	r->nfparts = 0;

@@ -233,7 +233,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 		resp->Members_n = (int32_t)g->nmembers;
 	}
 	if (!ok) {
-		DP_WARN("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
+		DP_WARN_RL("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
 		join_error(r, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 	}
 }
@@ -551,7 +551,7 @@ static void on_write(void *cookie, int status)
 	struct OffsetCommitRequest *q = op->r->req;
 	c->grp->inflight--;
 	if (status < 0) {
-		DP_ERR("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
+		DP_ERR_RL("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
 	} else if (grp_offset_put(c->grp->offsets, q->GroupId.ptr, (size_t)q->GroupId.len, p->tq->Name.ptr,
 	                          (size_t)p->tq->Name.len, p->pq->PartitionIndex, p->pq->CommittedOffset,
@@ -623,7 +623,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			                               .commit_ms = ts };
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
-				DP_ERR("offsets log append failed: %s", strerror((int)-off));
+				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
 				op->left--;
 				continue;
@@ -762,7 +762,7 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 	if (status < 0) {
 		/* The entry stays staged: the client, told so, aborts (or its
 		 * transaction times out), and that end drops it. */
-		DP_ERR("staged offset write failed: %s", strerror(-status));
+		DP_ERR_RL("staged offset write failed: %s", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
 	}
 	if (--op->left)
@@ -859,7 +859,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			}
 			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
 			if (off < 0) {
-				DP_ERR("offsets log append failed: %s", strerror((int)-off));
+				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
 				op->left--;
 				continue;
@@ -948,7 +948,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 		int64_t off = st_log_append(t->log, buf + at, (uint32_t)bn[i], 1, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
-			DP_ERR("offsets log append failed: %s", strerror((int)-off));
+			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 			w->failed = true;
 			break;
 		}
@@ -1099,7 +1099,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 	size_t vsize = grp_group_value_size(g);
 	g->saved_changes = g->changes;
 	if (vsize > DP_GRP_META_MAX) {
-		DP_WARN("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
+		DP_WARN_RL("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
 		        g->id_len, g->id, vsize);
 		if (compaction)
 			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
@@ -1289,7 +1289,7 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 			d->Members_n = (int32_t)g->nmembers;
 	}
 	if (!ok) {
-		DP_WARN("DescribeGroups: the response does not fit the request arena");
+		DP_WARN_RL("DescribeGroups: the response does not fit the request arena");
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	return 0;
@@ -1335,8 +1335,31 @@ static void set_error(struct dp_req *r, int16_t err)
 	}
 }
 
+/*
+ * The connection of a JoinGroup or SyncGroup we hold closed: answer it now
+ * (its NIC core frees it on our reply) instead of holding it for the
+ * rebalance timeout. Not found: it was answered already, the reply is on
+ * its way.
+ */
+static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
+{
+	uint32_t cur = 0;
+	struct grp_group *g;
+	while ((g = grp_next(c->grp->coord, &cur)))
+		if (grp_waiter_gone(g, msg->ctx, msg->gen, dp_wall_ms(), &c->grp->outs)) {
+			DP_DBG("group %.*s: a waiting request's client left; %u members, %s", g->id_len, g->id,
+			       g->nmembers, grp_state_name(g->state));
+			send_outs(c, g);
+			return;
+		}
+}
+
 void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 {
+	if (msg->type == DP_MSG_GROUP_GONE) {
+		waiter_gone(c, msg);
+		return;
+	}
 	assert(msg->type == DP_MSG_GROUP_REQ);
 	struct dp_req *r = msg->ctx;
 	int16_t err;
@@ -1420,7 +1443,7 @@ void dp_group_timer(struct dp_core *c)
 		uint32_t before = g->nmembers;
 		grp_tick(g, now, &t->outs);
 		if (g->nmembers != before)
-			DP_INFO("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
+			DP_INFO_RL("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
 			        before, grp_state_name(g->state));
 		send_outs(c, g);
 	}

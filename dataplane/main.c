@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -115,7 +116,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 1,
 		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
-		.max_frame_bytes = 100u << 20, .node_id = 1,
+		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
@@ -168,7 +169,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		case O_RMS: cfg->retention_ms = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_MAXFRAME:
 			cfg->max_frame_bytes = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || cfg->max_frame_bytes < 1024 || cfg->max_frame_bytes > (1u << 30))
+			if (*end || cfg->max_frame_bytes < 1024 || cfg->max_frame_bytes > DP_FRAME_BYTES_MAX)
 				goto bad;
 			break;
 		case O_NODE: cfg->node_id = (int32_t)strtol(optarg, &end, 10); if (*end || cfg->node_id < 0) goto bad; break;
@@ -290,6 +291,9 @@ static void *core_thread(void *arg)
 int main(int argc, char **argv)
 {
 	static struct dp_broker b;
+	/* Large buffers get their own mappings, so what the pool lets go returns to the system
+	 * (the dynamic threshold would put them on the heap, resident after free). */
+	mallopt(M_MMAP_THRESHOLD, DP_MALLOC_MMAP_BYTES);
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
 	dp_log_level = b.cfg.log_level;
@@ -318,9 +322,15 @@ int main(int argc, char **argv)
 			return 1;
 		if (c->is_data) {
 			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
+			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
+			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
 			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			if (!c->conns || !c->reqs)
+			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs)
 				return 1;
+			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
+				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
+			c->conn_free_n = DP_CONN_SLOTS;
+			c->detached.closing = c->detached.closed = true;   /* never answers, never freed */
 			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
 				c->reqs[r].next = c->req_free;
 				c->req_free = &c->reqs[r];

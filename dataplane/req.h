@@ -42,6 +42,7 @@ struct dp_req {
 	bool parked;
 	uint8_t *resp_buf;            /* encoded response, freed on NIC_EV_SENT */
 	uint32_t resp_len;
+	uint64_t held_bytes;          /* counted in conn->held_bytes: frame, lent buffers, response */
 	void *req;                    /* decoded request (arena) */
 	void *resp;                   /* response struct (arena) */
 
@@ -81,6 +82,10 @@ void dp_req_release(struct dp_core *c, struct dp_req *r);
 void dp_req_part_done(struct dp_core *c, struct dp_req *r);
 void dp_req_park(struct dp_core *c, struct dp_req *r);
 void *dp_req_alloc(struct dp_req *r, size_t bytes);
+/* A pool buffer held by r (counted against its connection's and core's budget), and its return. */
+void *dp_req_buf_get(struct dp_core *c, struct dp_req *r, size_t bytes);
+void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes);   /* NULL if none */
+void  dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes);
 
 /*
  * NIC core: lend a decoded request to the control core, which fills r->resp

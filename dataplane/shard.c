@@ -98,8 +98,8 @@ static void part_offline(struct dp_core *c, struct dp_part *p);
 /*
  * An append failed. A partition whose log failed is offline: that is logged
  * once (part_offline) and its refused appends only counted. Other failures
- * (no free append slot, a segment that cannot roll) are logged at most once
- * a second per core, with the number left unlogged.
+ * (no free append slot, a segment that cannot roll) are rate-limited
+ * (DP_ERR_RL: a burst, then the number left unlogged).
  */
 static void append_failed(struct dp_core *c, struct dp_part *p, int err)
 {
@@ -107,14 +107,7 @@ static void append_failed(struct dp_core *c, struct dp_part *p, int err)
 		p->refused++;
 		return;
 	}
-	if (c->now_ms < c->next_append_log_ms) {
-		c->append_errors++;
-		return;
-	}
-	c->next_append_log_ms = c->now_ms + 1000;
-	DP_ERR("partition %s: append failed: %s (%llu more failures not logged)", p->dir, strerror(-err),
-	       (unsigned long long)c->append_errors);
-	c->append_errors = 0;
+	DP_ERR_RL("partition %s: append failed: %s", p->dir, strerror(-err));
 }
 
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
@@ -504,7 +497,7 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 	}
 	uint32_t len = rd->len;
 	if (cqe->res <= 0) {
-		DP_ERR("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
+		DP_ERR_RL("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
 		rd->out.err = KERR_KAFKA_STORAGE_ERROR;
 		len = 0;
 	}
@@ -587,7 +580,7 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			if (got != (ssize_t)len)
 				got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
 			if (got != (ssize_t)len) {
-				DP_ERR("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
+				DP_ERR_RL("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
 				out.err = KERR_KAFKA_STORAGE_ERROR;
 				len = 0;
 			}

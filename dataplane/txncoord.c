@@ -191,7 +191,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
 	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
-		DP_ERR("transaction log append failed: %s", strerror((int)-off));
+		DP_ERR_RL("transaction log append failed: %s", strerror((int)-off));
 		dp_buf_put(buf);
 		free(w);
 		return (int)off;
@@ -292,7 +292,7 @@ void dp_txnc_on_write(void *cookie, int status)
 	assert(m->writes > 0);
 	m->writes--;
 	if (status < 0) {
-		DP_ERR("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
+		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)
 			op_finish(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
 		return;
@@ -460,7 +460,7 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
-		DP_WARN("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
+		DP_WARN_RL("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_left == m->markers_total)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
@@ -470,7 +470,7 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 /* Abort m's open transaction with a bumped epoch, so the old producer is fenced. */
 static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *why)
 {
-	DP_INFO("txn %.*s: aborting (%s), epoch %d -> %d", m->id_len, m->id, why, m->epoch, m->epoch + 1);
+	DP_INFO_RL("txn %.*s: aborting (%s), epoch %d -> %d", m->id_len, m->id, why, m->epoch, m->epoch + 1);
 	txn_set_state(m, TXN_PREPARE_EPOCH_FENCE);
 	m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
 	txn_set_state(m, TXN_PREPARE_ABORT);

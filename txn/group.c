@@ -604,6 +604,8 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		return 0;
 	}
 	int32_t rebalance_ms = q->rebalance_ms > 0 ? q->rebalance_ms : q->session_ms;   /* v0: none */
+	if (rebalance_ms > GRP_REBALANCE_MAX_MS)
+		rebalance_ms = GRP_REBALANCE_MAX_MS;
 	if (!m && s)
 		return static_rejoin(g, s, q, rebalance_ms, w, now, o);
 	if (!m && !q->member_id_len && !q->instance_id_len && q->require_known_id) {
@@ -732,6 +734,25 @@ int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, in
 	member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
 	after_removal(g, now, o);
 	return 0;
+}
+
+bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *o)
+{
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		struct grp_member *m = g->members[i];
+		if (m->join.ctx == ctx && m->join.gen == gen) {
+			out_add(o, GRP_OUT_JOIN, GRP_ERR_REBALANCE_IN_PROGRESS, m->join, NULL);
+			m->join.ctx = NULL;
+			try_complete_join(g, now, o);
+			return true;
+		}
+		if (m->sync.ctx == ctx && m->sync.gen == gen) {
+			out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, m->sync, NULL);
+			m->sync.ctx = NULL;
+			return true;
+		}
+	}
+	return false;
 }
 
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
@@ -1290,6 +1311,8 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 		m->client_host_len = take_str(&v, m->client_host, GRP_HOST_BYTES_MAX);
 		m->session_ms = (int32_t)take32(&v);
 		m->rebalance_ms = (int32_t)take32(&v);
+		if (m->rebalance_ms > GRP_REBALANCE_MAX_MS)   /* written before the bound existed */
+			m->rebalance_ms = GRP_REBALANCE_MAX_MS;
 		/* Only the group's protocol is kept: the member names all of its own at its next join. */
 		struct grp_protocol *p = &m->protocols[0];
 		memcpy(p->name, g->protocol_name, g->protocol_name_len);

@@ -27,8 +27,20 @@
 #define GRP_PROTOCOLS_MAX       16      /* assignors one member offers */
 #define GRP_MEMBERS_MAX         1024    /* per group */
 #define GRP_OUTS_MAX            (2 * GRP_MEMBERS_MAX + 2)   /* answers one call can release */
-#define GRP_SESSION_MIN_MS      1000    /* Kafka's group.min.session.timeout.ms is 6000 */
+/*
+ * Session timeouts outside [min, max] are refused with INVALID_SESSION_TIMEOUT,
+ * as Kafka's group.min/max.session.timeout.ms do (Kafka's min is 6000; ours
+ * is lower so tests can expire members in seconds). A rebalance timeout
+ * (max.poll.interval.ms) is not refused, since Kafka takes any, but it is
+ * clamped to GRP_REBALANCE_MAX_MS: it sets how long a rebalance waits for
+ * members that do not rejoin, and a client's INT32_MAX (24 days) must not
+ * hold a group, and the JoinGroups waiting in it, that long.
+ */
+#define GRP_SESSION_MIN_MS      1000
 #define GRP_SESSION_MAX_MS      1800000 /* group.max.session.timeout.ms */
+#define GRP_REBALANCE_MAX_MS    1800000 /* rebalance timeouts above are taken as this */
+_Static_assert(GRP_SESSION_MIN_MS > 0 && GRP_SESSION_MIN_MS <= GRP_SESSION_MAX_MS, "session bounds");
+_Static_assert(GRP_REBALANCE_MAX_MS >= GRP_SESSION_MAX_MS, "a v0 join's rebalance timeout is its session timeout");
 #define GRP_TOPIC_BYTES_MAX     249
 #define GRP_OFFSET_META_MAX     4096    /* offset.metadata.max.bytes */
 
@@ -216,6 +228,15 @@ int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len
 /* LeaveGroup of one member: the error code; may release other members' answers. */
 int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, int64_t now,
                   struct grp_outs *outs);
+/*
+ * The client behind waiter (ctx, gen) is gone: its connection closed while
+ * the request waited. The waiter is answered now (the driver drops the
+ * answer and frees the request) instead of being held for the whole
+ * rebalance; the member stays, as in Kafka, no longer counted as rejoined:
+ * its session timeout or the rebalance deadline removes it unless it comes
+ * back. Returns true if g held that waiter.
+ */
+bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *outs);
 /* Timers: expire silent members, finish overdue rebalances. */
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *outs);
 /* May this OffsetCommit be taken? 0 or a Kafka error code. generation < 0: simple commit. */

@@ -546,6 +546,93 @@ static void test_expiry_and_timeout(void)
 	grp_coord_destroy(c);
 }
 
+/*
+ * A client's rebalance timeout is bounded (GRP_REBALANCE_MAX_MS): a member
+ * that joined with INT32_MAX and went away holds the next rebalance only
+ * that long, not 24 days; session timeouts out of bounds are refused.
+ */
+static void test_rebalance_bound(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g-bound", 7);
+	struct grp_join_req q = jreq("", "a", "range", NULL);
+	q.rebalance_ms = INT32_MAX;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(1), 0, &ut_o), 0);
+	struct grp_member *a = g->members[0];
+	CU_ASSERT_EQUAL(a->rebalance_ms, GRP_REBALANCE_MAX_MS);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(2), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	/* b joins; a never rejoins (its connection is gone). */
+	join_new(g, 3, "b", 1000);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	CU_ASSERT(g->rebalance_deadline_ms <= 1000 + GRP_REBALANCE_MAX_MS);
+	ut_o.n = 0;
+	grp_tick(g, 1000 + GRP_REBALANCE_MAX_MS, &ut_o);
+	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	/* Session timeouts outside Kafka's bounds: INVALID_SESSION_TIMEOUT, nothing joins. */
+	int32_t bad[] = { GRP_SESSION_MIN_MS - 1, GRP_SESSION_MAX_MS + 1, INT32_MAX, -1 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct grp_join_req x = jreq("", "x", "range", NULL);
+		x.session_ms = bad[i];
+		ut_o.n = 0;
+		CU_ASSERT_EQUAL(grp_join(g, &x, W(10 + i), 2000 + GRP_REBALANCE_MAX_MS, &ut_o), 0);
+		CU_ASSERT(out_for(10 + i) && out_for(10 + i)->err == GRP_ERR_INVALID_SESSION_TIMEOUT);
+		CU_ASSERT_EQUAL(g->nmembers, 1);
+	}
+	grp_coord_destroy(c);
+}
+
+/* A waiting JoinGroup or SyncGroup whose client left is answered at once (grp_waiter_gone). */
+static void test_waiter_gone(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "g-gone", 6);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	ut_o.n = 0;
+	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(2), 0, &ut_o);
+	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
+	join_new(g, 3, "b", 1000);   /* waits for a to rejoin */
+	CU_ASSERT_EQUAL(g->nmembers, 2);
+	ut_o.n = 0;
+	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 99, 1500, &ut_o));   /* another generation of that ctx */
+	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
+	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(g->nmembers, 2);   /* b stays, no longer waiting, */
+	CU_ASSERT_PTR_NULL(g->members[1]->join.ctx);
+	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
+	/* until its session times out (it never heartbeats; a does): then only a is left. */
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 9000), GRP_ERR_REBALANCE_IN_PROGRESS);
+	ut_o.n = 0;
+	grp_tick(g, 1000 + UT_SESSION_MS + 1, &ut_o);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);   /* still waiting for a */
+	/* a rejoins: the rebalance completes without b. */
+	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
+	ut_o.n = 0;
+	grp_join(g, &q, W(4), 1000 + UT_SESSION_MS + 2, &ut_o);
+	CU_ASSERT(out_for(4) && out_for(4)->err == 0);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	/* A follower's SyncGroup waiting for the leader's, whose client leaves. */
+	join_new(g, 5, "f", 3000);
+	ut_o.n = 0;
+	struct grp_join_req qa = jreq(a->id, "a", "range", "roundrobin");
+	grp_join(g, &qa, W(6), 3000, &ut_o);
+	struct grp_member *f = g->members[1];
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_COMPLETING_REBALANCE);
+	ut_o.n = 0;
+	grp_sync(g, f->id, f->id_len, g->generation, NULL, 0, W(7), 3000, &ut_o);
+	CU_ASSERT_PTR_NULL(out_for(7));   /* waits for the leader's */
+	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)7, 7, 3100, &ut_o));
+	CU_ASSERT(out_for(7) && out_for(7)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(g->nmembers, 2);   /* a SyncGroup's client leaving removes nobody */
+	grp_coord_destroy(c);
+}
+
 static void test_expiry_in_stable_pair(void)
 {
 	struct grp_coord *c;
@@ -816,6 +903,8 @@ int main(void)
 	CU_add_test(s, "membership records: write, restore, carry on", test_group_records);
 	CU_add_test(s, "protocols: type, common assignor, leader's order", test_protocols);
 	CU_add_test(s, "rebalance timeout and session expiry", test_expiry_and_timeout);
+	CU_add_test(s, "rebalance timeout bounded, session timeout bounds", test_rebalance_bound);
+	CU_add_test(s, "a waiting request whose client left is answered at once", test_waiter_gone);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);

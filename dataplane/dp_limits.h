@@ -1,0 +1,148 @@
+/*
+ * dp_limits.h - the data plane's limits, in one place (internal to dataplane/).
+ *
+ * Every bound a client could otherwise push is here, with units last, and
+ * the ones that depend on each other are tied with _Static_assert. A
+ * client's own numbers (sizes, counts, timeouts) never size memory: they are
+ * clamped to these. Limits of the pure logic live beside it and are listed
+ * here so the whole picture is on one page:
+ *   txn/group.h   GRP_SESSION_MIN_MS, GRP_SESSION_MAX_MS (JoinGroup outside:
+ *                 INVALID_SESSION_TIMEOUT), GRP_REBALANCE_MAX_MS (clamped),
+ *                 GRP_MEMBERS_MAX, GRP_ID_BYTES_MAX, GRP_OFFSET_META_MAX
+ *   nic/nic_internal.h  NIC_TXQ_MAX queued sends per connection
+ *   --max-frame-bytes   the largest request (DP_FRAME_BYTES_MAX at most)
+ *
+ * Memory a connection pins. Each request holds its frame, its decode
+ * arena (DP_ARENA_BASE_BYTES of it counted), the fetch buffers it lent to
+ * owner cores (a parked fetch gives back those that came back empty) and,
+ * once answered, its encoded response until the NIC has sent it. These "held bytes" are counted per connection
+ * and per core (conn.c). A connection stops being read (nic_pause: TCP
+ * pushes back) once it holds DP_CONN_HELD_BYTES_MAX, or has
+ * DP_CONN_REQS_MAX requests unfinished, and is read again at half of
+ * either. One request may take a connection past its limit (the limit is
+ * checked before a request starts), so a connection holds at most
+ *     DP_CONN_HELD_BYTES_MAX + one request
+ * where one request is at most a frame plus its fetch buffers and
+ * response (bounded by the fetch limits in fetch.c). Across a core's
+ * connections requests start only while the core holds less than
+ * DP_CORE_HELD_BYTES_MAX; beyond it they wait, and the connection with the
+ * most answers it does not read (at least DP_CONN_RECLAIM_MIN_BYTES unsent)
+ * is closed, so clients that never read cannot hold the core's budget
+ * forever while others wait.
+ *
+ * Connections. The NIC accepts at most DP_CONNS_MAX per data core and
+ * refuses (closes at accept) beyond; that is the only refusal. A closed
+ * connection's requests that are still out at other cores (a JoinGroup
+ * waiting for a rebalance, a produce at the disk) are detached from its
+ * slot (their answers are dropped when they come back), so they never keep
+ * a slot from the next connection. Only a connection that left while its
+ * reads were paused keeps its slot a while, to carry out what it sent
+ * (acks=0 producers count on that); at most DP_CONN_DRAINING_MAX do at
+ * once, beyond that the unread rest is dropped.
+ */
+#ifndef SLUICE_DP_LIMITS_H
+#define SLUICE_DP_LIMITS_H
+
+#include <stdint.h>
+
+/* Cores and rings. */
+#define DP_CORES_MAX            64
+#define DP_RING_MSGS            4096      /* per (src, dst) pair */
+#define DP_RING_BURST           64
+
+/* Catalog. */
+#define DP_TOPICS_MAX           4096      /* catalog slots */
+#define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
+#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
+#define DP_PARTITIONS_MAX       10000     /* per topic */
+
+/* Connections and requests, per data core. */
+#define DP_CONNS_MAX            4096      /* accepted connections; more are refused at accept */
+#define DP_CONN_DRAINING_MAX    DP_CONNS_MAX /* closed while paused, still carrying out what they sent */
+#define DP_CONN_SLOTS           (DP_CONNS_MAX + DP_CONN_DRAINING_MAX)
+#define DP_REQS_MAX             16384     /* in-flight requests per core */
+#define DP_CONN_REQS_MAX        1024      /* unfinished requests of one connection before its reads pause */
+#define DP_CONN_HELD_BYTES_MAX  (32ull << 20)  /* bytes one connection's requests hold before its reads pause */
+#define DP_CORE_HELD_BYTES_MAX  (512ull << 20) /* bytes all of a core's requests hold before new ones wait */
+#define DP_CONN_RECLAIM_MIN_BYTES (DP_CONN_HELD_BYTES_MAX / 4) /* unsent answers that make a connection closable */
+#define DP_FRAME_CHUNK_BYTES    (64u << 10) /* a frame's buffer starts here and grows as its bytes arrive */
+#define DP_FRAME_BYTES_MAX      (1u << 30) /* --max-frame-bytes at most */
+#define DP_FRAME_BYTES_DEFAULT  (100u << 20) /* Kafka's socket.request.max.bytes */
+#define DP_ARENA_BASE_BYTES     16384
+#define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
+#define DP_ARENA_BYTES_MAX      (256u << 20) /* a request that decodes to more is malformed: closed */
+
+/* NIC. */
+#define DP_NIC_BURST            64
+#define DP_NIC_RX_BUF_BYTES     (64u << 10)
+#define DP_NIC_RX_BUFS          256       /* per core: bytes received but not yet framed */
+
+/* Buffer pool (buf.c), per core. */
+#define DP_BUF_MAX_BYTES        (1ull << 30)   /* largest buffer */
+#define DP_BUF_CLASS_IDLE_BYTES (64ull << 20)  /* idle bytes kept per size class */
+#define DP_BUF_IDLE_BYTES_MAX   (256ull << 20) /* idle bytes kept in all classes */
+#define DP_MALLOC_MMAP_BYTES    (1 << 20)      /* buffers this large are mapped on their own (mallopt) */
+
+/* Loop, waits, reads. */
+#define DP_CQE_BURST            256
+#define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
+#define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
+#define DP_SLEEP_MAX_MS         10
+#define DP_URING_ENTRIES        2048
+#define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
+
+/* Fetch, produce checks, descriptors, failed disks. */
+#define DP_FETCH_RESPONSE_MAX_BYTES (55u << 20) /* Kafka's fetch.max.bytes: MaxBytes and PartitionMaxBytes clamp here */
+#define DP_FETCH_ABORTED_MAX    1024      /* aborted transactions in one partition's read_committed answer */
+#define DP_FETCH_ABORTED_BYTES  (8u + DP_FETCH_ABORTED_MAX * 24u) /* their room behind the records (shard.c) */
+/* One Produce request may make its core decompress at most this much to check
+ * its batches (storage/codec.h; each batch also at most
+ * ST_BATCH_DECOMPRESSED_BYTES_MAX); beyond, its remaining compressed batches
+ * are refused with MESSAGE_TOO_LARGE. A gzip bomb of ~40 KB inflates to the
+ * 32 MiB batch limit in ~0.2-0.3 s here, so without it one 100 MB request of
+ * bombs would hold a NIC core for minutes; with it, for about a second at
+ * most, while legitimate requests (clients cap them at 1 MB compressed by
+ * default) stay far below. */
+#define DP_PRODUCE_DECOMPRESSED_BYTES_MAX (128u << 20)
+/*
+ * File descriptors: the partitions a broker may hold are checked against
+ * RLIMIT_NOFILE (soft limit raised to the hard one at start-up) before a
+ * create is answered. Budget, itemised:
+ *   every partition   DP_PART_FDS: its directory, active segment, aborted
+ *                     index, and one sealed segment (a partition with more
+ *                     sealed segments holds one more per segment)
+ *   connections       DP_CONNS_MAX per data core, but at most a quarter of
+ *                     the limit (then accept() meets EMFILE before the
+ *                     partitions do)
+ *   the rest          DP_FDS_RESERVED: stdio, io_urings and eventfds,
+ *                     listeners, the coordinators' own logs, snapshot and
+ *                     index files open for a moment
+ */
+#define DP_PART_FDS             4
+/* A partition whose disk failed is reopened on a timer, backing off from 1 s to 60 s;
+ * after ENOSPC only once this much space is free again. */
+#define DP_PROBE_FIRST_MS       1000
+#define DP_PROBE_MAX_MS         60000
+#define DP_PROBE_FREE_BYTES_MIN (1u << 20)
+#define DP_FDS_RESERVED         256
+
+/* Log lines a client can cause (log.c): per call site and core. */
+#define DP_LOG_RL_BURST         10        /* lines per window, then "N similar lines suppressed" */
+#define DP_LOG_RL_WINDOW_MS     10000
+
+_Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
+_Static_assert(DP_CONN_SLOTS >= DP_CONNS_MAX + DP_CONN_DRAINING_MAX,
+               "every accepted connection finds a slot while the draining ones keep theirs");
+_Static_assert(DP_CONN_SLOTS <= UINT16_MAX, "slot numbers are 16 bits (conn_map)");
+_Static_assert(DP_CONN_REQS_MAX <= DP_REQS_MAX, "one connection cannot need more than the core has");
+_Static_assert(DP_CORE_HELD_BYTES_MAX >= 4 * DP_CONN_HELD_BYTES_MAX,
+               "several busy connections fit in a core's budget");
+_Static_assert(DP_CONN_RECLAIM_MIN_BYTES > 0 && DP_CONN_RECLAIM_MIN_BYTES < DP_CONN_HELD_BYTES_MAX,
+               "a connection at its own limit is closable");
+_Static_assert(DP_FRAME_BYTES_DEFAULT <= DP_FRAME_BYTES_MAX && DP_FRAME_BYTES_MAX <= DP_BUF_MAX_BYTES,
+               "a frame fits one pool buffer");
+_Static_assert(DP_BUF_CLASS_IDLE_BYTES <= DP_BUF_IDLE_BYTES_MAX, "idle pool bounds");
+_Static_assert(DP_ARENA_BASE_BYTES <= DP_ARENA_BYTES_MAX && DP_ARENA_BYTES_MAX <= DP_BUF_MAX_BYTES,
+               "a request's arena is one pool buffer, whatever --max-frame-bytes says");
+
+#endif
