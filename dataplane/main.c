@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "nic.h"
 #include "req.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -339,7 +340,12 @@ int main(int argc, char **argv)
 		b.cores[i] = c;
 	}
 	dp_fd_budget_init(&b);
-	int rc = dp_scan_data_dir(&b);
+	int rc = b.cfg.listen_port ? nic_port_probe(b.cfg.listen_host, b.cfg.listen_port) : 0;
+	if (rc < 0) {
+		DP_ERR("cannot listen on %s:%u: %s", b.cfg.listen_host, b.cfg.listen_port, strerror(-rc));
+		return 1;
+	}
+	rc = dp_scan_data_dir(&b);
 	if (rc < 0) {
 		DP_ERR("data directory %s: %s", b.cfg.data_dir, strerror(-rc));
 		return 1;

@@ -75,6 +75,16 @@ struct nic_config {
  */
 int nic_uring_create(const struct nic_config *cfg, struct io_uring *ring, struct nic **out);
 
+/*
+ * Whether host:port is free to listen on: 0, or -EADDRINUSE when any socket
+ * (another broker's SO_REUSEPORT listeners too) holds it, or -errno. The
+ * data cores' listeners share their port through SO_REUSEPORT, which would
+ * as readily share it with a second broker started on the same address and
+ * split the clients between the two; so the broker asks this once before
+ * its cores listen. Init only (a blocking bind and close).
+ */
+int nic_port_probe(const char *host, uint16_t port);
+
 /* nic_uring_create() with flags; NIC_URING_F_SINGLESHOT forces the fallback
  * path (single-shot accept and recv, own buffer pool), for tests. */
 #define NIC_URING_F_SINGLESHOT 0x1u

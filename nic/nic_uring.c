@@ -638,24 +638,54 @@ int nic_flush(struct nic *n)
 
 /* ---- create / destroy --------------------------------------------------- */
 
-static int nic_listen(struct nic *n, const struct nic_config *cfg)
+/* host (a literal; NULL = "0.0.0.0") and port as a socket address; its length, or -EINVAL. */
+static int nic_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss = { 0 };
-	socklen_t sl;
-	const char *host = cfg->host ? cfg->host : "0.0.0.0";
-	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	memset(ss, 0, sizeof(*ss));
+	if (!host)
+		host = "0.0.0.0";
 	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
 		s4->sin_family = AF_INET;
-		s4->sin_port = htons(cfg->port);
-		sl = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(cfg->port);
-		sl = sizeof(*s6);
-	} else {
-		return -EINVAL; /* literals only: no resolver on a data core */
+		s4->sin_port = htons(port);
+		return (int)sizeof(*s4);
 	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		return (int)sizeof(*s6);
+	}
+	return -EINVAL; /* literals only: no resolver on a data core */
+}
+
+int nic_port_probe(const char *host, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	int sl = nic_sockaddr(host, port, &ss);
+	if (sl < 0)
+		return sl;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* SO_REUSEADDR (as the listeners have it) passes TIME_WAIT leftovers, never a listener. */
+	int one = 1, rc = 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, (socklen_t)sl) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int nic_listen(struct nic *n, const struct nic_config *cfg)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	int rc = nic_sockaddr(cfg->host, cfg->port, &ss);
+	if (rc < 0)
+		return rc;
+	socklen_t sl = (socklen_t)rc;
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

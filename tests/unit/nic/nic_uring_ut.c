@@ -925,6 +925,9 @@ static void test_reuseport_and_bad_config(void)
 	CU_ASSERT_FATAL(nic_uring_create_ex(&cfg, &r1, g_flags, &a) == 0);
 	cfg.port = nic_local_port(a);
 	CU_ASSERT_EQUAL(nic_uring_create_ex(&cfg, &r2, g_flags, &b), 0); /* same port */
+	/* ...which a second broker must not take as free. */
+	CU_ASSERT_EQUAL(nic_port_probe(cfg.host, cfg.port), -EADDRINUSE);
+	CU_ASSERT_EQUAL(nic_port_probe("localhost", cfg.port), -EINVAL);
 	nic_destroy(b);
 	cfg.reuseport = 0;
 	b = NULL;
@@ -941,10 +944,12 @@ static void test_reuseport_and_bad_config(void)
 	cfg.conns_max = 4;
 	CU_ASSERT_EQUAL(nic_uring_create_ex(&cfg, &r2, g_flags, &b), 0);
 	CU_ASSERT(nic_local_port(b) != 0);
+	uint16_t port = nic_local_port(a);
 	io_uring_queue_exit(&r1);
 	io_uring_queue_exit(&r2);
 	nic_destroy(a);
 	nic_destroy(b);
+	CU_ASSERT_EQUAL(nic_port_probe("127.0.0.1", port), 0);   /* free once its listeners are gone */
 }
 
 static void *cli_hold_until_eof(void *arg)
