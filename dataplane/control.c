@@ -39,7 +39,6 @@ struct ctrl_topic {
 struct dp_ctrl {
 	struct ctrl_topic topics[DP_TOPICS_MAX];
 	int64_t nparts;               /* partitions of live topics (being created or deleted too): their fds */
-	int64_t next_limit_log_ms;    /* refused creates are logged at most once a second */
 };
 
 /* The reasons a create is refused beyond a bare error code (CreateTopics' ErrorMessage). */
@@ -94,10 +93,7 @@ static void send_del(struct dp_core *c, struct dp_ctrl_op *op, uint32_t id)
 static void limit_log(struct dp_core *c, const char *name, size_t len, int32_t nparts, const char *why)
 {
 	struct dp_ctrl *k = c->ctrl;
-	if (c->now_ms < k->next_limit_log_ms)
-		return;
-	k->next_limit_log_ms = c->now_ms + 1000;
-	DP_WARN("create topic %.*s (%d partitions) refused: %s (%lld partitions held, room for %lld)",
+	DP_WARN_RL("create topic %.*s (%d partitions) refused: %s (%lld partitions held, room for %lld)",
 	        (int)len, name, nparts, why, (long long)k->nparts, (long long)c->b->partitions_max);
 }
 

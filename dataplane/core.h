@@ -279,7 +279,6 @@ struct dp_core {
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
-	int64_t next_state_full_log_ms; /* batches refused for a full producer state / txn index: a line a second */
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */

@@ -16,7 +16,6 @@
 #define DP_FETCH_BUF_MIN_BYTES (64u * 1024)
 /* A buffer could not be lent: the partition gets this retriable error and the client fetches again. */
 #define DP_FETCH_ERR_NO_BUFFER KERR_KAFKA_STORAGE_ERROR
-#define DP_FETCH_WARN_EVERY    1024u      /* log one in this many buffer failures */
 #define DP_FETCH_TOPUPS_MAX    64u        /* partitions one request reads again (fetch_topup) */
 _Static_assert(DP_FETCH_RESPONSE_MAX_BYTES + DP_FETCH_ABORTED_BYTES + 8 <= DP_BUF_MAX_BYTES,
                "a clamped read and its aborted list fit the largest buffer");
@@ -31,15 +30,13 @@ static uint32_t fetch_clamp(int32_t bytes)
 /* Lend fp a buffer of cap bytes; on failure the partition is answered with a retriable error. */
 static bool fetch_buf(struct dp_core *c, struct dp_req *r, struct dp_fetch_part *fp, size_t cap)
 {
-	static _Thread_local uint32_t failures;
 	fp->buf = dp_req_buf_try_get(c, r, cap);
 	if (fp->buf) {
 		fp->cap = (uint32_t)cap;
 		return true;
 	}
-	if (failures++ % DP_FETCH_WARN_EVERY == 0)
-		DP_WARN("fetch: no buffer of %zu bytes for a partition (%u such failures): answered with error %d",
-		        cap, failures, DP_FETCH_ERR_NO_BUFFER);
+	DP_WARN_RL("fetch: no buffer of %zu bytes for a partition: answered with error %d", cap,
+	           DP_FETCH_ERR_NO_BUFFER);
 	fp->cap = 0;
 	fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
 	fp->out->Records = (struct kbytes){ NULL, 0 };

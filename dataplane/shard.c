@@ -218,18 +218,15 @@ static void allow_drop(struct dp_part *p, int64_t pid)
  * transaction index (a table at its limit, or no memory) is not written, and
  * answered NOT_ENOUGH_REPLICAS: clients retry it with the same sequence
  * (librdkafka: retriable, "not persisted"; no fatal idempotence error), by
- * when expiry or a marker may have made room. Logged at most once a second
- * per core, as other refused appends.
+ * when expiry or a marker may have made room. Rate-limited, as other
+ * refused appends.
  */
 static int16_t state_full(struct dp_core *c, struct dp_part *p, int err, const char *what)
 {
 	c->state_full_refused++;
-	if (c->now_ms >= c->next_state_full_log_ms) {
-		c->next_state_full_log_ms = c->now_ms + 1000;
-		DP_WARN("partition %s: %s full (%s): batch refused, retriable (%llu refused on this core so far)",
-		        p->dir, what, err == -ENOSPC ? "at its limit" : strerror(-err),
-		        (unsigned long long)c->state_full_refused);
-	}
+	DP_WARN_RL("partition %s: %s full (%s): batch refused, retriable (%llu refused on this core so far)",
+	           p->dir, what, err == -ENOSPC ? "at its limit" : strerror(-err),
+	           (unsigned long long)c->state_full_refused);
 	return KERR_NOT_ENOUGH_REPLICAS;
 }
 

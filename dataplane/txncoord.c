@@ -33,7 +33,6 @@
 
 #define DP_TXNC_TIMER_MS   100
 #define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
-#define DP_TXNC_FULL_WARN_MS 10000  /* one warning per this while the id table is full */
 #define DP_TXNC_EXPIRE_LOG_MS 1000  /* one expiry line per this at most */
 #define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
 #define DP_TXNC_MARKER_RETRIES_MAX 1024u /* markers waiting to be sent again, all transactions together */
@@ -60,8 +59,7 @@ struct dp_txnc {
 	struct txn_coord *coord;
 	struct txnc_retry retry[DP_TXNC_MARKER_RETRIES_MAX];
 	uint32_t nretry;
-	uint64_t marker_retries;      /* markers sent again, ever (logged at most once a second) */
-	int64_t next_retry_log_ms;
+	uint64_t marker_retries;      /* markers sent again, ever (logged, rate-limited) */
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since) */
 	struct st_compaction compact; /* rewrite of every id, then the old segments go */
@@ -71,8 +69,7 @@ struct dp_txnc {
 	uint32_t expire_cursor;       /* expiry scan position in the id table */
 	uint32_t expired;             /* ids expired and not yet logged */
 	int64_t expire_log_ms;        /* last expiry line */
-	int64_t full_warn_ms;         /* last "table full" warning */
-	uint64_t full_refused;        /* InitProducerIds refused since */
+	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
 };
 
 /* A write in flight to the coordinator log. */
@@ -424,12 +421,9 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
 		return false;
 	t->marker_retries++;
-	if (now >= t->next_retry_log_ms) {
-		t->next_retry_log_ms = now + 1000;
-		DP_WARN("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
-		        "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
-		        DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
-	}
+	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
+	           "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+	           DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
 	if (t->nretry == DP_TXNC_MARKER_RETRIES_MAX)
 		return marker_resend(c, m, msg->topic_id, msg->gen, msg->partition); /* no room to wait: at once */
 	t->retry[t->nretry++] = (struct txnc_retry){ .m = m, .topic_id = msg->topic_id, .gen = msg->gen,
@@ -510,15 +504,10 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	if (!m && txn_coord_count(t->coord) >= c->b->cfg.txn_ids_max) {
 		/* Full: a retriable answer (clients back off and retry) until idle ids
 		 * expire; never more memory. */
-		int64_t now = dp_wall_ms();
 		t->full_refused++;
-		if (now - t->full_warn_ms >= DP_TXNC_FULL_WARN_MS) {
-			DP_WARN("transaction coordinator: %u transactional ids tracked (the most): %llu InitProducerId(s) "
-			        "for new ids answered COORDINATOR_LOAD_IN_PROGRESS", txn_coord_count(t->coord),
-			        (unsigned long long)t->full_refused);
-			t->full_warn_ms = now;
-			t->full_refused = 0;
-		}
+		DP_WARN_RL("transaction coordinator: %u transactional ids tracked (the most): %llu InitProducerId(s) "
+		           "for new ids answered COORDINATOR_LOAD_IN_PROGRESS so far", txn_coord_count(t->coord),
+		           (unsigned long long)t->full_refused);
 		return 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
 	}
 	if (!m) {
