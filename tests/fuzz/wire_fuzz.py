@@ -51,6 +51,7 @@ CALL_TIMEOUT_S = 30.0      # one canary/sweep round trip; the ASan broker on a b
 BURST_READ_S = 1.0         # how long a burst's connections are read for answers, at most
 BURST_IDLE_S = 0.15        # a burst connection that says nothing for this long is done
 SEND_TIMEOUT_S = 5.0       # a broker that stops reading (flow control) is not waited for
+FLOOD_ODDS = 0.02          # a burst connection that pipelines >1024 requests
 SWEEP_PER_BURST = 4        # unmutated requests per burst, round-robin over every (key, version)
 CANARY_TOPIC_PARTS = 3
 FUZZ_TOPICS = {'fz-a': 3, 'fz-b': 1}
@@ -60,6 +61,11 @@ NEW_TOPIC_NAMES = ['fz-new-%d' % i for i in range(4)]   # a small pool: auto-cre
 ELEMENTS_MAX = 6000        # array elements per request: big arrays, but not nested big ones
 MAX_FRAME_BYTES = 1 << 20  # the broker runs with --max-frame-bytes 1 MiB (fuzz_wire.sh)
 API_APIVERSIONS, API_PRODUCE, API_FETCH, API_METADATA, API_CREATETOPICS = 18, 0, 1, 3, 19
+API_DELETETOPICS = 20
+# Fields that are limits a client names (bytes, waits, timeouts): extreme far more often.
+LIMIT_FIELDS = {'partitionmaxbytes', 'maxbytes', 'minbytes', 'maxwaitms', 'timeoutms', 'timeout',
+                'sessiontimeoutms', 'rebalancetimeoutms', 'transactiontimeoutms', 'numpartitions',
+                'retentiontimems', 'durationfilter'}
 
 
 class Fail(Exception):
@@ -212,7 +218,11 @@ class Gen:
 
     def topic_name(self):
         r = self.rng.random()
-        if r < 0.8:
+        if self.key == API_DELETETOPICS and r < 0.9:
+            # Deletes mostly hit the pool of new names: the set-up topics stay, so that
+            # the other requests keep reaching partitions that exist.
+            self.topic = self.rng.choice(NEW_TOPIC_NAMES)
+        elif r < 0.8:
             self.topic = self.rng.choice(list(FUZZ_TOPICS))
         elif r < 0.9:
             self.topic = self.rng.choice(NEW_TOPIC_NAMES)
@@ -282,7 +292,7 @@ class Gen:
 
     def integer(self, name, width):
         rng, n = self.rng, name.lower()
-        wild = not self.tame and rng.random() < 0.12
+        wild = not self.tame and rng.random() < (0.3 if n in LIMIT_FIELDS else 0.1)
         if wild:
             return interesting(width, rng)
         if n in ('partition', 'partitionindex', 'index', 'partitionindexes', 'partitions'):
@@ -536,6 +546,14 @@ class Fuzzer:
             sweep.append(self.make_frame(rng, key, ver, 1000 + i, mutate_it=False, acks_ok=False))
         conns.append({'frames': sweep, 'action': 'sweep'})
         for c in range(rng.randint(1, 4)):
+            if rng.random() < FLOOD_ODDS:
+                # More requests at once than a connection may have unfinished
+                # (DP_CONN_REQS_MAX 1024): its reads pause and resume.
+                key = rng.choice([API_APIVERSIONS, API_METADATA, API_PRODUCE, API_FETCH])
+                lo, hi = self.apis[key]
+                f = self.make_frame(rng, key, rng.randint(lo, hi), 3000, rng.random() < 0.3)
+                conns.append({'frames': [f] * rng.randint(1100, 1500), 'action': rng.choice(['read', 'no_read'])})
+                continue
             n = rng.choice([1, 1, 2, 3, 5, 10, 30])
             frames, prev = [], None
             for i in range(n):

@@ -29,9 +29,9 @@ SEED=${FUZZ_WIRE_SEED:-$(( (RANDOM << 15 | RANDOM) ))}
 MAX_FRAME=1048576   # wire_fuzz.py's MAX_FRAME_BYTES
 
 # Every report goes to a file of its own ($WORK/san.PID); abort so the process
-# dies where it happened; the RSS cap is ASan's own backstop behind the
+# dies where it happened (a plain abort() gets a stack too); the RSS cap is ASan's own backstop behind the
 # fuzzer's watch.
-export ASAN_OPTIONS="log_path=$WORK/san:abort_on_error=1:detect_leaks=1:quarantine_size_mb=64:hard_rss_limit_mb=$((RSS_MB + 512))"
+export ASAN_OPTIONS="log_path=$WORK/san:abort_on_error=1:handle_abort=1:detect_leaks=1:quarantine_size_mb=64:hard_rss_limit_mb=$((RSS_MB + 512))"
 export UBSAN_OPTIONS="log_path=$WORK/san:print_stacktrace=1:halt_on_error=1:abort_on_error=1"
 
 sanitizer_clean() {
