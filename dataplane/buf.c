@@ -7,12 +7,26 @@
  * reply), that is the core it came from. The lists fill up during warm-up
  * and then serve the data path without malloc; each class keeps at most
  * DP_BUF_CACHE_BYTES of idle memory.
+ *
+ * Under AddressSanitizer (sluiced-asan) the bytes past the size asked for
+ * and whole buffers on the free lists are poisoned, so an overrun inside a
+ * size class or a use after dp_buf_put is reported as if the buffer were a
+ * malloc of its own.
  */
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define BUF_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define BUF_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define BUF_POISON(p, n)   ((void)(p), (void)(n))
+#define BUF_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #define DP_BUF_MIN_SHIFT   8                   /* 256 B */
 #define DP_BUF_MAX_SHIFT   30                  /* 1 GiB */
@@ -58,7 +72,11 @@ void *dp_buf_get(size_t bytes)
 		h->cls = cls;
 	}
 	h->magic = DP_BUF_MAGIC;
-	return (uint8_t *)h + DP_BUF_HDR;
+	uint8_t *p = (uint8_t *)h + DP_BUF_HDR;
+	size_t cap = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
+	BUF_UNPOISON(p, bytes);
+	BUF_POISON(p + bytes, cap - bytes);
+	return p;
 }
 
 void dp_buf_put(void *p)
@@ -71,9 +89,11 @@ void dp_buf_put(void *p)
 	uint32_t cls = h->cls;
 	size_t size = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
 	if ((pool.nfree[cls] + 1) * size > DP_BUF_CACHE_BYTES && pool.nfree[cls] > 0) {
+		BUF_UNPOISON(p, size);
 		free(h);
 		return;
 	}
+	BUF_POISON(p, size);
 	h->next = pool.free[cls];
 	pool.free[cls] = h;
 	pool.nfree[cls]++;
@@ -85,6 +105,7 @@ void dp_buf_drain(void)
 		while (pool.free[i]) {
 			struct buf_hdr *h = pool.free[i];
 			pool.free[i] = h->next;
+			BUF_UNPOISON((uint8_t *)h + DP_BUF_HDR, (size_t)1 << (i + DP_BUF_MIN_SHIFT));
 			free(h);
 		}
 	memset(&pool, 0, sizeof(pool));
