@@ -248,6 +248,10 @@ class Gen:
         if 'protocol' in ''.join(path).lower() and n == 'name':
             return rng.choice(['range', 'roundrobin', 'cooperative-sticky', ''])
         if n in ('groupid', 'groups', 'groupsid'):
+            if self.tame:
+                # A group of its own: a JoinGroup into a group with other members
+                # rightly waits for the rebalance (up to RebalanceTimeoutMs).
+                return 'fz-sweep-%d' % rng.randrange(1 << 30)
             return rng.choice(FUZZ_GROUPS + ['', 'fz-g%d' % rng.randrange(100)])
         if n == 'memberid':
             return rng.choice(['', '', 'fz-member', 'rdkafka-%d' % rng.randrange(10)])
