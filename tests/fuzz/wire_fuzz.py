@@ -908,6 +908,73 @@ def setup(a):
     return apis
 
 
+# Requests that once stopped the broker (the reproducers that wire_fuzz.py found,
+# made minimal), sent first in every run, each on a connection of its own.
+def regressions():
+    def frame(key, ver, body, flex=False):
+        h = header(key, ver, 77, flex)
+        return pack_int(len(h) + len(body), 4) + h + body
+
+    def fetch_v11(part_max, max_bytes=1 << 20):
+        return frame(API_FETCH, 11, struct.pack('>iiiib', -1, 0, 0, max_bytes, 0) + struct.pack('>ii', 0, -1) +
+                     struct.pack('>i', 1) + kstr('fz-a') + struct.pack('>ii', 1, 0) +
+                     struct.pack('>iqqi', -1, 0, -1, part_max) + struct.pack('>i', 0) + kstr(''))
+
+    def join_v0(group):
+        meta = struct.pack('>hi', 0, 1) + kstr('fz-a') + struct.pack('>i', -1)
+        return frame(11, 0, kstr(group) + struct.pack('>i', 10000) + kstr('') + kstr('consumer') +
+                     struct.pack('>i', 1) + kstr('range') + struct.pack('>i', len(meta)) + meta)
+    def commit_v2(group):
+        parts = b''.join(struct.pack('>iq', p, 5) + kstr('') for p in range(FUZZ_TOPICS['fz-a']))
+        return frame(8, 2, kstr(group) + struct.pack('>i', -1) + kstr('') + struct.pack('>q', -1) +
+                     struct.pack('>i', 1) + kstr('fz-a') + struct.pack('>i', FUZZ_TOPICS['fz-a']) + parts)
+    # (name, requests sent first on one connection, each answered; the case; must it be answered)
+    return [
+        # issue 10 item 3: fetch.c sized the partition's buffer by PartitionMaxBytes and
+        # dp_buf_get aborted above 1 GiB.
+        ('fetch PartitionMaxBytes 0x7fffffff', [], fetch_v11(0x7FFFFFFF), False),
+        ('fetch PartitionMaxBytes 0x40000001, MaxBytes 0x7fffffff', [], fetch_v11(0x40000001, 0x7FFFFFFF), False),
+        # issue 10 item 12: txn/group.c copied the absent instance id (NULL, 0 bytes) with
+        # memcpy, undefined behaviour (UBSan aborts sluiced-asan): any JoinGroup v0-v4.
+        ('JoinGroup v0 without an instance id', [], join_v0('fz-regress'), False),
+        # Found by wire_fuzz (seeds 31, 33: burst 651): with more groups and committed
+        # offsets than fit a ListGroups request's arena (~340), dataplane/group.c answered
+        # UNKNOWN_SERVER_ERROR, whose code is -1, the same as its "answered later": the
+        # request was never answered and held its connection's slot for good (which is
+        # also how new connections came to be refused).
+        ('ListGroups v0 with 400 groups and offsets', [commit_v2('fz-lg-%d' % i) for i in range(130)],
+         frame(16, 0, b''), True),
+    ]
+
+
+def run_regressions(a, w):
+    for i, (name, setup_frames, data, must_answer) in enumerate(regressions()):
+        try:
+            if setup_frames:
+                s = connect(a.port)
+                s.sendall(b''.join(setup_frames))
+                for _ in setup_frames:
+                    read_response(s, 77)
+                s.close()
+            s = connect(a.port)
+            s.sendall(data)
+            if must_answer:
+                read_response(s, 77)
+            else:
+                s.settimeout(2.0)
+                try:
+                    s.recv(1 << 16)
+                except OSError:
+                    pass
+            s.close()
+            time.sleep(0.2)
+            w.check()
+            canary(a.port, a.canary_topic, 1000000 + i)
+        except (Fail, OSError, Closed) as e:
+            raise Fail(f'regression case "{name}" ({data.hex()[:400]}): {e}')
+    print(f'wire_fuzz: {len(regressions())} regression cases passed', flush=True)
+
+
 def replay(a, w):
     j, conns = load_burst(a.replay)
     print(f'wire_fuzz: replaying burst {j["burst"]} of seed {j["seed"]} ({j["why"]})', flush=True)
@@ -977,6 +1044,12 @@ def main():
     fz = Fuzzer(a, schemas, apis)
     print(f'wire_fuzz: seed {a.seed}, {len(fz.pairs)} advertised (api, version) pairs, '
           f'{a.duration:.0f}s (replay: --seed {a.seed})', flush=True)
+    try:
+        run_regressions(a, w)
+    except Fail as e:
+        time.sleep(1.0)
+        print(f'wire_fuzz: FAIL: {e}', flush=True)
+        return 1
     start = time.monotonic()
     idx = a.first_burst
     frames = 0
@@ -1003,7 +1076,8 @@ def main():
         rep = w.sanitizer_report()
         why = str(e) + (f' (sanitizer report: {rep})' if rep else '')
         save_burst(a.save, a.seed, idx, conns, why)
-        print(f'wire_fuzz: FAIL at burst {idx} of seed {a.seed}: {why}', flush=True)
+        print(f'wire_fuzz: FAIL at burst {idx} of seed {a.seed}, {time.monotonic() - start:.1f}s in '
+              f'(at {time.strftime("%H:%M:%S")}): {why}', flush=True)
         if conns:
             for ci, c in enumerate(conns):
                 print(f'  connection {ci} ({c["action"]}): ' +
