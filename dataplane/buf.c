@@ -8,10 +8,10 @@
  * and then serve the data path without malloc; each class keeps at most
  * DP_BUF_CACHE_BYTES of idle memory.
  *
- * Under AddressSanitizer (sluiced-asan) the bytes past the size asked for
- * and whole buffers on the free lists are poisoned, so an overrun inside a
- * size class or a use after dp_buf_put is reported as if the buffer were a
- * malloc of its own.
+ * Under AddressSanitizer (sluiced-asan) there is no pool: every buffer is a
+ * malloc of exactly the size asked for and dp_buf_put frees it, so ASan's
+ * redzones and quarantine catch an overrun past the size asked for and a
+ * use after dp_buf_put, which a pooled, rounded-up buffer would hide.
  */
 #include <stdlib.h>
 #include <stdint.h>
@@ -20,12 +20,9 @@
 #include "core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define BUF_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
-#define BUF_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define DP_BUF_EXACT 1
 #else
-#define BUF_POISON(p, n)   ((void)(p), (void)(n))
-#define BUF_UNPOISON(p, n) ((void)(p), (void)(n))
+#define DP_BUF_EXACT 0
 #endif
 
 #define DP_BUF_MIN_SHIFT   8                   /* 256 B */
@@ -61,8 +58,13 @@ void *dp_buf_get(size_t bytes)
 	if (bytes > ((size_t)1 << DP_BUF_MAX_SHIFT))
 		abort();   /* callers bound sizes by max frame and fetch limits */
 	uint32_t cls = class_of(bytes);
-	struct buf_hdr *h = pool.free[cls];
-	if (h) {
+	struct buf_hdr *h = DP_BUF_EXACT ? NULL : pool.free[cls];
+	if (DP_BUF_EXACT) {
+		h = malloc(DP_BUF_HDR + bytes);
+		if (!h)
+			abort();
+		h->cls = cls;
+	} else if (h) {
 		pool.free[cls] = h->next;
 		pool.nfree[cls]--;
 	} else {
@@ -72,11 +74,7 @@ void *dp_buf_get(size_t bytes)
 		h->cls = cls;
 	}
 	h->magic = DP_BUF_MAGIC;
-	uint8_t *p = (uint8_t *)h + DP_BUF_HDR;
-	size_t cap = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
-	BUF_UNPOISON(p, bytes);
-	BUF_POISON(p + bytes, cap - bytes);
-	return p;
+	return (uint8_t *)h + DP_BUF_HDR;
 }
 
 void dp_buf_put(void *p)
@@ -86,14 +84,16 @@ void dp_buf_put(void *p)
 	struct buf_hdr *h = (struct buf_hdr *)((uint8_t *)p - DP_BUF_HDR);
 	assert(h->magic == DP_BUF_MAGIC);
 	h->magic = 0;
-	uint32_t cls = h->cls;
-	size_t size = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
-	if ((pool.nfree[cls] + 1) * size > DP_BUF_CACHE_BYTES && pool.nfree[cls] > 0) {
-		BUF_UNPOISON(p, size);
+	if (DP_BUF_EXACT) {
 		free(h);
 		return;
 	}
-	BUF_POISON(p, size);
+	uint32_t cls = h->cls;
+	size_t size = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
+	if ((pool.nfree[cls] + 1) * size > DP_BUF_CACHE_BYTES && pool.nfree[cls] > 0) {
+		free(h);
+		return;
+	}
 	h->next = pool.free[cls];
 	pool.free[cls] = h;
 	pool.nfree[cls]++;
@@ -105,7 +105,6 @@ void dp_buf_drain(void)
 		while (pool.free[i]) {
 			struct buf_hdr *h = pool.free[i];
 			pool.free[i] = h->next;
-			BUF_UNPOISON((uint8_t *)h + DP_BUF_HDR, (size_t)1 << (i + DP_BUF_MIN_SHIFT));
 			free(h);
 		}
 	memset(&pool, 0, sizeof(pool));
