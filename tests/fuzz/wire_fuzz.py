@@ -18,6 +18,10 @@ other flexibility than its header's version), version lies, header damage, lying
 frame lengths (short, long, negative, zero, huge), many requests pipelined, big
 arrays, connections closed half way through a frame or before reading answers.
 
+Before the bursts: the regression cases (the minimal request of each failure this
+fuzzer found, see regressions()), then a truncation sweep (one valid frame of every
+(key, version) cut at every byte).
+
 After each burst it checks: the broker process is alive, the sanitizer logs are
 empty, its RSS is under --rss-limit-mb (also watched every 100 ms), a sweep of
 unmutated requests was answered in order, and a normal client is still served (a
