@@ -9,12 +9,23 @@
  * DP_BUF_CLASS_IDLE_BYTES of idle memory and all classes together
  * DP_BUF_IDLE_BYTES_MAX (dp_limits.h), so what a burst of large requests
  * left behind goes back to the allocator instead of staying resident.
+ *
+ * Under AddressSanitizer (sluiced-asan) there is no pool: every buffer is a
+ * malloc of exactly the size asked for and dp_buf_put frees it, so ASan's
+ * redzones and quarantine catch an overrun past the size asked for and a
+ * use after dp_buf_put, which a pooled, rounded-up buffer would hide.
  */
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DP_BUF_EXACT 1
+#else
+#define DP_BUF_EXACT 0
+#endif
 
 #define DP_BUF_MIN_SHIFT   8                   /* 256 B */
 #define DP_BUF_MAX_SHIFT   30                  /* DP_BUF_MAX_BYTES */
@@ -52,8 +63,13 @@ void *dp_buf_try_get(size_t bytes)
 	if (bytes > DP_BUF_MAX_BYTES)
 		return NULL;
 	uint32_t cls = class_of(bytes);
-	struct buf_hdr *h = pool.free[cls];
-	if (h) {
+	struct buf_hdr *h = DP_BUF_EXACT ? NULL : pool.free[cls];
+	if (DP_BUF_EXACT) {
+		h = malloc(DP_BUF_HDR + bytes);
+		if (!h)
+			return NULL;
+		h->cls = cls;
+	} else if (h) {
 		pool.free[cls] = h->next;
 		pool.nfree[cls]--;
 		pool.idle_bytes -= (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
@@ -82,6 +98,10 @@ void dp_buf_put(void *p)
 	struct buf_hdr *h = (struct buf_hdr *)((uint8_t *)p - DP_BUF_HDR);
 	assert(h->magic == DP_BUF_MAGIC);
 	h->magic = 0;
+	if (DP_BUF_EXACT) {
+		free(h);
+		return;
+	}
 	uint32_t cls = h->cls;
 	size_t size = (size_t)1 << (cls + DP_BUF_MIN_SHIFT);
 	if ((pool.nfree[cls] + 1) * size > DP_BUF_CLASS_IDLE_BYTES || pool.idle_bytes + size > DP_BUF_IDLE_BYTES_MAX) {

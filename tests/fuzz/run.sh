@@ -47,10 +47,22 @@ target() {
 			python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
 				"$root"/dataplane/proto/schema/*.json
 		fi
+		# Every api key the broker advertises (dataplane/api.c's table) has a request
+		# schema, so fuzz_seeds writes a frame for each of its versions.
+		for key in $(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \([0-9]*\), \([0-9]*\), \([0-9]*\) },.*/\1/p' \
+				"$root/dataplane/api.c"); do
+			grep -q "\"apiKey\": $key," "$root"/dataplane/proto/schema/*Request.json ||
+				{ echo "run.sh: advertised api key $key has no request schema"; exit 1; }
+		done
 		srcs=("$root/dataplane/proto/kwire.c" "$root/dataplane/proto/kcodec.c" "$work/kmsg.c")
 		inc=(-I"$root/dataplane/proto" -I"$work" -I"$root/tests/unit/proto")
 		seeder=fuzz_seeds seeder_srcs=("$root/tests/unit/proto/kfill.c" "${srcs[@]}") seed_dirs=(request)
 		vectors_too=1 max_len=8192 ;;
+	batch)     # the record-batch parsers client bytes reach (batch walk, CRC, record iterator, markers)
+		srcs=("${storage[@]}")
+		inc=(-I"$root/storage")
+		seeder=fuzz_batch_seeds seeder_srcs=("${storage[@]}") seed_dirs=(batch)
+		max_len=65536 ;;
 	records)   # the produce-side records check over every codec
 		srcs=("${storage[@]}" "$root/storage/records.c" "$root/storage/codec.c")
 		inc=(-I"$root/storage") libs=(-lz -lsnappy -llz4 -lzstd)
