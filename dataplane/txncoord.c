@@ -303,10 +303,19 @@ void dp_txnc_on_write(void *cookie, int status)
 
 /* ---- owners --------------------------------------------------------------------- */
 
-/* Send one message per partition of m's transaction; returns how many went out. */
+/*
+ * Send one message per partition of m's transaction; returns how many
+ * answers are still awaited (0: none, the caller takes the next step). An
+ * owner on this same core (--cores 1) answers inside dp_send, at once when
+ * it has nothing to write (no open transaction there, a refused marker): so
+ * the fan-out holds a count of its own until every message is sent, or such
+ * an answer would take markers_left to 0 in the middle of the loop and
+ * complete the transaction, which frees m->tps, and the partitions after it
+ * would never get their marker.
+ */
 static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, bool commit)
 {
-	uint32_t n = 0;
+	m->markers_left++;   /* held until the loop ends */
 	for (uint32_t i = 0; i < m->ntps; i++) {
 		struct txn_tp *tp = &m->tps[i];
 		uint32_t id, gen, hash;
@@ -317,12 +326,11 @@ static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, 
 		msg.u.txn.epoch = m->epoch;
 		msg.u.txn.commit = commit;
 		msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
-		n++;
 		m->markers_left++;
 		m->markers_total++;
 		dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
 	}
-	return n;
+	return --m->markers_left;
 }
 
 static void complete(struct dp_core *c, struct txn_meta *m)
