@@ -891,7 +891,6 @@ struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid)
 	return NULL;
 }
 
-/* Transactions open longer than their timeout are aborted, fencing the producer. */
 /*
  * A bounded slice of the id table per tick (DP_TXNC_EXPIRE_SCAN): open
  * transactions past their timeout are aborted, idle ids expire. With up to
