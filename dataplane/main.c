@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "lso.h"
 #include "nic.h"
+#include "pstate.h"
 #include "req.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -210,7 +212,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		case O_TPMAX:
 		case O_TTMAX: {
 			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v < 1 || v > (1ul << 20))
+			if (*end || v < 1 || v > (o == O_TPMAX ? TXN_PSTATE_PRODUCERS_MAX : TXN_LSO_OPEN_MAX))
 				goto bad;
 			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
 			break;

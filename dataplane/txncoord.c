@@ -35,7 +35,6 @@
 #define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
 #define DP_TXNC_EXPIRE_LOG_MS 1000  /* one expiry line per this at most */
 #define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
-#define DP_TXNC_MARKER_RETRIES_MAX 1024u /* markers waiting to be sent again, all transactions together */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 enum txnc_op {
@@ -47,18 +46,9 @@ enum txnc_op {
 	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
 };
 
-/* A marker an owner answered with a retriable error, to be sent again. Locality: control core. */
-struct txnc_retry {
-	struct txn_meta *m;       /* busy until every marker is acknowledged: stays valid */
-	uint32_t topic_id, gen;
-	int32_t partition;
-	int64_t due_ms;
-};
-
 struct dp_txnc {
 	struct txn_coord *coord;
-	struct txnc_retry retry[DP_TXNC_MARKER_RETRIES_MAX];
-	uint32_t nretry;
+	struct txn_meta *retry_head;  /* ids with markers to send again (txn_meta.retry_next) */
 	uint64_t marker_retries;      /* markers sent again, ever (logged, rate-limited) */
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since) */
@@ -300,26 +290,47 @@ void dp_txnc_on_write(void *cookie, int status)
 
 /* ---- owners --------------------------------------------------------------------- */
 
-/* Send one message per partition of m's transaction; returns how many went out. */
-static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, bool commit)
+/*
+ * Send m's message for partition i of its transaction (idx i: the answer
+ * names it). The owner core follows from the topic's hash; a topic deleted
+ * since needs no message: returns false then. count: one more answer to
+ * await (before the send, which a local owner answers inside).
+ */
+static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t type, bool commit, bool count)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < m->ntps; i++) {
-		struct txn_tp *tp = &m->tps[i];
-		uint32_t id, gen, hash;
-		if (!dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &gen, &hash))
-			continue;   /* deleted since: nothing to mark */
-		struct dp_msg msg = { .type = type, .ctx = m, .topic_id = id, .gen = gen, .partition = tp->partition };
-		msg.u.txn.pid = m->pid;
-		msg.u.txn.epoch = m->epoch;
-		msg.u.txn.commit = commit;
-		msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
-		n++;
+	struct txn_tp *tp = &m->tps[i];
+	uint32_t id, gen, hash;
+	if (!dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &gen, &hash))
+		return false;   /* deleted since: nothing to mark */
+	struct dp_msg msg = { .type = type, .ctx = m, .idx = i, .topic_id = id, .gen = gen, .partition = tp->partition };
+	msg.u.txn.pid = m->pid;
+	msg.u.txn.epoch = m->epoch;
+	msg.u.txn.commit = commit;
+	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
+	if (count) {
 		m->markers_left++;
 		m->markers_total++;
-		dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
 	}
-	return n;
+	dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
+	return true;
+}
+
+/*
+ * Send one message per partition of m's transaction; returns how many
+ * answers are still awaited (0: none, the caller takes the next step). An
+ * owner on this same core (--cores 1) answers inside dp_send, at once when
+ * it has nothing to write (no open transaction there, a refused marker): so
+ * the fan-out holds a count of its own until every message is sent, or such
+ * an answer would take markers_left to 0 in the middle of the loop and
+ * complete the transaction, which frees m->tps, and the partitions after it
+ * would never get their marker.
+ */
+static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, bool commit)
+{
+	m->markers_left++;   /* held until the loop ends */
+	for (uint32_t i = 0; i < m->ntps; i++)
+		tp_send(c, m, i, type, commit, true);
+	return --m->markers_left;
 }
 
 static void complete(struct dp_core *c, struct txn_meta *m)
@@ -384,35 +395,14 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 }
 
 /*
- * Send m's marker for one partition (again). The owner core follows from the
- * topic's hash, found through m's partition list; a topic deleted since
- * needs no marker. Returns false then.
- */
-static bool marker_resend(struct dp_core *c, struct txn_meta *m, uint32_t topic_id, uint32_t gen, int32_t partition)
-{
-	for (uint32_t i = 0; i < m->ntps; i++) {
-		struct txn_tp *tp = &m->tps[i];
-		uint32_t id, g, hash;
-		if (tp->partition != partition || !dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &g, &hash) ||
-		    id != topic_id || g != gen)
-			continue;
-		struct dp_msg msg = { .type = DP_MSG_TXN_MARKER, .ctx = m, .topic_id = id, .gen = g, .partition = partition };
-		msg.u.txn.pid = m->pid;
-		msg.u.txn.epoch = m->epoch;
-		msg.u.txn.commit = m->state == TXN_PREPARE_COMMIT;
-		msg.u.txn.coord_epoch = 0;
-		dp_send(c, dp_owner_core(c->b, hash, partition), &msg);
-		return true;
-	}
-	return false;
-}
-
-/*
  * As Kafka's marker channel: a marker the owner could not write (its log
  * failed, or it could not record it) is sent again until it is written, so
  * the transaction never ends with a partition that lacks its marker (the LSO
  * would stay below it for good). Its count stays outstanding meanwhile, so
  * Complete waits, and so does the next request for this transactional id.
+ * The partition is flagged in m's own list and m queued once (no table that
+ * could fill: an owner on this core answers a resend inside the send, so
+ * sending at once would recurse for as long as it refuses).
  */
 static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_msg *msg)
 {
@@ -420,30 +410,46 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	int64_t now = dp_wall_ms();
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
 		return false;
+	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
 	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
 	           "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
 	           DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
-	if (t->nretry == DP_TXNC_MARKER_RETRIES_MAX)
-		return marker_resend(c, m, msg->topic_id, msg->gen, msg->partition); /* no room to wait: at once */
-	t->retry[t->nretry++] = (struct txnc_retry){ .m = m, .topic_id = msg->topic_id, .gen = msg->gen,
-	                                             .partition = msg->partition, .due_ms = now + DP_TXNC_MARKER_RETRY_MS };
+	m->tps[msg->idx].marker_again = true;
+	if (!m->retry_listed) {
+		m->retry_listed = true;
+		m->retry_due_ms = now + DP_TXNC_MARKER_RETRY_MS;
+		m->retry_next = t->retry_head;
+		t->retry_head = m;
+	}
 	return true;
 }
 
-/* Timer: send the markers whose wait is over. */
+/* Timer: send again the markers whose wait is over. */
 static void marker_retries(struct dp_core *c, int64_t now)
 {
 	struct dp_txnc *t = c->txnc;
-	for (uint32_t i = 0; i < t->nretry;) {
-		struct txnc_retry r = t->retry[i];
-		if (r.due_ms > now) {
-			i++;
+	struct txn_meta *list = t->retry_head, *next;
+	t->retry_head = NULL;   /* refusals answered inside the sends below queue anew */
+	for (struct txn_meta *m = list; m; m = next) {
+		next = m->retry_next;
+		if (m->retry_due_ms > now) {
+			m->retry_next = t->retry_head;
+			t->retry_head = m;
 			continue;
 		}
-		t->retry[i] = t->retry[--t->nretry];
-		if (!marker_resend(c, r.m, r.topic_id, r.gen, r.partition) && --r.m->markers_left == 0)
-			txnc_step(c, r.m);   /* the topic went away: nothing to mark there */
+		m->retry_listed = false;
+		m->retry_next = NULL;
+		m->markers_left++;   /* held, as in to_owners */
+		for (uint32_t i = 0; i < m->ntps; i++) {
+			if (!m->tps[i].marker_again)
+				continue;
+			m->tps[i].marker_again = false;
+			if (!tp_send(c, m, i, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT, false))
+				m->markers_left--;   /* the topic went away: nothing to mark there */
+		}
+		if (--m->markers_left == 0)
+			txnc_step(c, m);
 	}
 }
 
@@ -874,7 +880,6 @@ struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid)
 	return NULL;
 }
 
-/* Transactions open longer than their timeout are aborted, fencing the producer. */
 /*
  * A bounded slice of the id table per tick (DP_TXNC_EXPIRE_SCAN): open
  * transactions past their timeout are aborted, idle ids expire. With up to

@@ -219,6 +219,7 @@ int txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t p
 	memcpy(tp->topic, topic, len);
 	tp->topic[len] = 0;
 	tp->partition = partition;
+	tp->marker_again = false;
 	return 0;
 }
 

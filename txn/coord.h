@@ -39,6 +39,7 @@ struct txn_tp {
 	uint16_t topic_len;
 	char topic[TXN_TOPIC_BYTES_MAX + 1];
 	int32_t partition;
+	bool marker_again;            /* driver: its marker is to be sent again (not persisted) */
 };
 
 struct txn_group {
@@ -73,6 +74,9 @@ struct txn_meta {
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;
 	int16_t op_version;
+	struct txn_meta *retry_next;  /* on the driver's list of markers to send again */
+	int64_t retry_due_ms;         /* when they go (while retry_listed) */
+	bool retry_listed;
 	bool has_queued;              /* a request waiting for the current op */
 	_Alignas(8) uint8_t queued[96]; /* the driver's message for it (opaque here) */
 	uint16_t id_len;

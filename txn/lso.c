@@ -90,7 +90,6 @@
 
 /* Limits (units last). */
 #define TXN_LSO_OPEN_INIT 16u                 /* open transactions at create */
-#define TXN_LSO_OPEN_MAX (1u << 20)           /* = producers per partition (pstate.c) */
 #define TXN_LSO_ABORTED_INIT 64u              /* aborted entries at create */
 #define TXN_LSO_ABORTED_MAX (1u << 22)        /* per partition: ~96 MiB in memory, ~112 MiB file */
 #define TXN_LSO_BLOCK_ENTRIES 64u             /* aborted entries per block of the walk's skip table */

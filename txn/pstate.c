@@ -71,8 +71,8 @@
 
 /* Limits (units last). */
 #define TXN_PSTATE_SLOTS_INIT 16u              /* table slots at create (power of two) */
-#define TXN_PSTATE_PRODUCERS_MAX (1u << 20)    /* producers per partition: bounds table and snapshot */
 #define TXN_PSTATE_SLOTS_MAX (2 * TXN_PSTATE_PRODUCERS_MAX) /* load stays <= 1/2 */
+_Static_assert(TXN_LSO_OPEN_MAX == TXN_PSTATE_PRODUCERS_MAX, "a producer has at most one open transaction");
 #define TXN_PSTATE_KEEP_FILES 2u               /* snapshots kept by save */
 #define TXN_PSTATE_LOAD_TRIES_MAX 64u          /* damaged snapshots skipped before giving up */
 #define TXN_PSTATE_PATH_BYTES 4096u

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#define TXN_PSTATE_PRODUCERS_MAX (1u << 20)    /* producers per partition: bounds table and snapshot */
+
 struct st_batch_hdr;
 
 #define TXN_PSTATE_BATCHES 5          /* batches remembered per producer (max.in.flight) */

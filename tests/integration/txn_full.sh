@@ -22,20 +22,8 @@ txn_init txn-full 72 "$@"
 OUT=$WORK/produced.txt
 
 start_broker --cores "${SLUICE_CORES:-3}" --test-txn-open-max 1
-"$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tf-dead --topics tf --partitions 1 \
-	--count 10 --tag dead --plan open --txn-timeout-ms 5000 --out "$OUT" --create \
-	>"$WORK/dead.out" 2>"$WORK/dead.err" &
-DEAD=$!
-INTEG_CHILDREN=$DEAD
-deadline=$((SECONDS + 60))
-until grep -q '^OPEN' "$WORK/dead.out"; do
-	kill -0 "$DEAD" 2>/dev/null || fail "the producer to be killed exited early: $(txn_show dead)"
-	((SECONDS < deadline)) || fail "the producer to be killed never flushed: $(txn_show dead)"
-	sleep 0.1
-done
-kill -KILL "$DEAD"
-wait "$DEAD" 2>/dev/null
-INTEG_CHILDREN=
+txn_open_killed dead --bootstrap "$BOOTSTRAP" --txn-id tf-dead --topics tf --partitions 1 \
+	--count 10 --tag dead --plan open --txn-timeout-ms 5000 --out "$OUT" --create
 log "SIGKILLed a producer with an open transaction on tf/0 (the only open slot)"
 txn_run second "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tf-second --topics tf \
 	--partitions 1 --count 10 --tag second --plan abort,commit --out "$OUT" ||

@@ -18,6 +18,25 @@ txn_run() {
 	guarded "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
 }
 
+# txn_open_killed LOGNAME RDK_TXN_PRODUCE_ARGS...: run an rdk_txn produce whose
+# --plan is "open", wait until it has flushed its open transaction (OPEN on
+# its stdout; a generous limit, the machine may be busy), then SIGKILL it.
+txn_open_killed() {
+	local name=$1 pid deadline=$((SECONDS + 60))
+	shift
+	"$RDK_TXN" produce "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+	pid=$!
+	INTEG_CHILDREN=$pid
+	until grep -q '^OPEN' "$WORK/$name.out"; do
+		kill -0 "$pid" 2>/dev/null || fail "the producer to be killed exited early: $(txn_show "$name")"
+		((SECONDS < deadline)) || fail "the producer to be killed never flushed: $(txn_show "$name")"
+		sleep 0.1
+	done
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	INTEG_CHILDREN=
+}
+
 # txn_show LOGNAME: the last lines of a client's logs, for a failure message.
 txn_show() {
 	tail -n 15 "$WORK/$1.out" "$WORK/$1.err" 2>/dev/null | grep -v '^rdkafka .* 7 ' | tail -n 25

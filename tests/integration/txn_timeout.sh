@@ -14,20 +14,8 @@ txn_init txn-timeout 33 "$@"
 OUT=$WORK/produced.txt
 start_broker --cores "${SLUICE_CORES:-3}"
 
-"$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tt-dead --topics tt --partitions 3 \
-	--count 10 --tag dead --plan open --txn-timeout-ms 5000 --out "$OUT" --create \
-	>"$WORK/dead.out" 2>"$WORK/dead.err" &
-DEAD=$!
-INTEG_CHILDREN=$DEAD
-deadline=$((SECONDS + 30))
-until grep -q '^OPEN' "$WORK/dead.out"; do
-	kill -0 "$DEAD" 2>/dev/null || fail "the producer to be killed exited early: $(txn_show dead)"
-	((SECONDS < deadline)) || fail "the producer to be killed never flushed: $(txn_show dead)"
-	sleep 0.1
-done
-kill -KILL "$DEAD"
-wait "$DEAD" 2>/dev/null
-INTEG_CHILDREN=
+txn_open_killed dead --bootstrap "$BOOTSTRAP" --txn-id tt-dead --topics tt --partitions 3 \
+	--count 10 --tag dead --plan open --txn-timeout-ms 5000 --out "$OUT" --create
 t_kill=$SECONDS
 log "SIGKILLed the producer with an open transaction ($(grep -c '^open' "$OUT") records)"
 
