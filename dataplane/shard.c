@@ -452,7 +452,7 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 		}
 		if (out->err) {
 			len = 0;
-		} else if (n > room) {
+		} else if (n > room || cap < at + 8) {   /* the list, or even its count, does not fit */
 			uint32_t most = len > m->u.fetch.max_bytes ? len : m->u.fetch.max_bytes;
 			out->u.fetch_done.need = DP_ABORTED_AT(most) + DP_FETCH_ABORTED_BYTES;
 		} else {

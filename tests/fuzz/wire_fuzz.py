@@ -933,8 +933,28 @@ def regressions():
         parts = b''.join(struct.pack('>iq', p, 5) + kstr('') for p in range(FUZZ_TOPICS['fz-a']))
         return frame(8, 2, kstr(group) + struct.pack('>i', -1) + kstr('') + struct.pack('>q', -1) +
                      struct.pack('>i', 1) + kstr('fz-a') + struct.pack('>i', FUZZ_TOPICS['fz-a']) + parts)
+    def produce_v7(topic, part, batches):
+        recs = b''.join(batches)
+        return frame(API_PRODUCE, 7, kstr(None) + struct.pack('>hi', -1, 30000) + struct.pack('>i', 1) +
+                     kstr(topic) + struct.pack('>ii', 1, part) + struct.pack('>i', len(recs)) + recs)
+
+    def fetch_v11_committed(topic, offset, part_max):
+        return frame(API_FETCH, 11, struct.pack('>iiiib', -1, 0, 0, part_max, 1) + struct.pack('>ii', 0, -1) +
+                     struct.pack('>i', 1) + kstr(topic) + struct.pack('>ii', 1, 0) +
+                     struct.pack('>iqqi', -1, offset, -1, part_max) + struct.pack('>i', 0) + kstr(''))
+    # Two batches of ~40 KB, the first written to fz-b/0 (regressions run first, on a
+    # fresh broker, so they start at offset 0), read back read_committed with
+    # PartitionMaxBytes exactly their size.
+    rc_batches = [record_batch([b'r' * 40000]), record_batch([b'c' * 40000])]
+    rc_bytes = sum(len(b) for b in rc_batches)
     # (name, requests sent first on one connection, each answered; the case; must it be answered)
     return [
+        # Found by wire_fuzz (seed 220968553, burst 1240): a read_committed read that fills
+        # its buffer to within 8 bytes of the end left no room for the aborted-list count
+        # behind the records, and shard.c's fetch_reply wrote it past the buffer anyway
+        # (ASan: heap-buffer-overflow) instead of asking for a bigger one.
+        ('read_committed fetch filling its buffer', [produce_v7('fz-b', 0, rc_batches)],
+         fetch_v11_committed('fz-b', 0, rc_bytes), True),
         # issue 10 item 3: fetch.c sized the partition's buffer by PartitionMaxBytes and
         # dp_buf_get aborted above 1 GiB.
         ('fetch PartitionMaxBytes 0x7fffffff', [], fetch_v11(0x7FFFFFFF), False),
