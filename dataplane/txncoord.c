@@ -303,10 +303,18 @@ void dp_txnc_on_write(void *cookie, int status)
 
 /* ---- owners --------------------------------------------------------------------- */
 
-/* Send one message per partition of m's transaction; returns how many went out. */
+/*
+ * Send one message per partition of m's transaction; returns how many are
+ * still unanswered (m->markers_left). An owner on this core answers inside
+ * dp_send (with --cores 1, and for core 0's partitions otherwise): that
+ * answer must not find the count at 0 while later partitions are still to
+ * be sent, or the op would end (Complete, the next request) after the first
+ * of them and the rest would never get their marker. So the count holds one
+ * more until the loop is over; callers go on themselves when nothing is left.
+ */
 static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, bool commit)
 {
-	uint32_t n = 0;
+	m->markers_left++;   /* the hold: see above */
 	for (uint32_t i = 0; i < m->ntps; i++) {
 		struct txn_tp *tp = &m->tps[i];
 		uint32_t id, gen, hash;
@@ -317,12 +325,10 @@ static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, 
 		msg.u.txn.epoch = m->epoch;
 		msg.u.txn.commit = commit;
 		msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
-		n++;
 		m->markers_left++;
-		m->markers_total++;
 		dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
 	}
-	return n;
+	return --m->markers_left;
 }
 
 static void complete(struct dp_core *c, struct txn_meta *m)
@@ -461,7 +467,7 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
-	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_left == m->markers_total)
+	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_acked++ == 0)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
 		txnc_step(c, m);
@@ -479,7 +485,7 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	m->op_ctx = NULL;
 	m->markers_sent = false;
 	m->markers_left = 0;
-	m->markers_total = 0;
+	m->markers_acked = 0;
 	if (persist(c, m, true) < 0)
 		op_finish(c, m, 15);
 }
@@ -495,7 +501,7 @@ static void start_op(struct txn_meta *m, int op, struct dp_msg *msg, struct dp_r
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
 	m->markers_sent = m->tps_acked = false;
-	m->markers_left = m->markers_total = 0;
+	m->markers_left = m->markers_acked = 0;
 }
 
 static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -962,7 +968,7 @@ int dp_txnc_start(struct dp_core *c)
 			m->op = OP_ABORT_BG;   /* no client waits */
 			m->op_ctx = NULL;
 			m->markers_sent = false;
-			m->markers_left = m->markers_total = 0;
+			m->markers_left = m->markers_acked = 0;
 			resumed++;
 			txnc_step(c, m);
 		} else if (m->state == TXN_ONGOING) {
