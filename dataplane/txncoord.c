@@ -307,10 +307,8 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.epoch = m->epoch;
 	msg.u.txn.commit = commit;
 	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
-	if (count) {
+	if (count)
 		m->markers_left++;
-		m->markers_total++;
-	}
 	dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
 	return true;
 }
@@ -461,7 +459,7 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN_RL("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
-	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_left == m->markers_total)
+	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_acked++ == 0)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
 		txnc_step(c, m);
@@ -479,7 +477,7 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	m->op_ctx = NULL;
 	m->markers_sent = false;
 	m->markers_left = 0;
-	m->markers_total = 0;
+	m->markers_acked = 0;
 	if (persist(c, m, true) < 0)
 		op_finish(c, m, 15);
 }
@@ -495,7 +493,7 @@ static void start_op(struct txn_meta *m, int op, struct dp_msg *msg, struct dp_r
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
 	m->markers_sent = m->tps_acked = false;
-	m->markers_left = m->markers_total = 0;
+	m->markers_left = m->markers_acked = 0;
 }
 
 static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -956,7 +954,7 @@ int dp_txnc_start(struct dp_core *c)
 			m->op = OP_ABORT_BG;   /* no client waits */
 			m->op_ctx = NULL;
 			m->markers_sent = false;
-			m->markers_left = m->markers_total = 0;
+			m->markers_left = m->markers_acked = 0;
 			resumed++;
 			txnc_step(c, m);
 		} else if (m->state == TXN_ONGOING) {

@@ -68,7 +68,7 @@ struct txn_meta {
 	bool busy;                    /* a write or a marker fan-out is under way */
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	bool markers_sent, tps_acked;
-	uint32_t markers_left, markers_total;   /* owner answers still awaited / sent */
+	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
 	int op;                       /* driver's continuation */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
