@@ -67,7 +67,7 @@ bench_start_sluiced() {
 	shift 5
 	bench_pid="" bench_bootstrap=""
 	for attempt in 1 2 3 4 5; do
-		port=$((20000 + RANDOM % 40000))
+		port=$((20000 + RANDOM % 12000))   # below the ephemeral ports (32768 up)
 		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
 		"$exe" --listen "127.0.0.1:$port" --data "$data" --cores "$cores" --log-level info \
 			--partitions "$parts" "$@" >"$log" 2>&1 &

@@ -42,7 +42,7 @@ work=$(mktemp -d "$(dirname "$(dirname "$(readlink -f "$sluiced")")")/sluice-mod
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-port=$((20000 + RANDOM % 40000))
+port=$((20000 + RANDOM % 12000))   # below the ephemeral ports (32768 up)
 "$sluiced" --listen "127.0.0.1:$port" --data "$work/data" --cores "$cores" --partitions 6 \
 	>"$work/broker.log" 2>&1 &
 pid=$!

@@ -97,7 +97,9 @@ def port_free(p):
 
 
 def pick_port(rng):
-    base = 30000 + rng.randrange(0, 9000)
+    # 12000..19999: below lib.sh's ranges and the kernel's ephemeral ports (32768 up),
+    # where a client's outgoing connection could hold the port.
+    base = 12000 + rng.randrange(0, 7500)
     for p in range(base, base + 500):
         if port_free(p):
             return p

@@ -7,7 +7,7 @@
 # printed; on success everything is removed. SLUICE_KEEP=1 keeps all, data too.
 #
 # Env knobs: SLUICE_CORES (broker --cores), SLUICE_LOG_LEVEL (default info),
-# SLUICE_PORT_BASE (default: a per-test range inside 20000..29999).
+# SLUICE_PORT_BASE (default: a per-test range inside 20000..31999).
 
 set -u -o pipefail
 
@@ -97,7 +97,9 @@ integ_init() {
 	mkdir -p "$DATA"
 	trap integ_cleanup EXIT
 	trap 'exit 130' INT TERM
-	pick_port "${SLUICE_PORT_BASE:-$((20000 + $2 * 200))}"
+	# 20000..31999: below the kernel's ephemeral range (32768 up), where a client's own
+	# outgoing connections could hold the port the broker is to listen on.
+	pick_port "${SLUICE_PORT_BASE:-$((20000 + $2 % 60 * 200))}"
 	log "work dir $WORK, port $PORT"
 }
 
