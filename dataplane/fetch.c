@@ -23,6 +23,27 @@
 _Static_assert(DP_FETCH_RESPONSE_MAX_BYTES + DP_FETCH_ABORTED_BYTES + 8 <= DP_BUF_MAX_BYTES,
                "a clamped read and its aborted list fit the largest buffer");
 
+/*
+ * What the handlers below take from the request's arena per element of the
+ * request, beyond the decoded request itself (a fixed few structs come from
+ * DP_ARENA_BASE_BYTES), within DP_ARENA_ANSWER_PER_WIRE_BYTE of the fewest
+ * wire bytes that element takes (dp_limits.h): so that any request the frame
+ * limit lets in is answered.
+ */
+#define DP_ARENA_ROUNDED(size) (((size) + KARENA_ALIGN - 1) / KARENA_ALIGN * KARENA_ALIGN)
+_Static_assert(DP_ARENA_ROUNDED(sizeof(struct FetchResponse_FetchableTopicResponse)) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_FetchRequest_Topics,
+               "a Fetch topic's answer within the arena's bound");
+_Static_assert(sizeof(struct FetchResponse_PartitionData) + sizeof(struct dp_fetch_part) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_FetchRequest_Topics_Partitions,
+               "a Fetch partition's answer and state within the arena's bound");
+_Static_assert(DP_ARENA_ROUNDED(sizeof(struct ListOffsetsResponse_ListOffsetsTopicResponse)) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_ListOffsetsRequest_Topics,
+               "a ListOffsets topic's answer within the arena's bound");
+_Static_assert(sizeof(struct ListOffsetsResponse_ListOffsetsPartitionResponse) + sizeof(int64_t) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_ListOffsetsRequest_Topics_Partitions,
+               "a ListOffsets partition's answer within the arena's bound");
+
 /* A client's byte count, as the broker will use it: within [0, DP_FETCH_RESPONSE_MAX_BYTES]. */
 static uint32_t fetch_clamp(int32_t bytes)
 {
@@ -134,8 +155,8 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		struct FetchResponse_FetchableTopicResponse *tr = &resp->Responses[i];
 		int32_t np = ft->Partitions_n > 0 ? ft->Partitions_n : 0;
 		tr->Topic = ft->Topic;
-		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-		if (!tr->Partitions)
+		tr->Partitions = np ? dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)np) : NULL;
+		if (np && !tr->Partitions)
 			return -1;
 		tr->Partitions_n = np;
 		int32_t id = ft->Topic.len > 0 ? dp_topic_find(c, ft->Topic.ptr, (size_t)ft->Topic.len) : -1;
@@ -454,9 +475,9 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 		struct ListOffsetsResponse_ListOffsetsTopicResponse *out = &resp->Topics[i];
 		int32_t np = in->Partitions_n > 0 ? in->Partitions_n : 0;
 		out->Name = in->Name;
-		out->Partitions = dp_req_alloc(r, sizeof(*out->Partitions) * (size_t)(np + 1));
-		int64_t *old = dp_req_alloc(r, sizeof(int64_t) * (size_t)(np + 1));
-		if (!out->Partitions || !old)
+		out->Partitions = np ? dp_req_alloc(r, sizeof(*out->Partitions) * (size_t)np) : NULL;
+		int64_t *old = np ? dp_req_alloc(r, sizeof(int64_t) * (size_t)np) : NULL;
+		if (np && (!out->Partitions || !old))
 			return -1;
 		out->Partitions_n = np;
 		int32_t id = in->Name.len > 0 ? dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) : -1;
