@@ -22,9 +22,9 @@
  * either. One request may take a connection past its limit (the limit is
  * checked before a request starts), so a connection holds at most
  *     DP_CONN_HELD_BYTES_MAX + one request
- * where one request is at most a frame plus its fetch buffers and
- * response (bounded by the fetch limits in fetch.c). Across a core's
- * connections requests start only while the core holds less than
+ * where one request is at most a frame, its arena (DP_ARENA_BYTES_MAX at
+ * most), its fetch buffers (about its MaxBytes: fetch.c) and its response.
+ * Across a core's connections requests start only while the core holds less than
  * DP_CORE_HELD_BYTES_MAX; beyond it they wait, and the connection with the
  * most answers it does not read (at least DP_CONN_RECLAIM_MIN_BYTES unsent)
  * is closed, so clients that never read cannot hold the core's budget
