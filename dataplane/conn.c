@@ -27,6 +27,14 @@ static struct dp_conn *conn_of(struct dp_core *c, uint32_t handle)
 }
 
 /* Held bytes (dp_limits.h): r's, its connection's and the core's move together. */
+/* What a frame decodes to per wire byte (dp_limits.h): each array's elements,
+ * rounded up as the arena places them, within the bound, in every version. */
+#define DP_ARENA_ELEM_FITS(msg, field, size, wire_min)                                                 \
+	_Static_assert(((size) + KARENA_ALIGN - 1) / KARENA_ALIGN * KARENA_ALIGN <=                         \
+	                       DP_ARENA_DECODE_PER_WIRE_BYTE * (size_t)(wire_min),                          \
+	               #msg "." #field ": its elements decode to more per wire byte than the arena allows");
+KMSG_REQUEST_ARRAYS(DP_ARENA_ELEM_FITS)
+
 static void hold(struct dp_core *c, struct dp_req *r, int64_t delta)
 {
 	assert(delta >= 0 || (uint64_t)-delta <= r->held_bytes);
@@ -394,9 +402,10 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
 	r->arena_mem = dp_buf_get(arena);
 	karena_init(&r->arena, r->arena_mem, arena);
-	/* Its base counts (every request may touch it); the per-frame-byte rest is
-	 * touched only by requests whose decoded structs need it. */
-	hold(c, r, DP_ARENA_BASE_BYTES);
+	/* All of it counts: the pool's buffer is mapped (and, reused, touched)
+	 * whatever this request decodes to, so many small pipelined requests
+	 * pause the connection by their arenas as by their frames. */
+	hold(c, r, (int64_t)arena);
 
 	if (k->q_tail)
 		k->q_tail->next = r;

@@ -13,7 +13,7 @@
  *   --max-frame-bytes   the largest request (DP_FRAME_BYTES_MAX at most)
  *
  * Memory a connection pins. Each request holds its frame, its decode
- * arena (DP_ARENA_BASE_BYTES of it counted), the fetch buffers it lent to
+ * arena (all of it), the fetch buffers it lent to
  * owner cores (a parked fetch gives back those that came back empty) and,
  * once answered, its encoded response until the NIC has sent it. These "held bytes" are counted per connection
  * and per core (conn.c). A connection stops being read (nic_pause: TCP
@@ -22,9 +22,9 @@
  * either. One request may take a connection past its limit (the limit is
  * checked before a request starts), so a connection holds at most
  *     DP_CONN_HELD_BYTES_MAX + one request
- * where one request is at most a frame plus its fetch buffers and
- * response (bounded by the fetch limits in fetch.c). Across a core's
- * connections requests start only while the core holds less than
+ * where one request is at most a frame, its arena (DP_ARENA_BYTES_MAX at
+ * most), its fetch buffers (about its MaxBytes: fetch.c) and its response.
+ * Across a core's connections requests start only while the core holds less than
  * DP_CORE_HELD_BYTES_MAX; beyond it they wait, and the connection with the
  * most answers it does not read (at least DP_CONN_RECLAIM_MIN_BYTES unsent)
  * is closed, so clients that never read cannot hold the core's budget
@@ -69,7 +69,15 @@
 #define DP_FRAME_BYTES_MAX      (1u << 30) /* --max-frame-bytes at most */
 #define DP_FRAME_BYTES_DEFAULT  (100u << 20) /* Kafka's socket.request.max.bytes */
 #define DP_ARENA_BASE_BYTES     16384
-#define DP_ARENA_PER_FRAME_BYTE 8         /* decoded structs per frame byte, bound */
+/* A request's arena holds what its frame decodes to and what its handler
+ * allocates per element for the answer. Both are bounded per wire byte,
+ * asserted: the decoder's for every array of every request schema
+ * (KMSG_REQUEST_ARRAYS, conn.c; the largest is a string, 16 bytes from 1),
+ * the handlers' in fetch.c (Fetch: a topic's answer, 48 bytes, from 3). So
+ * any well-formed request decodes and is answered, up to DP_ARENA_BYTES_MAX. */
+#define DP_ARENA_DECODE_PER_WIRE_BYTE 16
+#define DP_ARENA_ANSWER_PER_WIRE_BYTE 16
+#define DP_ARENA_PER_FRAME_BYTE (DP_ARENA_DECODE_PER_WIRE_BYTE + DP_ARENA_ANSWER_PER_WIRE_BYTE)
 #define DP_ARENA_BYTES_MAX      (256u << 20) /* a request that decodes to more is malformed: closed */
 
 /* NIC. */

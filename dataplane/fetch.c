@@ -13,6 +13,9 @@
 #include "kerr.h"
 #include "req.h"
 
+/* The buffer lent to a partition that may get its first batch whole, or is read
+ * again (fetch_topup), while the size of what it holds is unknown: larger
+ * records come back as `need` and get their own. */
 #define DP_FETCH_BUF_MIN_BYTES (64u * 1024)
 /* A buffer could not be lent: the partition gets this retriable error and the client fetches again. */
 #define DP_FETCH_ERR_NO_BUFFER KERR_KAFKA_STORAGE_ERROR
@@ -20,11 +23,38 @@
 _Static_assert(DP_FETCH_RESPONSE_MAX_BYTES + DP_FETCH_ABORTED_BYTES + 8 <= DP_BUF_MAX_BYTES,
                "a clamped read and its aborted list fit the largest buffer");
 
+/*
+ * What the handlers below take from the request's arena per element of the
+ * request, beyond the decoded request itself (a fixed few structs come from
+ * DP_ARENA_BASE_BYTES), within DP_ARENA_ANSWER_PER_WIRE_BYTE of the fewest
+ * wire bytes that element takes (dp_limits.h): so that any request the frame
+ * limit lets in is answered.
+ */
+#define DP_ARENA_ROUNDED(size) (((size) + KARENA_ALIGN - 1) / KARENA_ALIGN * KARENA_ALIGN)
+_Static_assert(DP_ARENA_ROUNDED(sizeof(struct FetchResponse_FetchableTopicResponse)) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_FetchRequest_Topics,
+               "a Fetch topic's answer within the arena's bound");
+_Static_assert(sizeof(struct FetchResponse_PartitionData) + sizeof(struct dp_fetch_part) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_FetchRequest_Topics_Partitions,
+               "a Fetch partition's answer and state within the arena's bound");
+_Static_assert(DP_ARENA_ROUNDED(sizeof(struct ListOffsetsResponse_ListOffsetsTopicResponse)) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_ListOffsetsRequest_Topics,
+               "a ListOffsets topic's answer within the arena's bound");
+_Static_assert(sizeof(struct ListOffsetsResponse_ListOffsetsPartitionResponse) + sizeof(int64_t) <=
+                       DP_ARENA_ANSWER_PER_WIRE_BYTE * KMSG_WIRE_MIN_ListOffsetsRequest_Topics_Partitions,
+               "a ListOffsets partition's answer within the arena's bound");
+
 /* A client's byte count, as the broker will use it: within [0, DP_FETCH_RESPONSE_MAX_BYTES]. */
 static uint32_t fetch_clamp(int32_t bytes)
 {
 	return bytes <= 0 ? 0 : (uint32_t)bytes > DP_FETCH_RESPONSE_MAX_BYTES ? DP_FETCH_RESPONSE_MAX_BYTES
 	                                                                   : (uint32_t)bytes;
+}
+
+/* A buffer for `bytes` of records: read_committed also needs room for the aborted list's count behind them (shard.c). */
+static size_t fetch_cap(const struct dp_req *r, uint32_t bytes)
+{
+	return r->isolation == 1 ? DP_ABORTED_AT(bytes) + 8 : bytes;
 }
 
 /* Lend fp a buffer of cap bytes; on failure the partition is answered with a retriable error. */
@@ -55,18 +85,38 @@ static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	m.u.fetch.cap = fp->cap;
 	m.u.fetch.max_bytes = fp->max_bytes;
 	m.u.fetch.isolation = r->isolation;
+	m.u.fetch.min_one = fp->min_one;
 	r->pending++;
 	dp_send(c, fp->owner, &m);
 }
 
+/*
+ * Ask every owner. What each may read: partitions in request order share
+ * MaxBytes, as Kafka reads them (KIP-74), so a round never lends much more
+ * than MaxBytes in all; once it is spent a partition is asked only for its
+ * offsets. Only the first may read its first batch whole past its share.
+ * dp_fetch_more cuts the answer to Kafka's, and reads again a partition
+ * whose share went to partitions that came back with less, or that is the
+ * first with records after all (fetch_topup).
+ */
 static void fetch_round(struct dp_core *c, struct dp_req *r)
 {
+	uint32_t budget = (uint32_t)r->max_bytes;
+	bool first = true;
 	for (uint32_t i = 0; i < r->nfparts; i++) {
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (fp->owner < 0)
 			continue;   /* answered locally with an error */
-		if (!fp->buf && !fetch_buf(c, r, fp, fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES
-		                                                                             : fp->max_bytes))
+		fp->max_bytes = fp->part_max < budget ? fp->part_max : budget;
+		budget -= fp->max_bytes;
+		fp->min_one = first;   /* later ones get it again only if those before had none */
+		first = false;
+		/* Buffers by share of MaxBytes, never by the number of partitions: one
+		 * with no share gets none, its owner answers only its offsets, and it is
+		 * read later if what came back leaves it room (fetch_topup). */
+		uint32_t cap = fp->min_one && fp->max_bytes < DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES
+		                                                                     : fp->max_bytes;
+		if (!fp->buf && cap && !fetch_buf(c, r, fp, fetch_cap(r, cap)))
 			continue;
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
 		fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;   /* the last round's pointed into buf */
@@ -99,23 +149,14 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	resp->Responses_n = nt;
 	resp->SessionId = 0;
 
-	/*
-	 * What each owner may read: partitions in request order share MaxBytes,
-	 * as Kafka reads them (KIP-74), so a request never lends much more than
-	 * MaxBytes in all; once it is spent a partition reads only its first
-	 * batch, kept only if every partition before it came back empty.
-	 * dp_fetch_more cuts the answer to Kafka's, and reads again a partition
-	 * whose share went to partitions that came back with less (fetch_topup).
-	 */
-	uint32_t budget = (uint32_t)r->max_bytes;
 	uint32_t k = 0;
 	for (int32_t i = 0; i < nt; i++) {
 		struct FetchRequest_FetchTopic *ft = &req->Topics[i];
 		struct FetchResponse_FetchableTopicResponse *tr = &resp->Responses[i];
 		int32_t np = ft->Partitions_n > 0 ? ft->Partitions_n : 0;
 		tr->Topic = ft->Topic;
-		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-		if (!tr->Partitions)
+		tr->Partitions = np ? dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)np) : NULL;
+		if (np && !tr->Partitions)
 			return -1;
 		tr->Partitions_n = np;
 		int32_t id = ft->Topic.len > 0 ? dp_topic_find(c, ft->Topic.ptr, (size_t)ft->Topic.len) : -1;
@@ -148,9 +189,7 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			fp->partition = in->Partition;
 			fp->owner = dp_owner_core(c->b, t->hash, in->Partition);
 			fp->offset = in->FetchOffset;
-			fp->part_max = fetch_clamp(in->PartitionMaxBytes);
-			fp->max_bytes = fp->part_max < budget ? fp->part_max : budget;
-			budget -= fp->max_bytes;
+			fp->part_max = fetch_clamp(in->PartitionMaxBytes);   /* its share: fetch_round */
 		}
 	}
 	r->nfparts = k;
@@ -180,9 +219,10 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 	struct dp_fetch_part *fp = &r->fparts[m->idx];
 	struct FetchResponse_PartitionData *out = fp->out;
 	if (m->u.fetch_done.need) {
-		/* The first batch (or the aborted list) does not fit: lend a bigger buffer and ask again. */
+		/* The records (or the aborted list) do not fit: lend a bigger buffer and ask again. */
 		assert(m->u.fetch_done.need > fp->cap);
-		dp_req_buf_put(c, r, fp->buf, fp->cap);
+		if (fp->buf)
+			dp_req_buf_put(c, r, fp->buf, fp->cap);
 		fp->buf = NULL;
 		if (fetch_buf(c, r, fp, m->u.fetch_done.need)) {
 			fp->out->Records = (struct kbytes){ fp->buf, 0 };
@@ -257,12 +297,13 @@ static int64_t records_next(const uint8_t *p, uint32_t len)
  * request order, each allowed min(PartitionMaxBytes, what is left of
  * MaxBytes), whole batches only; the first batch of the first partition with
  * records goes whole even when it alone is larger. Cuts records (and their
- * aborted lists) to that. Returns a partition that would get more than its
- * owner was asked to read (its share of MaxBytes went to partitions before it
- * that came back with less) and has more below its end, with what it may
- * have in *allow; -1 if none: then the answer is Kafka's.
+ * aborted lists) to that. Returns a partition that has more below its end
+ * and would get more than its owner was asked to read: its share of MaxBytes
+ * went to partitions before it that came back with less, or it came back
+ * empty, is the first with records and was not allowed its first batch whole
+ * (*min_one). *allow: what it may have. -1 if none: then the answer is Kafka's.
  */
-static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more)
+static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more, bool *min_one)
 {
 	uint32_t left = (uint32_t)r->max_bytes;
 	int32_t starved = -1;
@@ -271,7 +312,7 @@ static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more)
 		struct dp_fetch_part *fp = &r->fparts[i];
 		struct FetchResponse_PartitionData *out = fp->out;
 		struct kbytes *rec = &out->Records;
-		if (rec->len <= 0 || out->ErrorCode)
+		if (out->ErrorCode || fp->owner < 0)
 			continue;
 		uint32_t allow = fp->part_max < left ? fp->part_max : left, len = (uint32_t)rec->len;
 		if (len > allow) {
@@ -284,10 +325,12 @@ static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more)
 				fetch_trim_aborted(out, next);
 			else if (out->AbortedTransactions_n > 0)
 				out->AbortedTransactions_n = 0;
-		} else if (starved < 0 && !fp->cut && fp->max_bytes < allow &&
-		           records_next(rec->ptr, len) < (r->isolation == 1 ? out->LastStableOffset : out->HighWatermark)) {
+		} else if (starved < 0 && !fp->cut && (fp->max_bytes < allow || (first && !len && !fp->min_one)) &&
+		           (len ? records_next(rec->ptr, len) : fp->offset) <
+		                   (r->isolation == 1 ? out->LastStableOffset : out->HighWatermark)) {
 			starved = (int32_t)i;
 			*allow_more = allow;
+			*min_one = first && !len;
 		}
 		if (len)
 			first = false;
@@ -302,12 +345,18 @@ static int32_t fetch_limit_response(struct dp_req *r, uint32_t *allow_more)
  * still to come, false when it came at once (a local owner): then the caller
  * looks at the response again.
  */
-static bool fetch_topup(struct dp_core *c, struct dp_req *r, uint32_t i, uint32_t allow)
+static bool fetch_topup(struct dp_core *c, struct dp_req *r, uint32_t i, uint32_t allow, bool min_one)
 {
 	struct dp_fetch_part *fp = &r->fparts[i];
 	r->topups++;
-	/* The buffer stays: where the records found are larger, the owner asks for their size (need). */
 	fp->max_bytes = allow;
+	fp->min_one |= min_one;
+	/* A buffer that came with the share stays; where the records found are
+	 * larger, the owner asks for their size (need), so this lends no more than
+	 * DP_FETCH_BUF_MIN_BYTES ahead of what is there. */
+	uint32_t cap = fp->min_one || allow > DP_FETCH_BUF_MIN_BYTES ? DP_FETCH_BUF_MIN_BYTES : allow;
+	if (!fp->buf && !fetch_buf(c, r, fp, fetch_cap(r, cap)))
+		return false;   /* answered with a retriable error */
 	fp->out->Records = (struct kbytes){ fp->buf, 0 };
 	fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;
 	r->pending++;   /* held: a local owner answers inside fetch_send */
@@ -338,6 +387,15 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 				return true;
 			}
 		}
+		/* Partitions that MaxBytes leaves room for are read before MinBytes is
+		 * judged: Kafka would have their bytes by now. */
+		uint32_t allow;
+		bool min_one;
+		for (int32_t s; (s = fetch_limit_response(r, &allow, &min_one)) >= 0 && r->topups < DP_FETCH_TOPUPS_MAX;)
+			if (fetch_topup(c, r, (uint32_t)s, allow, min_one)) {
+				r->in_more = false;
+				return true;
+			}
 		int64_t bytes = 0;
 		bool error = false;
 		for (uint32_t i = 0; i < r->nfparts; i++) {
@@ -381,13 +439,9 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		}
 		break;
 	}
+	/* The answer is due, and cut to Kafka's by the last fetch_limit_response. */
 	r->in_more = false;
-	/* The answer is due: no more parking, only reads of partitions with more of MaxBytes to fill. */
 	r->final_round = true;
-	uint32_t allow;
-	for (int32_t s; (s = fetch_limit_response(r, &allow)) >= 0 && r->topups < DP_FETCH_TOPUPS_MAX;)
-		if (fetch_topup(c, r, (uint32_t)s, allow))
-			return true;
 	return false;
 }
 
@@ -421,9 +475,9 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 		struct ListOffsetsResponse_ListOffsetsTopicResponse *out = &resp->Topics[i];
 		int32_t np = in->Partitions_n > 0 ? in->Partitions_n : 0;
 		out->Name = in->Name;
-		out->Partitions = dp_req_alloc(r, sizeof(*out->Partitions) * (size_t)(np + 1));
-		int64_t *old = dp_req_alloc(r, sizeof(int64_t) * (size_t)(np + 1));
-		if (!out->Partitions || !old)
+		out->Partitions = np ? dp_req_alloc(r, sizeof(*out->Partitions) * (size_t)np) : NULL;
+		int64_t *old = np ? dp_req_alloc(r, sizeof(int64_t) * (size_t)np) : NULL;
+		if (np && (!out->Partitions || !old))
 			return -1;
 		out->Partitions_n = np;
 		int32_t id = in->Name.len > 0 ? dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) : -1;

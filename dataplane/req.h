@@ -21,7 +21,8 @@ struct dp_fetch_part {
 	uint32_t part_max;            /* PartitionMaxBytes, clamped to DP_FETCH_RESPONSE_MAX_BYTES */
 	uint32_t max_bytes;           /* what the owner may read: part_max within the request's MaxBytes */
 	uint8_t *buf;                 /* lent to the owner, freed here */
-	uint32_t cap;
+	uint32_t cap;                 /* 0: no buffer, only offsets and watermarks asked (max_bytes 0) */
+	bool min_one;                 /* may read its first batch whole past max_bytes (KIP-74: first with records) */
 	bool cut;                     /* records cut to MaxBytes (fetch_limit_response): more would not fit */
 };
 

@@ -39,7 +39,7 @@ struct dp_msg {
 	union {
 		struct { void *ptr; uint32_t len; uint32_t nbatch; void *out; } produce;
 		struct { int64_t base_offset, log_start; void *out; } produce_done;
-		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; int8_t isolation; } fetch;
+		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; int8_t isolation; bool min_one; } fetch;
 		struct { int64_t hw, lso, log_start; uint32_t len, need; } fetch_done;
 		struct { int64_t timestamp; void *out; int8_t isolation; } list;
 		struct { int64_t offset, timestamp; void *out; } list_done;

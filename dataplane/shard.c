@@ -452,7 +452,7 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 		}
 		if (out->err) {
 			len = 0;
-		} else if (n > room || cap < at + 8) {   /* the list, or even its count, does not fit */
+		} else if (n > room || at + 8 > cap) {   /* the list, or its count, does not fit */
 			uint32_t most = len > m->u.fetch.max_bytes ? len : m->u.fetch.max_bytes;
 			out->u.fetch_done.need = DP_ABORTED_AT(most) + DP_FETCH_ABORTED_BYTES;
 		} else {
@@ -506,7 +506,8 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 }
 
 /*
- * Reads whole stored batches into the buffer the NIC core lent; for
+ * Reads whole stored batches, at most max_bytes of them (the first batch
+ * whole past that only with min_one), into the buffer the NIC core lent; for
  * read_committed the range ends at the LSO, and sooner where more than
  * DP_FETCH_ABORTED_MAX aborted transactions would overlap it. The tail of
  * the log is nearly always in the page cache: a non-blocking preadv2
@@ -535,7 +536,9 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 	out.u.fetch_done.log_start = start;
 	if (off < start || off > st_log_end_offset(log)) {
 		out.err = KERR_OFFSET_OUT_OF_RANGE;
-	} else if (off < end) {
+	} else if (off < end && (m->u.fetch.max_bytes || m->u.fetch.min_one)) {
+		/* (With neither, only the offsets above were asked: the NIC core reads
+		 * this partition later if the request's MaxBytes leaves it room.) */
 		int fd;
 		uint64_t pos;
 		int64_t heap[DP_FETCH_ABORTED_MAX + 1];   /* 8 KiB of stack */
@@ -558,6 +561,10 @@ static void shard_fetch(struct dp_core *c, struct dp_msg *m)
 			out.err = KERR_CORRUPT_MESSAGE;
 		} else if (rc < 0) {
 			out.err = KERR_KAFKA_STORAGE_ERROR;
+		} else if (len > m->u.fetch.max_bytes && !m->u.fetch.min_one) {
+			/* The first batch alone is larger than this partition may have, and
+			 * only the first partition with records gets it whole (KIP-74). */
+			len = 0;
 		} else if (len > cap) {
 			/* Only a first batch larger than the buffer (KIP-74): room for it and a list. */
 			out.u.fetch_done.need = DP_ABORTED_AT(len) + (committed ? DP_FETCH_ABORTED_BYTES : 0);

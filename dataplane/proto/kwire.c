@@ -3,8 +3,6 @@
 
 #include <assert.h>
 
-#define KARENA_ALIGN 8
-
 void *karena_alloc(struct karena *a, size_t n)
 {
 	assert(a->used <= a->cap);

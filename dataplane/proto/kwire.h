@@ -54,6 +54,7 @@ struct kwriter {
 
 /* any core: bump allocator over caller memory, reset per request. Decoders take
  * arrays from it so the data path never calls malloc. */
+#define KARENA_ALIGN 8   /* every allocation starts at a multiple of this */
 struct karena {
 	uint8_t *base;
 	size_t used, cap;

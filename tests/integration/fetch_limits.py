@@ -95,6 +95,46 @@ def fetch_v4(port, version, topic, parts, max_bytes, isolation=0):
     return out, size
 
 
+def fetch_v11_frame(conn, topic, parts, max_bytes):
+    """A Fetch v11 of parts [(partition, offset, partition_max_bytes)], one topic. Returns (corr, frame)."""
+    body = struct.pack('>iiiibii', -1, 0, 0, max_bytes, 0, 0, -1)   # ..., isolation, session id, epoch
+    body += struct.pack('>i', 1) + kstr(topic) + struct.pack('>i', len(parts))
+    body += b''.join(struct.pack('>iiqqi', p, -1, off, -1, pmax) for p, off, pmax in parts)
+    body += struct.pack('>i', 0) + kstr('')                          # forgotten topics, rack
+    return conn.frame(API_FETCH, 11, body)
+
+
+def parse_fetch_v11(data):
+    """[(partition, err, records)] of a Fetch v11 response body (after the correlation id)."""
+    r = Reader(data)
+    r.i32(), r.i16(), r.i32()                               # throttle, error, session
+    out = []
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            idx, err = r.i32(), r.i16()
+            r.i64(), r.i64(), r.i64()                       # HW, LSO, log start
+            for _ in range(max(r.i32(), 0)):
+                r.i64(), r.i64()
+            r.i32()                                         # preferred read replica
+            n = r.i32()
+            out.append((idx, err, r.take(n) if n > 0 else b''))
+    if not r.done():
+        raise ValueError('trailing bytes in the Fetch response')
+    return out
+
+
+def proc_status(pid, keys=('VmPeak', 'VmHWM', 'VmSize', 'VmRSS')):
+    """The broker's memory figures from /proc/PID/status, in bytes."""
+    got = {}
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            k, _, v = line.partition(':')
+            if k in keys:
+                got[k] = int(v.split()[0]) * 1024
+    return got
+
+
 class Log:
     """The batches of each partition, as a plain fetch returns them."""
 
@@ -111,8 +151,8 @@ class Log:
 
 
 def kafka_answer(log, parts, max_bytes):
-    """What Kafka returns: per partition the sizes of the batches it sends."""
-    left, first, want = max(max_bytes, 0), True, {}
+    """What Kafka returns: per entry of parts the sizes of the batches it sends."""
+    left, first, want = max(max_bytes, 0), True, []
     for p, off, pmax in parts:
         allow, taken, sizes = min(max(pmax, 0), left), 0, []
         for (_b, _l, size) in log.from_offset(p, off):
@@ -123,7 +163,7 @@ def kafka_answer(log, parts, max_bytes):
         if sizes:
             first = False
         left = max(0, left - taken)
-        want[p] = sizes
+        want.append(sizes)
     return want
 
 
@@ -131,15 +171,17 @@ def check(log, got, parts, max_bytes, exact):
     """None if the answer keeps every rule (and equals Kafka's with exact), else the problem."""
     want = kafka_answer(log, parts, max_bytes)
     total, first_p, nonempty = 0, None, 0
-    for (p, err, recs), (_p, off, pmax) in zip(got, parts):
+    if len(got) != len(parts):
+        return f'{len(got)} partitions answered, {len(parts)} asked'
+    for i, ((p, err, recs), (_p, off, pmax)) in enumerate(zip(got, parts)):
         if err:
             return f'partition {p}: error {err}'
         bs = split_batches(recs)
         expect = log.from_offset(p, off)[:len(bs)]
         if [x[2] for x in bs] != [x[2] for x in expect] or (bs and bs[0][0] != expect[0][0]):
             return f'partition {p}: batches {bs[:3]} are not the log\'s from {off}'
-        if exact and [x[2] for x in bs] != want[p]:
-            return f'partition {p}: {len(bs)} batches ({len(recs)} bytes), Kafka sends {len(want[p])} ({sum(want[p])})'
+        if exact and [x[2] for x in bs] != want[i]:
+            return f'partition {p}: {len(bs)} batches ({len(recs)} bytes), Kafka sends {len(want[i])} ({sum(want[i])})'
         if bs and first_p is None:
             first_p = p
             if len(recs) > min(max(pmax, 0), max(max_bytes, 0)) and len(bs) != 1:
@@ -151,7 +193,7 @@ def check(log, got, parts, max_bytes, exact):
     first_alone = nonempty == 1 and len(split_batches(next(g[2] for g in got if g[2]))) == 1
     if total > max(max_bytes, 0) and not first_alone:
         return f'{total} record bytes in all, MaxBytes {max_bytes}, and not just one first batch'
-    if first_p is None and any(want[p] for p in want):
+    if first_p is None and any(want):
         return 'no records although the log has some: KIP-74 sends the first batch'
     return None
 
@@ -180,6 +222,75 @@ def produce(a):
         c.close()
 
 
+AMP_PARTITION_ENTRIES = 3000
+AMP_REQUESTS_PER_CONN = 50
+AMP_CONNS = 6
+AMP_BATCH_VALUE_BYTES = 50000       # ~200 KB batches: larger than any buffer lent ahead (64 KiB)
+AMP_MEMORY_BOUND_BYTES = 1 << 30    # the broker's peak VmSize and VmRSS over the whole run
+
+
+def amplification(a):
+    """Issue 10 follow-up: a Fetch of 3,000 partition entries and MaxBytes 100 used to lend
+    every entry a buffer for its first batch (~3 GB per request with 1 MiB batches; 50 such
+    pipelined took a broker to VmSize 150 GB). Pipelined on several connections at once, the
+    broker's peak VmSize and VmRSS must stay under AMP_MEMORY_BOUND_BYTES, and every answer
+    must be Kafka's (the first batch of the first entry, whole; nothing for the rest)."""
+    import threading
+    topic = a.topic + '-amp'
+    c = Conn(a.port)
+    try:
+        deadline = time.monotonic() + 20
+        while metadata_v4_topic_errors(c, [topic]).get(topic) != 0:
+            if time.monotonic() > deadline:
+                raise ValueError(f'topic {topic} not created')
+            time.sleep(0.2)
+        for p in range(a.partitions):
+            for i in range(4):
+                res = parse_produce_v7(c.call(API_PRODUCE, 7, produce_v7_body(
+                    topic, p, big_batch(b'amp%d-%d' % (p, i), 4, AMP_BATCH_VALUE_BYTES))))
+                if res.get((topic, p), (None,))[0] != 0:
+                    raise ValueError(f'produce to {topic}/{p}: {res}')
+    finally:
+        c.close()
+    log = Log(a.port, topic, a.partitions)
+    parts = [(i % a.partitions, 0, 1 << 20) for i in range(AMP_PARTITION_ENTRIES)]
+    before = proc_status(a.broker_pid)
+    problems = []
+
+    def one_conn(k):
+        conn = Conn(a.port)
+        try:
+            frames = [fetch_v11_frame(conn, topic, parts, 100) for _ in range(AMP_REQUESTS_PER_CONN)]
+            sender = threading.Thread(target=lambda: conn.send_raw(b''.join(f for _, f in frames)))
+            sender.start()
+            for corr, _ in frames:
+                why = check(log, parse_fetch_v11(conn.response(corr)), parts, 100, True)
+                if why:
+                    problems.append(f'connection {k}: {why}')
+                    break
+            sender.join()
+        except (Closed, TimeoutError, ValueError, OSError) as e:
+            problems.append(f'connection {k}: {type(e).__name__}: {e}')
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=one_conn, args=(k,)) for k in range(AMP_CONNS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = proc_status(a.broker_pid)
+    print(f'amplification: {AMP_CONNS} connections x {AMP_REQUESTS_PER_CONN} Fetches of '
+          f'{AMP_PARTITION_ENTRIES} entries, MaxBytes 100: broker VmPeak {before["VmPeak"] >> 20} -> '
+          f'{after["VmPeak"] >> 20} MB, VmHWM {before["VmHWM"] >> 20} -> {after["VmHWM"] >> 20} MB')
+    for k in ('VmPeak', 'VmHWM'):
+        if after[k] >= AMP_MEMORY_BOUND_BYTES:
+            problems.append(f'{k} {after[k] >> 20} MB, bound {AMP_MEMORY_BOUND_BYTES >> 20} MB')
+    for why in problems[:10]:
+        print(f'FAIL amplification: {why}')
+    return not problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--port', type=int, required=True)
@@ -187,6 +298,7 @@ def main():
     ap.add_argument('--partitions', type=int, required=True)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--only', help='run only the cases whose name contains this')
+    ap.add_argument('--broker-pid', type=int, help='run the memory amplification case against this broker')
     a = ap.parse_args()
     produce(a)
     log = Log(a.port, a.topic, a.partitions)
@@ -210,6 +322,10 @@ def main():
          [(0, log.b[0][-1][1] + 1, 1 << 20)] + [(p, 0, 1 << 20) for p in P[1:]], 10, True),
         ('negative limits', 4, [(p, 0, -5) for p in P], -1, True),
         ('MaxBytes 0', 4, [(p, 3, 1 << 20) for p in P], 0, True),
+        # Before v5 a partition is 16 bytes on the wire and decodes to several times that:
+        # the request arena must still hold it (it used to close such a request as malformed).
+        ('v4 with 3,900 partition entries', 4, [(p % len(P), 0, b0) for p in range(3900)], b0 * 40, True),
+        ('v0 with 3,900 partition entries', 0, [(p % len(P), 0, 100) for p in range(3900)], 0, True),
     ]
     rnd = random.Random(a.seed)
     for k in range(60):
@@ -221,9 +337,13 @@ def main():
                       rnd.choice([INT32_MAX, 0, -7, rnd.randrange(1, 300000), 0x40000001]),
                       len({x[0] for x in parts}) == len(parts)))
     cases = [x for x in cases if not a.only or a.only in x[0]]
-    canary = Conn(a.port)
     failed = 0
-    for name, version, parts, max_bytes, exact in cases:
+    if a.broker_pid and (not a.only or a.only in 'amplification'):
+        # First, so that the broker's peak memory is this case's.
+        failed += not amplification(a)
+        cases.append(('amplification',))
+    canary = Conn(a.port)
+    for name, version, parts, max_bytes, exact in (x for x in cases if len(x) > 1):
         try:
             got, size = fetch_v4(a.port, version, a.topic, parts, max_bytes)
             if version < 3:
