@@ -426,7 +426,11 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 					.type = DP_MSG_WATCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
 					.gen = r->gen, .partition = fp->partition,
 				};
-				m.u.watch.offset = fp->offset;
+				/* Wake on what is new since this round's read, not on what it already
+				 * read: a MinBytes that what is there cannot meet would otherwise wake,
+				 * re-read and park again until MaxWaitMs, two cores busy all along. */
+				int64_t end = r->isolation == 1 ? fp->out->LastStableOffset : fp->out->HighWatermark;
+				m.u.watch.offset = end > fp->offset ? end : fp->offset;
 				m.u.watch.deadline_ms = r->deadline_ms;
 				m.u.watch.topic_gen = fp->gen;
 				m.u.watch.isolation = r->isolation;

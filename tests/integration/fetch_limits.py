@@ -291,6 +291,37 @@ def amplification(a):
     return not problems
 
 
+def cpu_ticks(pid):
+    """utime + stime of every thread of pid, in clock ticks."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def min_bytes_unmeetable(a):
+    """A Fetch whose MinBytes what is there cannot meet (INT32_MAX) waits MaxWaitMs for new
+    data. Its watch used to be set at the fetch offset, which the data already passed: it
+    fired at once, re-read, parked and fired again until MaxWaitMs, a NIC core and the
+    owner busy all along. Over 3 s of waiting the broker must use well under a second of
+    CPU (a spin took two cores' worth)."""
+    wait_ms = 3000
+    c = Conn(a.port)
+    try:
+        body = struct.pack('>iiiibii', -1, wait_ms, INT32_MAX, 1 << 20, 0, 0, -1)
+        body += struct.pack('>i', 1) + kstr(a.topic) + struct.pack('>i', 1)
+        body += struct.pack('>iiqqi', 0, -1, 0, -1, 1 << 20) + struct.pack('>i', 0) + kstr('')
+        t0, ticks0 = time.monotonic(), cpu_ticks(a.broker_pid)
+        c.call(API_FETCH, 11, body)
+        took, ticks = time.monotonic() - t0, cpu_ticks(a.broker_pid) - ticks0
+    finally:
+        c.close()
+    cpu_s = ticks / os.sysconf('SC_CLK_TCK')
+    ok = took >= wait_ms / 1000 * 0.9 and cpu_s < 0.8
+    print(f'{"ok  " if ok else "FAIL"} MinBytes INT32_MAX over data: answered after {took:.2f} s, '
+          f'broker CPU {cpu_s:.2f} s while it waited', flush=True)
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--port', type=int, required=True)
@@ -342,6 +373,9 @@ def main():
         # First, so that the broker's peak memory is this case's.
         failed += not amplification(a)
         cases.append(('amplification',))
+    if a.broker_pid and (not a.only or a.only in 'min bytes'):
+        failed += not min_bytes_unmeetable(a)
+        cases.append(('min bytes',))
     canary = Conn(a.port)
     for name, version, parts, max_bytes, exact in (x for x in cases if len(x) > 1):
         try:
