@@ -129,6 +129,16 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 {
 	if (!k->closed || k->sends_inflight || k->resuming || (k->draining && k->paused))
 		return;
+	/*
+	 * The coordinator is told of the group requests it holds only once the
+	 * slot is free: on this core (--cores 1) it answers inside dp_send, and
+	 * the rebalance that completes may finish more of this connection's
+	 * requests, which would come back here and free the slot a second time.
+	 * What it is told is (request, generation): one finished meanwhile is
+	 * not found, and ignored.
+	 */
+	struct { struct dp_req *r; uint32_t gen; } gone[DP_CONN_REQS_MAX + 1];
+	uint32_t ngone = 0;
 	while (k->q_head) {
 		struct dp_req *r = k->q_head;
 		k->q_head = r->next;
@@ -143,9 +153,10 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 		c->detached.held_bytes += r->held_bytes;
 		c->detached.nreqs++;
 		if (r->hdr.api_key == 11 || r->hdr.api_key == 14) {
-			/* The coordinator may hold it for a whole rebalance: ask for it back now. */
-			struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = r, .gen = r->gen };
-			dp_send(c, 0, &m);
+			/* The coordinator may hold it for a whole rebalance: ask for it back. */
+			assert(ngone < sizeof(gone) / sizeof(gone[0]));
+			gone[ngone].r = r;
+			gone[ngone++].gen = r->gen;
 		}
 	}
 	assert(k->nreqs == 0 && k->held_bytes == 0 && k->unsent_bytes == 0);
@@ -162,6 +173,10 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	memset(k, 0, sizeof(*k));
 	assert(c->conn_free_n < DP_CONN_SLOTS);
 	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
+	for (uint32_t i = 0; i < ngone; i++) {
+		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = gone[i].r, .gen = gone[i].gen };
+		dp_send(c, 0, &m);
+	}
 }
 
 static void conn_resume(struct dp_core *c, struct dp_conn *k);
