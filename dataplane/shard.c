@@ -453,8 +453,11 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 		if (out->err) {
 			len = 0;
 		} else if (n > room || at + 8 > cap) {   /* the list, or its count, does not fit */
+			/* Room for what was counted (a longer list found by the retry asks again),
+			 * not for the longest list: that would lend ~24 KiB per partition. */
 			uint32_t most = len > m->u.fetch.max_bytes ? len : m->u.fetch.max_bytes;
-			out->u.fetch_done.need = DP_ABORTED_AT(most) + DP_FETCH_ABORTED_BYTES;
+			out->u.fetch_done.need = DP_ABORTED_AT(most) + 8 + n * (uint32_t)sizeof(struct txn_aborted);
+			assert(out->u.fetch_done.need > cap);
 		} else {
 			struct FetchResponse_AbortedTransaction *kt = (void *)list;
 			for (uint32_t i = 0; i < n; i++) {
