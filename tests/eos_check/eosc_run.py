@@ -71,7 +71,8 @@ CLOSE_WAIT_S = 120       # a close instance
 FINISH_WAIT_S = 240      # a copier's catching up at the end
 READ_SETTLE_S = 60       # the reader waits this long for the LSO to reach the high watermark
 READ_WAIT_S = 300
-RESTARTS_MAX = 200       # client instances started in all, beyond the first ones
+RESTARTS_MAX = 200       # client instances started, beyond the first ones: a crash loop, not faults
+RESTARTS_PER_MIN = 30    # ... plus this many per minute of --duration (faults restart ~7 a minute)
 TXN_TIMEOUT_MS = 30000
 MIN_TXNS_STRETCH = 3     # --min-txns may stretch the workload to this many times --duration
 
@@ -214,8 +215,9 @@ class Role:
 
     def restart(self):
         self.run.restarts += 1
-        if self.run.restarts > RESTARTS_MAX:
-            raise RuntimeError('more than %d client restarts' % RESTARTS_MAX)
+        most = RESTARTS_MAX + RESTARTS_PER_MIN * self.run.args.duration // 60
+        if self.run.restarts > most:
+            raise RuntimeError('more than %d client restarts' % most)
         return self.start(self.kind)
 
 
