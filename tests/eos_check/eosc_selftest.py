@@ -229,12 +229,12 @@ class Synth:
             topic, part, off = t['in_log'][0]
             extra = (order.index((topic, part)), self.plog[(topic, part)][off])
         for k, tp in enumerate(order):
-            todo = [v for v, vis in zip(self.plog[tp], self.visible[tp]) if vis]
+            shown = [v for v, vis in zip(self.plog[tp], self.visible[tp]) if vis]
             if inj == 'copy_order' and k == 0:
-                todo[0], todo[1] = todo[1], todo[0]
+                shown[0], shown[1] = shown[1], shown[0]
             i, first = 0, True
-            while i < len(todo):
-                batch = todo[i:i + 3]
+            while i < len(shown):
+                batch = shown[i:i + 3]
                 t = self.begin(c)
                 for v in batch:
                     self.send(t, OUT, k, orig=v)
