@@ -134,6 +134,11 @@
 #define DP_PROBE_FREE_BYTES_MIN (1u << 20)
 #define DP_FDS_RESERVED         256
 
+/* Start-up: how long a busy listen port is waited for (a SIGKILLed broker's
+ * listeners outlive it for a moment; see dp_wait_port), polled this often. */
+#define DP_LISTEN_WAIT_MS       10000
+#define DP_LISTEN_RETRY_MS      50
+
 /* Log lines a client can cause (log.c): per call site and core. */
 #define DP_LOG_RL_BURST         10        /* lines per window, then "N similar lines suppressed" */
 #define DP_LOG_RL_WINDOW_MS     10000

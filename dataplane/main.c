@@ -291,6 +291,27 @@ static void *core_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * The port is free, or -errno once DP_LISTEN_WAIT_MS have passed. A broker that was
+ * just SIGKILLed still holds its listeners for a moment after it is reaped: the
+ * kernel closes files held by an io_uring in a worker after the process is gone. A
+ * restart (a supervisor's, or a crash test's) waits that out; a live broker on the
+ * port is still refused, only later.
+ */
+static int dp_wait_port(const char *host, uint16_t port)
+{
+	int rc = nic_port_probe(host, port);
+	for (int waited_ms = 0; rc == -EADDRINUSE && waited_ms < DP_LISTEN_WAIT_MS;
+	     waited_ms += DP_LISTEN_RETRY_MS) {
+		if (waited_ms == 0)
+			DP_INFO("%s:%u is in use; waiting up to %d ms for it to be released", host, port,
+			        DP_LISTEN_WAIT_MS);
+		usleep(DP_LISTEN_RETRY_MS * 1000);
+		rc = nic_port_probe(host, port);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static struct dp_broker b;
@@ -342,7 +363,7 @@ int main(int argc, char **argv)
 		b.cores[i] = c;
 	}
 	dp_fd_budget_init(&b);
-	int rc = b.cfg.listen_port ? nic_port_probe(b.cfg.listen_host, b.cfg.listen_port) : 0;
+	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {
 		DP_ERR("cannot listen on %s:%u: %s", b.cfg.listen_host, b.cfg.listen_port, strerror(-rc));
 		return 1;
