@@ -297,7 +297,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
 		return 24;   /* INVALID_GROUP_ID */
 	if (q->Protocols_n <= 0 || q->Protocols_n > GRP_PROTOCOLS_MAX)
-		return GRP_ERR_INCONSISTENT_PROTOCOL;
+		return KERR_INCONSISTENT_GROUP_PROTOCOL;
 	struct grp_group *g = grp_get(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
 	if (!g)
 		return KERR_UNKNOWN_SERVER_ERROR;
@@ -337,9 +337,9 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	struct SyncGroupRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (fenced(g, q->MemberId, q->GroupInstanceId))
-		return GRP_ERR_FENCED_INSTANCE_ID;
+		return KERR_FENCED_INSTANCE_ID;
 	int32_t na = q->Assignments_n > 0 ? q->Assignments_n : 0;
 	struct grp_assign *a = calloc((size_t)na + 1, sizeof(*a));
 	if (!a)
@@ -364,9 +364,9 @@ static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
 	struct HeartbeatRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (fenced(g, q->MemberId, q->GroupInstanceId))
-		return GRP_ERR_FENCED_INSTANCE_ID;
+		return KERR_FENCED_INSTANCE_ID;
 	return grp_heartbeat(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, q->GenerationId,
 	                     dp_wall_ms());
 }
@@ -379,7 +379,7 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 	int64_t now = dp_wall_ms();
 	if (r->hdr.api_version < 3) {
 		int16_t err = g ? grp_leave(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, now,
-		                            &c->grp->outs) : GRP_ERR_UNKNOWN_MEMBER_ID;
+		                            &c->grp->outs) : KERR_UNKNOWN_MEMBER_ID;
 		if (g)
 			send_outs(c, g);
 		return err;
@@ -399,7 +399,7 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 		const struct grp_member *s = g && !klen(id) ? grp_static_find(g, x->GroupInstanceId.ptr, klen(x->GroupInstanceId)) : NULL;
 		if (s)
 			id = (struct kstr){ s->id, s->id_len };
-		int16_t err = !g ? GRP_ERR_UNKNOWN_MEMBER_ID : fenced(g, id, x->GroupInstanceId);
+		int16_t err = !g ? KERR_UNKNOWN_MEMBER_ID : fenced(g, id, x->GroupInstanceId);
 		resp->Members[i].ErrorCode = err ? err : grp_leave(g, id.ptr, klen(id), now, &c->grp->outs);
 		if (g)
 			send_outs(c, g);
@@ -424,7 +424,7 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 			if (*pe_)                                                                      \
 				continue;   /* refused already (unknown topic) */                      \
 			if (meta_ > GRP_OFFSET_META_MAX)                                               \
-				*pe_ = GRP_ERR_OFFSET_METADATA_TOO_LARGE;                              \
+				*pe_ = KERR_OFFSET_METADATA_TOO_LARGE;                              \
 			else if (name_ <= 0 || name_ > GRP_TOPIC_BYTES_MAX)                            \
 				*pe_ = KERR_UNKNOWN_TOPIC_OR_PARTITION;                                \
 			else {                                                                         \
@@ -778,7 +778,7 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 	struct TxnOffsetCommitRequest *q = r->req;
 	int16_t v = r->hdr.api_version;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
-		return GRP_ERR_INVALID_GROUP_ID;
+		return KERR_INVALID_GROUP_ID;
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
 		dp_txnc_find(c, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
 	if (!m || m->pid != q->ProducerId)
