@@ -400,7 +400,7 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		bool error = false;
 		for (uint32_t i = 0; i < r->nfparts; i++) {
 			bytes += r->fparts[i].out->Records.len;
-			error |= r->fparts[i].out->ErrorCode != 0;
+			error |= r->fparts[i].out->ErrorCode != KERR_NONE;
 		}
 		if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms &&
 		    wakes < DP_FETCH_SYNC_WAKES_MAX) {
