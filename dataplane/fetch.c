@@ -65,8 +65,8 @@ static bool fetch_buf(struct dp_core *c, struct dp_req *r, struct dp_fetch_part 
 		fp->cap = (uint32_t)cap;
 		return true;
 	}
-	DP_WARN_RL("fetch: no buffer of %zu bytes for a partition: answered with error %d", cap,
-	           DP_FETCH_ERR_NO_BUFFER);
+	DP_WARN_RL("fetch: no buffer of %zu bytes for a partition: answered with %s", cap,
+	           kerr_name(DP_FETCH_ERR_NO_BUFFER));
 	fp->cap = 0;
 	fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
 	fp->out->Records = (struct kbytes){ NULL, 0 };

@@ -410,8 +410,9 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
-	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
-	           "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d %s): it is sent again every "
+	           "%d ms until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+	           kerr_name(msg->err) ?: "?",
 	           DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
 	m->tps[msg->idx].marker_again = true;
 	if (!m->retry_listed) {
@@ -458,7 +459,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
-		DP_WARN_RL("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
+		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
+		           kerr_name(msg->err) ?: "?");
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_acked++ == 0)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
