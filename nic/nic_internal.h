@@ -1,5 +1,7 @@
 /*
  * nic_internal.h - state of the io_uring socket backend (nic/ and its tests only).
+ * What every backend shares (limits, handle layout, queued send and event)
+ * is in nic_backend.h; nic_sim.c keeps the same lifecycles without CLOSING.
  *
  * Locality: everything here belongs to one NIC core; nothing is shared.
  *
@@ -36,20 +38,10 @@
 #include <sys/uio.h>
 
 #include "nic.h"
+#include "nic_backend.h"
 
-#define NIC_TXQ_MAX          64u        /* queued sends per connection (power of two) */
-#define NIC_SEND_IOV_MAX     16u        /* queued sends coalesced into one SENDMSG */
-#define NIC_CONN_IDX_BITS    20u        /* handle = idx | gen << 20 */
-#define NIC_CONN_GEN_BITS    12u
-#define NIC_CONNS_LIMIT      (1u << NIC_CONN_IDX_BITS)
-#define NIC_RX_BUFS_LIMIT    32768u     /* kernel limit on buffer ring entries */
 #define NIC_LISTEN_BACKLOG   4096       /* capped by net.core.somaxconn */
 #define NIC_BGID             0x51u      /* our provided-buffer group on the shared ring */
-
-_Static_assert((NIC_TXQ_MAX & (NIC_TXQ_MAX - 1)) == 0, "txq ring indexes by mask");
-_Static_assert(NIC_SEND_IOV_MAX <= NIC_TXQ_MAX, "cannot coalesce more than is queued");
-_Static_assert(NIC_CONN_IDX_BITS + NIC_CONN_GEN_BITS == 32, "handle is 32 bits");
-_Static_assert(NIC_RX_BUFS_LIMIT <= 65536, "buffer ids are 16 bits in the CQE");
 
 /*
  * user_data payload (shifted left 4 above NIC_URING_TAG):
@@ -82,13 +74,6 @@ enum nic_conn_state {
 #define NIC_CF_ON_DIRTY      0x40u
 #define NIC_CF_ON_STARVED    0x80u
 
-/* One queued send. Locality: NIC core. */
-struct nic_tx {
-	const uint8_t *data;
-	void *cookie;
-	uint32_t len;
-};
-
 /* One connection slot. Locality: NIC core. */
 struct nic_conn {
 	int fd;
@@ -105,16 +90,6 @@ struct nic_conn {
 	struct msghdr msg;       /* must stay put while the SENDMSG is in flight */
 	struct iovec iov[NIC_SEND_IOV_MAX];
 	struct nic_tx tx[NIC_TXQ_MAX];
-};
-
-/* Queued event, compact: pointers are rebuilt at delivery. Locality: NIC core. */
-struct nic_iev {
-	uint8_t kind;            /* enum nic_ev_kind */
-	uint8_t pad;
-	uint16_t bid;            /* DATA */
-	uint32_t idx;            /* connection slot */
-	uint32_t len;            /* DATA */
-	int32_t status;          /* SENT / CLOSED */
 };
 
 /* Counters for tests and the bench. Locality: NIC core. */
