@@ -1,0 +1,983 @@
+/*
+ * nic_sim.c - the in-memory NIC backend: nic.h over simulated byte streams
+ * with seeded delays, short reads and writes, resets and bounded buffers.
+ * The model and how a simulator drives it: nic_sim.h.
+ *
+ * Locality: the simulator's thread. One struct nic_sim_net per simulated
+ * network; one struct nic per simulated core (a listener on it).
+ *
+ * Same contract as nic_uring.c, kept the same way: a connection slot goes
+ * FREE -> OPEN -> CLOSED (CLOSED queued, every unsent buffer's SENT queued
+ * before it) -> FREE when nic_poll delivers CLOSED; a send entry is reused
+ * only once its SENT was delivered; a receive buffer is lent from the fixed
+ * pool for each DATA until nic_rx_release. So the event queue has the bound
+ * nic_internal.h proves, conns_max * (2 + NIC_TXQ_MAX) + rx_bufs. There are
+ * no operations in flight (the "kernel" runs inside nic_flush), so there is
+ * no CLOSING state.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nic.h"
+#include "nic_backend.h"
+#include "nic_sim.h"
+
+#define NIC_TXQ_MASK  (NIC_TXQ_MAX - 1u)
+#define NIC_GEN_MASK  ((1u << NIC_CONN_GEN_BITS) - 1u)
+#define NIC_IDX_MASK  (NIC_CONNS_LIMIT - 1u)
+#define NIC_SIM_NEVER UINT64_MAX
+#define NIC_SIM_PIPE_BYTES_LIMIT (1u << 30)
+#define NIC_SIM_PORT_FIRST 30000u          /* ports the network picks for port 0 */
+
+_Static_assert(NIC_SIM_PIPES_LIMIT <= NIC_CONNS_LIMIT, "client handles use the conn handle layout");
+
+/* One stretch of a stream that arrives at once. Locality: simulator thread. */
+struct nic_sim_seg {
+	uint64_t end;            /* stream offset just past the segment */
+	uint64_t at_us;          /* arrival time */
+};
+
+/*
+ * One direction of a pipe: a ring of pipe_bytes indexed by monotonic offsets.
+ *   [head, arrived)   arrived, not yet read
+ *   [arrived, tail)   in flight, in seg[] (arrival times never decrease)
+ * Locality: simulator thread.
+ */
+struct nic_sim_stream {
+	uint8_t *buf;
+	uint64_t head, arrived, tail;
+	uint64_t last_at_us;     /* arrival time of the newest segment (or FIN) */
+	uint64_t fin_at_us;      /* NIC_SIM_NEVER: the writer has not closed */
+	struct nic_sim_seg seg[NIC_SIM_SEGS_MAX];
+	uint32_t seg_head, seg_n;
+};
+
+/*
+ * Pipe lifecycle:  FREE --connect--> SYN --accept--> LIVE --server closes
+ * (nic_close, FIN seen, reset, shutdown)--> ORPHAN;  SYN --rejected--> ORPHAN.
+ * ORPHAN (or FREE-bound) is freed once the client side is gone as well
+ * (client_close / client_reset), so a client can read the server's last
+ * bytes and its EOF after the server's slot was reused.
+ */
+enum nic_sim_pipe_state {
+	NIC_SIM_PIPE_FREE = 0,
+	NIC_SIM_PIPE_SYN,
+	NIC_SIM_PIPE_LIVE,
+	NIC_SIM_PIPE_ORPHAN,
+};
+
+/* Locality: simulator thread. */
+struct nic_sim_pipe {
+	uint16_t cgen;           /* client handle generation, 1..4095 */
+	uint8_t state;           /* enum nic_sim_pipe_state */
+	bool client_gone;        /* client closed or reset: handle stale */
+	uint64_t syn_at_us;      /* SYN: when the connect reaches the listener */
+	uint64_t reset_at_us;    /* NIC_SIM_NEVER, or when a reset takes effect */
+	struct nic *srv;         /* SYN: the listener; LIVE: the server side */
+	uint32_t srv_idx;        /* LIVE: its connection slot */
+	struct nic_sim_stream up;    /* client -> server */
+	struct nic_sim_stream down;  /* server -> client */
+};
+
+/* Locality: simulator thread. */
+struct nic_sim_net {
+	uint64_t rng;
+	uint64_t now_us;
+	struct nic_sim_faults f;
+	uint32_t pipes_max, pipe_bytes;
+	struct nic_sim_pipe *pipes;
+	uint32_t *free_pipes;    /* stack */
+	uint32_t free_n;
+	uint8_t *mem;            /* pipes_max * 2 * pipe_bytes */
+	struct nic *listeners[NIC_SIM_LISTENERS_MAX];
+	uint32_t nlisteners;
+};
+
+enum nic_sim_conn_state {
+	NIC_SIM_CONN_FREE = 0,
+	NIC_SIM_CONN_OPEN,
+	NIC_SIM_CONN_CLOSED,     /* CLOSED queued, not yet polled */
+};
+
+/* One server connection slot. Locality: simulator thread (the core's side). */
+struct nic_sim_conn {
+	uint16_t gen;            /* 1..4095 */
+	uint8_t state;           /* enum nic_sim_conn_state */
+	bool paused;
+	uint32_t pipe;
+	uint32_t tx_head, tx_done, tx_tail;  /* as nic_internal.h's send queue */
+	uint32_t tx_off;                     /* bytes of tx[tx_done] already moved */
+	struct nic_tx tx[NIC_TXQ_MAX];
+};
+
+/* The listener, one per simulated core. Locality: simulator thread. */
+struct nic {
+	struct nic_sim_net *net;
+	uint16_t port;
+	bool reuseport;
+	bool shutting_down;
+	uint32_t conns_max, rx_bufs, rx_buf_bytes;
+	uint32_t syn_pending;        /* pipes in SYN towards this listener */
+	uint32_t cursor;             /* first slot nic_flush serves: rotates for fairness */
+	uint32_t pushed;             /* events queued, for nic_flush's count */
+
+	struct nic_sim_conn *conns;
+	uint32_t *free_slots;        /* stack */
+	uint32_t free_n;
+
+	struct nic_iev *evq;         /* FIFO, bound in nic_internal.h */
+	uint32_t evq_cap, evq_head, evq_n;
+
+	uint8_t *rx_mem;             /* rx_bufs * rx_buf_bytes */
+	uint8_t *rx_out;             /* per buffer: 1 while queued or with the app */
+	uint32_t rx_held;
+	uint16_t *rx_free;           /* stack */
+	uint32_t rx_free_n;
+
+	struct nic_sim_stats stats;
+};
+
+/* ---- PRNG and faults ------------------------------------------------------ */
+
+/* splitmix64: one 64-bit state, every value used once; enough for choices. */
+uint64_t nic_sim_net_rand(struct nic_sim_net *net)
+{
+	uint64_t z = (net->rng += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* Draws only when the fault is on, so a quiet network costs no randomness. */
+static bool nic_sim_roll(struct nic_sim_net *net, uint32_t ppm)
+{
+	return ppm > 0 && nic_sim_net_rand(net) % NIC_SIM_PPM < ppm;
+}
+
+static uint64_t nic_sim_arrival(struct nic_sim_net *net)
+{
+	uint64_t d = 0;
+	if (net->f.delay_us_max > 0)
+		d = nic_sim_net_rand(net) % ((uint64_t)net->f.delay_us_max + 1u);
+	return net->now_us + d;
+}
+
+/* A cut in [1, len - 1] for len > 1, when the fault hits; else len. */
+static uint64_t nic_sim_cut(struct nic_sim_net *net, uint32_t ppm, uint64_t len, bool *cut)
+{
+	*cut = false;
+	if (len < 2 || !nic_sim_roll(net, ppm))
+		return len;
+	*cut = true;
+	return 1u + nic_sim_net_rand(net) % (len - 1u);
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+static void nic_sim_stream_init(struct nic_sim_stream *s, uint8_t *buf)
+{
+	memset(s, 0, sizeof(*s));
+	s->buf = buf;
+	s->fin_at_us = NIC_SIM_NEVER;
+}
+
+/* Move segments whose time has come to the arrived side. */
+static void nic_sim_stream_advance(struct nic_sim_stream *s, uint64_t now_us)
+{
+	while (s->seg_n > 0 && s->seg[s->seg_head].at_us <= now_us) {
+		assert(s->seg[s->seg_head].end > s->arrived);
+		s->arrived = s->seg[s->seg_head].end;
+		s->seg_head = (s->seg_head + 1u) % NIC_SIM_SEGS_MAX;
+		s->seg_n--;
+	}
+	assert(s->head <= s->arrived && s->arrived <= s->tail);
+	assert(s->seg_n > 0 || s->arrived == s->tail);
+}
+
+static uint64_t nic_sim_stream_room(const struct nic_sim_net *net, const struct nic_sim_stream *s)
+{
+	assert(s->tail - s->head <= net->pipe_bytes);
+	return net->pipe_bytes - (s->tail - s->head);
+}
+
+/* Copy len bytes in at tail (room checked by the caller). */
+static void nic_sim_stream_copy_in(const struct nic_sim_net *net, struct nic_sim_stream *s,
+				   const uint8_t *data, uint64_t len)
+{
+	uint64_t at = s->tail % net->pipe_bytes;
+	uint64_t first = len < net->pipe_bytes - at ? len : net->pipe_bytes - at;
+	memcpy(s->buf + at, data, first);
+	memcpy(s->buf, data + first, len - first);
+	s->tail += len;
+}
+
+/* Copy len arrived bytes out at head. */
+static void nic_sim_stream_copy_out(const struct nic_sim_net *net, struct nic_sim_stream *s,
+				    uint8_t *dst, uint64_t len)
+{
+	assert(len <= s->arrived - s->head);
+	uint64_t at = s->head % net->pipe_bytes;
+	uint64_t first = len < net->pipe_bytes - at ? len : net->pipe_bytes - at;
+	memcpy(dst, s->buf + at, first);
+	memcpy(dst + first, s->buf, len - first);
+	s->head += len;
+}
+
+/* Whether one more segment fits (the caller then writes and seals it). */
+static bool nic_sim_stream_seg_room(const struct nic_sim_stream *s)
+{
+	return s->seg_n < NIC_SIM_SEGS_MAX;
+}
+
+/* Seal bytes [previous tail, tail) as one segment arriving after the delay,
+ * never before the one ahead (in order); and roll the reset fault for it. */
+static void nic_sim_stream_seal(struct nic_sim_net *net, struct nic_sim_pipe *p,
+				struct nic_sim_stream *s)
+{
+	assert(s->seg_n < NIC_SIM_SEGS_MAX);
+	uint64_t at = nic_sim_arrival(net);
+	if (at < s->last_at_us)
+		at = s->last_at_us;
+	s->last_at_us = at;
+	s->seg[(s->seg_head + s->seg_n) % NIC_SIM_SEGS_MAX] = (struct nic_sim_seg){ .end = s->tail,
+										 .at_us = at };
+	s->seg_n++;
+	if (nic_sim_roll(net, net->f.reset_ppm) && at < p->reset_at_us)
+		p->reset_at_us = at;
+}
+
+static void nic_sim_stream_fin(struct nic_sim_net *net, struct nic_sim_stream *s)
+{
+	if (s->fin_at_us != NIC_SIM_NEVER)
+		return;
+	uint64_t at = nic_sim_arrival(net);
+	s->fin_at_us = at < s->last_at_us ? s->last_at_us : at;
+	s->last_at_us = s->fin_at_us;
+}
+
+/* ---- pipes ---------------------------------------------------------------- */
+
+static uint32_t nic_handle(uint32_t idx, uint32_t gen)
+{
+	return idx | gen << NIC_CONN_IDX_BITS;
+}
+
+static uint16_t nic_gen_next(uint16_t gen)
+{
+	gen = (uint16_t)((gen + 1u) & NIC_GEN_MASK);
+	return gen ? gen : 1u;
+}
+
+static bool nic_sim_reset_due(const struct nic_sim_net *net, const struct nic_sim_pipe *p)
+{
+	return p->reset_at_us <= net->now_us;
+}
+
+static void nic_sim_pipe_maybe_free(struct nic_sim_net *net, struct nic_sim_pipe *p)
+{
+	if (!p->client_gone || p->state != NIC_SIM_PIPE_ORPHAN)
+		return;
+	p->state = NIC_SIM_PIPE_FREE;
+	p->srv = NULL;
+	assert(net->free_n < net->pipes_max);
+	net->free_pipes[net->free_n++] = (uint32_t)(p - net->pipes);
+}
+
+/* The client's handle, or NULL when it is stale. */
+static struct nic_sim_pipe *nic_sim_client_lookup(struct nic_sim_net *net, uint32_t client)
+{
+	uint32_t idx = client & NIC_IDX_MASK;
+	if (idx >= net->pipes_max)
+		return NULL;
+	struct nic_sim_pipe *p = &net->pipes[idx];
+	if (p->state == NIC_SIM_PIPE_FREE || p->client_gone || p->cgen != client >> NIC_CONN_IDX_BITS)
+		return NULL;
+	return p;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static void nic_ev_push(struct nic *n, uint8_t kind, uint32_t idx, uint16_t bid, uint32_t len,
+			int status)
+{
+	assert(n->evq_n < n->evq_cap); /* bound proven in nic_internal.h */
+	uint32_t at = n->evq_head + n->evq_n;
+	if (at >= n->evq_cap)
+		at -= n->evq_cap;
+	n->evq[at] = (struct nic_iev){ .kind = kind, .bid = bid, .idx = idx, .len = len,
+				       .status = status };
+	n->evq_n++;
+	n->pushed++;
+}
+
+static uint8_t *nic_rx_addr(const struct nic *n, uint32_t bid)
+{
+	return n->rx_mem + (size_t)bid * n->rx_buf_bytes;
+}
+
+/* OPEN -> CLOSED: unsent buffers reported, CLOSED queued, the pipe let go.
+ * status 0 or -ECANCELED: the client gets a FIN after what is in its stream;
+ * -ECONNRESET: the pipe is reset already. */
+static void nic_sim_conn_close(struct nic *n, struct nic_sim_conn *c, int status)
+{
+	assert(c->state == NIC_SIM_CONN_OPEN && status <= 0);
+	struct nic_sim_net *net = n->net;
+	uint32_t idx = (uint32_t)(c - n->conns);
+	for (; c->tx_done != c->tx_tail; c->tx_done++)
+		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, -ECANCELED);
+	c->tx_off = 0;
+	c->state = NIC_SIM_CONN_CLOSED;
+	nic_ev_push(n, NIC_EV_CLOSED, idx, 0, 0, status);
+	struct nic_sim_pipe *p = &net->pipes[c->pipe];
+	assert(p->state == NIC_SIM_PIPE_LIVE && p->srv == n && p->srv_idx == idx);
+	if (status != -ECONNRESET)
+		nic_sim_stream_fin(net, &p->down);
+	p->state = NIC_SIM_PIPE_ORPHAN;
+	p->srv = NULL;
+	nic_sim_pipe_maybe_free(net, p);
+}
+
+/* ---- the kernel's part, run by nic_flush ---------------------------------- */
+
+static void nic_sim_accept(struct nic *n, struct nic_sim_pipe *p)
+{
+	struct nic_sim_net *net = n->net;
+	assert(p->state == NIC_SIM_PIPE_SYN && p->srv == n && n->syn_pending > 0);
+	n->syn_pending--;
+	if (nic_sim_reset_due(net, p)) {
+		p->state = NIC_SIM_PIPE_ORPHAN; /* reset before it was accepted: no OPEN */
+		p->srv = NULL;
+		nic_sim_pipe_maybe_free(net, p);
+		return;
+	}
+	if (n->free_n == 0 || n->shutting_down || nic_sim_roll(net, net->f.reject_ppm)) {
+		/* as nic_uring: accepted and closed at once; the client sees a reset */
+		n->stats.accepts_rejected++;
+		p->reset_at_us = net->now_us;
+		p->state = NIC_SIM_PIPE_ORPHAN;
+		p->srv = NULL;
+		nic_sim_pipe_maybe_free(net, p);
+		return;
+	}
+	uint32_t idx = n->free_slots[--n->free_n];
+	struct nic_sim_conn *c = &n->conns[idx];
+	assert(c->state == NIC_SIM_CONN_FREE && c->tx_head == c->tx_tail);
+	c->state = NIC_SIM_CONN_OPEN;
+	c->paused = false;
+	c->pipe = (uint32_t)(p - net->pipes);
+	c->tx_head = c->tx_done = c->tx_tail = 0;
+	c->tx_off = 0;
+	p->state = NIC_SIM_PIPE_LIVE;
+	p->srv_idx = idx;
+	n->stats.accepts++;
+	nic_ev_push(n, NIC_EV_OPEN, idx, 0, 0, 0);
+}
+
+/* Arrived client bytes into receive buffers, one DATA each. */
+static void nic_sim_deliver(struct nic *n, struct nic_sim_conn *c, struct nic_sim_pipe *p)
+{
+	struct nic_sim_net *net = n->net;
+	uint32_t idx = (uint32_t)(c - n->conns);
+	struct nic_sim_stream *s = &p->up;
+	while (s->arrived > s->head) {
+		if (n->rx_free_n == 0) {
+			n->stats.rx_starved++;
+			return;
+		}
+		uint64_t len = s->arrived - s->head;
+		if (len > n->rx_buf_bytes)
+			len = n->rx_buf_bytes;
+		bool cut;
+		len = nic_sim_cut(net, net->f.short_read_ppm, len, &cut);
+		n->stats.short_reads += cut;
+		uint16_t bid = n->rx_free[--n->rx_free_n];
+		assert(!n->rx_out[bid]);
+		nic_sim_stream_copy_out(net, s, nic_rx_addr(n, bid), len);
+		n->rx_out[bid] = 1;
+		n->rx_held++;
+		n->stats.rx_bytes += len;
+		nic_ev_push(n, NIC_EV_DATA, idx, bid, (uint32_t)len, 0);
+	}
+}
+
+/* One "sendmsg": up to NIC_SEND_IOV_MAX queued buffers into the client's
+ * stream, as far as it has room, maybe cut short; SENT for each finished. */
+static void nic_sim_transmit(struct nic *n, struct nic_sim_conn *c, struct nic_sim_pipe *p)
+{
+	struct nic_sim_net *net = n->net;
+	uint32_t idx = (uint32_t)(c - n->conns);
+	struct nic_sim_stream *s = &p->down;
+	uint32_t cnt = c->tx_tail - c->tx_done;
+	if (cnt > NIC_SEND_IOV_MAX)
+		cnt = NIC_SEND_IOV_MAX;
+	uint64_t want = 0;
+	for (uint32_t i = 0; i < cnt; i++)
+		want += c->tx[(c->tx_done + i) & NIC_TXQ_MASK].len - (i == 0 ? c->tx_off : 0u);
+	/* A client that closed reads nothing more: its bytes go nowhere (its
+	 * FIN, on its way, closes the connection). */
+	bool sink = p->client_gone;
+	uint64_t take = want;
+	if (!sink && want > 0) {
+		uint64_t room = nic_sim_stream_room(net, s);
+		if (room == 0 || !nic_sim_stream_seg_room(s)) {
+			n->stats.tx_stalls++;
+			return;
+		}
+		if (take > room)
+			take = room;
+		bool cut;
+		take = nic_sim_cut(net, net->f.short_write_ppm, take, &cut);
+	}
+	if (take < want)
+		n->stats.sends_partial++;
+	n->stats.tx_bytes += take;
+	uint64_t left = take;
+	for (uint32_t i = 0; i < cnt; i++) {
+		const struct nic_tx *tx = &c->tx[c->tx_done & NIC_TXQ_MASK];
+		uint64_t rest = tx->len - c->tx_off;
+		uint64_t k = left < rest ? left : rest;
+		if (!sink)
+			nic_sim_stream_copy_in(net, s, tx->data + c->tx_off, k);
+		left -= k;
+		if (k < rest) {
+			c->tx_off += (uint32_t)k; /* the rest goes out in a later flush, in order */
+			break;
+		}
+		c->tx_off = 0;
+		c->tx_done++;
+		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, 0);
+	}
+	assert(left == 0);
+	if (!sink && take > 0)
+		nic_sim_stream_seal(net, p, s);
+}
+
+static void nic_sim_conn_step(struct nic *n, struct nic_sim_conn *c)
+{
+	struct nic_sim_net *net = n->net;
+	struct nic_sim_pipe *p = &net->pipes[c->pipe];
+	assert(p->state == NIC_SIM_PIPE_LIVE);
+	/* A reset is seen even while paused: the next send would meet it. */
+	if (nic_sim_reset_due(net, p)) {
+		n->stats.resets++;
+		nic_sim_conn_close(n, c, -ECONNRESET);
+		return;
+	}
+	nic_sim_stream_advance(&p->up, net->now_us);
+	if (!c->paused) {
+		nic_sim_deliver(n, c, p);
+		/* EOF: as nic_uring, the whole connection closes (no half-close) */
+		if (p->up.fin_at_us <= net->now_us && p->up.head == p->up.tail) {
+			nic_sim_conn_close(n, c, 0);
+			return;
+		}
+	}
+	if (c->tx_done != c->tx_tail)
+		nic_sim_transmit(n, c, p);
+}
+
+/* ---- application side (nic.h) --------------------------------------------- */
+
+static struct nic_sim_conn *nic_conn_lookup(struct nic *n, uint32_t handle)
+{
+	uint32_t idx = handle & NIC_IDX_MASK;
+	if (idx >= n->conns_max)
+		return NULL;
+	struct nic_sim_conn *c = &n->conns[idx];
+	if (c->gen != handle >> NIC_CONN_IDX_BITS || c->state != NIC_SIM_CONN_OPEN)
+		return NULL;
+	return c;
+}
+
+/* Locality: simulator thread (the core's side). */
+int nic_flush(struct nic *n)
+{
+	assert(n);
+	struct nic_sim_net *net = n->net;
+	uint32_t before = n->pushed;
+	for (uint32_t i = 0; n->syn_pending > 0 && i < net->pipes_max; i++) {
+		struct nic_sim_pipe *p = &net->pipes[i];
+		if (p->state == NIC_SIM_PIPE_SYN && p->srv == n && p->syn_at_us <= net->now_us)
+			nic_sim_accept(n, p);
+	}
+	for (uint32_t k = 0; k < n->conns_max; k++) {
+		uint32_t idx = n->cursor + k;
+		if (idx >= n->conns_max)
+			idx -= n->conns_max;
+		if (n->conns[idx].state == NIC_SIM_CONN_OPEN)
+			nic_sim_conn_step(n, &n->conns[idx]);
+	}
+	if (++n->cursor == n->conns_max)
+		n->cursor = 0;
+	return (int)(n->pushed - before);
+}
+
+/* Locality: simulator thread (the core's side). */
+int nic_poll(struct nic *n, struct nic_ev *ev, int max)
+{
+	assert(n && (ev || max <= 0));
+	int k = 0;
+	while (k < max && n->evq_n > 0) {
+		const struct nic_iev ie = n->evq[n->evq_head];
+		if (++n->evq_head == n->evq_cap)
+			n->evq_head = 0;
+		n->evq_n--;
+		assert(ie.idx < n->conns_max);
+		struct nic_sim_conn *c = &n->conns[ie.idx];
+		assert(c->state != NIC_SIM_CONN_FREE);
+		struct nic_ev *e = &ev[k++];
+		*e = (struct nic_ev){ .kind = ie.kind, .conn = nic_handle(ie.idx, c->gen),
+				      .status = ie.status };
+		switch (ie.kind) {
+		case NIC_EV_OPEN:
+			break;
+		case NIC_EV_DATA:
+			assert(n->rx_out[ie.bid]);
+			e->data = nic_rx_addr(n, ie.bid);
+			e->len = ie.len;
+			e->buf_id = ie.bid;
+			break;
+		case NIC_EV_SENT:
+			assert(c->tx_head != c->tx_done);
+			e->cookie = c->tx[c->tx_head & NIC_TXQ_MASK].cookie;
+			c->tx_head++;
+			break;
+		case NIC_EV_CLOSED:
+			assert(c->state == NIC_SIM_CONN_CLOSED && c->tx_head == c->tx_tail);
+			c->state = NIC_SIM_CONN_FREE;
+			c->gen = nic_gen_next(c->gen);
+			assert(n->free_n < n->conns_max);
+			n->free_slots[n->free_n++] = ie.idx;
+			break;
+		default:
+			assert(!"unknown event kind");
+		}
+	}
+	return k;
+}
+
+/* Locality: simulator thread (the core's side). */
+void nic_rx_release(struct nic *n, const struct nic_ev *ev)
+{
+	assert(n && ev && ev->kind == NIC_EV_DATA);
+	uint32_t bid = ev->buf_id;
+	assert(bid < n->rx_bufs);
+	assert(n->rx_out[bid]); /* double release */
+	assert(ev->data == nic_rx_addr(n, bid));
+	n->rx_out[bid] = 0;
+	assert(n->rx_held > 0 && n->rx_free_n < n->rx_bufs);
+	n->rx_held--;
+	n->rx_free[n->rx_free_n++] = (uint16_t)bid;
+}
+
+/* Locality: simulator thread (the core's side). */
+int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie)
+{
+	assert(n && (data || len == 0));
+	struct nic_sim_conn *c = nic_conn_lookup(n, conn);
+	if (!c)
+		return -ENOTCONN;
+	if (c->tx_tail - c->tx_head == NIC_TXQ_MAX)
+		return -ENOBUFS;
+	c->tx[c->tx_tail & NIC_TXQ_MASK] = (struct nic_tx){ .data = data, .cookie = cookie,
+							    .len = len };
+	c->tx_tail++;
+	return 0;
+}
+
+/* Locality: simulator thread (the core's side). */
+void nic_pause(struct nic *n, uint32_t conn, bool paused)
+{
+	struct nic_sim_conn *c = nic_conn_lookup(n, conn);
+	if (c)
+		c->paused = paused;
+}
+
+/* A made-up, unique address per pipe: "/10.a.b.c" from its index. */
+int nic_conn_peer(struct nic *n, uint32_t conn, char *buf, size_t cap)
+{
+	struct nic_sim_conn *c = nic_conn_lookup(n, conn);
+	if (!c)
+		return -ENOTCONN;
+	int len = snprintf(buf, cap, "/10.%u.%u.%u", (c->pipe >> 16) & 255u, (c->pipe >> 8) & 255u,
+			   c->pipe & 255u);
+	return len < 0 || (size_t)len >= cap ? -ENOSPC : len;
+}
+
+/* Locality: simulator thread (the core's side). */
+void nic_close(struct nic *n, uint32_t conn)
+{
+	assert(n);
+	struct nic_sim_conn *c = nic_conn_lookup(n, conn);
+	if (c)
+		nic_sim_conn_close(n, c, 0);
+}
+
+/* Locality: any. */
+uint16_t nic_local_port(const struct nic *n)
+{
+	assert(n);
+	return n->port;
+}
+
+/* ---- listener create / shutdown / destroy --------------------------------- */
+
+static bool nic_sim_port_taken(const struct nic_sim_net *net, uint16_t port, bool reuseport)
+{
+	for (uint32_t i = 0; i < net->nlisteners; i++)
+		if (net->listeners[i]->port == port && !(reuseport && net->listeners[i]->reuseport))
+			return true;
+	return false;
+}
+
+/* Locality: init only. */
+int nic_sim_create(const struct nic_config *cfg, struct nic_sim_net *net, struct nic **out)
+{
+	if (!cfg || !net || !out)
+		return -EINVAL;
+	if (cfg->conns_max == 0 || cfg->conns_max > NIC_CONNS_LIMIT || cfg->rx_bufs == 0 ||
+	    cfg->rx_bufs > NIC_RX_BUFS_LIMIT || cfg->rx_buf_bytes == 0 ||
+	    cfg->rx_buf_bytes > (uint32_t)INT32_MAX)
+		return -EINVAL;
+	if (net->nlisteners == NIC_SIM_LISTENERS_MAX)
+		return -ENOSPC;
+	uint16_t port = cfg->port;
+	if (port == 0) {
+		for (port = NIC_SIM_PORT_FIRST; nic_sim_port_taken(net, port, false); port++)
+			;
+	} else if (nic_sim_port_taken(net, port, cfg->reuseport != 0)) {
+		return -EADDRINUSE;
+	}
+	struct nic *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->net = net;
+	n->port = port;
+	n->reuseport = cfg->reuseport != 0;
+	n->conns_max = cfg->conns_max;
+	n->rx_bufs = cfg->rx_bufs;
+	n->rx_buf_bytes = cfg->rx_buf_bytes;
+	/* itemised event bound: see nic_internal.h */
+	n->evq_cap = cfg->conns_max * (2u + NIC_TXQ_MAX) + cfg->rx_bufs;
+	n->conns = calloc(n->conns_max, sizeof(*n->conns));
+	n->free_slots = calloc(n->conns_max, sizeof(uint32_t));
+	n->evq = calloc(n->evq_cap, sizeof(*n->evq));
+	n->rx_mem = calloc(n->rx_bufs, n->rx_buf_bytes);
+	n->rx_out = calloc(n->rx_bufs, 1);
+	n->rx_free = calloc(n->rx_bufs, sizeof(uint16_t));
+	if (!n->conns || !n->free_slots || !n->evq || !n->rx_mem || !n->rx_out || !n->rx_free) {
+		free(n->conns), free(n->free_slots), free(n->evq);
+		free(n->rx_mem), free(n->rx_out), free(n->rx_free);
+		free(n);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n->conns_max; i++) {
+		n->conns[i].gen = 1;
+		n->free_slots[i] = n->conns_max - 1 - i; /* slot 0 is handed out first */
+	}
+	n->free_n = n->conns_max;
+	for (uint32_t i = 0; i < n->rx_bufs; i++)
+		n->rx_free[i] = (uint16_t)(n->rx_bufs - 1 - i);
+	n->rx_free_n = n->rx_bufs;
+	net->listeners[net->nlisteners++] = n;
+	*out = n;
+	return 0;
+}
+
+/* Locality: simulator thread (the core's side). */
+void nic_sim_shutdown(struct nic *n)
+{
+	assert(n);
+	n->shutting_down = true; /* connects still on their way are refused */
+	for (uint32_t i = 0; i < n->conns_max; i++)
+		if (n->conns[i].state == NIC_SIM_CONN_OPEN)
+			nic_sim_conn_close(n, &n->conns[i], -ECANCELED);
+}
+
+/*
+ * The simulated machine is gone (a crash, or the end of a run): every pipe
+ * still tied to it is reset at once, as a client would find out on its next
+ * send; nothing of the listener is touched afterwards. Locality: simulator
+ * thread.
+ */
+void nic_destroy(struct nic *n)
+{
+	if (!n)
+		return;
+	struct nic_sim_net *net = n->net;
+	for (uint32_t i = 0; i < net->pipes_max; i++) {
+		struct nic_sim_pipe *p = &net->pipes[i];
+		if ((p->state != NIC_SIM_PIPE_SYN && p->state != NIC_SIM_PIPE_LIVE) || p->srv != n)
+			continue;
+		if (p->reset_at_us > net->now_us)
+			p->reset_at_us = net->now_us;
+		p->state = NIC_SIM_PIPE_ORPHAN;
+		p->srv = NULL;
+		nic_sim_pipe_maybe_free(net, p);
+	}
+	for (uint32_t i = 0; i < net->nlisteners; i++)
+		if (net->listeners[i] == n) {
+			net->listeners[i] = net->listeners[--net->nlisteners];
+			break;
+		}
+	free(n->conns);
+	free(n->free_slots);
+	free(n->evq);
+	free(n->rx_mem);
+	free(n->rx_out);
+	free(n->rx_free);
+	free(n);
+}
+
+const struct nic_sim_stats *nic_sim_stats(const struct nic *n)
+{
+	return &n->stats;
+}
+
+uint32_t nic_sim_rx_held(const struct nic *n)
+{
+	return n->rx_held;
+}
+
+uint32_t nic_sim_conns_used(const struct nic *n)
+{
+	return n->conns_max - n->free_n;
+}
+
+int nic_sim_conn_client(const struct nic *n, uint32_t conn, uint32_t *client)
+{
+	uint32_t idx = conn & NIC_IDX_MASK;
+	if (idx >= n->conns_max)
+		return -ENOTCONN;
+	const struct nic_sim_conn *c = &n->conns[idx];
+	if (c->gen != conn >> NIC_CONN_IDX_BITS || c->state != NIC_SIM_CONN_OPEN)
+		return -ENOTCONN;
+	const struct nic_sim_pipe *p = &n->net->pipes[c->pipe];
+	if (p->client_gone)
+		return -ENOTCONN;
+	*client = nic_handle(c->pipe, p->cgen);
+	return 0;
+}
+
+/* ---- network --------------------------------------------------------------- */
+
+/* Locality: init only. */
+int nic_sim_net_create(const struct nic_sim_net_config *cfg, struct nic_sim_net **out)
+{
+	if (!cfg || !out || cfg->pipes_max == 0 || cfg->pipes_max > NIC_SIM_PIPES_LIMIT ||
+	    cfg->pipe_bytes == 0 || cfg->pipe_bytes > NIC_SIM_PIPE_BYTES_LIMIT)
+		return -EINVAL;
+	struct nic_sim_net *net = calloc(1, sizeof(*net));
+	if (!net)
+		return -ENOMEM;
+	net->rng = cfg->seed;
+	net->pipes_max = cfg->pipes_max;
+	net->pipe_bytes = cfg->pipe_bytes;
+	net->pipes = calloc(net->pipes_max, sizeof(*net->pipes));
+	net->free_pipes = calloc(net->pipes_max, sizeof(uint32_t));
+	/* untouched pages of a large calloc are never backed: only what is used costs */
+	net->mem = calloc(net->pipes_max, 2u * (size_t)net->pipe_bytes);
+	if (!net->pipes || !net->free_pipes || !net->mem) {
+		free(net->pipes), free(net->free_pipes), free(net->mem);
+		free(net);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < net->pipes_max; i++) {
+		net->pipes[i].cgen = 1;
+		net->free_pipes[i] = net->pipes_max - 1 - i;
+	}
+	net->free_n = net->pipes_max;
+	*out = net;
+	return 0;
+}
+
+void nic_sim_net_destroy(struct nic_sim_net *net)
+{
+	if (!net)
+		return;
+	assert(net->nlisteners == 0); /* their pipes would point at freed memory */
+	free(net->pipes);
+	free(net->free_pipes);
+	free(net->mem);
+	free(net);
+}
+
+void nic_sim_net_set_faults(struct nic_sim_net *net, const struct nic_sim_faults *f)
+{
+	assert(net && f);
+	assert(f->short_read_ppm <= NIC_SIM_PPM && f->short_write_ppm <= NIC_SIM_PPM &&
+	       f->reset_ppm <= NIC_SIM_PPM && f->reject_ppm <= NIC_SIM_PPM);
+	net->f = *f;
+}
+
+void nic_sim_net_set_now(struct nic_sim_net *net, uint64_t now_us)
+{
+	assert(now_us >= net->now_us); /* simulated time never goes back */
+	net->now_us = now_us;
+}
+
+uint64_t nic_sim_net_now(const struct nic_sim_net *net)
+{
+	return net->now_us;
+}
+
+static void nic_sim_next_min(uint64_t now, uint64_t t, uint64_t *best)
+{
+	if (t > now && t < *best)
+		*best = t;
+}
+
+static void nic_sim_stream_next(uint64_t now, const struct nic_sim_stream *s, uint64_t *best)
+{
+	for (uint32_t i = 0; i < s->seg_n; i++)
+		nic_sim_next_min(now, s->seg[(s->seg_head + i) % NIC_SIM_SEGS_MAX].at_us, best);
+	nic_sim_next_min(now, s->fin_at_us, best);
+}
+
+uint64_t nic_sim_net_next_us(const struct nic_sim_net *net)
+{
+	uint64_t best = NIC_SIM_NEVER, now = net->now_us;
+	for (uint32_t i = 0; i < net->pipes_max; i++) {
+		const struct nic_sim_pipe *p = &net->pipes[i];
+		if (p->state == NIC_SIM_PIPE_FREE)
+			continue;
+		if (p->state == NIC_SIM_PIPE_SYN)
+			nic_sim_next_min(now, p->syn_at_us, &best);
+		nic_sim_next_min(now, p->reset_at_us, &best);
+		nic_sim_stream_next(now, &p->up, &best);
+		nic_sim_stream_next(now, &p->down, &best);
+	}
+	return best;
+}
+
+/* ---- client side ----------------------------------------------------------- */
+
+int nic_sim_connect(struct nic_sim_net *net, uint16_t port, uint32_t *client)
+{
+	assert(net && client);
+	struct nic *cand[NIC_SIM_LISTENERS_MAX];
+	uint32_t nc = 0;
+	for (uint32_t i = 0; i < net->nlisteners; i++)
+		if (net->listeners[i]->port == port)
+			cand[nc++] = net->listeners[i];
+	if (nc == 0)
+		return -ECONNREFUSED;
+	if (net->free_n == 0)
+		return -EMFILE;
+	/* SO_REUSEPORT: the kernel picks a listener by hash; we pick by the PRNG */
+	struct nic *n = nc == 1 ? cand[0] : cand[nic_sim_net_rand(net) % nc];
+	uint32_t idx = net->free_pipes[--net->free_n];
+	struct nic_sim_pipe *p = &net->pipes[idx];
+	assert(p->state == NIC_SIM_PIPE_FREE);
+	uint8_t *mem = net->mem + (size_t)idx * 2u * net->pipe_bytes;
+	nic_sim_stream_init(&p->up, mem);
+	nic_sim_stream_init(&p->down, mem + net->pipe_bytes);
+	p->state = NIC_SIM_PIPE_SYN;
+	p->client_gone = false;
+	p->srv = n;
+	p->srv_idx = 0;
+	p->reset_at_us = NIC_SIM_NEVER;
+	p->syn_at_us = nic_sim_arrival(net);
+	/* the first bytes cannot overtake the connect */
+	p->up.last_at_us = p->syn_at_us;
+	n->syn_pending++;
+	*client = nic_handle(idx, p->cgen);
+	return 0;
+}
+
+int nic_sim_client_write(struct nic_sim_net *net, uint32_t client, const void *data, uint32_t len)
+{
+	assert(net && (data || len == 0));
+	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
+	if (!p)
+		return -ENOTCONN;
+	if (nic_sim_reset_due(net, p))
+		return -ECONNRESET;
+	if (p->down.fin_at_us <= net->now_us)
+		return -EPIPE; /* the server's FIN has arrived */
+	if (len == 0)
+		return 0;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	if (p->state == NIC_SIM_PIPE_ORPHAN)
+		return (int)len; /* server gone, its FIN not here yet: the bytes are lost */
+	struct nic_sim_stream *s = &p->up;
+	uint64_t room = nic_sim_stream_room(net, s);
+	if (room == 0 || !nic_sim_stream_seg_room(s))
+		return -EAGAIN;
+	uint64_t take = len < room ? len : room;
+	bool cut;
+	take = nic_sim_cut(net, net->f.short_write_ppm, take, &cut);
+	nic_sim_stream_copy_in(net, s, data, take);
+	nic_sim_stream_seal(net, p, s);
+	return (int)take;
+}
+
+int nic_sim_client_read(struct nic_sim_net *net, uint32_t client, void *buf, uint32_t cap)
+{
+	assert(net && (buf || cap == 0));
+	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
+	if (!p)
+		return -ENOTCONN;
+	if (nic_sim_reset_due(net, p))
+		return -ECONNRESET;
+	struct nic_sim_stream *s = &p->down;
+	nic_sim_stream_advance(s, net->now_us);
+	uint64_t len = s->arrived - s->head;
+	if (len == 0)
+		return s->fin_at_us <= net->now_us ? 0 : -EAGAIN;
+	if (cap == 0)
+		return -EAGAIN;
+	if (len > cap)
+		len = cap;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	bool cut;
+	len = nic_sim_cut(net, net->f.short_read_ppm, len, &cut);
+	nic_sim_stream_copy_out(net, s, buf, len);
+	return (int)len;
+}
+
+/* The handle goes stale; what the server sent and the client never read is dropped. */
+static void nic_sim_client_leave(struct nic_sim_net *net, struct nic_sim_pipe *p)
+{
+	p->client_gone = true;
+	p->cgen = nic_gen_next(p->cgen);
+	struct nic_sim_stream *s = &p->down;
+	nic_sim_stream_advance(s, net->now_us);
+	s->head = s->arrived;
+	nic_sim_pipe_maybe_free(net, p);
+}
+
+void nic_sim_client_close(struct nic_sim_net *net, uint32_t client)
+{
+	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
+	if (!p)
+		return;
+	nic_sim_stream_fin(net, &p->up);
+	nic_sim_client_leave(net, p);
+}
+
+void nic_sim_client_reset(struct nic_sim_net *net, uint32_t client)
+{
+	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
+	if (!p)
+		return;
+	uint64_t at = nic_sim_arrival(net);
+	if (at < p->reset_at_us)
+		p->reset_at_us = at;
+	nic_sim_client_leave(net, p);
+}
+
+void nic_sim_client_inject_reset(struct nic_sim_net *net, uint32_t client)
+{
+	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
+	if (!p)
+		return;
+	uint64_t at = nic_sim_arrival(net);
+	if (at < p->reset_at_us)
+		p->reset_at_us = at;
+}
