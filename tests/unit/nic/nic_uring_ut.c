@@ -6,7 +6,9 @@
  * ring, SINGLE_ISSUER); a second thread plays the clients with plain
  * blocking/poll(2) sockets and reports failures back (CUnit asserts only on
  * the main thread). Every test runs twice: multishot mode (buffer ring) and
- * the forced single-shot fallback.
+ * the forced single-shot fallback. Every event, send and release of a
+ * server also goes through nic_contract.h, the checks nic_sim_ut runs
+ * against the in-memory backend.
  */
 #include <assert.h>
 #include <errno.h>
@@ -28,6 +30,7 @@
 
 #include "nic.h"
 #include "nic_internal.h"
+#include "nic_contract.h"
 
 #define UT_CONNS_MAX   512u
 #define UT_RXB_MAX     2048u
@@ -80,7 +83,26 @@ struct srv {
 	uint64_t rx_total;
 	uint32_t last_open;               /* handle of the newest OPEN */
 	uint32_t last_closed;
+	struct ct ct;                     /* nic.h's contract, as for every backend */
 };
+
+/* The running server's contract checker (one server at a time). */
+static struct ct *g_ct;
+
+static int ut_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie)
+{
+	int rc = nic_send(n, conn, data, len, cookie);
+	if (g_ct)
+		ct_send(g_ct, conn, cookie, rc);
+	return rc;
+}
+
+static void ut_rx_release(struct nic *n, const struct nic_ev *e)
+{
+	if (g_ct)
+		ct_release(g_ct, e);
+	nic_rx_release(n, e);
+}
 
 static int srv_open(struct srv *s, const char *host, uint16_t port, uint32_t conns_max,
 		    uint32_t rx_bufs, uint32_t rx_buf_bytes, srv_ev_fn fn)
@@ -101,7 +123,10 @@ static int srv_open(struct srv *s, const char *host, uint16_t port, uint32_t con
 	if (ret < 0) {
 		io_uring_queue_exit(&s->ring);
 		free(s->ac);
+		return ret;
 	}
+	ct_init(&s->ct, conns_max, rx_bufs, rx_buf_bytes);
+	g_ct = &s->ct;
 	return ret;
 }
 
@@ -110,10 +135,16 @@ static void srv_close(struct srv *s)
 	io_uring_queue_exit(&s->ring); /* first: waits out everything in flight */
 	nic_destroy(s->n);
 	free(s->ac);
+	if (s->ct.fails)
+		fprintf(stderr, "nic contract: %u violations, first: %s\n", s->ct.fails, s->ct.why);
+	CU_ASSERT_EQUAL(s->ct.fails, 0);
+	ct_free(&s->ct);
+	g_ct = NULL;
 }
 
 static void srv_dispatch(struct srv *s, const struct nic_ev *e)
 {
+	ct_event(&s->ct, e);
 	struct app_conn *a = &s->ac[e->conn & (NIC_CONNS_LIMIT - 1)];
 	if (e->kind != NIC_EV_OPEN && (a->closed || a->handle != e->conn))
 		a->order_bad = true;
@@ -209,12 +240,12 @@ static void echo_push(struct srv *s, struct app_conn *a)
 	while (a->pend_n > 0) {
 		uint32_t bid = a->pend[a->pend_head];
 		const struct nic_ev *d = &s->held[bid];
-		int ret = nic_send(s->n, a->handle, d->data, d->len, (void *)(uintptr_t)(bid + 1));
+		int ret = ut_send(s->n, a->handle, d->data, d->len, (void *)(uintptr_t)(bid + 1));
 		if (ret == -ENOBUFS)
 			return;
 		CU_ASSERT(ret == 0 || ret == -ENOTCONN);
 		if (ret != 0)
-			nic_rx_release(s->n, d); /* conn going away: no SENT follows */
+			ut_rx_release(s->n, d); /* conn going away: no SENT follows */
 		a->pend_head = (a->pend_head + 1) % UT_RXB_MAX;
 		a->pend_n--;
 	}
@@ -233,7 +264,7 @@ static void echo_ev(struct srv *s, const struct nic_ev *e)
 	case NIC_EV_SENT: {
 		uint32_t bid = (uint32_t)(uintptr_t)e->cookie - 1;
 		CU_ASSERT_FATAL(bid < UT_RXB_MAX);
-		nic_rx_release(s->n, &s->held[bid]);
+		ut_rx_release(s->n, &s->held[bid]);
 		if (a->open)
 			echo_push(s, a);
 		break;
@@ -241,7 +272,7 @@ static void echo_ev(struct srv *s, const struct nic_ev *e)
 	case NIC_EV_CLOSED:
 		/* nothing queued in the nic any more: drop what never got in */
 		while (a->pend_n > 0) {
-			nic_rx_release(s->n, &s->held[a->pend[a->pend_head]]);
+			ut_rx_release(s->n, &s->held[a->pend[a->pend_head]]);
 			a->pend_head = (a->pend_head + 1) % UT_RXB_MAX;
 			a->pend_n--;
 		}
@@ -482,14 +513,14 @@ static void large_ev(struct srv *s, const struct nic_ev *e)
 {
 	struct app_conn *a = &s->ac[e->conn & (NIC_CONNS_LIMIT - 1)];
 	if (e->kind == NIC_EV_OPEN) {
-		CU_ASSERT(nic_send(s->n, e->conn, g_big, BIG_A, (void *)1) == 0);
-		CU_ASSERT(nic_send(s->n, e->conn, g_big + BIG_A, BIG_B, (void *)2) == 0);
-		CU_ASSERT(nic_send(s->n, e->conn, g_big + BIG_A + BIG_B, BIG_C, (void *)3) == 0);
+		CU_ASSERT(ut_send(s->n, e->conn, g_big, BIG_A, (void *)1) == 0);
+		CU_ASSERT(ut_send(s->n, e->conn, g_big + BIG_A, BIG_B, (void *)2) == 0);
+		CU_ASSERT(ut_send(s->n, e->conn, g_big + BIG_A + BIG_B, BIG_C, (void *)3) == 0);
 	} else if (e->kind == NIC_EV_SENT) {
 		CU_ASSERT_EQUAL(e->status, 0);
 		CU_ASSERT_EQUAL((uintptr_t)e->cookie, ++a->sent_next_cookie);
 	} else if (e->kind == NIC_EV_DATA) {
-		nic_rx_release(s->n, e);
+		ut_rx_release(s->n, e);
 	}
 }
 
@@ -573,7 +604,7 @@ static void release_ev(struct srv *s, const struct nic_ev *e)
 				break;
 			}
 		s->ac[e->conn & (NIC_CONNS_LIMIT - 1)].rx_bytes += e->len;
-		nic_rx_release(s->n, e);
+		ut_rx_release(s->n, e);
 	}
 }
 
@@ -589,16 +620,16 @@ static void test_peer_close_and_stale_handle(void)
 	CU_ASSERT_EQUAL(s.ac[0].rx_bytes, 1000);       /* all DATA came before CLOSED */
 	CU_ASSERT_EQUAL(s.ac[0].closed_status, 0);      /* orderly EOF */
 	CU_ASSERT(!s.ac[0].order_bad);
-	CU_ASSERT_EQUAL(nic_send(s.n, a, "x", 1, NULL), -ENOTCONN);
+	CU_ASSERT_EQUAL(ut_send(s.n, a, "x", 1, NULL), -ENOTCONN);
 	nic_close(s.n, a);                              /* stale: no effect */
 	atomic_store(&c.go, 1);
 	CU_ASSERT_FATAL(srv_run_until(&s, pred_opens, &two, UT_TIMEOUT_MS));
 	uint32_t b = s.last_open;
 	CU_ASSERT_NOT_EQUAL(a, b);                      /* same slot, new generation */
 	CU_ASSERT_EQUAL(a & (NIC_CONNS_LIMIT - 1), b & (NIC_CONNS_LIMIT - 1));
-	CU_ASSERT_EQUAL(nic_send(s.n, a, "x", 1, NULL), -ENOTCONN);
+	CU_ASSERT_EQUAL(ut_send(s.n, a, "x", 1, NULL), -ENOTCONN);
 	nic_close(s.n, a);                              /* must not close B */
-	CU_ASSERT_EQUAL(nic_send(s.n, b, "hi", 2, (void *)7), 0);
+	CU_ASSERT_EQUAL(ut_send(s.n, b, "hi", 2, (void *)7), 0);
 	/* accepted sockets: TCP_NODELAY, non-blocking, close-on-exec */
 	int fd = s.n->conns[b & (NIC_CONNS_LIMIT - 1)].fd, on = 0;
 	socklen_t ol = sizeof(on);
@@ -612,9 +643,9 @@ static void test_peer_close_and_stale_handle(void)
 	CU_ASSERT_EQUAL(s.n->stats.accepts_rejected, 1);
 	CU_ASSERT(s.ac[0].sent_ok == 1 && !s.ac[0].closed);
 	nic_close(s.n, b);
-	CU_ASSERT_EQUAL(nic_send(s.n, b, "x", 1, NULL), -ENOTCONN);
+	CU_ASSERT_EQUAL(ut_send(s.n, b, "x", 1, NULL), -ENOTCONN);
 	CU_ASSERT(srv_run_until(&s, pred_closes, &two, UT_TIMEOUT_MS));
-	CU_ASSERT_EQUAL(nic_send(s.n, b, "x", 1, NULL), -ENOTCONN);
+	CU_ASSERT_EQUAL(ut_send(s.n, b, "x", 1, NULL), -ENOTCONN);
 	cli_join(&c);
 	CU_ASSERT_EQUAL(s.opens, 2);
 	CU_ASSERT_EQUAL(s.n->rx_held, 0);
@@ -659,8 +690,8 @@ static void lc_ev(struct srv *s, const struct nic_ev *e)
 	struct app_conn *a = &s->ac[e->conn & (NIC_CONNS_LIMIT - 1)];
 	if (e->kind == NIC_EV_OPEN) {
 		for (uint32_t i = 0; i < NIC_TXQ_MAX; i++)
-			CU_ASSERT(nic_send(s->n, e->conn, g_big, LC_BUF, (void *)(uintptr_t)(i + 1)) == 0);
-		CU_ASSERT_EQUAL(nic_send(s->n, e->conn, g_big, LC_BUF, NULL), -ENOBUFS);
+			CU_ASSERT(ut_send(s->n, e->conn, g_big, LC_BUF, (void *)(uintptr_t)(i + 1)) == 0);
+		CU_ASSERT_EQUAL(ut_send(s->n, e->conn, g_big, LC_BUF, NULL), -ENOBUFS);
 	} else if (e->kind == NIC_EV_SENT) {
 		CU_ASSERT_EQUAL((uintptr_t)e->cookie, ++a->sent_next_cookie);
 		/* once one was dropped, every later one is dropped too */
@@ -668,7 +699,7 @@ static void lc_ev(struct srv *s, const struct nic_ev *e)
 			CU_ASSERT_EQUAL(e->status, -ECANCELED);
 		CU_ASSERT(e->status == 0 || e->status == -ECANCELED);
 	} else if (e->kind == NIC_EV_DATA) {
-		nic_rx_release(s->n, e);
+		ut_rx_release(s->n, e);
 	}
 	if (s->closes > 0 && e->kind != NIC_EV_CLOSED)
 		g_lc_events_after_closed++;
@@ -692,7 +723,7 @@ static void test_local_close_queued(void)
 	uint32_t h = s.last_open;
 	CU_ASSERT(s.n->inflight > 0);
 	nic_close(s.n, h);
-	CU_ASSERT_EQUAL(nic_send(s.n, h, g_big, 1, NULL), -ENOTCONN);
+	CU_ASSERT_EQUAL(ut_send(s.n, h, g_big, 1, NULL), -ENOTCONN);
 	nic_close(s.n, h); /* twice: harmless */
 	CU_ASSERT(srv_run_until(&s, pred_closes, &one, UT_TIMEOUT_MS));
 	for (int i = 0; i < 10; i++)
@@ -805,7 +836,7 @@ static void test_rx_exhaustion(void)
 			stalls++;
 		}
 		for (uint32_t i = 0; i < g_rh.n; i++)
-			nic_rx_release(s.n, &g_rh.ev[i]);
+			ut_rx_release(s.n, &g_rh.ev[i]);
 		g_rh.n = 0;
 	}
 	CU_ASSERT_EQUAL(s.rx_total, (uint64_t)RX_CONNS * RX_BYTES);
@@ -814,7 +845,7 @@ static void test_rx_exhaustion(void)
 	if (s.n->multishot)
 		CU_ASSERT(s.n->stats.rx_enobufs > 0);
 	for (uint32_t i = 0; i < g_rh.n; i++)
-		nic_rx_release(s.n, &g_rh.ev[i]);
+		ut_rx_release(s.n, &g_rh.ev[i]);
 	g_rh.n = 0;
 	atomic_store(&c.go, 1);
 	uint32_t n = RX_CONNS;
@@ -981,7 +1012,7 @@ static void test_shutdown(void)
 	CU_ASSERT_FATAL(srv_run_until(&s, pred_opens, &four, UT_TIMEOUT_MS));
 	for (uint32_t i = 0; i < UT_CONNS_MAX; i++)
 		if (s.ac[i].open)
-			CU_ASSERT(nic_send(s.n, s.ac[i].handle, "z", 1, NULL) == 0);
+			CU_ASSERT(ut_send(s.n, s.ac[i].handle, "z", 1, NULL) == 0);
 	nic_uring_shutdown(s.n);
 	uint64_t end = now_ms() + UT_TIMEOUT_MS;
 	while ((nic_uring_inflight(s.n) > 0 || s.closes < 4) && now_ms() < end)
