@@ -12,6 +12,17 @@
  *     NIC_EV_SENT with the caller's cookie once it no longer needs them;
  *   - everything is burst-oriented and non-blocking: nic_poll() does a
  *     bounded amount of work and returns the number of events it produced.
+ *
+ * Backends, chosen at link time (each a static library defining the same
+ * symbols, so the broker's path has no indirection):
+ *   nic      nic_uring.c: kernel sockets through the core's io_uring (the
+ *            broker); its constructor and completion feed are nic_uring_*.
+ *   nic_sim  nic_sim.c: an in-memory network for the simulator and tests,
+ *            created with nic_sim_create() (nic_sim.h).
+ * Both implement nic_poll, nic_rx_release, nic_send, nic_pause,
+ * nic_conn_peer, nic_close, nic_flush, nic_local_port and nic_destroy with
+ * the same event contract; the nic_uring_* functions and nic_port_probe
+ * exist only in nic.
  */
 #ifndef SLUICE_NIC_H
 #define SLUICE_NIC_H
