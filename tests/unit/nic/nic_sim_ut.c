@@ -431,7 +431,8 @@ static void test_reuseport(void)
  * stream (4 bytes of its id, then pat(id, i)) in pieces while reading the
  * echo; the core echoes every DATA buffer back as is (released at its
  * SENT), pauses and resumes connections, and closes some. Clients stop
- * reading for a while, reset, or are reset by the network. The reference:
+ * reading for a while, reset, or are reset by the network; now and then the
+ * broker crashes and restarts (nic_destroy, nic_sim_create). The reference:
  *   - the server sees a prefix of each client's stream, every byte in place
  *     (so in order, exactly once), and all of it when the client closed
  *     cleanly with nothing reset or closed by the server;
@@ -450,6 +451,7 @@ static void test_reuseport(void)
 #define RS_BYTES_MAX    20000u   /* a client's stream */
 #define RS_STEPS        3000u    /* faulty phase */
 #define RS_DRAIN_STEPS  20000u   /* clean phase: everything must finish */
+#define RS_CRASH_ONE_IN 4000u    /* faulty steps per broker crash, on average */
 
 static uint8_t pat(uint32_t id, uint64_t i)
 {
@@ -466,6 +468,7 @@ struct rs_client {
 	bool started, done;
 	bool dirty;               /* reset, refused or closed by the server: only prefixes hold */
 	bool closer;              /* closes once written, without reading the echo */
+	uint32_t crashes_at_close;   /* broker crashes before the client closed */
 	uint32_t target;          /* bytes it will write */
 	uint64_t wrote, read;
 	uint32_t stall_steps;     /* not reading for this many steps */
@@ -498,7 +501,8 @@ struct rs {
 	uint32_t fails;
 	char why[200];
 	uint64_t trace;                     /* hash of every event: replay check */
-	struct nic_sim_stats stats;         /* the listener's, at the end */
+	struct nic_sim_stats stats;         /* the listeners', summed over crashes */
+	uint32_t crashes;
 	uint64_t clean;                     /* clients checked whole */
 };
 
@@ -630,6 +634,7 @@ static void rs_event(struct rs *r, const struct nic_ev *e)
 
 static void rs_client_finish(struct rs *r, struct rs_client *cl)
 {
+	cl->crashes_at_close = r->crashes;
 	nic_sim_client_close(r->net, cl->h);
 	cl->done = true;
 	r->live--;
@@ -716,6 +721,37 @@ static void rs_core_step(struct rs *r, bool faulty)
 	}
 }
 
+static void rs_stats_add(struct nic_sim_stats *t, const struct nic_sim_stats *st)
+{
+	t->accepts += st->accepts;
+	t->accepts_rejected += st->accepts_rejected;
+	t->rx_bytes += st->rx_bytes;
+	t->tx_bytes += st->tx_bytes;
+	t->short_reads += st->short_reads;
+	t->sends_partial += st->sends_partial;
+	t->tx_stalls += st->tx_stalls;
+	t->rx_starved += st->rx_starved;
+	t->resets += st->resets;
+}
+
+/* The simulated broker crashes and restarts on the same port: its nic and
+ * all it lent are gone (nothing is released into the old one); clients find
+ * their connections reset; new connects reach the new nic. */
+static void rs_crash(struct rs *r)
+{
+	rs_stats_add(&r->stats, nic_sim_stats(r->n));
+	nic_destroy(r->n);
+	r->n = NULL;
+	memset(r->conn, 0, sizeof(r->conn));
+	ct_free(&r->ct);
+	ct_init(&r->ct, RS_CONNS_MAX, RS_RX_BUFS, RS_RX_BUF_BYTES);
+	struct nic_config cfg = { .port = 9092, .conns_max = RS_CONNS_MAX, .rx_bufs = RS_RX_BUFS,
+				  .rx_buf_bytes = RS_RX_BUF_BYTES };
+	if (nic_sim_create(&cfg, r->net, &r->n) != 0)
+		abort(); /* the port was freed by nic_destroy */
+	r->crashes++;
+}
+
 static void rs_faults(struct rs *r)
 {
 	/* each seed its own mix: some quiet, some harsh */
@@ -777,6 +813,8 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 			if (!r->cli[id].done)
 				rs_client_step(r, id, faulty);
 		rs_core_step(r, faulty);
+		if (faulty && rs_rand(r) % RS_CRASH_ONE_IN == 0)
+			rs_crash(r);
 	}
 	if (r->fails == 0 && r->ct.fails == 0) {
 		if (r->started != RS_CLIENTS || r->live != 0)
@@ -792,6 +830,9 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 			 * that came later; but a FIN the server saw follows every byte */
 			if (cl->closer && !cl->srv_closed_clean)
 				continue;
+			/* nor can any client know of a crash after it hung up */
+			if (!cl->srv_closed_clean && r->crashes > cl->crashes_at_close)
+				continue;
 			if (!cl->srv_closed_clean)
 				rs_fail(r, "clean client: the server did not see its orderly close", id);
 			else if (cl->srv_rx != cl->wrote)
@@ -800,7 +841,7 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 				rs_fail(r, "clean client: the echo (SENT 0 bytes) is not all it wrote", id);
 		}
 	}
-	r->stats = *nic_sim_stats(r->n);
+	rs_stats_add(&r->stats, nic_sim_stats(r->n));
 	for (uint32_t id = 0; id < RS_CLIENTS; id++)
 		r->clean += !r->cli[id].dirty;
 	nic_destroy(r->n);
@@ -813,7 +854,7 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 static void test_seeded_faults(void)
 {
 	static struct rs r;
-	uint64_t faulted = 0, clean = 0;
+	uint64_t faulted = 0, clean = 0, crashes = 0;
 	struct nic_sim_stats tot = { 0 };
 	for (uint64_t seed = g_seed_first; seed < g_seed_first + g_seeds; seed++) {
 		uint64_t h = rs_run(seed, &r);
@@ -826,29 +867,23 @@ static void test_seeded_faults(void)
 			return;
 		}
 		faulted++;
-		const struct nic_sim_stats *st = &r.stats;
-		tot.accepts += st->accepts;
-		tot.accepts_rejected += st->accepts_rejected;
-		tot.short_reads += st->short_reads;
-		tot.sends_partial += st->sends_partial;
-		tot.tx_stalls += st->tx_stalls;
-		tot.rx_starved += st->rx_starved;
-		tot.resets += st->resets;
-		tot.rx_bytes += st->rx_bytes;
+		rs_stats_add(&tot, &r.stats);
 		clean += r.clean;
+		crashes += r.crashes;
 	}
 	CU_ASSERT_EQUAL(faulted, g_seeds);
 	fprintf(stderr, "nic_sim: %" PRIu64 " seeds from %" PRIu64 ": %" PRIu64 " accepts, %" PRIu64
 		" rejected, %" PRIu64 " resets, %" PRIu64 " short reads, %" PRIu64 " partial sends, %"
 		PRIu64 " stalled sends, %" PRIu64 " starved receives, %" PRIu64 " bytes, %" PRIu64
-		" clean clients\n", g_seeds, g_seed_first, tot.accepts,
+		" clean clients, %" PRIu64 " broker crashes\n", g_seeds, g_seed_first, tot.accepts,
 		tot.accepts_rejected, tot.resets, tot.short_reads, tot.sends_partial, tot.tx_stalls,
-		tot.rx_starved, tot.rx_bytes, clean);
+		tot.rx_starved, tot.rx_bytes, clean, crashes);
 	/* the faults the run is for did happen (a workload that never met them would pass anything) */
 	if (g_seeds >= 100) {
 		CU_ASSERT(tot.accepts_rejected > 0 && tot.resets > 0 && tot.short_reads > 0);
 		CU_ASSERT(tot.sends_partial > 0 && tot.tx_stalls > 0 && tot.rx_starved > 0);
 		CU_ASSERT(clean > tot.accepts / 4);
+		CU_ASSERT(crashes > 0);
 	}
 }
 
