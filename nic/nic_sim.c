@@ -108,6 +108,7 @@ struct nic_sim_conn {
 	uint8_t state;           /* enum nic_sim_conn_state */
 	bool paused;
 	uint32_t pipe;
+	uint32_t open_pos;                   /* OPEN: its place in nic->open */
 	uint32_t tx_head, tx_done, tx_tail;  /* as nic_internal.h's send queue */
 	uint32_t tx_off;                     /* bytes of tx[tx_done] already moved */
 	struct nic_tx tx[NIC_TXQ_MAX];
@@ -121,12 +122,15 @@ struct nic {
 	bool shutting_down;
 	uint32_t conns_max, rx_bufs, rx_buf_bytes;
 	uint32_t syn_pending;        /* pipes in SYN towards this listener */
-	uint32_t cursor;             /* first slot nic_flush serves: rotates for fairness */
+	uint32_t cursor;             /* first of open[] nic_flush serves: rotates for fairness */
 	uint32_t pushed;             /* events queued, for nic_flush's count */
 
 	struct nic_sim_conn *conns;
 	uint32_t *free_slots;        /* stack */
 	uint32_t free_n;
+	uint32_t *open;              /* slots in OPEN, unordered: what nic_flush visits */
+	uint32_t open_n;
+	uint32_t *visit;             /* nic_flush's copy of open[] (steps may close) */
 
 	struct nic_iev *evq;         /* FIFO, bound in nic_internal.h */
 	uint32_t evq_cap, evq_head, evq_n;
@@ -331,6 +335,10 @@ static void nic_sim_conn_close(struct nic *n, struct nic_sim_conn *c, int status
 	c->tx_off = 0;
 	c->state = NIC_SIM_CONN_CLOSED;
 	nic_ev_push(n, NIC_EV_CLOSED, idx, 0, 0, status);
+	assert(n->open_n > 0 && n->open[c->open_pos] == idx);
+	uint32_t last = n->open[--n->open_n];
+	n->open[c->open_pos] = last;
+	n->conns[last].open_pos = c->open_pos;
 	struct nic_sim_pipe *p = &net->pipes[c->pipe];
 	assert(p->state == NIC_SIM_PIPE_LIVE && p->srv == n && p->srv_idx == idx);
 	if (status != -ECONNRESET)
@@ -370,6 +378,9 @@ static void nic_sim_accept(struct nic *n, struct nic_sim_pipe *p)
 	c->pipe = (uint32_t)(p - net->pipes);
 	c->tx_head = c->tx_done = c->tx_tail = 0;
 	c->tx_off = 0;
+	assert(n->open_n < n->conns_max);
+	c->open_pos = n->open_n;
+	n->open[n->open_n++] = idx;
 	p->state = NIC_SIM_PIPE_LIVE;
 	p->srv_idx = idx;
 	n->stats.accepts++;
@@ -498,20 +509,26 @@ int nic_flush(struct nic *n)
 	assert(n);
 	struct nic_sim_net *net = n->net;
 	uint32_t before = n->pushed;
-	for (uint32_t i = 0; n->syn_pending > 0 && i < net->pipes_max; i++) {
+	/* connects due: the scan ends once every pending one was seen */
+	uint32_t syn_left = n->syn_pending;
+	for (uint32_t i = 0; syn_left > 0 && i < net->pipes_max; i++) {
 		struct nic_sim_pipe *p = &net->pipes[i];
-		if (p->state == NIC_SIM_PIPE_SYN && p->srv == n && p->syn_at_us <= net->now_us)
+		if (p->state != NIC_SIM_PIPE_SYN || p->srv != n)
+			continue;
+		syn_left--;
+		if (p->syn_at_us <= net->now_us)
 			nic_sim_accept(n, p);
 	}
-	for (uint32_t k = 0; k < n->conns_max; k++) {
-		uint32_t idx = n->cursor + k;
-		if (idx >= n->conns_max)
-			idx -= n->conns_max;
-		if (n->conns[idx].state == NIC_SIM_CONN_OPEN)
-			nic_sim_conn_step(n, &n->conns[idx]);
+	/* open connections, from a rotating start so a small rx pool is shared */
+	uint32_t cnt = n->open_n;
+	memcpy(n->visit, n->open, cnt * sizeof(uint32_t));
+	for (uint32_t k = 0; k < cnt; k++) {
+		uint32_t at = (n->cursor + k) % cnt;
+		struct nic_sim_conn *c = &n->conns[n->visit[at]];
+		if (c->state == NIC_SIM_CONN_OPEN)
+			nic_sim_conn_step(n, c);
 	}
-	if (++n->cursor == n->conns_max)
-		n->cursor = 0;
+	n->cursor = cnt > 0 ? (n->cursor + 1u) % cnt : 0;
 	return (int)(n->pushed - before);
 }
 
@@ -664,12 +681,15 @@ int nic_sim_create(const struct nic_config *cfg, struct nic_sim_net *net, struct
 	n->evq_cap = cfg->conns_max * (2u + NIC_TXQ_MAX) + cfg->rx_bufs;
 	n->conns = calloc(n->conns_max, sizeof(*n->conns));
 	n->free_slots = calloc(n->conns_max, sizeof(uint32_t));
+	n->open = calloc(n->conns_max, sizeof(uint32_t));
+	n->visit = calloc(n->conns_max, sizeof(uint32_t));
 	n->evq = calloc(n->evq_cap, sizeof(*n->evq));
 	n->rx_mem = calloc(n->rx_bufs, n->rx_buf_bytes);
 	n->rx_out = calloc(n->rx_bufs, 1);
 	n->rx_free = calloc(n->rx_bufs, sizeof(uint16_t));
-	if (!n->conns || !n->free_slots || !n->evq || !n->rx_mem || !n->rx_out || !n->rx_free) {
-		free(n->conns), free(n->free_slots), free(n->evq);
+	if (!n->conns || !n->free_slots || !n->open || !n->visit || !n->evq || !n->rx_mem ||
+	    !n->rx_out || !n->rx_free) {
+		free(n->conns), free(n->free_slots), free(n->open), free(n->visit), free(n->evq);
 		free(n->rx_mem), free(n->rx_out), free(n->rx_free);
 		free(n);
 		return -ENOMEM;
@@ -692,9 +712,8 @@ void nic_sim_shutdown(struct nic *n)
 {
 	assert(n);
 	n->shutting_down = true; /* connects still on their way are refused */
-	for (uint32_t i = 0; i < n->conns_max; i++)
-		if (n->conns[i].state == NIC_SIM_CONN_OPEN)
-			nic_sim_conn_close(n, &n->conns[i], -ECANCELED);
+	while (n->open_n > 0)
+		nic_sim_conn_close(n, &n->conns[n->open[n->open_n - 1]], -ECANCELED);
 }
 
 /*
@@ -725,6 +744,8 @@ void nic_destroy(struct nic *n)
 		}
 	free(n->conns);
 	free(n->free_slots);
+	free(n->open);
+	free(n->visit);
 	free(n->evq);
 	free(n->rx_mem);
 	free(n->rx_out);
