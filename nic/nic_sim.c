@@ -341,8 +341,19 @@ static void nic_sim_conn_close(struct nic *n, struct nic_sim_conn *c, int status
 	n->conns[last].open_pos = c->open_pos;
 	struct nic_sim_pipe *p = &net->pipes[c->pipe];
 	assert(p->state == NIC_SIM_PIPE_LIVE && p->srv == n && p->srv_idx == idx);
-	if (status != -ECONNRESET)
-		nic_sim_stream_fin(net, &p->down);
+	if (status != -ECONNRESET) {
+		/* A kernel socket closed with client bytes unread (or still
+		 * arriving) answers with RST, not FIN: the client may lose the
+		 * server's last bytes, those not yet arrived when the RST does. */
+		if (p->up.head != p->up.tail && !p->client_gone) {
+			uint64_t at = nic_sim_arrival(net);
+			if (at < p->reset_at_us)
+				p->reset_at_us = at;
+			n->stats.close_resets++;
+		} else {
+			nic_sim_stream_fin(net, &p->down);
+		}
+	}
 	p->state = NIC_SIM_PIPE_ORPHAN;
 	p->srv = NULL;
 	nic_sim_pipe_maybe_free(net, p);
@@ -471,15 +482,20 @@ static void nic_sim_conn_step(struct nic *n, struct nic_sim_conn *c)
 	struct nic_sim_net *net = n->net;
 	struct nic_sim_pipe *p = &net->pipes[c->pipe];
 	assert(p->state == NIC_SIM_PIPE_LIVE);
-	/* A reset is seen even while paused: the next send would meet it. */
-	if (nic_sim_reset_due(net, p)) {
+	/* After a reset only what arrived before it can be read (as a kernel
+	 * socket hands out its receive queue before the error); bytes still
+	 * in flight are lost. */
+	bool reset = nic_sim_reset_due(net, p);
+	nic_sim_stream_advance(&p->up, reset ? p->reset_at_us : net->now_us);
+	if (!c->paused)
+		nic_sim_deliver(n, c, p);
+	/* ...and the reset is seen even while paused: the next send would meet it */
+	if (reset) {
 		n->stats.resets++;
 		nic_sim_conn_close(n, c, -ECONNRESET);
 		return;
 	}
-	nic_sim_stream_advance(&p->up, net->now_us);
 	if (!c->paused) {
-		nic_sim_deliver(n, c, p);
 		/* EOF: as nic_uring, the whole connection closes (no half-close) */
 		if (p->up.fin_at_us <= net->now_us && p->up.head == p->up.tail) {
 			nic_sim_conn_close(n, c, 0);
@@ -943,13 +959,17 @@ int nic_sim_client_read(struct nic_sim_net *net, uint32_t client, void *buf, uin
 	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
 	if (!p)
 		return -ENOTCONN;
-	if (nic_sim_reset_due(net, p))
-		return -ECONNRESET;
+	/* what arrived before a reset is still read, then the error */
+	bool reset = nic_sim_reset_due(net, p);
+	uint64_t upto = reset ? p->reset_at_us : net->now_us;
 	struct nic_sim_stream *s = &p->down;
-	nic_sim_stream_advance(s, net->now_us);
+	nic_sim_stream_advance(s, upto);
 	uint64_t len = s->arrived - s->head;
-	if (len == 0)
-		return s->fin_at_us <= net->now_us ? 0 : -EAGAIN;
+	if (len == 0) {
+		if (s->fin_at_us <= upto)
+			return 0;
+		return reset ? -ECONNRESET : -EAGAIN;
+	}
 	if (cap == 0)
 		return -EAGAIN;
 	if (len > cap)

@@ -36,8 +36,12 @@
  *     the server's sends), cut short at a random point when partial sends are
  *     on; a buffer is reported SENT once its last byte went in;
  *   - notices the client's FIN once every byte before it was delivered (then
- *     the connection closes: CLOSED 0), and a reset at once (CLOSED
- *     -ECONNRESET, unsent buffers SENT -ECANCELED).
+ *     the connection closes: CLOSED 0), and a reset once the bytes that
+ *     arrived before it were delivered (CLOSED -ECONNRESET, unsent buffers
+ *     SENT -ECANCELED; bytes still in flight are lost).
+ * A server close (nic_close, shutdown) sends FIN after the bytes already
+ * handed over, or, as a kernel does, RST when client bytes are unread: the
+ * client then loses what had not arrived before the RST.
  * Events follow nic_uring's contract exactly (nic_internal.h: lifecycles and
  * the event-queue bound): OPEN first, DATA*, one SENT per accepted nic_send
  * in order, CLOSED last after every SENT; no event names a handle after its
@@ -104,6 +108,7 @@ struct nic_sim_stats {
 	uint64_t tx_stalls;           /* transmits that found the client's stream full */
 	uint64_t rx_starved;          /* deliveries stopped for want of a receive buffer */
 	uint64_t resets;              /* connections closed by a reset */
+	uint64_t close_resets;        /* closes with client bytes unread: RST, not FIN */
 };
 
 /* Returns 0, -EINVAL (pipes_max or pipe_bytes 0 or too large) or -ENOMEM. Locality: init only. */
@@ -160,7 +165,8 @@ int nic_sim_client_write(struct nic_sim_net *net, uint32_t client, const void *d
  * Read what has arrived, at most cap bytes: > 0 bytes (may be short), 0 at
  * EOF (the server closed and every byte before its FIN was read), -EAGAIN
  * when nothing has arrived yet, -ECONNRESET after a reset (or a refused
- * connect), -ENOTCONN for a stale handle.
+ * connect) once what arrived before it was read, -ENOTCONN for a stale
+ * handle.
  */
 int nic_sim_client_read(struct nic_sim_net *net, uint32_t client, void *buf, uint32_t cap);
 /* Orderly close: a FIN after the bytes written; unread bytes are dropped;

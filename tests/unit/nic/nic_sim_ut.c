@@ -399,6 +399,152 @@ static void test_reject_shutdown_crash_config(void)
 	nic_sim_net_destroy(net);
 }
 
+/* A server close with client bytes unread is a RST, as a kernel's: the
+ * client reads what arrived before it, then -ECONNRESET (not EOF); with
+ * nothing unread it is a FIN: the bytes, then 0. */
+static void test_close_unread_is_reset(void)
+{
+	struct nic_sim_net *net = net_new(7, 4, 4096);
+	struct nic *n = nic_new(net, 0, 2, 4, 64);
+	struct ct ct;
+	ct_init(&ct, 2, 4, 64);
+	for (int unread = 1; unread >= 0; unread--) {
+		uint32_t cl;
+		CU_ASSERT_FATAL(nic_sim_connect(net, nic_local_port(n), &cl) == 0);
+		struct nic_ev open, ev;
+		CU_ASSERT_FATAL(wait_kind(n, &ct, NIC_EV_OPEN, &open));
+		nic_pause(n, open.conn, true); /* what the client writes stays unread */
+		if (unread)
+			CU_ASSERT_EQUAL(nic_sim_client_write(net, cl, "abc", 3), 3);
+		int rc = nic_send(n, open.conn, "resp", 4, (void *)5);
+		ct_send(&ct, open.conn, (void *)5, rc);
+		CU_ASSERT_FATAL(wait_kind(n, &ct, NIC_EV_SENT, &ev));
+		CU_ASSERT_EQUAL(ev.status, 0);
+		nic_close(n, open.conn);
+		CU_ASSERT_FATAL(wait_kind(n, &ct, NIC_EV_CLOSED, &ev));
+		CU_ASSERT_EQUAL(ev.status, 0);
+		char b[8];
+		CU_ASSERT_EQUAL(nic_sim_client_read(net, cl, b, sizeof(b)), 4);
+		CU_ASSERT(memcmp(b, "resp", 4) == 0);
+		CU_ASSERT_EQUAL(nic_sim_client_read(net, cl, b, sizeof(b)), unread ? -ECONNRESET : 0);
+		CU_ASSERT_EQUAL(nic_sim_client_write(net, cl, "x", 1), unread ? -ECONNRESET : -EPIPE);
+		nic_sim_client_close(net, cl);
+	}
+	CU_ASSERT_EQUAL(nic_sim_stats(n)->close_resets, 1);
+	/* with delays: sends racing a reset; the client reads at most what was
+	 * reported SENT, in order, then -ECONNRESET; the server sees it too */
+	struct nic_sim_faults f = { .delay_us_max = 1000 };
+	nic_sim_net_set_faults(net, &f);
+	uint32_t cl;
+	CU_ASSERT_FATAL(nic_sim_connect(net, nic_local_port(n), &cl) == 0);
+	struct nic_ev open;
+	uint64_t t = nic_sim_net_now(net);
+	bool opened = false;
+	for (int s = 0; s < 100 && !opened; s++) {
+		nic_sim_net_set_now(net, t += 100);
+		opened = wait_kind(n, &ct, NIC_EV_OPEN, &open);
+	}
+	CU_ASSERT_FATAL(opened);
+	nic_sim_client_inject_reset(net, cl);
+	uint64_t sent_ok = 0;
+	int reset_status = 1;
+	for (int i = 0; i < 50; i++) {
+		int rc = nic_send(n, open.conn, "0123456789", 10, (void *)(uintptr_t)(i + 1));
+		ct_send(&ct, open.conn, (void *)(uintptr_t)(i + 1), rc);
+		nic_sim_net_set_now(net, t += 40);
+		struct nic_ev evs[8];
+		int k = step(n, &ct, evs, 8);
+		for (int j = 0; j < k; j++) {
+			sent_ok += evs[j].kind == NIC_EV_SENT && evs[j].status == 0 ? 10u : 0u;
+			if (evs[j].kind == NIC_EV_CLOSED)
+				reset_status = evs[j].status;
+		}
+	}
+	CU_ASSERT_EQUAL(reset_status, -ECONNRESET);
+	int rc;
+	uint64_t got = 0;
+	char b[64];
+	while ((rc = nic_sim_client_read(net, cl, b, sizeof(b))) > 0) {
+		for (int i = 0; i < rc; i++)
+			if (b[i] != "0123456789"[(got + (uint64_t)i) % 10]) {
+				CU_FAIL("bytes before the reset out of place");
+				break;
+			}
+		got += (uint64_t)rc;
+	}
+	CU_ASSERT_EQUAL(rc, -ECONNRESET);
+	CU_ASSERT(got <= sent_ok);
+	nic_sim_client_close(net, cl);
+	ct_quiescent(&ct);
+	if (ct.fails)
+		fprintf(stderr, "contract: %s\n", ct.why);
+	CU_ASSERT_EQUAL(ct.fails, 0);
+	ct_free(&ct);
+	nic_destroy(n);
+	nic_sim_net_destroy(net);
+}
+
+/* Bytes and a reset both on their way, each direction: over 64 seeds the
+ * reset lands both before the bytes (lost, though the server's were
+ * reported SENT and the client's write took them) and after (read, then the
+ * error); never anything but those two. */
+static void test_reset_races_bytes(void)
+{
+	uint32_t lost = 0, read = 0, srv_lost = 0, srv_read = 0;
+	for (uint64_t seed = 1; seed <= 64; seed++) {
+		struct nic_sim_net *net = net_new(seed, 1, 256);
+		struct nic *n = nic_new(net, 0, 1, 2, 64);
+		struct ct ct;
+		ct_init(&ct, 1, 2, 64);
+		struct nic_sim_faults f = { .delay_us_max = 1000 };
+		nic_sim_net_set_faults(net, &f);
+		uint32_t cl;
+		CU_ASSERT_FATAL(nic_sim_connect(net, nic_local_port(n), &cl) == 0);
+		nic_sim_net_set_now(net, 1000);
+		struct nic_ev open, ev;
+		CU_ASSERT_FATAL(wait_kind(n, &ct, NIC_EV_OPEN, &open));
+		int rc = nic_send(n, open.conn, "0123456789", 10, (void *)1);
+		ct_send(&ct, open.conn, (void *)1, rc);
+		CU_ASSERT_FATAL(wait_kind(n, &ct, NIC_EV_SENT, &ev));
+		CU_ASSERT_EQUAL(ev.status, 0);
+		CU_ASSERT_EQUAL(nic_sim_client_write(net, cl, "abcdefghij", 10), 10);
+		nic_sim_client_inject_reset(net, cl);
+		nic_sim_net_set_now(net, 3000);
+		/* the server: the 10 bytes then CLOSED, or CLOSED alone */
+		struct nic_ev evs[4];
+		int k = step(n, &ct, evs, 4);
+		CU_ASSERT_FATAL(k >= 1 && evs[k - 1].kind == NIC_EV_CLOSED);
+		CU_ASSERT_EQUAL(evs[k - 1].status, -ECONNRESET);
+		if (k == 2) {
+			srv_read++;
+			CU_ASSERT(evs[0].kind == NIC_EV_DATA && evs[0].len == 10 &&
+				  memcmp(evs[0].data, "abcdefghij", 10) == 0);
+			ct_release(&ct, &evs[0]);
+			nic_rx_release(n, &evs[0]);
+		} else {
+			CU_ASSERT_EQUAL(k, 1);
+			srv_lost++;
+		}
+		char b[16];
+		rc = nic_sim_client_read(net, cl, b, sizeof(b));
+		if (rc == 10) {
+			read++;
+			CU_ASSERT(memcmp(b, "0123456789", 10) == 0);
+			rc = nic_sim_client_read(net, cl, b, sizeof(b));
+		} else {
+			lost++;
+		}
+		CU_ASSERT_EQUAL(rc, -ECONNRESET);
+		nic_sim_client_close(net, cl);
+		CU_ASSERT_EQUAL(ct.fails, 0);
+		ct_free(&ct);
+		nic_destroy(n);
+		nic_sim_net_destroy(net);
+	}
+	CU_ASSERT(lost > 0 && read > 0);
+	CU_ASSERT(srv_lost > 0 && srv_read > 0);
+}
+
 /* reuseport: two listeners on one port share the connects (by the PRNG). */
 static void test_reuseport(void)
 {
@@ -468,7 +614,7 @@ struct rs_client {
 	bool started, done;
 	bool dirty;               /* reset, refused or closed by the server: only prefixes hold */
 	bool closer;              /* closes once written, without reading the echo */
-	uint32_t crashes_at_close;   /* broker crashes before the client closed */
+	uint32_t crashes_at_connect; /* broker crashes before the client connected */
 	uint32_t target;          /* bytes it will write */
 	uint64_t wrote, read;
 	uint32_t stall_steps;     /* not reading for this many steps */
@@ -634,7 +780,6 @@ static void rs_event(struct rs *r, const struct nic_ev *e)
 
 static void rs_client_finish(struct rs *r, struct rs_client *cl)
 {
-	cl->crashes_at_close = r->crashes;
 	nic_sim_client_close(r->net, cl->h);
 	cl->done = true;
 	r->live--;
@@ -732,6 +877,7 @@ static void rs_stats_add(struct nic_sim_stats *t, const struct nic_sim_stats *st
 	t->tx_stalls += st->tx_stalls;
 	t->rx_starved += st->rx_starved;
 	t->resets += st->resets;
+	t->close_resets += st->close_resets;
 }
 
 /* The simulated broker crashes and restarts on the same port: its nic and
@@ -803,6 +949,7 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 				cl->started = true;
 				cl->target = 4u + (uint32_t)(rs_rand(r) % RS_BYTES_MAX);
 				cl->closer = rs_chance(r, 250);
+				cl->crashes_at_connect = r->crashes;
 				r->started++;
 				r->live++;
 			} else if (rc != -EMFILE) {
@@ -830,8 +977,9 @@ static uint64_t rs_run(uint64_t seed, struct rs *r)
 			 * that came later; but a FIN the server saw follows every byte */
 			if (cl->closer && !cl->srv_closed_clean)
 				continue;
-			/* nor can any client know of a crash after it hung up */
-			if (!cl->srv_closed_clean && r->crashes > cl->crashes_at_close)
+			/* nor can a client always know of a crash while it was
+			 * connected: it may read what arrived before, then hang up */
+			if (!cl->srv_closed_clean && r->crashes > cl->crashes_at_connect)
 				continue;
 			if (!cl->srv_closed_clean)
 				rs_fail(r, "clean client: the server did not see its orderly close", id);
@@ -920,6 +1068,8 @@ int main(int argc, char **argv)
 	CU_add_test(s, "stalled_reader_and_local_close", test_stalled_reader_and_local_close);
 	CU_add_test(s, "rx_exhaustion", test_rx_exhaustion);
 	CU_add_test(s, "reject_shutdown_crash_config", test_reject_shutdown_crash_config);
+	CU_add_test(s, "close_unread_is_reset", test_close_unread_is_reset);
+	CU_add_test(s, "reset_races_bytes", test_reset_races_bytes);
 	CU_add_test(s, "reuseport", test_reuseport);
 	CU_add_test(s, "replay_deterministic", test_replay_deterministic);
 	CU_add_test(s, "seeded_faults", test_seeded_faults);
