@@ -47,10 +47,10 @@ target() {
 			python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
 				"$root"/dataplane/proto/schema/*.json
 		fi
-		# Every api key the broker advertises (dataplane/api.c's table) has a request
+		# Every api key the broker advertises (dataplane/conn/api.c's table) has a request
 		# schema, so fuzz_seeds writes a frame for each of its versions.
 		for key in $(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \([0-9]*\), \([0-9]*\), \([0-9]*\) },.*/\1/p' \
-				"$root/dataplane/api.c"); do
+				"$root/dataplane/conn/api.c"); do
 			grep -q "\"apiKey\": $key," "$root"/dataplane/proto/schema/*Request.json ||
 				{ echo "run.sh: advertised api key $key has no request schema"; exit 1; }
 		done
