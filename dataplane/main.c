@@ -16,7 +16,9 @@
 #include "lso.h"
 #include "nic.h"
 #include "pstate.h"
-#include "req.h"
+#include "conn_internal.h"
+#include "control_internal.h"
+#include "shard.h"
 
 static volatile sig_atomic_t stop_flag;
 static _Atomic int ready_count;
@@ -349,12 +351,13 @@ int main(int argc, char **argv)
 			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
 			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
 			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs)
+			c->detached = calloc(1, sizeof(*c->detached));
+			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs || !c->detached)
 				return 1;
 			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
 				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
 			c->conn_free_n = DP_CONN_SLOTS;
-			c->detached.closing = c->detached.closed = true;   /* never answers, never freed */
+			c->detached->closing = c->detached->closed = true;   /* never answers, never freed */
 			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
 				c->reqs[r].next = c->req_free;
 				c->req_free = &c->reqs[r];

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 /*
  * What we advertise and implement. Ranges follow VERSIONS.md: the classic

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "nic.h"
-#include "req.h"
+#include "conn_internal.h"
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -149,9 +149,9 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 			continue;
 		}
 		k->held_bytes -= r->held_bytes;
-		r->conn = &c->detached;
-		c->detached.held_bytes += r->held_bytes;
-		c->detached.nreqs++;
+		r->conn = c->detached;
+		c->detached->held_bytes += r->held_bytes;
+		c->detached->nreqs++;
 		if (r->hdr.api_key == 11 || r->hdr.api_key == 14) {
 			/* The coordinator may hold it for a whole rebalance: ask for it back. */
 			assert(ngone < sizeof(gone) / sizeof(gone[0]));
@@ -257,7 +257,7 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	struct dp_conn *k = r->conn;
 	if (r->in_park_list)
 		park_unlink(c, r);
-	if (k == &c->detached) {   /* its connection is gone: nobody to answer */
+	if (k == c->detached) {   /* its connection is gone: nobody to answer */
 		assert(k->nreqs > 0);
 		k->nreqs--;
 		r->done = true;

@@ -11,7 +11,7 @@
 #include "batch.h"
 #include "lso.h"
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 /* The buffer lent to a partition that may get its first batch whole, or is read
  * again (fetch_topup), while the size of what it holds is unknown: larger

@@ -13,7 +13,7 @@
 #include "codec.h"
 #include "crc32c.h"
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 _Static_assert(DP_PRODUCE_DECOMPRESSED_BYTES_MAX >= ST_BATCH_DECOMPRESSED_BYTES_MAX,
                "a request's budget holds at least one largest batch");

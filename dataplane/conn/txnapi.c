@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 #define DP_DESCRIBE_PRODUCERS_MAX 1024        /* producers listed per partition */
 #define DP_DESCRIBE_PRODUCERS_PARTS_MAX 1024  /* partitions per request */

@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "kerr.h"
-#include "core.h"
+#include "control_internal.h"
+#include "shard.h"
 #include "log.h"
 
 /*
@@ -259,11 +260,12 @@ int dp_scan_data_dir(struct dp_broker *b)
 {
 	struct dp_core *cc = b->cores[0];
 	cc->ctrl = calloc(1, sizeof(*cc->ctrl));
-	if (!cc->ctrl)
+	cc->ctrl_pids = calloc(1, sizeof(*cc->ctrl_pids));
+	if (!cc->ctrl || !cc->ctrl_pids)
 		return -ENOMEM;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	int prc = dp_pid_init(&cc->ctrl_pids, b->cfg.data_dir);
+	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
 	DIR *d = opendir(b->cfg.data_dir);

@@ -49,7 +49,8 @@
 #include "group.h"
 #include "kerr.h"
 #include "log.h"
-#include "req.h"
+#include "conn.h"
+#include "control_internal.h"
 
 #define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */

@@ -29,7 +29,9 @@
 #include "coord.h"
 #include "kerr.h"
 #include "log.h"
-#include "req.h"
+#include "conn.h"
+#include "control_internal.h"
+#include "shard.h"
 
 #define DP_TXNC_TIMER_MS   100
 #define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
@@ -539,7 +541,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return DP_ANSWER_LATER;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
-		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
+		int64_t pid = dp_pid_alloc(c->ctrl_pids);
 		if (pid < 0)
 			return KERR_KAFKA_STORAGE_ERROR;
 		m->prev_pid = m->pid;

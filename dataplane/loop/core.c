@@ -18,7 +18,10 @@
 #include "codec.h"
 #include "log.h"
 #include "nic.h"
-#include "core.h"
+#include "loop_internal.h"
+#include "conn.h"
+#include "control.h"
+#include "shard.h"
 
 _Thread_local struct dp_core *dp_this_core;
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "loop.h"
 
 _Thread_local int dp_log_core = -1;
 int dp_log_level = DP_LOG_INFO;

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "lso.h"
 #include "pstate.h"
-#include "core.h"
+#include "shard_internal.h"
 
 extern _Thread_local struct dp_core *dp_this_core;
 

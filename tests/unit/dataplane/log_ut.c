@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "loop.h"
 
 static void test_admit(void)
 {

@@ -1,5 +1,7 @@
 /*
- * core.h - the data plane's per-core state (internal to dataplane/).
+ * loop.h - what every core has, and what every role (conn/, shard/,
+ * control/) may use of it: the per-core state, the message types, the
+ * cross-core send, buffer pools, log lines and the core's catalog copy.
  *
  * Cores: with --cores N > 1, core 0 is the control core (topic catalog
  * changes, later the coordinators) and cores 1..N-1 are data cores: each is
@@ -12,8 +14,8 @@
  * carries the requester's ctx pointer back, and memory is freed by the core
  * that allocated it.
  */
-#ifndef SLUICE_DP_CORE_H
-#define SLUICE_DP_CORE_H
+#ifndef SLUICE_DP_LOOP_H
+#define SLUICE_DP_LOOP_H
 
 #include <stdint.h>
 #include <stdbool.h>
@@ -24,8 +26,6 @@
 
 #include "dp_limits.h"
 #include "ring.h"
-#include "kwire.h"
-#include "kmsg.h"
 
 struct nic;
 struct st_io;
@@ -37,15 +37,7 @@ struct txn_meta;
 struct dp_grp;
 struct st_codec;
 
-/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
-struct dp_txn_allow {
-	int64_t pid;
-	int16_t epoch;
-};
-
-/* Limits: dp_limits.h. Tags of the core's own SQEs: */
-#define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
-#define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+/* Limits: dp_limits.h. */
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
 
@@ -129,40 +121,6 @@ enum dp_cookie_kind {
 	DP_COOKIE_GROUP,         /* committed-offset write (group.c) */
 };
 
-/* Owner core: a parked fetch waiting for this partition's HW to move. */
-struct dp_waiter {
-	uint16_t core;
-	uint32_t gen;
-	void *ctx;
-	int64_t offset;
-	int64_t deadline_ms;
-	int8_t isolation;             /* 1: wait for the LSO, not the HW */
-};
-
-/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
-#define DP_ABORTED_AT(len) (((len) + 7u) & ~7u)
-
-/* Owner core: one partition this core owns. */
-struct dp_part {
-	struct st_log *log;
-	struct txn_pstate *ps;        /* idempotent producers on this partition */
-	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
-	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
-	uint32_t nallow, allow_cap;
-	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
-	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
-	char *dir;
-	int64_t notified_hw;          /* HW last reported to waiters */
-	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
-	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
-	int64_t probe_ms;             /* next try to bring it back (shard timer) */
-	int32_t probe_backoff_ms;
-	uint64_t refused;             /* appends refused while offline, logged when it is back */
-	uint32_t nwaiters;
-	struct dp_waiter waiters[DP_WAITERS_PER_PART];
-};
-
-/* Every core: its own copy of one catalog entry (changed only by control messages). */
 struct dp_topic {
 	bool live;
 	bool deleting;                /* delete under way: refuse produces */
@@ -177,54 +135,14 @@ struct dp_topic {
 	void *del_ctx;
 };
 
+/* The roles' own per-core state, defined in their folders (dp_core holds pointers). */
 struct dp_req;
 struct dp_read;
-struct nic_ev;
+struct dp_conn;
+struct dp_part;
+struct dp_append;
 struct dp_ctrl;
-
-/* NIC core: one client connection. */
-struct dp_conn {
-	uint32_t handle;              /* nic handle; 0 = free slot */
-	bool closing;                 /* nic_close() called or peer gone */
-	bool closed;                  /* NIC_EV_CLOSED seen */
-	uint8_t size_buf[4];
-	uint32_t size_have;
-	uint8_t *frame;               /* frame being assembled (pool buffer) */
-	uint32_t frame_len, frame_have;
-	struct dp_req *q_head, *q_tail; /* requests in arrival order */
-	uint32_t nreqs;
-	uint32_t sends_inflight;
-	bool paused;                  /* too many requests unfinished: reads stopped (nic_pause) */
-	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
-	bool draining;                /* the peer left while paused: what it sent is still processed */
-	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
-	bool drain_slot;              /* counted in the core's ndraining */
-	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
-	uint32_t stash_len, stash_cap;
-	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
-	uint64_t held_bytes;          /* held by its requests: frames, arenas, fetch buffers, answers (dp_limits.h) */
-	uint64_t unsent_bytes;        /* of those, answers not yet sent */
-	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
-};
-
-/* Control core: a topic create/delete waiting for every data core's ack. */
-struct dp_ctrl_op {
-	bool used;
-	uint16_t req_core;
-	void *req_ctx;
-	uint32_t req_idx, req_gen;
-	uint32_t topic_id;
-	uint32_t acks_left;
-	int16_t err;
-	uint16_t reply_type;
-	bool removing;                /* a delete, or a failed create taken back: free the slot at the end */
-};
-
-/* Control core: the producer-id allocator (pid.c). */
-struct dp_pids {
-	const char *dir;
-	int64_t next, end;            /* ids [next, end) are recorded and unused */
-};
+struct dp_pids;
 
 /* One core. Everything here belongs to that core's thread. */
 struct dp_core {
@@ -252,7 +170,7 @@ struct dp_core {
 	uint16_t *conn_free;          /* [DP_CONN_SLOTS] stack of free slots */
 	uint32_t conn_free_n;
 	uint32_t ndraining;           /* closed slots still carrying out stashed requests */
-	struct dp_conn detached;      /* owns the requests of closed connections until they come back */
+	struct dp_conn *detached;         /* owns the requests of closed connections until they come back */
 	uint64_t held_bytes;          /* all requests' held bytes on this core (dp_limits.h) */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
@@ -266,7 +184,7 @@ struct dp_core {
 
 	/* Control core only. */
 	struct dp_ctrl *ctrl;
-	struct dp_pids ctrl_pids;
+	struct dp_pids *ctrl_pids;
 	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
 	struct dp_grp *grp;           /* group coordinator (group.c) */
 
@@ -294,23 +212,6 @@ struct dp_broker {
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 };
-
-/* Owner core: one partition's share of a produce request, until appended. */
-struct dp_append {
-	uint8_t kind;                 /* DP_COOKIE_PRODUCE: keep first */
-	struct dp_append *next_free;
-	uint16_t src;
-	void *ctx;
-	uint32_t idx;
-	uint32_t left;                /* batches not yet durable */
-	int16_t err;
-	int64_t base_offset;
-	struct dp_part *part;
-	void *out;                    /* requester's response slot, echoed back */
-	struct dp_append *dup_next;   /* on the partition's dupwait list */
-	int64_t dup_until;            /* reply once the durable offset reaches this */
-};
-
 /* log.c */
 extern _Thread_local int dp_log_core;
 extern int dp_log_level;
@@ -363,77 +264,15 @@ int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
 bool dp_topic_name_valid(const char *name, size_t len);
+uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* The coordinators' own logs: never a user topic (created, auto-created or produced to). */
 bool dp_topic_internal(const char *name, size_t len);
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
 /* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */
 void dp_fd_budget_init(struct dp_broker *b);
-int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */
 void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,
                       size_t len, int32_t p);
 
-/* shard.c: owner-side handlers */
-void dp_shard_msg(struct dp_core *c, struct dp_msg *m);
-/* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
-int  dp_shard_deletes(struct dp_core *c);
-/* Returns how many owned partitions could not be opened (they stay offline). */
-int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
-void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
-void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
-void dp_shard_timer(struct dp_core *c);
-/* A cold fetch read (DP_READ_TAG) completed. */
-struct io_uring_cqe;
-void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
-
-/* pid.c: control core */
-int  dp_pid_init(struct dp_pids *p, const char *dir);
-int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
-void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
-
-/* txncoord.c: control core */
-/*
- * Control core setup: open a coordinator's own log DATA/name (created if
- * missing; its path into dir) and hand every stored batch to load (see
- * st_log_read_batches). Returns 0 or -errno, logged as `what`'s failure.
- */
-struct st_batch_hdr;
-int  dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
-                          struct st_log **log,
-                          int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
-                          void *arg);
-int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
-void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
-void dp_txnc_on_write(void *cookie, int status);
-void dp_txnc_timer(struct dp_core *c);
-void dp_txnc_stop(struct dp_core *c);
-uint32_t dp_topic_hash(const char *name, size_t len);
-/* group.c: control core, the group coordinator */
-int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
-void dp_group_msg(struct dp_core *c, struct dp_msg *m);
-void dp_group_on_write(void *cookie, int status);
-void dp_group_timer(struct dp_core *c);
-void dp_group_stop(struct dp_core *c);
-/* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
-void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
-/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
-struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
-struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
-/* control.c: control core's catalog, for the coordinator */
-bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
-                   uint32_t *id, uint32_t *gen, uint32_t *hash);
-
-/* shard.c: transactions on the owner */
-void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m);
-void dp_shard_on_marker(void *cookie, int status);
-
-/* control.c */
-void dp_control_msg(struct dp_core *c, struct dp_msg *m);
-
-/* conn.c */
-void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
-void dp_req_complete_part(struct dp_core *c, struct dp_msg *m);
-void dp_conn_timer(struct dp_core *c);
-void dp_conns_shutdown(struct dp_core *c);
 
 #endif

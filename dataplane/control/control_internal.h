@@ -1,0 +1,52 @@
+/*
+ * control_internal.h - the control core's own types and the calls between
+ * its parts (inside dataplane/control/ only). Locality: control core.
+ */
+#ifndef SLUICE_DP_CONTROL_INTERNAL_H
+#define SLUICE_DP_CONTROL_INTERNAL_H
+
+#include "control.h"
+
+/* Control core: a topic create/delete waiting for every data core's ack. */
+struct dp_ctrl_op {
+	bool used;
+	uint16_t req_core;
+	void *req_ctx;
+	uint32_t req_idx, req_gen;
+	uint32_t topic_id;
+	uint32_t acks_left;
+	int16_t err;
+	uint16_t reply_type;
+	bool removing;                /* a delete, or a failed create taken back: free the slot at the end */
+};
+
+/* Control core: the producer-id allocator (pid.c). */
+struct dp_pids {
+	const char *dir;
+	int64_t next, end;            /* ids [next, end) are recorded and unused */
+};
+
+/* pid.c */
+int  dp_pid_init(struct dp_pids *p, const char *dir);
+int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
+
+/*
+ * control.c: control core setup: open a coordinator's own log DATA/name (created if
+ * missing; its path into dir) and hand every stored batch to load (see
+ * st_log_read_batches). Returns 0 or -errno, logged as `what`'s failure.
+ */
+struct st_batch_hdr;
+int  dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
+                          struct st_log **log,
+                          int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
+                          void *arg);
+/* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
+void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
+/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
+struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
+struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
+/* control.c: control core's catalog, for the coordinator */
+bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
+                   uint32_t *id, uint32_t *gen, uint32_t *hash);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * shard_internal.h - the owner side's own types (inside dataplane/shard/ only).
+ * Locality: owner core.
+ */
+#ifndef SLUICE_DP_SHARD_INTERNAL_H
+#define SLUICE_DP_SHARD_INTERNAL_H
+
+#include "shard.h"
+
+/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
+struct dp_txn_allow {
+	int64_t pid;
+	int16_t epoch;
+};
+
+
+/* Owner core: a parked fetch waiting for this partition's HW to move. */
+struct dp_waiter {
+	uint16_t core;
+	uint32_t gen;
+	void *ctx;
+	int64_t offset;
+	int64_t deadline_ms;
+	int8_t isolation;             /* 1: wait for the LSO, not the HW */
+};
+
+/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
+/* Owner core: one partition this core owns. */
+struct dp_part {
+	struct st_log *log;
+	struct txn_pstate *ps;        /* idempotent producers on this partition */
+	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
+	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
+	uint32_t nallow, allow_cap;
+	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
+	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
+	char *dir;
+	int64_t notified_hw;          /* HW last reported to waiters */
+	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
+	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
+	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int32_t probe_backoff_ms;
+	uint64_t refused;             /* appends refused while offline, logged when it is back */
+	uint32_t nwaiters;
+	struct dp_waiter waiters[DP_WAITERS_PER_PART];
+};
+
+/* Every core: its own copy of one catalog entry (changed only by control messages). */
+/* Owner core: one partition's share of a produce request, until appended. */
+struct dp_append {
+	uint8_t kind;                 /* DP_COOKIE_PRODUCE: keep first */
+	struct dp_append *next_free;
+	uint16_t src;
+	void *ctx;
+	uint32_t idx;
+	uint32_t left;                /* batches not yet durable */
+	int16_t err;
+	int64_t base_offset;
+	struct dp_part *part;
+	void *out;                    /* requester's response slot, echoed back */
+	struct dp_append *dup_next;   /* on the partition's dupwait list */
+	int64_t dup_until;            /* reply once the durable offset reaches this */
+};
+
+
+#endif
