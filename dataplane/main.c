@@ -346,6 +346,13 @@ int main(int argc, char **argv)
 		c->data_index = i - b.first_data;
 		if (dp_catalog_init(c) < 0)
 			return 1;
+		/* The roles this core plays, in the order the loop runs their hooks. */
+		if (c->is_data)
+			dp_core_add_role(c, &dp_shard_role);
+		if (c->is_control)
+			dp_core_add_role(c, &dp_control_role);
+		if (c->is_data)
+			dp_core_add_role(c, &dp_conn_role);
 		if (c->is_data) {
 			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
 			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));

@@ -17,7 +17,6 @@
 #include "kmsg.h"
 
 struct dp_fetch_part;
-struct nic_ev;
 
 struct dp_req {
 	struct dp_req *next;          /* connection queue / free list */
@@ -69,10 +68,10 @@ struct dp_req {
 #define DP_ANSWER_LATER INT16_MIN
 
 
+/* conn_role.c: main.c gives it to every data core (dp_core_add_role). */
+extern const struct dp_role dp_conn_role;
+
 /* conn.c */
-void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
 void dp_req_complete_part(struct dp_core *c, struct dp_msg *m);
-void dp_conn_timer(struct dp_core *c);
-void dp_conns_shutdown(struct dp_core *c);
 
 #endif

@@ -9,6 +9,12 @@
 #include "conn.h"
 #include "shard.h"
 
+/* conn.c: the connections' parts in the loop (conn_role.c). */
+struct nic_ev;
+void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
+void dp_conn_timer(struct dp_core *c);
+void dp_conns_shutdown(struct dp_core *c);
+
 /* NIC core: one client connection. */
 struct dp_conn {
 	uint32_t handle;              /* nic handle; 0 = free slot */

@@ -7,6 +7,14 @@
 
 #include "control.h"
 
+/* The coordinators' parts in the loop (control_role.c). */
+int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
+void dp_txnc_timer(struct dp_core *c);
+void dp_txnc_stop(struct dp_core *c);
+int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
+void dp_group_timer(struct dp_core *c);
+void dp_group_stop(struct dp_core *c);
+
 /* Control core: a topic create/delete waiting for every data core's ack. */
 struct dp_ctrl_op {
 	bool used;

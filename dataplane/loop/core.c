@@ -15,9 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codec.h"
 #include "log.h"
-#include "nic.h"
 #include "loop_internal.h"
 #include "conn.h"
 #include "control.h"
@@ -174,13 +172,15 @@ static int reap(struct dp_core *c)
 	unsigned n = io_uring_peek_batch_cqe(&c->ring, cqes, DP_CQE_BURST);
 	for (unsigned i = 0; i < n; i++) {
 		struct io_uring_cqe *cqe = cqes[i];
-		switch (cqe->user_data & 0xf) {
-		case NIC_URING_TAG: nic_uring_complete(c->nic, cqe); break;
-		case ST_URING_TAG: st_io_complete(c->io, cqe); break;
-		case DP_CORE_TAG: arm_wakeup(c); break;
-		case DP_READ_TAG: dp_shard_read_complete(c, cqe); break;
-		default: assert(!"unknown completion tag");
-		}
+		unsigned tag = (unsigned)(cqe->user_data & 0xf);
+		if (tag == ST_URING_TAG)
+			st_io_complete(c->io, cqe);
+		else if (tag == DP_CORE_TAG)
+			arm_wakeup(c);
+		else if (c->cqe_fn[tag])
+			c->cqe_fn[tag](c, cqe);
+		else
+			assert(!"unknown completion tag");
 	}
 	io_uring_cq_advance(&c->ring, n);
 	return (int)n;
@@ -221,6 +221,57 @@ static void on_append(void *cookie, int status, int64_t base_offset)
 	}
 }
 
+void dp_core_add_role(struct dp_core *c, const struct dp_role *role)
+{
+	assert(c->nroles < DP_ROLES_MAX);
+	c->roles[c->nroles++] = role;
+}
+
+void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn)
+{
+	assert(tag < DP_CQE_TAGS && tag != ST_URING_TAG && tag != DP_CORE_TAG && !c->cqe_fn[tag]);
+	c->cqe_fn[tag] = fn;
+}
+
+int64_t dp_mono_ms(void)
+{
+	return mono_us() / 1000;
+}
+
+static int roles_poll(struct dp_core *c)
+{
+	int work = 0;
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->poll)
+			work += c->roles[i]->poll(c);
+	return work;
+}
+
+static int roles_flush(struct dp_core *c)
+{
+	int work = 0;
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->flush)
+			work += c->roles[i]->flush(c);
+	return work;
+}
+
+static bool roles_busy(struct dp_core *c)
+{
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->busy && c->roles[i]->busy(c))
+			return true;
+	return false;
+}
+
+static bool roles_ticking(struct dp_core *c)
+{
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->ticking && c->roles[i]->ticking(c))
+			return true;
+	return false;
+}
+
 static int core_setup(struct dp_core *c)
 {
 	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
@@ -245,75 +296,37 @@ static int core_setup(struct dp_core *c)
 		DP_ERR("storage setup: %s", strerror(-rc));
 		return rc;
 	}
-	if (c->is_data)
-		for (uint32_t id = 0; id < c->topics_end; id++)
-			if (c->topics[id].live)
-				dp_shard_open_owned(c, &c->topics[id], id);
-	if (c->is_control && (rc = dp_txnc_start(c)) < 0)
-		return rc;
-	if (c->is_control && (rc = dp_group_start(c)) < 0)
-		return rc;
-	if (!c->is_data)
-		return 0;
-	if ((rc = st_codec_create(&c->codec)) < 0) {
-		DP_ERR("codec setup: %s", strerror(-rc));
-		return rc;
-	}
-	struct nic_config nc = {
-		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
-		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
-	};
-	rc = nic_uring_create(&nc, &c->ring, &c->nic);
-	if (rc < 0) {
-		DP_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, strerror(-rc));
-		return rc;
-	}
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->start && (rc = c->roles[i]->start(c)) < 0)
+			return rc;
 	return 0;
 }
 
 static void core_teardown(struct dp_core *c)
 {
-	if (c->is_data && c->nic)
-		dp_conns_shutdown(c);
-	/* Let queued appends reach the disk and cold reads finish (bounded: 10 s). */
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->quiesce)
+			c->roles[i]->quiesce(c);
+	/* Let queued appends reach the disk and the roles' own I/O finish (bounded: 10 s). */
 	int64_t until = mono_us() + 10 * 1000000;
-	while (c->io && (st_io_pending(c->io) || c->reads_inflight) && mono_us() < until) {
+	while (c->io && (st_io_pending(c->io) || roles_busy(c)) && mono_us() < until) {
 		st_io_flush(c->io);
-		if (c->nic)
-			nic_flush(c->nic);
+		roles_flush(c);
 		io_uring_submit(&c->ring);
 		core_sleep(c, 1000);
 		reap(c);
-		if (c->nic) {
-			struct nic_ev ev[DP_NIC_BURST];
-			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
-			for (int i = 0; i < n; i++)
-				dp_conn_event(c, &ev[i]);
-		}
+		roles_poll(c);
 	}
-	if (c->is_data) {
-		if (c->cold_reads)
-			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
-			        (unsigned long long)c->cold_reads);
-		if (c->aborted_cut_reads)
-			DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
-			        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);
-		for (uint32_t id = 0; id < c->topics_end; id++)
-			if (c->topics[id].live)
-				dp_shard_close_topic(c, &c->topics[id], false);
-	}
-	if (c->is_control) {
-		dp_txnc_stop(c);
-		dp_group_stop(c);
-	}
-	/* The ring goes first: the kernel then holds no receive buffer of the NIC's. */
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->stop)
+			c->roles[i]->stop(c);
+	/* The ring goes first: the kernel then holds no buffer of a role's (the NIC's receive buffers). */
 	io_uring_queue_exit(&c->ring);
-	if (c->nic)
-		nic_destroy(c->nic);
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->destroy)
+			c->roles[i]->destroy(c);
 	if (c->io)
 		st_io_destroy(c->io);
-	free(c->reads);
-	st_codec_destroy(c->codec);
 	close(c->efd);
 	dp_buf_drain();
 }
@@ -328,45 +341,33 @@ int dp_core_run(struct dp_core *c)
 		return rc;
 
 	int64_t idle_since = mono_us(), next_timer_us = 0;
-	c->next_snapshot_ms = idle_since / 1000 + c->b->cfg.producer_snapshot_ms;
 	while (!*c->b->stop) {
 		int64_t now = mono_us();
 		c->now_ms = now / 1000;
 		int work = reap(c);
-		if (c->nic) {
-			struct nic_ev ev[DP_NIC_BURST];
-			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
-			for (int i = 0; i < n; i++)
-				dp_conn_event(c, &ev[i]);
-			work += n;
-		}
+		work += roles_poll(c);
 		work += drain_rings(c);
-		/* Topic deletes waiting for their partitions' I/O: after completions, and every tick. */
-		if (c->ndel_wait && (work || now >= next_timer_us))
-			work += dp_shard_deletes(c);
+		bool due = work || now >= next_timer_us;
+		for (uint32_t i = 0; i < c->nroles; i++)
+			if (c->roles[i]->settle)
+				work += c->roles[i]->settle(c, due);
 		work += flush_backlog(c);
 		if (now >= next_timer_us) {
 			next_timer_us = now + 1000;
-			if (c->is_data) {
-				dp_conn_timer(c);
-				dp_shard_timer(c);
-			}
-			if (c->is_control) {
-				dp_txnc_timer(c);
-				dp_group_timer(c);
-			}
+			for (uint32_t i = 0; i < c->nroles; i++)
+				if (c->roles[i]->timer)
+					c->roles[i]->timer(c);
 		}
 		if (c->io)
 			work += st_io_flush(c->io);
-		if (c->nic)
-			work += nic_flush(c->nic);
+		work += roles_flush(c);
 		io_uring_submit(&c->ring);
 		c->loops++;
 		if (work) {
 			c->busy_loops++;
 			idle_since = now;
 		} else if (now - idle_since > DP_IDLE_SPIN_US) {
-			core_sleep(c, c->parked ? 1000 : DP_SLEEP_MAX_MS * 1000);
+			core_sleep(c, roles_ticking(c) ? 1000 : DP_SLEEP_MAX_MS * 1000);
 		}
 	}
 	core_teardown(c);

@@ -144,6 +144,32 @@ struct dp_append;
 struct dp_ctrl;
 struct dp_pids;
 
+struct io_uring_cqe;
+struct dp_core;
+
+/*
+ * A role's part in a core's loop. main.c gives each core the roles it plays
+ * (dp_core_add_role: owner and NIC side on data cores, control on core 0);
+ * the loop calls every role's hooks in that order without knowing what they
+ * do. Any hook may be NULL. Locality: the core's own thread.
+ */
+struct dp_role {
+	const char *name;
+	int  (*start)(struct dp_core *c);        /* core setup; < 0 fails start-up */
+	int  (*poll)(struct dp_core *c);         /* each turn, after completions: returns work done */
+	int  (*settle)(struct dp_core *c, bool due); /* each turn, after messages (due: work done or a tick) */
+	void (*timer)(struct dp_core *c);        /* every tick (1 ms) */
+	bool (*ticking)(struct dp_core *c);      /* true: an idle core still wakes every tick */
+	int  (*flush)(struct dp_core *c);        /* before the turn's io_uring_submit: returns work */
+	void (*quiesce)(struct dp_core *c);      /* stop: first, before the core waits for its I/O */
+	bool (*busy)(struct dp_core *c);         /* stop: the core waits (bounded) while this is true */
+	void (*stop)(struct dp_core *c);         /* stop: after the wait, while the io_uring is up */
+	void (*destroy)(struct dp_core *c);      /* stop: after the io_uring is gone */
+};
+#define DP_ROLES_MAX 4   /* roles one core plays */
+#define DP_CQE_TAGS  16  /* user_data & 0xf: nic/nic.h's convention */
+typedef void (*dp_cqe_fn)(struct dp_core *c, const struct io_uring_cqe *cqe);
+
 /* One core. Everything here belongs to that core's thread. */
 struct dp_core {
 	int id;
@@ -157,6 +183,9 @@ struct dp_core {
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
 	int64_t now_ms;
+	const struct dp_role *roles[DP_ROLES_MAX]; /* what this core plays, in hook order */
+	uint32_t nroles;
+	dp_cqe_fn cqe_fn[DP_CQE_TAGS];  /* completions by tag (dp_core_on_cqe) */
 	uint64_t loops, busy_loops;
 	uint64_t rng;                 /* xorshift state for fault injection */
 
@@ -248,6 +277,10 @@ void  dp_buf_drain(void);
 
 /* core.c */
 int  dp_core_run(struct dp_core *c);                       /* thread body */
+void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init only */
+/* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
+void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
+int64_t dp_mono_ms(void);
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {

@@ -7,6 +7,19 @@
 
 #include "shard.h"
 
+/* user_data tag of the core's SQEs for cold fetch reads (dp_shard_read_complete). */
+#define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+
+/* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
+int  dp_shard_deletes(struct dp_core *c);
+/* Returns how many owned partitions could not be opened (they stay offline). */
+int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
+void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
+void dp_shard_timer(struct dp_core *c);
+/* A cold fetch read (DP_READ_TAG) completed. */
+struct io_uring_cqe;
+void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
+
 /* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
 struct dp_txn_allow {
 	int64_t pid;
