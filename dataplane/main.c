@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
 	dp_log_level = b.cfg.log_level;
-	dp_log_core = 0;
+	dp_log_set_core(0);
 	b.ncores = b.cfg.cores;
 	b.ndata = b.ncores == 1 ? 1 : b.ncores - 1;
 	b.first_data = b.ncores == 1 ? 0 : 1;

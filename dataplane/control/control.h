@@ -20,10 +20,8 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* txncoord.c */
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
-void dp_txnc_on_write(void *cookie, int status);
 /* group.c */
 void dp_group_msg(struct dp_core *c, struct dp_msg *m);
-void dp_group_on_write(void *cookie, int status);
 
 /* control.c */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);

@@ -81,19 +81,17 @@ struct dp_grp {
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_REWRITE, GRP_W_META or GRP_W_EXPIRE */
 	uint8_t *buf;
 	struct grp_group *g;          /* GRP_W_META: groups are never freed */
 };
 
-/* What a DP_COOKIE_GROUP cookie is (the byte after kind). */
+/* What a group write's cookie is (its first byte). */
 enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
 /* One TxnOffsetCommit in flight: its pending-record writes. */
 struct grp_stage;
 struct grp_stage_part {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_STAGE */
 	struct grp_stage *op;
 	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
@@ -119,7 +117,6 @@ struct grp_stage {
  * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_END */
 	bool commit, failed;
 	uint8_t left;
@@ -137,7 +134,6 @@ struct grp_end {
 /* One OffsetCommit in flight: its partition writes, each with its own cookie. */
 struct grp_commit;
 struct grp_commit_part {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_COMMIT */
 	struct grp_commit *op;
 	struct OffsetCommitRequest_OffsetCommitRequestTopic *tq;
@@ -498,11 +494,10 @@ static void held_tick(struct dp_grp *t, int64_t now)
 		held_release(t);
 }
 
-void dp_group_on_write(void *cookie, int status)
+void dp_group_on_write(void *cookie, int status, int64_t base_offset)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	struct dp_core *c = dp_this_core;
-	uint8_t what = ((uint8_t *)cookie)[1];
+	struct dp_core *c = dp_core_self();
+	uint8_t what = ((uint8_t *)cookie)[0];
 	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
 	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
 		/* Fault injection: the write is durable, but the coordinator learns it
@@ -521,8 +516,8 @@ void dp_group_on_write(void *cookie, int status)
 
 static void on_write(void *cookie, int status)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	switch (((uint8_t *)cookie)[1]) {
+	struct dp_core *dp_this_core = dp_core_self();
+	switch (((uint8_t *)cookie)[0]) {
 	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
 	case GRP_W_EXPIRE: {
 		struct grp_rewrite *w = cookie;
@@ -620,9 +615,9 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			int bn = kn < 0 || vn < 0 ? -EINVAL :
 			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
 			struct grp_commit_part *p = &op->parts[k++];
-			*p = (struct grp_commit_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
+			*p = (struct grp_commit_part){ .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
 			                               .commit_ms = ts };
-			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
+			int64_t off = bn < 0 ? bn : st_log_append_cb(c->grp->log, buf + at, (uint32_t)bn, 1, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
@@ -834,7 +829,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			if (r->hdr.api_version < 2)
 				pq->CommittedLeaderEpoch = -1;
 			struct grp_stage_part *p = &op->parts[k++];
-			*p = (struct grp_stage_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_STAGE, .op = op, .pq = pq,
+			*p = (struct grp_stage_part){ .what = GRP_W_STAGE, .op = op, .pq = pq,
 			                              .err = pe };
 			uint8_t val[GRP_VALUE_BYTES_MAX];
 			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
@@ -858,7 +853,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				op->left--;
 				continue;
 			}
-			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
+			int64_t off = bn < 0 ? bn : st_log_append_cb(c->grp->log, buf + at, (uint32_t)bn, 1, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
@@ -914,7 +909,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	}
 	if (meta)
 		memcpy(meta, o->meta, (size_t)o->meta_len);
-	*w = (struct grp_end){ .kind = DP_COOKIE_GROUP, .what = GRP_W_END, .commit = commit, .buf = buf,
+	*w = (struct grp_end){ .what = GRP_W_END, .commit = commit, .buf = buf,
 	                       .offset = o->offset, .commit_ms = o->commit_ms, .leader_epoch = o->leader_epoch,
 	                       .meta_len = o->meta_len, .meta = meta };
 	/* The committed key is the pending key less its producer id, version 1. */
@@ -946,7 +941,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	for (int i = 0; i < 2; i++) {
 		if (!bn[i])
 			continue;
-		int64_t off = st_log_append(t->log, buf + at, (uint32_t)bn[i], 1, w);
+		int64_t off = st_log_append_cb(t->log, buf + at, (uint32_t)bn[i], 1, dp_group_on_write, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
@@ -1067,14 +1062,14 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
 	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
-	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
+	int64_t off = n < 0 ? n : st_log_append_cb(c->grp->log, buf, (uint32_t)n, 1, dp_group_on_write, w);
 	if (off < 0) {
 		if (buf)
 			dp_buf_put(buf);
 		free(w);
 		return (int)off;
 	}
-	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = what, .buf = buf, .g = g };
+	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
 	c->grp->records++;
 	return 0;
 }

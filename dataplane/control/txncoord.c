@@ -66,7 +66,6 @@ struct dp_txnc {
 
 /* A write in flight to the coordinator log. */
 struct txnc_write {
-	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
 	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
@@ -177,8 +176,8 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
-	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
+	*w = (struct txnc_write){ .step = step, .compact = compact, .m = m, .buf = buf };
+	int64_t off = st_log_append_cb(t->log, buf, (uint32_t)n, 1, dp_txnc_on_write, w);
 	if (off < 0) {
 		DP_ERR_RL("transaction log append failed: %s", strerror((int)-off));
 		dp_buf_put(buf);
@@ -205,14 +204,14 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 	uint8_t *buf = dp_buf_get(cap);
 	struct txnc_write *w = malloc(sizeof(*w));
 	int n = buf && w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), m->id, m->id_len, NULL, -1) : -ENOMEM;
-	int64_t off = n < 0 ? n : st_log_append(t->log, buf, (uint32_t)n, 1, w);
+	int64_t off = n < 0 ? n : st_log_append_cb(t->log, buf, (uint32_t)n, 1, dp_txnc_on_write, w);
 	if (off < 0) {
 		if (buf)
 			dp_buf_put(buf);
 		free(w);
 		return (int)off;   /* kept: the next pass tries again */
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .m = NULL, .buf = buf };
+	*w = (struct txnc_write){ .m = NULL, .buf = buf };
 	t->records++;
 	DP_DBG("txn %.*s: expired (pid %lld, %s)", m->id_len, m->id, (long long)m->pid, txn_state_name(m->state));
 	txn_coord_remove(t->coord, m);
@@ -262,10 +261,9 @@ static void maybe_compact(struct dp_core *c)
 	compaction_report(st_compaction_end(t->log, &t->compact));
 }
 
-void dp_txnc_on_write(void *cookie, int status)
+void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	struct dp_core *c = dp_this_core;
+	struct dp_core *c = dp_core_self();
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
 	bool step = w->step, compact = w->compact;

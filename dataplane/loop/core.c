@@ -21,7 +21,12 @@
 #include "control.h"
 #include "shard.h"
 
-_Thread_local struct dp_core *dp_this_core;
+static _Thread_local struct dp_core *dp_this_core;   /* dp_core_self() */
+
+struct dp_core *dp_core_self(void)
+{
+	return dp_this_core;
+}
 
 static int64_t mono_us(void)
 {
@@ -209,18 +214,6 @@ static void core_sleep(struct dp_core *c, int64_t max_us)
 	atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
 }
 
-/* Every append completion on this core, routed by the cookie's first byte. */
-static void on_append(void *cookie, int status, int64_t base_offset)
-{
-	switch (*(const uint8_t *)cookie) {
-	case DP_COOKIE_PRODUCE: dp_shard_on_append(cookie, status, base_offset); return;
-	case DP_COOKIE_MARKER: dp_shard_on_marker(cookie, status); return;
-	case DP_COOKIE_COORD: dp_txnc_on_write(cookie, status); return;
-	case DP_COOKIE_GROUP: dp_group_on_write(cookie, status); return;
-	default: assert(!"unknown append cookie");
-	}
-}
-
 void dp_core_add_role(struct dp_core *c, const struct dp_role *role)
 {
 	assert(c->nroles < DP_ROLES_MAX);
@@ -290,7 +283,7 @@ static int core_setup(struct dp_core *c)
 		return -errno;
 	arm_wakeup(c);
 	const struct dp_config *cfg = &c->b->cfg;
-	struct st_io_config ioc = { .fsync = cfg->fsync, .on_append = on_append };
+	struct st_io_config ioc = { .fsync = cfg->fsync };   /* each append names its callback */
 	rc = st_io_create(&ioc, &c->ring, &c->io);
 	if (rc < 0) {
 		DP_ERR("storage setup: %s", strerror(-rc));
@@ -334,7 +327,7 @@ static void core_teardown(struct dp_core *c)
 int dp_core_run(struct dp_core *c)
 {
 	dp_this_core = c;
-	dp_log_core = c->id;
+	dp_log_set_core(c->id);
 	int rc = core_setup(c);
 	atomic_fetch_add(c->b->ready, rc < 0 ? 1000 : 1);
 	if (rc < 0)

@@ -113,13 +113,6 @@ enum dp_msg_type {
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
 #define DP_F_VALIDATE_ONLY 2
 
-/* What an append's cookie is: the first byte of every cookie given to st_log_append. */
-enum dp_cookie_kind {
-	DP_COOKIE_PRODUCE = 1,   /* struct dp_append (shard.c) */
-	DP_COOKIE_MARKER,        /* struct dp_marker (shard.c) */
-	DP_COOKIE_COORD,         /* coordinator log write (txncoord.c) */
-	DP_COOKIE_GROUP,         /* committed-offset write (group.c) */
-};
 
 struct dp_topic {
 	bool live;
@@ -242,7 +235,7 @@ struct dp_broker {
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 };
 /* log.c */
-extern _Thread_local int dp_log_core;
+void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
 extern int dp_log_level;
 void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DP_ERR(...)  dp_log(DP_LOG_ERROR, __VA_ARGS__)
@@ -281,6 +274,8 @@ void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init on
 /* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
 void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
 int64_t dp_mono_ms(void);
+/* The calling thread's core, for callbacks that carry none (storage's append completions). */
+struct dp_core *dp_core_self(void);
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {

@@ -19,7 +19,6 @@
 #include "pstate.h"
 #include "shard_internal.h"
 
-extern _Thread_local struct dp_core *dp_this_core;
 
 #define DP_APPEND_CHUNK 256   /* append records taken from malloc at a time, then reused */
 
@@ -38,7 +37,6 @@ static struct dp_append *append_get(struct dp_core *c)
 	struct dp_append *a = c->append_free;
 	c->append_free = a->next_free;
 	memset(a, 0, sizeof(*a));
-	a->kind = DP_COOKIE_PRODUCE;
 	return a;
 }
 
@@ -112,7 +110,7 @@ static void append_failed(struct dp_core *c, struct dp_part *p, int err)
 
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 {
-	struct dp_core *c = dp_this_core;
+	struct dp_core *c = dp_core_self();
 	struct dp_append *a = cookie;
 	struct dp_part *p = a->part;
 	assert(a->left > 0);
@@ -290,7 +288,7 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		if (begins && (rc = txn_lso_reserve(p->lso)) < 0)
 			return state_full(c, p, rc, "transaction index");
 	}
-	int64_t off = st_log_append(p->log, b, n, (uint32_t)h->last_offset_delta + 1, a);
+	int64_t off = st_log_append_cb(p->log, b, n, (uint32_t)h->last_offset_delta + 1, dp_shard_on_append, a);
 	if (off < 0) {
 		append_failed(c, p, (int)off);
 		return KERR_KAFKA_STORAGE_ERROR;
@@ -656,7 +654,7 @@ static void shard_list(struct dp_core *c, struct dp_msg *m)
 
 static int recover_producers(struct dp_part *p)
 {
-	const struct dp_config *cfg = &dp_this_core->b->cfg;
+	const struct dp_config *cfg = &dp_core_self()->b->cfg;
 	int rc = txn_pstate_create(&p->ps);
 	if (rc == 0 && cfg->test_producers_max)
 		txn_pstate_set_limit(p->ps, cfg->test_producers_max);
@@ -1009,7 +1007,6 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 
 /* An owner's marker append, until durable. The control batch follows the struct. */
 struct dp_marker {
-	uint8_t kind;             /* DP_COOKIE_MARKER: keep first */
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
 };
@@ -1021,9 +1018,9 @@ static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t er
 	reply(c, req, &out, DP_MSG_TXN_MARKER_DONE);
 }
 
-void dp_shard_on_marker(void *cookie, int status)
+void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 {
-	struct dp_core *c = dp_this_core;
+	struct dp_core *c = dp_core_self();
 	struct dp_marker *mk = cookie;
 	if (status < 0)
 		append_failed(c, mk->p, status);
@@ -1094,13 +1091,12 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	}
 	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
 	uint8_t *batch = (uint8_t *)(mk + 1);
-	mk->kind = DP_COOKIE_MARKER;
 	mk->req = *m;
 	mk->p = p;
 	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
 	                              dp_wall_ms());
 	assert(n > 0);
-	int64_t off = st_log_append(p->log, batch, (uint32_t)n, 1, mk);
+	int64_t off = st_log_append_cb(p->log, batch, (uint32_t)n, 1, dp_shard_on_marker, mk);
 	if (off < 0) {
 		append_failed(c, p, (int)off);
 		dp_buf_put(mk);

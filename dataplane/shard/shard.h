@@ -19,9 +19,7 @@ extern const struct dp_role dp_shard_role;
 
 /* shard.c: owner-side handlers */
 void dp_shard_msg(struct dp_core *c, struct dp_msg *m);
-void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 /* shard.c: transactions on the owner */
 void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m);
-void dp_shard_on_marker(void *cookie, int status);
 
 #endif

@@ -11,6 +11,9 @@
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
 
 /* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
+/* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */
+void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
+void dp_shard_on_marker(void *cookie, int status, int64_t base_offset);
 int  dp_shard_deletes(struct dp_core *c);
 /* Returns how many owned partitions could not be opened (they stay offline). */
 int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
@@ -61,7 +64,6 @@ struct dp_part {
 /* Every core: its own copy of one catalog entry (changed only by control messages). */
 /* Owner core: one partition's share of a produce request, until appended. */
 struct dp_append {
-	uint8_t kind;                 /* DP_COOKIE_PRODUCE: keep first */
 	struct dp_append *next_free;
 	uint16_t src;
 	void *ctx;
