@@ -16,8 +16,8 @@
 #include "lso.h"
 #include "nic.h"
 #include "pstate.h"
-#include "conn_internal.h"
-#include "control_internal.h"
+#include "conn_internal.h"   /* init only: a data core's connection slots and request pool */
+#include "control.h"
 #include "shard.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -372,6 +372,7 @@ int main(int argc, char **argv)
 		}
 		b.cores[i] = c;
 	}
+	dp_control_provide(&b);
 	dp_fd_budget_init(&b);
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {

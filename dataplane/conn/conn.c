@@ -175,7 +175,7 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
 	for (uint32_t i = 0; i < ngone; i++) {
 		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = gone[i].r, .gen = gone[i].gen };
-		dp_send(c, 0, &m);
+		dp_ask_service(c, DP_SVC_GROUP, dp_req_complete_part, &m);
 	}
 }
 

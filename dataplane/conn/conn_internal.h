@@ -84,7 +84,7 @@ static inline void dp_lend_to_control(struct dp_core *c, struct dp_req *r, uint1
 {
 	struct dp_msg m = { .type = type, .ctx = r, .gen = r->gen };
 	r->pending++;
-	dp_send(c, 0, &m);
+	dp_ask_service(c, type == DP_MSG_TXN_REQ ? DP_SVC_TXN : DP_SVC_GROUP, dp_req_complete_part, &m);
 }
 
 /* A handler that only decodes Name##Request, starts Name##Response from its

@@ -70,14 +70,14 @@ static void done(struct dp_core *c, const struct dp_msg *req, uint16_t type, int
 	struct dp_msg m = { .type = type, .err = err, .ctx = req->ctx, .idx = req->idx, .gen = req->gen };
 	m.u.topic.name = why;   /* a static string: it outlives the reply */
 	m.u.topic.name_len = why ? (uint32_t)strlen(why) : 0;
-	dp_send(c, req->src, &m);
+	dp_answer(c, req, &m);
 }
 
 static void op_start(struct dp_ctrl_op *op, const struct dp_msg *req, uint16_t reply_type, uint32_t id,
                      uint32_t acks)
 {
 	assert(!op->used);
-	*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_ctx = req->ctx, .req_idx = req->idx,
+	*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_reply = req->reply, .req_ctx = req->ctx, .req_idx = req->idx,
 	                           .req_gen = req->gen, .topic_id = id, .acks_left = acks,
 	                           .reply_type = reply_type, .removing = reply_type == DP_MSG_DELETE_DONE };
 }
@@ -87,7 +87,7 @@ static void send_del(struct dp_core *c, struct dp_ctrl_op *op, uint32_t id)
 	for (int d = 0; d < c->b->ndata; d++) {
 		struct dp_msg del = { .type = DP_MSG_TOPIC_DEL, .ctx = op, .topic_id = id,
 		                      .gen = c->ctrl->topics[id].gen };
-		dp_send(c, c->b->first_data + d, &del);
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &del);
 	}
 }
 
@@ -168,7 +168,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		add.u.topic.name = t->name;
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
-		dp_send(c, c->b->first_data + d, &add);
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &add);
 	}
 }
 
@@ -224,7 +224,7 @@ static void ctrl_ack(struct dp_core *c, struct dp_msg *m)
 	}
 	if (op->removing)
 		topic_forget(c, t);
-	struct dp_msg r = { .type = op->reply_type, .err = op->err, .ctx = op->req_ctx,
+	struct dp_msg r = { .type = op->reply_type, .fn = op->req_reply, .err = op->err, .ctx = op->req_ctx,
 	                    .idx = op->req_idx, .gen = op->req_gen };
 	op->used = false;
 	dp_send(c, op->req_core, &r);

@@ -7,6 +7,12 @@
 
 #include "control.h"
 
+/* The services' handlers (dp_control_provide): control.c, txncoord.c, group.c. */
+void dp_control_msg(struct dp_core *c, struct dp_msg *m);
+void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
+void dp_group_msg(struct dp_core *c, struct dp_msg *m);
+void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
+
 /* The coordinators' parts in the loop (control_role.c). */
 int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
 void dp_txnc_timer(struct dp_core *c);
@@ -22,6 +28,7 @@ void dp_group_on_write(void *cookie, int status, int64_t base_offset);
 struct dp_ctrl_op {
 	bool used;
 	uint16_t req_core;
+	dp_msg_fn req_reply;          /* the request's: runs the answer on req_core */
 	void *req_ctx;
 	uint32_t req_idx, req_gen;
 	uint32_t topic_id;

@@ -29,3 +29,10 @@ static void control_stop(struct dp_core *c)
 const struct dp_role dp_control_role = {
 	.name = "control", .start = control_start, .timer = control_timer, .stop = control_stop,
 };
+
+void dp_control_provide(struct dp_broker *b)
+{
+	b->services[DP_SVC_CONTROL] = (struct dp_service_at){ .core = 0, .fn = dp_control_msg };
+	b->services[DP_SVC_TXN] = (struct dp_service_at){ .core = 0, .fn = dp_txnc_msg };
+	b->services[DP_SVC_GROUP] = (struct dp_service_at){ .core = 0, .fn = dp_group_msg };
+}

@@ -154,7 +154,7 @@ struct grp_commit {
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
+	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
 	dp_send(c, core, &m);
 }
 

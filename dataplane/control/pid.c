@@ -120,5 +120,5 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 		if (r.u.pid.pid < 0)
 			r.err = KERR_KAFKA_STORAGE_ERROR;
 	}
-	dp_send(c, m->src, &r);
+	dp_answer(c, m, &r);
 }

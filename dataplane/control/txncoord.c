@@ -93,7 +93,7 @@ static void fault_point(struct dp_core *c, int point, const char *what)
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .ctx = ctx, .gen = gen };
+	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
 	dp_send(c, core, &r);
 }
 
@@ -309,7 +309,7 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
 	if (count)
 		m->markers_left++;
-	dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
+	dp_ask(c, dp_owner_core(c->b, hash, tp->partition), dp_shard_txn_msg, dp_txnc_msg, &msg);
 	return true;
 }
 

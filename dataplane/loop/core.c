@@ -17,9 +17,6 @@
 
 #include "log.h"
 #include "loop_internal.h"
-#include "conn.h"
-#include "control.h"
-#include "shard.h"
 
 static _Thread_local struct dp_core *dp_this_core;   /* dp_core_self() */
 
@@ -62,6 +59,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m);
 
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 {
+	assert(m->fn);
 	m->src = (uint16_t)c->id;
 	if (dst == c->id) {
 		deliver(c, m);
@@ -102,47 +100,10 @@ static int flush_backlog(struct dp_core *c)
 	return work;
 }
 
+/* A message runs the handler it carries: the loop does not know who it is for. */
 static void deliver(struct dp_core *c, struct dp_msg *m)
 {
-	switch (m->type) {
-	case DP_MSG_PRODUCE:
-	case DP_MSG_FETCH:
-	case DP_MSG_WATCH:
-	case DP_MSG_LIST:
-	case DP_MSG_TOPIC_ADD:
-	case DP_MSG_TOPIC_DEL:
-		dp_shard_msg(c, m);
-		return;
-	case DP_MSG_TXN_ADD:
-	case DP_MSG_TXN_MARKER:
-	case DP_MSG_DESCRIBE_PRODUCERS:
-		dp_shard_txn_msg(c, m);
-		return;
-	case DP_MSG_TXN_REQ:
-	case DP_MSG_TXN_ADD_ACK:
-		dp_txnc_msg(c, m);
-		return;
-	case DP_MSG_GROUP_REQ:
-	case DP_MSG_GROUP_GONE:
-		dp_group_msg(c, m);
-		return;
-	case DP_MSG_TXN_MARKER_DONE:
-		if (m->flags & DP_F_WIRE)
-			dp_req_complete_part(c, m);
-		else
-			dp_txnc_msg(c, m);
-		return;
-	case DP_MSG_CREATE:
-	case DP_MSG_DELETE:
-	case DP_MSG_TOPIC_ADD_ACK:
-	case DP_MSG_TOPIC_DEL_ACK:
-	case DP_MSG_INIT_PID:
-		dp_control_msg(c, m);
-		return;
-	default:
-		dp_req_complete_part(c, m);
-		return;
-	}
+	m->fn(c, m);
 }
 
 static int drain_rings(struct dp_core *c)

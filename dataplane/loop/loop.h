@@ -3,16 +3,21 @@
  * control/) may use of it: the per-core state, the message types, the
  * cross-core send, buffer pools, log lines and the core's catalog copy.
  *
- * Cores: with --cores N > 1, core 0 is the control core (topic catalog
- * changes, later the coordinators) and cores 1..N-1 are data cores: each is
- * a NIC core (owns the connections the kernel hands its listener) and a
- * shard core (owns the partitions that hash to it). With --cores 1 the one
- * core plays every role, through the same code and the same rings.
+ * Cores: with --cores N > 1, core 0 is the control core (control/: topic
+ * catalog changes, producer ids, the coordinators) and cores 1..N-1 are data
+ * cores: each is a NIC core (conn/: the connections the kernel hands its
+ * listener) and an owner core (shard/: the partitions that hash to it). With
+ * --cores 1 the one core plays every role, through the same code and the
+ * same rings. main.c gives each core its roles (struct dp_role); the loop
+ * runs their hooks without knowing what they are.
  *
  * Share nothing: a core touches only its own struct dp_core. Cores talk by
- * posting struct dp_msg to the SPSC ring of the (src, dst) pair; the reply
+ * posting struct dp_msg to the SPSC ring of the (src, dst) pair. A message
+ * carries the function it runs where it arrives (fn) and, if it is a
+ * request, the one its answer runs back on the sender (reply); the answer
  * carries the requester's ctx pointer back, and memory is freed by the core
- * that allocated it.
+ * that allocated it. dp_core's fields are grouped by the role that uses
+ * them; a role touches only its own and the shared ones.
  */
 #ifndef SLUICE_DP_LOOP_H
 #define SLUICE_DP_LOOP_H
@@ -126,6 +131,7 @@ struct dp_topic {
 	bool del_wait;                /* TOPIC_DEL taken; closed once its partitions' I/O is done */
 	uint16_t del_src;             /* ... and acknowledged to this core with this ctx */
 	void *del_ctx;
+	dp_msg_fn del_reply;          /* ... running this */
 };
 
 /* The roles' own per-core state, defined in their folders (dp_core holds pointers). */
@@ -170,8 +176,8 @@ struct dp_core {
 	bool is_control, is_data;
 	int data_index;               /* 0..ndata-1 for data cores */
 	struct io_uring ring;
-	struct nic *nic;
-	struct st_io *io;
+	struct nic *nic;              /* conn/'s (NIC cores) */
+	struct st_io *io;             /* storage I/O on this core's ring: every role's appends */
 	int efd;                      /* wake-up eventfd */
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
@@ -182,17 +188,19 @@ struct dp_core {
 	uint64_t loops, busy_loops;
 	uint64_t rng;                 /* xorshift state for fault injection */
 
+	/* Every core: its own copy of the catalog (catalog.c). */
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
+	/* conn/ only (NIC side of a data core). */
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
 	struct dp_conn *conns;        /* [DP_CONN_SLOTS], taken from conn_free */
 	uint16_t *conn_map;           /* [DP_CONNS_MAX]: nic handle index -> slot of its open connection */
 	uint16_t *conn_free;          /* [DP_CONN_SLOTS] stack of free slots */
 	uint32_t conn_free_n;
 	uint32_t ndraining;           /* closed slots still carrying out stashed requests */
-	struct dp_conn *detached;         /* owns the requests of closed connections until they come back */
+	struct dp_conn *detached;     /* owns the requests of closed connections until they come back */
 	uint64_t held_bytes;          /* all requests' held bytes on this core (dp_limits.h) */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
@@ -200,17 +208,17 @@ struct dp_core {
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
-	/* Messages that did not fit in a full ring, per destination. */
+	/* loop/: messages that did not fit in a full ring, per destination. */
 	struct dp_msg *backlog[DP_CORES_MAX];
 	uint32_t backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
 
-	/* Control core only. */
+	/* control/ only (the control core). */
 	struct dp_ctrl *ctrl;
 	struct dp_pids *ctrl_pids;
 	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
 	struct dp_grp *grp;           /* group coordinator (group.c) */
 
-	/* Owner side produce bookkeeping: free list of append groups. */
+	/* shard/ only (owner side of a data core). Produce bookkeeping: free list of append groups. */
 	struct dp_append *append_free;
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
@@ -224,6 +232,23 @@ struct dp_core {
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };
 
+/*
+ * Services other roles ask by name, not by function (so a role need not
+ * include the provider's header, and a provider may later run elsewhere,
+ * e.g. a coordinator on whichever broker leads its partition). The control
+ * role provides them (dp_control_provide) before the cores start.
+ */
+enum dp_service {
+	DP_SVC_CONTROL,   /* topic create/delete, idempotent InitProducerId */
+	DP_SVC_TXN,       /* the transaction coordinator: a lent request */
+	DP_SVC_GROUP,     /* the group coordinator: a lent request, or its client gone */
+	DP_SVCS
+};
+struct dp_service_at {
+	int core;
+	dp_msg_fn fn;
+};
+
 /* init only: the whole broker. */
 struct dp_broker {
 	struct dp_config cfg;
@@ -233,6 +258,7 @@ struct dp_broker {
 	volatile sig_atomic_t *stop;
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
+	struct dp_service_at services[DP_SVCS]; /* where each service runs; read-only once cores start */
 };
 /* log.c */
 void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
@@ -276,7 +302,27 @@ void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
 int64_t dp_mono_ms(void);
 /* The calling thread's core, for callbacks that carry none (storage's append completions). */
 struct dp_core *dp_core_self(void);
-void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
+void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core: runs m->fn there */
+/* A request: fn runs on core dst, and its answer (dp_answer) runs reply back on this core. */
+static inline void dp_ask(struct dp_core *c, int dst, dp_msg_fn fn, dp_msg_fn reply, struct dp_msg *m)
+{
+	m->fn = fn;
+	m->reply = reply;
+	dp_send(c, dst, m);
+}
+/* The answer to req: out runs req's reply handler on the core req came from. */
+static inline void dp_answer(struct dp_core *c, const struct dp_msg *req, struct dp_msg *out)
+{
+	out->fn = req->reply;
+	dp_send(c, req->src, out);
+}
+/* A request to a service wherever it runs (b->services: the role that provides it says where). */
+static inline void dp_ask_service(struct dp_core *c, enum dp_service svc, dp_msg_fn reply, struct dp_msg *m)
+{
+	const struct dp_service_at *s = &c->b->services[svc];
+	assert(s->fn);
+	dp_ask(c, s->core, s->fn, reply, m);
+}
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {
 	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);

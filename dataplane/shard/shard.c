@@ -64,7 +64,7 @@ static void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m,
 	m->gen = req->gen;
 	m->topic_id = req->topic_id;
 	m->partition = req->partition;
-	dp_send(c, req->src, m);
+	dp_answer(c, req, m);
 }
 
 /* Tell parked fetches whose offset is now below the high watermark. */
@@ -81,7 +81,7 @@ static void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
 	for (uint32_t i = 0; i < p->nwaiters; i++) {
 		struct dp_waiter *w = &p->waiters[i];
 		if (all || readable_end(p, w->isolation) > w->offset) {
-			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .ctx = w->ctx, .gen = w->gen };
+			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .fn = w->reply, .ctx = w->ctx, .gen = w->gen };
 			dp_send(c, w->core, &m);
 		} else if (w->deadline_ms > c->now_ms) {
 			p->waiters[keep++] = *w;
@@ -126,7 +126,7 @@ void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 		return;
 	}
 	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
-	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .err = a->err, .ctx = a->ctx, .idx = a->idx };
+	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .fn = a->reply, .err = a->err, .ctx = a->ctx, .idx = a->idx };
 	m.u.produce_done.base_offset = a->err ? -1 : a->base_offset;
 	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
 	m.u.produce_done.out = a->out;
@@ -328,6 +328,7 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	a->src = m->src;
+	a->reply = m->reply;
 	a->ctx = m->ctx;
 	a->idx = m->idx;
 	a->out = m->u.produce.out;
@@ -615,14 +616,14 @@ static void shard_watch(struct dp_core *c, struct dp_msg *m)
 				p->nwaiters++;
 		}
 		if (!now)
-			p->waiters[i] = (struct dp_waiter){ .core = m->src, .gen = m->gen, .ctx = m->ctx,
+			p->waiters[i] = (struct dp_waiter){ .core = m->src, .reply = m->reply, .gen = m->gen, .ctx = m->ctx,
 			                                    .offset = m->u.watch.offset,
 			                                    .deadline_ms = m->u.watch.deadline_ms,
 			                                    .isolation = m->u.watch.isolation };
 	}
 	if (now) {
 		struct dp_msg f = { .type = DP_MSG_WATCH_FIRE, .ctx = m->ctx, .gen = m->gen };
-		dp_send(c, m->src, &f);
+		dp_answer(c, m, &f);
 	}
 }
 
@@ -938,7 +939,7 @@ static bool topic_idle(const struct dp_topic *t)
 static void topic_del_finish(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];
-	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = t->del_ctx };
+	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .fn = t->del_reply, .ctx = t->del_ctx };
 	uint16_t src = t->del_src;
 	t->del_wait = false;
 	c->ndel_wait--;
@@ -965,7 +966,7 @@ static void shard_topic_del(struct dp_core *c, struct dp_msg *m)
 	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
 	if (!t) {
 		struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = m->ctx, .idx = m->idx };
-		dp_send(c, m->src, &ack);
+		dp_answer(c, m, &ack);
 		return;
 	}
 	assert(!t->del_wait);   /* one delete per topic at a time (control.c) */
@@ -973,6 +974,7 @@ static void shard_topic_del(struct dp_core *c, struct dp_msg *m)
 	t->del_wait = true;
 	t->del_src = m->src;
 	t->del_ctx = m->ctx;
+	t->del_reply = m->reply;
 	c->ndel_wait++;
 	if (topic_idle(t))
 		topic_del_finish(c, m->topic_id);
@@ -993,7 +995,7 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id) > 0)
 			err = KERR_KAFKA_STORAGE_ERROR;
 		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
-		dp_send(c, m->src, &ack);
+		dp_answer(c, m, &ack);
 		return;
 	}
 	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;

@@ -33,6 +33,7 @@ struct dp_txn_allow {
 /* Owner core: a parked fetch waiting for this partition's HW to move. */
 struct dp_waiter {
 	uint16_t core;
+	dp_msg_fn reply;              /* the watch's: runs the fire on core */
 	uint32_t gen;
 	void *ctx;
 	int64_t offset;
@@ -66,6 +67,7 @@ struct dp_part {
 struct dp_append {
 	struct dp_append *next_free;
 	uint16_t src;
+	dp_msg_fn reply;              /* the request's: runs the answer on src */
 	void *ctx;
 	uint32_t idx;
 	uint32_t left;                /* batches not yet durable */
