@@ -6,6 +6,7 @@
 #define SLUICE_DP_CONTROL_INTERNAL_H
 
 #include "control.h"
+#include "log.h"   /* st_log, st_compaction, st_append_cb */
 
 /* The services' handlers (dp_control_provide): control.c, txncoord.c, group.c. */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);
@@ -48,8 +49,15 @@ struct dp_pids {
 int  dp_pid_init(struct dp_pids *p, const char *dir);
 int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
 
+/* clog.c: a coordinator's own log (__transaction_state, __consumer_offsets). */
+struct dp_clog {
+	const char *name;             /* "transaction log", "offsets log": its log lines */
+	struct st_log *log;
+	uint64_t records;             /* records in the log (loaded + written since the last compaction began) */
+	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
+};
 /*
- * control.c: control core setup: open a coordinator's own log DATA/name (created if
+ * Control core setup: open a coordinator's own log DATA/name (created if
  * missing; its path into dir) and hand every stored batch to load (see
  * st_log_read_batches). Returns 0 or -errno, logged as `what`'s failure.
  */
@@ -58,6 +66,15 @@ int  dp_internal_log_open(struct dp_core *c, const char *name, const char *what,
                           struct st_log **log,
                           int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
                           void *arg);
+/* Append one built record batch; counts it. Returns its offset or -errno (nothing queued). */
+int64_t dp_clog_append(struct dp_clog *l, uint8_t *batch, uint32_t len, st_append_cb cb, void *arg);
+/* Build (key, val; val NULL: a tombstone) at buf and append it. Returns its bytes or -errno. */
+int  dp_clog_write(struct dp_clog *l, uint8_t *buf, size_t cap, int64_t ts_ms, const void *key, size_t klen,
+                   const uint8_t *val, int vlen, st_append_cb cb, void *arg);
+/* Start a compaction if none runs and the log holds more than 2 records per live key + extra_records. */
+bool dp_clog_compact_begin(struct dp_clog *l, uint64_t live, int64_t extra_records);
+void dp_clog_compact_end(struct dp_clog *l);              /* every rewrite queued or lost */
+void dp_clog_compact_done(struct dp_clog *l, int status); /* a rewrite's completion */
 /* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
 void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
 /* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */

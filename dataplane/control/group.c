@@ -67,14 +67,12 @@ struct grp_held {
 struct dp_grp {
 	struct grp_coord *coord;
 	struct grp_offsets *offsets;
-	struct st_log *log;
+	struct dp_clog clog;          /* __consumer_offsets (clog.c) */
 	char dir[1024];
 	int64_t next_timer_ms;
 	int64_t next_expiry_ms;       /* offset retention's next pass */
 	struct grp_outs outs;         /* answers released by the current call */
-	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
-	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
 	struct grp_held held[DP_GRP_HELD_MAX];   /* FIFO from held_head, nheld long */
 	uint32_t held_head, nheld;
 };
@@ -617,7 +615,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			struct grp_commit_part *p = &op->parts[k++];
 			*p = (struct grp_commit_part){ .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
 			                               .commit_ms = ts };
-			int64_t off = bn < 0 ? bn : st_log_append_cb(c->grp->log, buf + at, (uint32_t)bn, 1, dp_group_on_write, p);
+			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
@@ -625,7 +623,6 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 				continue;
 			}
 			at += (size_t)bn;
-			c->grp->records++;
 			c->grp->inflight++;
 		}
 	/* The extra count keeps op alive until every append is queued. */
@@ -853,7 +850,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				op->left--;
 				continue;
 			}
-			int64_t off = bn < 0 ? bn : st_log_append_cb(c->grp->log, buf + at, (uint32_t)bn, 1, dp_group_on_write, p);
+			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
@@ -861,7 +858,6 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				continue;
 			}
 			at += (size_t)bn;
-			c->grp->records++;
 			c->grp->inflight++;
 		}
 	if (--op->left == 0) {
@@ -941,7 +937,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	for (int i = 0; i < 2; i++) {
 		if (!bn[i])
 			continue;
-		int64_t off = st_log_append_cb(t->log, buf + at, (uint32_t)bn[i], 1, dp_group_on_write, w);
+		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], dp_group_on_write, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
@@ -949,7 +945,6 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 			break;
 		}
 		w->left++;
-		t->records++;
 		t->inflight++;
 	}
 	bool failed = w->failed;
@@ -1039,19 +1034,11 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
  * carry a value older than a record it lands after (and the old segment
  * holding that record could be dropped).
  */
-static void compaction_report(int rc)
-{
-	if (rc >= 0)
-		DP_INFO("offsets log: compaction done, %d old segment(s) removed", rc);
-	else if (rc == -EIO)
-		DP_WARN("offsets log: a compaction write failed, old segments kept");
-}
-
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
 	dp_buf_put(w->buf);
 	free(w);
-	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
+	dp_clog_compact_done(&c->grp->clog, status);
 }
 
 /* Append one record with its own cookie (what: GRP_W_REWRITE, _META or _EXPIRE); val NULL: a tombstone. */
@@ -1061,16 +1048,15 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
-	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
-	int64_t off = n < 0 ? n : st_log_append_cb(c->grp->log, buf, (uint32_t)n, 1, dp_group_on_write, w);
-	if (off < 0) {
+	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
+	          : -ENOMEM;
+	if (n < 0) {
 		if (buf)
 			dp_buf_put(buf);
 		free(w);
-		return (int)off;
+		return n;
 	}
 	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
-	c->grp->records++;
 	return 0;
 }
 
@@ -1081,7 +1067,7 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 	                                 o->meta_len);
 	int rc = append_record(c, key, klen, val, vn, GRP_W_REWRITE, NULL);
 	if (rc == 0)
-		st_compaction_queued(&c->grp->compact);
+		st_compaction_queued(&c->grp->clog.compact);
 	return rc;
 }
 
@@ -1098,7 +1084,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 		DP_WARN_RL("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
 		        g->id_len, g->id, vsize);
 		if (compaction)
-			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
+			st_compaction_lost(&c->grp->clog.compact);   /* its older record must not be dropped either */
 		return;
 	}
 	uint8_t *val = dp_buf_get(vsize);
@@ -1111,9 +1097,9 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 		DP_ERR("group %.*s: cannot write its membership: %s", g->id_len, g->id, strerror(-rc));
 		g->saved_changes = g->changes - 1;
 		if (compaction)
-			st_compaction_lost(&c->grp->compact);
+			st_compaction_lost(&c->grp->clog.compact);
 	} else if (compaction) {
-		st_compaction_queued(&c->grp->compact);
+		st_compaction_queued(&c->grp->clog.compact);
 	}
 }
 
@@ -1121,21 +1107,17 @@ static void maybe_compact(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
 	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets) + grp_count(t->coord);
-	if (st_compaction_busy(&t->compact) || t->inflight ||
-	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+	if (t->inflight || !dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
 		return;
-	if (st_compaction_begin(t->log, &t->compact) < 0)
-		return;
-	t->records = 0;
 	uint32_t cur = 0;
 	const struct grp_offset *o;
 	while ((o = grp_offset_next(t->offsets, &cur)))
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->compact);
+			st_compaction_lost(&t->clog.compact);
 	cur = 0;
 	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->compact);
+			st_compaction_lost(&t->clog.compact);
 	cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur)))
@@ -1143,8 +1125,8 @@ static void maybe_compact(struct dp_core *c)
 			save_group(c, g, true);
 		else
 			g->saved_changes = g->changes - 1;   /* mid-rebalance: written when it settles */
-	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->compact.from);
-	compaction_report(st_compaction_end(t->log, &t->compact));
+	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->clog.compact.from);
+	dp_clog_compact_end(&t->clog);
 }
 
 /* ---- ListGroups / DescribeGroups (admin) ------------------------------------------------ */
@@ -1391,7 +1373,7 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 {
 	struct dp_grp *t = c->grp;
 	int64_t ret = c->b->cfg.offsets_retention_ms;
-	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->compact))
+	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->clog.compact))
 		return;
 	t->next_expiry_ms = now + (ret / 4 < 100 ? 100 : ret / 4 > 60000 ? 60000 : ret / 4);
 	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
@@ -1450,7 +1432,7 @@ void dp_group_timer(struct dp_core *c)
 static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
 	struct dp_grp *t = arg;
-	t->records++;
+	t->clog.records++;
 	int rc = grp_offsets_apply_batch(t->offsets, batch, len);
 	if (rc == -ENOMEM)
 		return rc;
@@ -1469,8 +1451,9 @@ int dp_group_start(struct dp_core *c)
 	if (!t || grp_coord_create(&t->coord) < 0 || grp_offsets_create(&t->offsets) < 0)
 		return -ENOMEM;
 	c->grp = t;
-	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir), &t->log,
-	                              load_batch, t);
+	t->clog.name = "offsets log";
+	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir),
+	                              &t->clog.log, load_batch, t);
 	if (rc < 0)
 		return rc;
 	uint32_t cur = 0, stable = 0;
@@ -1488,6 +1471,6 @@ int dp_group_start(struct dp_core *c)
 
 void dp_group_stop(struct dp_core *c)
 {
-	if (c->grp && c->grp->log)
-		st_log_close(c->grp->log);
+	if (c->grp && c->grp->clog.log)
+		st_log_close(c->grp->clog.log);
 }
