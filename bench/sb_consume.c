@@ -72,7 +72,7 @@ static int sb_cons_send_fetch(struct sb_cons *cs, uint64_t now)
 	req.ForgottenTopicsData_n = 0;
 	req.RackId = (struct kstr){ "", 0 };
 	struct sb_conn *c = cs->conn;
-	int rc = sb_conn_put_msg(c, SB_API_FETCH, SB_V_FETCH, &kschema_FetchRequest, &req, SB_REQ_FETCH, cs, now);
+	int rc = sb_conn_put_msg(c, KAPI_FETCH, SB_V_FETCH, &kschema_FetchRequest, &req, SB_REQ_FETCH, cs, now);
 	if (rc) {
 		fprintf(stderr, "sluice-bench: connection %d: cannot queue a fetch (%d)\n", c->id, rc);
 		return rc;
@@ -246,7 +246,7 @@ static int sb_cons_partition(struct sb_cons *cs, const struct FetchResponse_Part
 		return -EPROTO;
 	}
 	fp->busy = false;
-	if (pd->ErrorCode == SB_ERR_OFFSET_OUT_OF_RANGE && pd->LogStartOffset > fp->offset) {
+	if (pd->ErrorCode == KERR_OFFSET_OUT_OF_RANGE && pd->LogStartOffset > fp->offset) {
 		/* From the earliest offset still there (retention may have moved it past 0). */
 		fprintf(stderr, "# %s-%d: starting at the log start offset %lld\n", o->topic, fp->partition,
 			(long long)pd->LogStartOffset);

@@ -175,7 +175,7 @@ static int sb_prod_emit(struct sb_prod *p, const struct sb_batch *b, bool fresh,
 	kw_init(&w, at, need);
 	int32_t corr = c->next_corr++;
 	kw_i32(&w, 0);                                     /* size, below */
-	kw_i16(&w, SB_API_PRODUCE);
+	kw_i16(&w, KAPI_PRODUCE);
 	kw_i16(&w, SB_V_PRODUCE);
 	kw_i32(&w, corr);
 	kw_string(&w, (struct kstr){ sb_client_id, sizeof sb_client_id - 1 });
@@ -194,7 +194,7 @@ static int sb_prod_emit(struct sb_prod *p, const struct sb_batch *b, bool fresh,
 	assert((fresh || digest == b->digest) && "a retry carries the very same records");
 	kw_put_i32(at, (int32_t)(kw_len(&w) - 4));
 
-	struct sb_req q = { .kind = SB_REQ_PRODUCE, .expects_response = o->acks != 0, .api_key = SB_API_PRODUCE,
+	struct sb_req q = { .kind = SB_REQ_PRODUCE, .expects_response = o->acks != 0, .api_key = KAPI_PRODUCE,
 			    .api_version = SB_V_PRODUCE, .corr = corr, .sent_ns = now, .owner = p, .b = *b };
 	q.b.digest = digest;
 	q.b.no = s->next_no++;
@@ -332,9 +332,10 @@ void sb_prod_reap_written(struct sb_prod *p, uint64_t now)
 
 static bool sb_produce_retriable(int16_t ec)
 {
-	return ec == SB_ERR_REQUEST_TIMED_OUT || ec == SB_ERR_NOT_ENOUGH_REPLICAS ||
-	       ec == SB_ERR_NOT_ENOUGH_REPLICAS_AFTER || ec == SB_ERR_NETWORK || ec == SB_ERR_LEADER_NOT_AVAILABLE ||
-	       ec == SB_ERR_UNKNOWN_TOPIC || ec == SB_ERR_STORAGE;
+	return ec == KERR_REQUEST_TIMED_OUT || ec == KERR_NOT_ENOUGH_REPLICAS ||
+	       ec == KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND || ec == KERR_NETWORK_EXCEPTION ||
+	       ec == KERR_LEADER_NOT_AVAILABLE || ec == KERR_UNKNOWN_TOPIC_OR_PARTITION ||
+	       ec == KERR_KAFKA_STORAGE_ERROR;
 }
 
 /* ProduceResponse v7 for one topic and one partition: the partition's error code. */
@@ -369,12 +370,12 @@ static int sb_prod_on_produce(struct sb_prod *p, const struct sb_req *q, struct 
 	s->inflight--;
 	s->answered_no = q->b.no + 1;
 	/* DUPLICATE_SEQUENCE_NUMBER: older brokers' answer to a retry of a batch they have. */
-	if (ec == SB_ERR_NONE || ec == SB_ERR_DUPLICATE_SEQ) {
+	if (ec == KERR_NONE || ec == KERR_DUPLICATE_SEQUENCE_NUMBER) {
 		sb_prod_acked(p, &q->b, now);
 		return 0;
 	}
 	bool doomed = q->b.no < s->doomed_below;
-	bool expected = ec == SB_ERR_OUT_OF_ORDER && doomed && p->pid >= 0;
+	bool expected = ec == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER && doomed && p->pid >= 0;
 	if (sb_produce_retriable(ec) || expected) {
 		if (q->b.attempts > sb_retries_max) {
 			fprintf(stderr, "sluice-bench: produce to %s-%d: error %d (%s) after %u sends of the batch; giving up\n",
@@ -425,8 +426,8 @@ static int sb_txn_send_add(struct sb_prod *p, uint64_t now)
 	req.V3AndBelowTopics_n = 1;
 	req.V3AndBelowTopics = &t;
 	p->txn = SB_TXN_ADDING;
-	return sb_conn_put_msg(p->coord, SB_API_ADD_PARTITIONS, SB_V_ADD_PARTITIONS, &kschema_AddPartitionsToTxnRequest,
-			       &req, SB_REQ_ADD_PARTITIONS, p, now);
+	return sb_conn_put_msg(p->coord, KAPI_ADD_PARTITIONS_TO_TXN, SB_V_ADD_PARTITIONS,
+			       &kschema_AddPartitionsToTxnRequest, &req, SB_REQ_ADD_PARTITIONS, p, now);
 }
 
 static int sb_txn_send_end(struct sb_prod *p, uint64_t now)
@@ -439,7 +440,7 @@ static int sb_txn_send_end(struct sb_prod *p, uint64_t now)
 	req.Committed = !p->txn_abort;
 	p->txn = SB_TXN_ENDING;
 	p->end_sent_ns = now;
-	return sb_conn_put_msg(p->coord, SB_API_END_TXN, SB_V_END_TXN, &kschema_EndTxnRequest, &req, SB_REQ_END_TXN, p,
+	return sb_conn_put_msg(p->coord, KAPI_END_TXN, SB_V_END_TXN, &kschema_EndTxnRequest, &req, SB_REQ_END_TXN, p,
 			       now);
 }
 
@@ -462,8 +463,8 @@ static int sb_txn_begin(struct sb_prod *p, uint64_t now)
 /* A coordinator error that asks to try again; others end the run. */
 static int sb_txn_retry_or_fail(struct sb_prod *p, const char *what, int16_t ec, uint64_t now)
 {
-	if ((ec == SB_ERR_CONCURRENT_TXNS || ec == SB_ERR_COORD_LOADING || ec == SB_ERR_COORD_NOT_AVAILABLE ||
-	     ec == SB_ERR_NOT_COORDINATOR) && ++p->txn_retries <= sb_coord_retry_max) {
+	if ((ec == KERR_CONCURRENT_TRANSACTIONS || ec == KERR_COORDINATOR_LOAD_IN_PROGRESS ||
+	     ec == KERR_COORDINATOR_NOT_AVAILABLE || ec == KERR_NOT_COORDINATOR) && ++p->txn_retries <= sb_coord_retry_max) {
 		p->txn_retry_at_ns = now + (uint64_t)sb_coord_retry_ms * 1000000u;
 		return 0;
 	}

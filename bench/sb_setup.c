@@ -58,20 +58,20 @@ static int sb_check_versions(struct sb_run *r)
 	const struct sb_opts *o = r->o;
 	bool prod = o->workload != SB_WL_CONSUME, cons = o->workload != SB_WL_PRODUCE;
 	const struct { int16_t key, ver; bool used; const char *name; } need[] = {
-		{ SB_API_METADATA, SB_V_METADATA, true, "Metadata" },
-		{ SB_API_CREATE_TOPICS, SB_V_CREATE_TOPICS, o->create, "CreateTopics" },
-		{ SB_API_PRODUCE, SB_V_PRODUCE, prod, "Produce" },
-		{ SB_API_FETCH, SB_V_FETCH, cons, "Fetch" },
-		{ SB_API_LIST_OFFSETS, SB_V_LIST_OFFSETS, o->workload == SB_WL_E2E, "ListOffsets" },
-		{ SB_API_INIT_PRODUCER_ID, SB_V_INIT_PRODUCER_ID, prod && o->mode != SB_MODE_PLAIN, "InitProducerId" },
-		{ SB_API_FIND_COORDINATOR, SB_V_FIND_COORDINATOR, prod && o->mode == SB_MODE_TRANSACTIONAL, "FindCoordinator" },
-		{ SB_API_ADD_PARTITIONS, SB_V_ADD_PARTITIONS, prod && o->mode == SB_MODE_TRANSACTIONAL, "AddPartitionsToTxn" },
-		{ SB_API_END_TXN, SB_V_END_TXN, prod && o->mode == SB_MODE_TRANSACTIONAL, "EndTxn" },
+		{ KAPI_METADATA, SB_V_METADATA, true, "Metadata" },
+		{ KAPI_CREATE_TOPICS, SB_V_CREATE_TOPICS, o->create, "CreateTopics" },
+		{ KAPI_PRODUCE, SB_V_PRODUCE, prod, "Produce" },
+		{ KAPI_FETCH, SB_V_FETCH, cons, "Fetch" },
+		{ KAPI_LIST_OFFSETS, SB_V_LIST_OFFSETS, o->workload == SB_WL_E2E, "ListOffsets" },
+		{ KAPI_INIT_PRODUCER_ID, SB_V_INIT_PRODUCER_ID, prod && o->mode != SB_MODE_PLAIN, "InitProducerId" },
+		{ KAPI_FIND_COORDINATOR, SB_V_FIND_COORDINATOR, prod && o->mode == SB_MODE_TRANSACTIONAL, "FindCoordinator" },
+		{ KAPI_ADD_PARTITIONS_TO_TXN, SB_V_ADD_PARTITIONS, prod && o->mode == SB_MODE_TRANSACTIONAL, "AddPartitionsToTxn" },
+		{ KAPI_END_TXN, SB_V_END_TXN, prod && o->mode == SB_MODE_TRANSACTIONAL, "EndTxn" },
 	};
 	struct ApiVersionsRequest req;
 	struct ApiVersionsResponse resp;
 	ApiVersionsRequest_init(&req);
-	int rc = sb_call(r, r->boot, SB_API_API_VERSIONS, SB_V_API_VERSIONS, &kschema_ApiVersionsRequest, &req,
+	int rc = sb_call(r, r->boot, KAPI_API_VERSIONS, SB_V_API_VERSIONS, &kschema_ApiVersionsRequest, &req,
 			 &kschema_ApiVersionsResponse, &resp);
 	if (rc)
 		return rc;
@@ -111,7 +111,7 @@ static int sb_create_topic(struct sb_run *r)
 	req.Topics_n = 1;
 	req.Topics = &t;
 	req.timeoutMs = sb_io_timeout_ms / 2;
-	int rc = sb_call(r, r->boot, SB_API_CREATE_TOPICS, SB_V_CREATE_TOPICS, &kschema_CreateTopicsRequest, &req,
+	int rc = sb_call(r, r->boot, KAPI_CREATE_TOPICS, SB_V_CREATE_TOPICS, &kschema_CreateTopicsRequest, &req,
 			 &kschema_CreateTopicsResponse, &resp);
 	if (rc)
 		return rc;
@@ -120,7 +120,7 @@ static int sb_create_topic(struct sb_run *r)
 		return -EPROTO;
 	}
 	int16_t ec = resp.Topics[0].ErrorCode;
-	if (ec == SB_ERR_TOPIC_EXISTS) {
+	if (ec == KERR_TOPIC_ALREADY_EXISTS) {
 		fprintf(stderr, "# topic %s already exists\n", o->topic);
 	} else if (ec) {
 		struct kstr m = resp.Topics[0].ErrorMessage;
@@ -153,7 +153,7 @@ static int sb_wait_topic(struct sb_run *r)
 		req.Topics_n = 1;
 		req.Topics = &t;
 		req.AllowAutoTopicCreation = false;
-		int rc = sb_call(r, r->boot, SB_API_METADATA, SB_V_METADATA, &kschema_MetadataRequest, &req,
+		int rc = sb_call(r, r->boot, KAPI_METADATA, SB_V_METADATA, &kschema_MetadataRequest, &req,
 				 &kschema_MetadataResponse, &resp);
 		if (rc)
 			return rc;
@@ -165,7 +165,7 @@ static int sb_wait_topic(struct sb_run *r)
 		bool ready = false;
 		if (!mt) {
 			snprintf(why, sizeof why, "topic missing from Metadata");
-		} else if (mt->ErrorCode == SB_ERR_UNKNOWN_TOPIC && !o->create) {
+		} else if (mt->ErrorCode == KERR_UNKNOWN_TOPIC_OR_PARTITION && !o->create) {
 			fprintf(stderr, "sluice-bench: topic %s does not exist (pass --create to create it)\n", o->topic);
 			return -ENOENT;
 		} else if (mt->ErrorCode) {
@@ -219,8 +219,8 @@ static int sb_wait_topic(struct sb_run *r)
 
 static bool sb_coord_retriable(int16_t ec)
 {
-	return ec == SB_ERR_CONCURRENT_TXNS || ec == SB_ERR_COORD_LOADING || ec == SB_ERR_COORD_NOT_AVAILABLE ||
-	       ec == SB_ERR_NOT_COORDINATOR;
+	return ec == KERR_CONCURRENT_TRANSACTIONS || ec == KERR_COORDINATOR_LOAD_IN_PROGRESS ||
+	       ec == KERR_COORDINATOR_NOT_AVAILABLE || ec == KERR_NOT_COORDINATOR;
 }
 
 /* FindCoordinator(transaction) for p->txn_id: the coordinator's address. */
@@ -234,11 +234,11 @@ static int sb_find_coordinator(struct sb_run *r, struct sb_prod *p, char *host, 
 		req.Key = sb_kstr(p->txn_id);
 		req.KeyType = 1;
 		req.CoordinatorKeys_n = 0;
-		int rc = sb_call(r, r->boot, SB_API_FIND_COORDINATOR, SB_V_FIND_COORDINATOR, &kschema_FindCoordinatorRequest,
+		int rc = sb_call(r, r->boot, KAPI_FIND_COORDINATOR, SB_V_FIND_COORDINATOR, &kschema_FindCoordinatorRequest,
 				 &req, &kschema_FindCoordinatorResponse, &resp);
 		if (rc)
 			return rc;
-		if (resp.ErrorCode == 0) {
+		if (resp.ErrorCode == KERR_NONE) {
 			if (resp.Host.len <= 0 || (size_t)resp.Host.len >= cap || resp.Port <= 0) {
 				fprintf(stderr, "sluice-bench: FindCoordinator: bad address\n");
 				return -EPROTO;
@@ -269,11 +269,11 @@ static int sb_init_producer_id(struct sb_run *r, struct sb_prod *p)
 		InitProducerIdRequest_init(&req);
 		req.TransactionalId = txn ? sb_kstr(p->txn_id) : (struct kstr){ NULL, -1 };
 		req.TransactionTimeoutMs = sb_txn_timeout_ms;
-		int rc = sb_call(r, c, SB_API_INIT_PRODUCER_ID, SB_V_INIT_PRODUCER_ID, &kschema_InitProducerIdRequest, &req,
+		int rc = sb_call(r, c, KAPI_INIT_PRODUCER_ID, SB_V_INIT_PRODUCER_ID, &kschema_InitProducerIdRequest, &req,
 				 &kschema_InitProducerIdResponse, &resp);
 		if (rc)
 			return rc;
-		if (resp.ErrorCode == 0 && resp.ProducerId >= 0 && resp.ProducerEpoch >= 0) {
+		if (resp.ErrorCode == KERR_NONE && resp.ProducerId >= 0 && resp.ProducerEpoch >= 0) {
 			p->pid = resp.ProducerId;
 			p->epoch = resp.ProducerEpoch;
 			return 0;
@@ -396,7 +396,7 @@ static int sb_latest_offsets(struct sb_run *r)
 	req.Topics_n = 1;
 	req.Topics = &t;
 	struct ListOffsetsResponse resp;
-	int rc = sb_call(r, r->boot, SB_API_LIST_OFFSETS, SB_V_LIST_OFFSETS, &kschema_ListOffsetsRequest, &req,
+	int rc = sb_call(r, r->boot, KAPI_LIST_OFFSETS, SB_V_LIST_OFFSETS, &kschema_ListOffsetsRequest, &req,
 			 &kschema_ListOffsetsResponse, &resp);
 	free(lp);
 	if (rc)

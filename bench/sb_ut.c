@@ -97,7 +97,7 @@ static void ut_check_request(const uint8_t **at, const struct sb_req *q, int32_t
 	*at += 4 + size;
 	struct kreq_header h;
 	CU_ASSERT_FATAL(kreq_header_decode(&rd, &h) == 0);
-	CU_ASSERT(h.api_key == SB_API_PRODUCE && h.api_version == SB_V_PRODUCE && h.correlation_id == q->corr);
+	CU_ASSERT(h.api_key == KAPI_PRODUCE && h.api_version == SB_V_PRODUCE && h.correlation_id == q->corr);
 	struct ProduceRequest req;
 	karena_reset(&ut_dec);
 	CU_ASSERT_FATAL(ProduceRequest_decode(&rd, SB_V_PRODUCE, &req, &ut_dec) == 0);
@@ -210,9 +210,9 @@ static void test_retry_in_order(void)
 	ut_prod_init(SB_KEYS_NONE);
 	CU_ASSERT_FATAL(sb_prods_pump(&ut_run, ut_now_ns) == 0);
 	uint64_t d0 = ut_queued(0)->b.digest, d2 = ut_queued(2)->b.digest;
-	CU_ASSERT(ut_answer(SB_ERR_REQUEST_TIMED_OUT) == 0); /* slot 0, sequence 0: retriable */
+	CU_ASSERT(ut_answer(KERR_REQUEST_TIMED_OUT) == 0); /* slot 0, sequence 0: retriable */
 	CU_ASSERT(ut_answer(0) == 0);                        /* slot 1 */
-	CU_ASSERT(ut_answer(SB_ERR_OUT_OF_ORDER) == 0);      /* slot 0, sequence 100: doomed by the first */
+	CU_ASSERT(ut_answer(KERR_OUT_OF_ORDER_SEQUENCE_NUMBER) == 0);      /* slot 0, sequence 100: doomed by the first */
 	CU_ASSERT(ut_answer(0) == 0);
 	CU_ASSERT(ut_errors == 1 && ut_run.acked_all == 200);
 	CU_ASSERT(ut_prod.slots[0].resend_len == 2);
@@ -241,9 +241,9 @@ static void test_retry_in_order(void)
 
 	/* An out-of-order answer nobody expects ends the run. */
 	CU_ASSERT_FATAL(sb_prods_pump(&ut_run, ut_now_ns) == 0);
-	CU_ASSERT(ut_answer(SB_ERR_OUT_OF_ORDER) == -EIO);
+	CU_ASSERT(ut_answer(KERR_OUT_OF_ORDER_SEQUENCE_NUMBER) == -EIO);
 	/* So does a fatal broker error. */
-	CU_ASSERT(ut_answer(47 /* INVALID_PRODUCER_EPOCH */) == -EIO);
+	CU_ASSERT(ut_answer(KERR_INVALID_PRODUCER_EPOCH) == -EIO);
 }
 
 /* A fetch answer for partition 0 holding `recs`, aborted transactions `ab`; handled with `isolation`. */

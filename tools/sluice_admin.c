@@ -44,17 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kerr.h"
 #include "kmsg.h"
 #include "kwire.h"
 
-#define ADM_API_LIST_OFFSETS 2
-#define ADM_API_OFFSET_FETCH 9
-#define ADM_API_DESCRIBE_GROUPS 15
-#define ADM_API_LIST_GROUPS 16
-#define ADM_API_WRITE_TXN_MARKERS 27
-#define ADM_API_DESCRIBE_PRODUCERS 61
-#define ADM_API_DESCRIBE_TRANSACTIONS 65
-#define ADM_API_LIST_TRANSACTIONS 66
 #define ADM_FRAME_BYTES_MAX (64u << 20)  /* largest reply accepted */
 #define ADM_ARENA_BYTES (64u << 20)      /* decoded arrays of one reply */
 #define ADM_DESCRIBE_IDS_MAX 1000        /* ids per DescribeTransactions request */
@@ -70,23 +63,11 @@ struct adm {
 	struct karena arena;
 };
 
-static const struct { int16_t code; const char *name; } err_names[] = {
-	{ -1, "UNKNOWN_SERVER_ERROR" }, { 0, "NONE" }, { 2, "CORRUPT_MESSAGE" },
-	{ 3, "UNKNOWN_TOPIC_OR_PARTITION" }, { 6, "NOT_LEADER_OR_FOLLOWER" },
-	{ 14, "COORDINATOR_LOAD_IN_PROGRESS" }, { 24, "INVALID_GROUP_ID" }, { 69, "GROUP_ID_NOT_FOUND" }, { 15, "COORDINATOR_NOT_AVAILABLE" },
-	{ 16, "NOT_COORDINATOR" }, { 35, "UNSUPPORTED_VERSION" }, { 42, "INVALID_REQUEST" },
-	{ 47, "INVALID_PRODUCER_EPOCH" }, { 48, "INVALID_TXN_STATE" },
-	{ 49, "INVALID_PRODUCER_ID_MAPPING" }, { 51, "CONCURRENT_TRANSACTIONS" },
-	{ 52, "TRANSACTION_COORDINATOR_FENCED" }, { 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" },
-	{ 59, "UNKNOWN_PRODUCER_ID" }, { 90, "PRODUCER_FENCED" }, { 105, "TRANSACTIONAL_ID_NOT_FOUND" },
-};
-
+/* Kafka's name of an error code, for messages; "?" for one Kafka 3.7.1 lacks. */
 static const char *err_name(int16_t code)
 {
-	for (size_t i = 0; i < sizeof(err_names) / sizeof(err_names[0]); i++)
-		if (err_names[i].code == code)
-			return err_names[i].name;
-	return "?";
+	const char *n = kerr_name(code);
+	return n ? n : "?";
 }
 
 static void die(int status, const char *fmt, ...)
@@ -290,7 +271,7 @@ static int cmd_transactions(struct adm *a, int64_t older_than_ms)
 	struct ListTransactionsRequest lreq;
 	ListTransactionsRequest_init(&lreq);
 	lreq.StateFilters_n = lreq.ProducerIdFilters_n = 0;
-	ADM_CALL(a, ADM_API_LIST_TRANSACTIONS, 0, ListTransactionsRequest, &lreq, &r);
+	ADM_CALL(a, KAPI_LIST_TRANSACTIONS, 0, ListTransactionsRequest, &lreq, &r);
 	struct ListTransactionsResponse lresp;
 	ADM_DECODE(a, ListTransactionsResponse, 0, &r, &lresp);
 	if (lresp.ErrorCode)
@@ -320,7 +301,7 @@ static int cmd_transactions(struct adm *a, int64_t older_than_ms)
 		DescribeTransactionsRequest_init(&dreq);
 		dreq.TransactionalIds_n = k;
 		dreq.TransactionalIds = ids + at;
-		ADM_CALL(a, ADM_API_DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest, &dreq, &r);
+		ADM_CALL(a, KAPI_DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest, &dreq, &r);
 		struct DescribeTransactionsResponse dresp;
 		ADM_DECODE(a, DescribeTransactionsResponse, 0, &r, &dresp);
 		bad |= print_described(&dresp, ids + at, k, older_than_ms);
@@ -347,7 +328,7 @@ static const struct DescribeProducersResponse_PartitionResponse *describe_produc
 	t.PartitionIndexes = &partition;
 	req.Topics_n = 1;
 	req.Topics = &t;
-	ADM_CALL(a, ADM_API_DESCRIBE_PRODUCERS, 0, DescribeProducersRequest, &req, &r);
+	ADM_CALL(a, KAPI_DESCRIBE_PRODUCERS, 0, DescribeProducersRequest, &req, &r);
 	static struct DescribeProducersResponse resp;   /* its arrays live in the arena */
 	ADM_DECODE(a, DescribeProducersResponse, 0, &r, &resp);
 	const struct DescribeProducersResponse_PartitionResponse *found = NULL;
@@ -424,7 +405,7 @@ static int cmd_abort(struct adm *a, const char *topic, int32_t partition, int64_
 	m.CoordinatorEpoch = coord_epoch;
 	req.Markers_n = 1;
 	req.Markers = &m;
-	ADM_CALL(a, ADM_API_WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest, &req, &r);
+	ADM_CALL(a, KAPI_WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest, &req, &r);
 	struct WriteTxnMarkersResponse resp;
 	ADM_DECODE(a, WriteTxnMarkersResponse, 1, &r, &resp);
 	if (resp.Markers_n != 1 || resp.Markers[0].ProducerId != pid)
@@ -447,7 +428,7 @@ static int cmd_groups(struct adm *a)
 	struct ListGroupsRequest req;
 	ListGroupsRequest_init(&req);
 	req.StatesFilter_n = 0;
-	ADM_CALL(a, ADM_API_LIST_GROUPS, 4, ListGroupsRequest, &req, &r);
+	ADM_CALL(a, KAPI_LIST_GROUPS, 4, ListGroupsRequest, &req, &r);
 	struct ListGroupsResponse resp;
 	ADM_DECODE(a, ListGroupsResponse, 4, &r, &resp);
 	if (resp.ErrorCode)
@@ -515,7 +496,7 @@ static int describe_group(struct adm *a, const char *group, char ***member_ids, 
 	DescribeGroupsRequest_init(&req);
 	req.Groups_n = 1;
 	req.Groups = &gid;
-	ADM_CALL(a, ADM_API_DESCRIBE_GROUPS, 5, DescribeGroupsRequest, &req, &r);
+	ADM_CALL(a, KAPI_DESCRIBE_GROUPS, 5, DescribeGroupsRequest, &req, &r);
 	struct DescribeGroupsResponse resp;
 	ADM_DECODE(a, DescribeGroupsResponse, 5, &r, &resp);
 	if (resp.Groups_n != 1 || !kstr_eq(resp.Groups[0].GroupId, group))
@@ -570,7 +551,7 @@ static void fetch_committed(struct adm *a, const char *group, struct adm_gpart *
 	req.GroupId = (struct kstr){ group, (int32_t)strlen(group) };
 	req.Topics_n = -1;
 	req.RequireStable = false;
-	ADM_CALL(a, ADM_API_OFFSET_FETCH, 7, OffsetFetchRequest, &req, &r);
+	ADM_CALL(a, KAPI_OFFSET_FETCH, 7, OffsetFetchRequest, &req, &r);
 	struct OffsetFetchResponse resp;
 	ADM_DECODE(a, OffsetFetchResponse, 7, &r, &resp);
 	if (resp.ErrorCode)
@@ -606,7 +587,7 @@ static void fetch_ends(struct adm *a, struct adm_gpart *parts, int32_t nparts)
 		req.IsolationLevel = 0;
 		req.Topics_n = 1;
 		req.Topics = &t;
-		ADM_CALL(a, ADM_API_LIST_OFFSETS, 2, ListOffsetsRequest, &req, &r);
+		ADM_CALL(a, KAPI_LIST_OFFSETS, 2, ListOffsetsRequest, &req, &r);
 		struct ListOffsetsResponse resp;
 		ADM_DECODE(a, ListOffsetsResponse, 2, &r, &resp);
 		if (resp.Topics_n != 1 || resp.Topics[0].Partitions_n != 1 ||

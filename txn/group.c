@@ -366,7 +366,7 @@ static void prepare_rebalance(struct grp_group *g, int64_t now, struct grp_outs 
 	if (g->state == GRP_COMPLETING_REBALANCE)
 		/* The leader's assignment for this generation will never come: retry the join. */
 		for (uint32_t i = 0; i < g->nmembers; i++) {
-			out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, g->members[i]->sync, NULL);
+			out_add(o, GRP_OUT_SYNC, KERR_REBALANCE_IN_PROGRESS, g->members[i]->sync, NULL);
 			g->members[i]->sync.ctx = NULL;
 		}
 	int32_t timeout = 0;
@@ -382,7 +382,7 @@ static void complete_join(struct grp_group *g, struct grp_outs *o)
 {
 	for (uint32_t i = g->nmembers; i-- > 0;)
 		if (!g->members[i]->join.ctx)
-			member_remove(g, g->members[i], GRP_ERR_UNKNOWN_MEMBER_ID, o);
+			member_remove(g, g->members[i], KERR_UNKNOWN_MEMBER_ID, o);
 	g->generation++;
 	if (g->nmembers == 0) {
 		g->protocol = -1;
@@ -410,7 +410,7 @@ static void complete_join(struct grp_group *g, struct grp_outs *o)
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *m = g->members[i];
 		set_assignment(m, NULL, 0);
-		out_add(o, GRP_OUT_JOIN, 0, m->join, m);
+		out_add(o, GRP_OUT_JOIN, KERR_NONE, m->join, m);
 		m->join.ctx = NULL;
 	}
 }
@@ -440,7 +440,7 @@ int16_t grp_fenced(const struct grp_group *g, const char *member, size_t member_
                    size_t instance_len)
 {
 	const struct grp_member *s = grp_static_find(g, instance, instance_len);
-	return s && (s->id_len != member_len || memcmp(s->id, member, member_len)) ? GRP_ERR_FENCED_INSTANCE_ID : 0;
+	return s && (s->id_len != member_len || memcmp(s->id, member, member_len)) ? KERR_FENCED_INSTANCE_ID : KERR_NONE;
 }
 
 /* A fresh member id: client id + "-" + a sequence and the time, unique within this coordinator's life. */
@@ -543,8 +543,8 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct grp_join_req *q,
                          int32_t rebalance_ms, struct grp_waiter w, int64_t now, struct grp_outs *o)
 {
-	out_add(o, GRP_OUT_JOIN, GRP_ERR_FENCED_INSTANCE_ID, s->join, NULL);
-	out_add(o, GRP_OUT_SYNC, GRP_ERR_FENCED_INSTANCE_ID, s->sync, NULL);
+	out_add(o, GRP_OUT_JOIN, KERR_FENCED_INSTANCE_ID, s->join, NULL);
+	out_add(o, GRP_OUT_SYNC, KERR_FENCED_INSTANCE_ID, s->sync, NULL);
 	s->join.ctx = s->sync.ctx = NULL;
 	bool same = protocols_same(s, q);
 	if (!same && set_protocols(s, q) < 0)
@@ -561,7 +561,7 @@ static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct
 	s->last_hb_ms = now;
 	if (g->state == GRP_STABLE && same) {
 		/* Same generation; its SyncGroup gets the assignment it had. */
-		out_add(o, GRP_OUT_JOIN, 0, w, s);
+		out_add(o, GRP_OUT_JOIN, KERR_NONE, w, s);
 		if (s == g->leader && w.ctx)
 			o->o[o->n - 1].follower = true;
 		return 0;
@@ -576,29 +576,29 @@ static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct
 int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waiter w, int64_t now,
              struct grp_outs *o)
 {
-	int16_t err = 0;
+	int16_t err = KERR_NONE;
 	struct grp_member *m = q->member_id_len ? grp_member_find(g, q->member_id, q->member_id_len) : NULL;
 	struct grp_member *s = grp_static_find(g, q->instance_id, q->instance_id_len);
 	int32_t pend = !m && q->member_id_len ? pending_find(g, q->member_id, q->member_id_len) : -1;
 	if (g->state == GRP_DEAD)
-		err = GRP_ERR_COORDINATOR_NOT_AVAILABLE;
+		err = KERR_COORDINATOR_NOT_AVAILABLE;
 	else if (q->instance_id_len > GRP_NAME_BYTES_MAX)
-		err = GRP_ERR_INVALID_GROUP_ID;   /* Kafka validates instance ids as it does group ids */
+		err = KERR_INVALID_GROUP_ID;   /* Kafka validates instance ids as it does group ids */
 	else if (q->member_id_len && grp_fenced(g, q->member_id, q->member_id_len, q->instance_id, q->instance_id_len))
-		err = GRP_ERR_FENCED_INSTANCE_ID;
+		err = KERR_FENCED_INSTANCE_ID;
 	else if (q->session_ms < GRP_SESSION_MIN_MS || q->session_ms > GRP_SESSION_MAX_MS)
-		err = GRP_ERR_INVALID_SESSION_TIMEOUT;
+		err = KERR_INVALID_SESSION_TIMEOUT;
 	else if (q->nprotocols > GRP_PROTOCOLS_MAX || q->protocol_type_len > GRP_NAME_BYTES_MAX)
-		err = GRP_ERR_INCONSISTENT_PROTOCOL;
+		err = KERR_INCONSISTENT_GROUP_PROTOCOL;
 	else if (q->member_id_len && !m && pend < 0)
-		err = GRP_ERR_UNKNOWN_MEMBER_ID;
+		err = KERR_UNKNOWN_MEMBER_ID;
 	else if (!protocols_fit(g, q, m ? m : s))
-		err = GRP_ERR_INCONSISTENT_PROTOCOL;
+		err = KERR_INCONSISTENT_GROUP_PROTOCOL;
 	else if (!m && !s && g->nmembers + g->npending - (pend >= 0) >= GRP_MEMBERS_MAX)
-		err = GRP_ERR_GROUP_MAX_SIZE_REACHED;
+		err = KERR_GROUP_MAX_SIZE_REACHED;
 	for (uint32_t i = 0; i < q->nprotocols && !err; i++)
 		if (q->proto_name_lens[i] > GRP_NAME_BYTES_MAX)
-			err = GRP_ERR_INCONSISTENT_PROTOCOL;
+			err = KERR_INCONSISTENT_GROUP_PROTOCOL;
 	if (err) {
 		out_add(o, GRP_OUT_JOIN, err, w, NULL);
 		return 0;
@@ -612,7 +612,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		struct grp_pending_member *p = pending_add(g, q, now);
 		if (!p)
 			return -ENOMEM;
-		out_add(o, GRP_OUT_JOIN, GRP_ERR_MEMBER_ID_REQUIRED, w, NULL);
+		out_add(o, GRP_OUT_JOIN, KERR_MEMBER_ID_REQUIRED, w, NULL);
 		if (w.ctx) {
 			o->o[o->n - 1].member_id = p->id;
 			o->o[o->n - 1].member_id_len = p->id_len;
@@ -643,7 +643,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		return -ENOMEM;
 	switch (g->state) {
 	case GRP_PREPARING_REBALANCE:
-		out_add(o, GRP_OUT_JOIN, GRP_ERR_REBALANCE_IN_PROGRESS, m->join, NULL);   /* superseded */
+		out_add(o, GRP_OUT_JOIN, KERR_REBALANCE_IN_PROGRESS, m->join, NULL);   /* superseded */
 		m->join = w;
 		try_complete_join(g, now, o);
 		return 0;
@@ -651,7 +651,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 	case GRP_STABLE:
 		if (same && (g->state == GRP_COMPLETING_REBALANCE || m != g->leader)) {
 			/* Nothing changed: the current generation stands (Kafka does the same). */
-			out_add(o, GRP_OUT_JOIN, 0, w, m);
+			out_add(o, GRP_OUT_JOIN, KERR_NONE, w, m);
 			return 0;
 		}
 		m->join = w;
@@ -659,7 +659,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		try_complete_join(g, now, o);
 		return 0;
 	default:
-		out_add(o, GRP_OUT_JOIN, GRP_ERR_UNKNOWN_MEMBER_ID, w, NULL);
+		out_add(o, GRP_OUT_JOIN, KERR_UNKNOWN_MEMBER_ID, w, NULL);
 		return 0;
 	}
 }
@@ -669,24 +669,24 @@ int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t
              struct grp_outs *o)
 {
 	struct grp_member *m = grp_member_find(g, member, member_len);
-	int16_t err = 0;
+	int16_t err = KERR_NONE;
 	if (!m || g->state == GRP_DEAD || g->state == GRP_EMPTY)
-		err = GRP_ERR_UNKNOWN_MEMBER_ID;
+		err = KERR_UNKNOWN_MEMBER_ID;
 	else if (generation != g->generation)
-		err = GRP_ERR_ILLEGAL_GENERATION;
+		err = KERR_ILLEGAL_GENERATION;
 	else if (g->state == GRP_PREPARING_REBALANCE)
-		err = GRP_ERR_REBALANCE_IN_PROGRESS;
+		err = KERR_REBALANCE_IN_PROGRESS;
 	if (err) {
 		out_add(o, GRP_OUT_SYNC, err, w, NULL);
 		return 0;
 	}
 	m->last_hb_ms = now;
 	if (g->state == GRP_STABLE) {
-		out_add(o, GRP_OUT_SYNC, 0, w, m);
+		out_add(o, GRP_OUT_SYNC, KERR_NONE, w, m);
 		return 0;
 	}
 	assert(g->state == GRP_COMPLETING_REBALANCE);
-	out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, m->sync, NULL);   /* superseded */
+	out_add(o, GRP_OUT_SYNC, KERR_REBALANCE_IN_PROGRESS, m->sync, NULL);   /* superseded */
 	m->sync = w;
 	if (m != g->leader)
 		return 0;   /* wait for the leader's */
@@ -698,7 +698,7 @@ int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t
 	grp_set_state(g, GRP_STABLE);
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *t = g->members[i];
-		out_add(o, GRP_OUT_SYNC, 0, t->sync, t);
+		out_add(o, GRP_OUT_SYNC, KERR_NONE, t->sync, t);
 		t->sync.ctx = NULL;
 	}
 	return 0;
@@ -709,12 +709,12 @@ int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len
 {
 	struct grp_member *m = grp_member_find(g, member, member_len);
 	if (!m || g->state == GRP_EMPTY || g->state == GRP_DEAD)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (generation != g->generation)
-		return GRP_ERR_ILLEGAL_GENERATION;
+		return KERR_ILLEGAL_GENERATION;
 	m->last_hb_ms = now;
 	/* CompletingRebalance: the member has its JoinGroup answer, let it sync (Kafka 2.3+). */
-	return g->state == GRP_PREPARING_REBALANCE ? GRP_ERR_REBALANCE_IN_PROGRESS : 0;
+	return g->state == GRP_PREPARING_REBALANCE ? KERR_REBALANCE_IN_PROGRESS : KERR_NONE;
 }
 
 /* A member left or expired: the others rebalance without it. */
@@ -730,10 +730,10 @@ int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, in
 {
 	struct grp_member *m = grp_member_find(g, member, member_len);
 	if (!m || g->state == GRP_DEAD)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
-	member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
+		return KERR_UNKNOWN_MEMBER_ID;
+	member_remove(g, m, KERR_UNKNOWN_MEMBER_ID, o);
 	after_removal(g, now, o);
-	return 0;
+	return KERR_NONE;
 }
 
 bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *o)
@@ -741,13 +741,13 @@ bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *m = g->members[i];
 		if (m->join.ctx == ctx && m->join.gen == gen) {
-			out_add(o, GRP_OUT_JOIN, GRP_ERR_REBALANCE_IN_PROGRESS, m->join, NULL);
+			out_add(o, GRP_OUT_JOIN, KERR_REBALANCE_IN_PROGRESS, m->join, NULL);
 			m->join.ctx = NULL;
 			try_complete_join(g, now, o);
 			return true;
 		}
 		if (m->sync.ctx == ctx && m->sync.gen == gen) {
-			out_add(o, GRP_OUT_SYNC, GRP_ERR_REBALANCE_IN_PROGRESS, m->sync, NULL);
+			out_add(o, GRP_OUT_SYNC, KERR_REBALANCE_IN_PROGRESS, m->sync, NULL);
 			m->sync.ctx = NULL;
 			return true;
 		}
@@ -767,7 +767,7 @@ void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
 			continue;   /* waiting for the rebalance: its deadline covers it */
 		int64_t limit = m->last_hb_ms + (m->sync.ctx ? m->rebalance_ms : m->session_ms);
 		if (now > limit) {
-			member_remove(g, m, GRP_ERR_UNKNOWN_MEMBER_ID, o);
+			member_remove(g, m, KERR_UNKNOWN_MEMBER_ID, o);
 			removed = true;
 		}
 	}
@@ -782,16 +782,16 @@ int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t m
 {
 	if (!g || g->state == GRP_EMPTY)
 		/* A group nobody is in takes simple commits (assign() + commit). */
-		return generation < 0 ? 0 : GRP_ERR_ILLEGAL_GENERATION;
+		return generation < 0 ? KERR_NONE : KERR_ILLEGAL_GENERATION;
 	if (g->state == GRP_DEAD)
-		return GRP_ERR_COORDINATOR_NOT_AVAILABLE;
+		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (g->state == GRP_COMPLETING_REBALANCE)
-		return GRP_ERR_REBALANCE_IN_PROGRESS;
+		return KERR_REBALANCE_IN_PROGRESS;
 	if (!grp_member_find(g, member, member_len))
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (generation != g->generation)
-		return GRP_ERR_ILLEGAL_GENERATION;
-	return 0;
+		return KERR_ILLEGAL_GENERATION;
+	return KERR_NONE;
 }
 
 /* ---- committed offsets -------------------------------------------------------------- */

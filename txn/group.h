@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kerr.h"   /* the Kafka error codes the group logic returns */
+
 #define GRP_ID_BYTES_MAX        1024    /* group ids, longer are refused */
 #define GRP_MEMBER_ID_BYTES_MAX 512     /* client id + "-" + suffix, truncated */
 #define GRP_NAME_BYTES_MAX      255     /* protocol type / name; client ids are cut to this */
@@ -44,18 +46,6 @@ _Static_assert(GRP_REBALANCE_MAX_MS >= GRP_SESSION_MAX_MS, "a v0 join's rebalanc
 #define GRP_TOPIC_BYTES_MAX     249
 #define GRP_OFFSET_META_MAX     4096    /* offset.metadata.max.bytes */
 
-/* Kafka error codes the group logic returns. */
-#define GRP_ERR_COORDINATOR_NOT_AVAILABLE 15
-#define GRP_ERR_ILLEGAL_GENERATION        22
-#define GRP_ERR_INCONSISTENT_PROTOCOL     23
-#define GRP_ERR_INVALID_GROUP_ID          24
-#define GRP_ERR_UNKNOWN_MEMBER_ID         25
-#define GRP_ERR_INVALID_SESSION_TIMEOUT   26
-#define GRP_ERR_REBALANCE_IN_PROGRESS     27
-#define GRP_ERR_OFFSET_METADATA_TOO_LARGE 12
-#define GRP_ERR_GROUP_MAX_SIZE_REACHED    81
-#define GRP_ERR_MEMBER_ID_REQUIRED        79
-#define GRP_ERR_FENCED_INSTANCE_ID        82
 
 enum grp_state {
 	GRP_EMPTY = 0,

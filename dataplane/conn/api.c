@@ -19,31 +19,31 @@
 static const struct dp_api {
 	int16_t key, min, max;
 } dp_apis[] = {
-	{ 0, 0, 7 },    /* Produce */
-	{ 1, 0, 11 },   /* Fetch */
-	{ 2, 0, 3 },    /* ListOffsets */
-	{ 3, 0, 6 },    /* Metadata */
-	{ 8, 0, 7 },    /* OffsetCommit */
-	{ 9, 0, 7 },    /* OffsetFetch (7: RequireStable answers UNSTABLE_OFFSET_COMMIT for staged txn offsets) */
-	{ 10, 0, 2 },   /* FindCoordinator */
-	{ 11, 0, 5 },   /* JoinGroup (4: MEMBER_ID_REQUIRED first, KIP-394; 5: static members) */
-	{ 12, 0, 3 },   /* Heartbeat */
-	{ 13, 0, 3 },   /* LeaveGroup */
-	{ 14, 0, 3 },   /* SyncGroup */
-	{ 15, 0, 5 },   /* DescribeGroups */
-	{ 16, 0, 4 },   /* ListGroups */
-	{ 18, 0, 3 },   /* ApiVersions */
-	{ 19, 0, 4 },   /* CreateTopics */
-	{ 20, 0, 1 },   /* DeleteTopics */
-	{ 22, 0, 4 },   /* InitProducerId (4: librdkafka's epoch bump, KIP-360) */
-	{ 24, 0, 1 },   /* AddPartitionsToTxn */
-	{ 25, 0, 1 },   /* AddOffsetsToTxn */
-	{ 26, 0, 1 },   /* EndTxn */
-	{ 27, 0, 1 },   /* WriteTxnMarkers (admin tools; the coordinator writes markers itself) */
-	{ 28, 0, 3 },   /* TxnOffsetCommit (3: generation/member checks, KIP-447) */
-	{ 61, 0, 0 },   /* DescribeProducers */
-	{ 65, 0, 0 },   /* DescribeTransactions */
-	{ 66, 0, 0 },   /* ListTransactions */
+	{ KAPI_PRODUCE, 0, 7 },
+	{ KAPI_FETCH, 0, 11 },
+	{ KAPI_LIST_OFFSETS, 0, 3 },
+	{ KAPI_METADATA, 0, 6 },
+	{ KAPI_OFFSET_COMMIT, 0, 7 },
+	{ KAPI_OFFSET_FETCH, 0, 7 },   /* 7: RequireStable answers UNSTABLE_OFFSET_COMMIT for staged txn offsets */
+	{ KAPI_FIND_COORDINATOR, 0, 2 },
+	{ KAPI_JOIN_GROUP, 0, 5 },   /* 4: MEMBER_ID_REQUIRED first, KIP-394; 5: static members */
+	{ KAPI_HEARTBEAT, 0, 3 },
+	{ KAPI_LEAVE_GROUP, 0, 3 },
+	{ KAPI_SYNC_GROUP, 0, 3 },
+	{ KAPI_DESCRIBE_GROUPS, 0, 5 },
+	{ KAPI_LIST_GROUPS, 0, 4 },
+	{ KAPI_API_VERSIONS, 0, 3 },
+	{ KAPI_CREATE_TOPICS, 0, 4 },
+	{ KAPI_DELETE_TOPICS, 0, 1 },
+	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
+	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
+	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
+	{ KAPI_END_TXN, 0, 1 },
+	{ KAPI_WRITE_TXN_MARKERS, 0, 1 },   /* admin tools; the coordinator writes markers itself */
+	{ KAPI_TXN_OFFSET_COMMIT, 0, 3 },   /* 3: generation/member checks, KIP-447 */
+	{ KAPI_DESCRIBE_PRODUCERS, 0, 0 },
+	{ KAPI_DESCRIBE_TRANSACTIONS, 0, 0 },
+	{ KAPI_LIST_TRANSACTIONS, 0, 0 },
 };
 #define DP_NAPIS (sizeof(dp_apis) / sizeof(dp_apis[0]))
 
@@ -72,8 +72,9 @@ static int api_versions(struct dp_core *c, struct dp_req *r, struct kreader *rd,
 	ApiVersionsResponse_init(resp);   /* schema defaults: unset tagged fields stay unsent */
 	r->resp = resp;
 	if (!supported) {
-		/* Kafka answers an unknown version with a v0 body: error 35 and our range. */
-		static struct ApiVersionsResponse_ApiVersion self = { .ApiKey = 18, .MinVersion = 0, .MaxVersion = 3 };
+		/* Kafka answers an unknown version with a v0 body: UNSUPPORTED_VERSION and our range. */
+		static struct ApiVersionsResponse_ApiVersion self = {
+			.ApiKey = KAPI_API_VERSIONS, .MinVersion = 0, .MaxVersion = 3 };
 		resp->ErrorCode = KERR_UNSUPPORTED_VERSION;
 		resp->ApiKeys = &self;
 		resp->ApiKeys_n = 1;
@@ -221,7 +222,7 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 			int32_t id = mt[i].err == KERR_INVALID_TOPIC_EXCEPTION ? -1 :
 			             dp_topic_find(c, mt[i].name.ptr, (size_t)mt[i].name.len);
 			md_fill_topic(c, r, &t[i], id >= 0 ? &c->topics[id] : NULL, mt[i].name,
-			              id >= 0 ? 0 : mt[i].err, &pmem);
+			              id >= 0 ? KERR_NONE : mt[i].err, &pmem);
 		}
 	} else {
 		uint32_t k = 0;
@@ -378,7 +379,7 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		else   /* the control core checks the broker's limits, for validateOnly too */
 			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
 			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
-		if (out->ErrorCode == 0) {
+		if (out->ErrorCode == KERR_NONE) {
 			out->NumPartitions = np;
 			out->ReplicationFactor = 1;
 		}
@@ -450,7 +451,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	}
 	const struct dp_api *api = api_find(r->hdr.api_key);
 	bool supported = api && r->hdr.api_version >= api->min && r->hdr.api_version <= api->max;
-	if (r->hdr.api_key == 18)
+	if (r->hdr.api_key == KAPI_API_VERSIONS)
 		return api_versions(c, r, &rd, supported) < 0 ? -1 : 0;
 	if (!supported) {
 		DP_WARN_RL("connection %u: unsupported api %d version %d; closing", r->conn->handle,
@@ -459,18 +460,22 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	}
 	int rc;
 	switch (r->hdr.api_key) {
-	case 0: rc = dp_produce_start(c, r, &rd); break;
-	case 1: rc = dp_fetch_start(c, r, &rd); break;
-	case 2: rc = dp_list_offsets_start(c, r, &rd); break;
-	case 3: rc = metadata(c, r, &rd); break;
-	case 10: rc = find_coordinator(c, r, &rd); break;
-	case 8: case 9: case 11: case 12: case 13: case 14: case 15: case 16: case 28:
+	case KAPI_PRODUCE: rc = dp_produce_start(c, r, &rd); break;
+	case KAPI_FETCH: rc = dp_fetch_start(c, r, &rd); break;
+	case KAPI_LIST_OFFSETS: rc = dp_list_offsets_start(c, r, &rd); break;
+	case KAPI_METADATA: rc = metadata(c, r, &rd); break;
+	case KAPI_FIND_COORDINATOR: rc = find_coordinator(c, r, &rd); break;
+	case KAPI_OFFSET_COMMIT: case KAPI_OFFSET_FETCH: case KAPI_JOIN_GROUP: case KAPI_HEARTBEAT:
+	case KAPI_LEAVE_GROUP: case KAPI_SYNC_GROUP: case KAPI_DESCRIBE_GROUPS: case KAPI_LIST_GROUPS:
+	case KAPI_TXN_OFFSET_COMMIT:
 		rc = dp_group_handle(c, r, &rd);
 		break;
-	case 19: rc = create_topics(c, r, &rd); break;
-	case 20: rc = delete_topics(c, r, &rd); break;
-	case 22: rc = init_producer_id(c, r, &rd); break;
-	case 24: case 25: case 26: case 27: case 61: case 65: case 66:
+	case KAPI_CREATE_TOPICS: rc = create_topics(c, r, &rd); break;
+	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
+	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
+	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
+	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
+	case KAPI_LIST_TRANSACTIONS:
 		rc = dp_txn_handle(c, r, &rd);
 		break;
 	default: rc = -1; break;
@@ -494,10 +499,10 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		dp_list_offsets_part(c, r, m);
 		return;
 	case DP_MSG_CREATE_DONE:
-		if (r->hdr.api_key == 3) {
+		if (r->hdr.api_key == KAPI_METADATA) {
 			/* Someone else created it first: just as good. */
 			((struct md_topic *)r->slots)[m->idx].err =
-				m->err == KERR_TOPIC_ALREADY_EXISTS ? 0 : m->err;
+				m->err == KERR_TOPIC_ALREADY_EXISTS ? KERR_NONE : m->err;
 		} else {
 			struct CreateTopicsResponse *resp = r->resp;
 			resp->Topics[m->idx].ErrorCode = m->err;
@@ -536,14 +541,14 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 
 bool dp_handle_more(struct dp_core *c, struct dp_req *r)
 {
-	if (r->hdr.api_key == 1 && r->resp)
+	if (r->hdr.api_key == KAPI_FETCH && r->resp)
 		return dp_fetch_more(c, r);
 	return false;
 }
 
 void dp_req_release(struct dp_core *c, struct dp_req *r)
 {
-	if (r->hdr.api_key == 1)
+	if (r->hdr.api_key == KAPI_FETCH)
 		dp_fetch_release(c, r);
 	if (r->slots_mem) {
 		dp_buf_put(r->slots_mem);
@@ -563,40 +568,40 @@ void dp_req_release(struct dp_core *c, struct dp_req *r)
 int dp_encode_response(struct dp_core *c, struct dp_req *r)
 {
 	int16_t key = r->hdr.api_key, v = r->hdr.api_version;
-	if (key == 3 && metadata_build(c, r) < 0)
+	if (key == KAPI_METADATA && metadata_build(c, r) < 0)
 		return -ENOMEM;
 	if (!r->resp)
 		return -EINVAL;
 	size_t body = 0;
 	switch (key) {
-	ENCODE_CASE(0, ProduceResponse)
-	ENCODE_CASE(1, FetchResponse)
-	ENCODE_CASE(2, ListOffsetsResponse)
-	ENCODE_CASE(3, MetadataResponse)
-	ENCODE_CASE(8, OffsetCommitResponse)
-	ENCODE_CASE(9, OffsetFetchResponse)
-	ENCODE_CASE(11, JoinGroupResponse)
-	ENCODE_CASE(12, HeartbeatResponse)
-	ENCODE_CASE(13, LeaveGroupResponse)
-	ENCODE_CASE(14, SyncGroupResponse)
-	ENCODE_CASE(15, DescribeGroupsResponse)
-	ENCODE_CASE(16, ListGroupsResponse)
-	ENCODE_CASE(28, TxnOffsetCommitResponse)
-	ENCODE_CASE(10, FindCoordinatorResponse)
-	ENCODE_CASE(18, ApiVersionsResponse)
-	ENCODE_CASE(19, CreateTopicsResponse)
-	ENCODE_CASE(20, DeleteTopicsResponse)
-	ENCODE_CASE(22, InitProducerIdResponse)
-	ENCODE_CASE(24, AddPartitionsToTxnResponse)
-	ENCODE_CASE(25, AddOffsetsToTxnResponse)
-	ENCODE_CASE(26, EndTxnResponse)
-	ENCODE_CASE(27, WriteTxnMarkersResponse)
-	ENCODE_CASE(61, DescribeProducersResponse)
-	ENCODE_CASE(65, DescribeTransactionsResponse)
-	ENCODE_CASE(66, ListTransactionsResponse)
+	ENCODE_CASE(KAPI_PRODUCE, ProduceResponse)
+	ENCODE_CASE(KAPI_FETCH, FetchResponse)
+	ENCODE_CASE(KAPI_LIST_OFFSETS, ListOffsetsResponse)
+	ENCODE_CASE(KAPI_METADATA, MetadataResponse)
+	ENCODE_CASE(KAPI_OFFSET_COMMIT, OffsetCommitResponse)
+	ENCODE_CASE(KAPI_OFFSET_FETCH, OffsetFetchResponse)
+	ENCODE_CASE(KAPI_JOIN_GROUP, JoinGroupResponse)
+	ENCODE_CASE(KAPI_HEARTBEAT, HeartbeatResponse)
+	ENCODE_CASE(KAPI_LEAVE_GROUP, LeaveGroupResponse)
+	ENCODE_CASE(KAPI_SYNC_GROUP, SyncGroupResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_GROUPS, DescribeGroupsResponse)
+	ENCODE_CASE(KAPI_LIST_GROUPS, ListGroupsResponse)
+	ENCODE_CASE(KAPI_TXN_OFFSET_COMMIT, TxnOffsetCommitResponse)
+	ENCODE_CASE(KAPI_FIND_COORDINATOR, FindCoordinatorResponse)
+	ENCODE_CASE(KAPI_API_VERSIONS, ApiVersionsResponse)
+	ENCODE_CASE(KAPI_CREATE_TOPICS, CreateTopicsResponse)
+	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
+	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
+	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
+	ENCODE_CASE(KAPI_END_TXN, EndTxnResponse)
+	ENCODE_CASE(KAPI_WRITE_TXN_MARKERS, WriteTxnMarkersResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_PRODUCERS, DescribeProducersResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_TRANSACTIONS, DescribeTransactionsResponse)
+	ENCODE_CASE(KAPI_LIST_TRANSACTIONS, ListTransactionsResponse)
 	default: return -EINVAL;
 	}
-	bool flex_hdr = key != 18 && kapi_flexible(key, v);
+	bool flex_hdr = key != KAPI_API_VERSIONS && kapi_flexible(key, v);
 	size_t total = 4 + 4 + (flex_hdr ? 1 : 0) + body;
 	/* A Fetch's size follows its records (at most MaxBytes, and a first batch): no abort for it. */
 	if (!(r->resp_buf = dp_buf_try_get(total))) {
@@ -609,31 +614,31 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	kresp_header_encode(&w, key, v, r->hdr.correlation_id);
 	int rc = -EINVAL;
 	switch (key) {
-	ENCODE_CASE2(0, ProduceResponse)
-	ENCODE_CASE2(1, FetchResponse)
-	ENCODE_CASE2(2, ListOffsetsResponse)
-	ENCODE_CASE2(3, MetadataResponse)
-	ENCODE_CASE2(8, OffsetCommitResponse)
-	ENCODE_CASE2(9, OffsetFetchResponse)
-	ENCODE_CASE2(11, JoinGroupResponse)
-	ENCODE_CASE2(12, HeartbeatResponse)
-	ENCODE_CASE2(13, LeaveGroupResponse)
-	ENCODE_CASE2(14, SyncGroupResponse)
-	ENCODE_CASE2(15, DescribeGroupsResponse)
-	ENCODE_CASE2(16, ListGroupsResponse)
-	ENCODE_CASE2(28, TxnOffsetCommitResponse)
-	ENCODE_CASE2(10, FindCoordinatorResponse)
-	ENCODE_CASE2(18, ApiVersionsResponse)
-	ENCODE_CASE2(19, CreateTopicsResponse)
-	ENCODE_CASE2(20, DeleteTopicsResponse)
-	ENCODE_CASE2(22, InitProducerIdResponse)
-	ENCODE_CASE2(24, AddPartitionsToTxnResponse)
-	ENCODE_CASE2(25, AddOffsetsToTxnResponse)
-	ENCODE_CASE2(26, EndTxnResponse)
-	ENCODE_CASE2(27, WriteTxnMarkersResponse)
-	ENCODE_CASE2(61, DescribeProducersResponse)
-	ENCODE_CASE2(65, DescribeTransactionsResponse)
-	ENCODE_CASE2(66, ListTransactionsResponse)
+	ENCODE_CASE2(KAPI_PRODUCE, ProduceResponse)
+	ENCODE_CASE2(KAPI_FETCH, FetchResponse)
+	ENCODE_CASE2(KAPI_LIST_OFFSETS, ListOffsetsResponse)
+	ENCODE_CASE2(KAPI_METADATA, MetadataResponse)
+	ENCODE_CASE2(KAPI_OFFSET_COMMIT, OffsetCommitResponse)
+	ENCODE_CASE2(KAPI_OFFSET_FETCH, OffsetFetchResponse)
+	ENCODE_CASE2(KAPI_JOIN_GROUP, JoinGroupResponse)
+	ENCODE_CASE2(KAPI_HEARTBEAT, HeartbeatResponse)
+	ENCODE_CASE2(KAPI_LEAVE_GROUP, LeaveGroupResponse)
+	ENCODE_CASE2(KAPI_SYNC_GROUP, SyncGroupResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_GROUPS, DescribeGroupsResponse)
+	ENCODE_CASE2(KAPI_LIST_GROUPS, ListGroupsResponse)
+	ENCODE_CASE2(KAPI_TXN_OFFSET_COMMIT, TxnOffsetCommitResponse)
+	ENCODE_CASE2(KAPI_FIND_COORDINATOR, FindCoordinatorResponse)
+	ENCODE_CASE2(KAPI_API_VERSIONS, ApiVersionsResponse)
+	ENCODE_CASE2(KAPI_CREATE_TOPICS, CreateTopicsResponse)
+	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
+	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
+	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
+	ENCODE_CASE2(KAPI_END_TXN, EndTxnResponse)
+	ENCODE_CASE2(KAPI_WRITE_TXN_MARKERS, WriteTxnMarkersResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_PRODUCERS, DescribeProducersResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_TRANSACTIONS, DescribeTransactionsResponse)
+	ENCODE_CASE2(KAPI_LIST_TRANSACTIONS, ListTransactionsResponse)
 	}
 	if (rc < 0 || w.err || (size_t)(w.p - w.start) != total) {
 		DP_ERR_RL("encoding api %d v%d: rc %d err %d wrote %zu of %zu", key, v, rc, w.err,

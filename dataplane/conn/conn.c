@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "kerr.h"
 #include "nic.h"
 #include "conn_internal.h"
 
@@ -152,7 +153,7 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 		r->conn = c->detached;
 		c->detached->held_bytes += r->held_bytes;
 		c->detached->nreqs++;
-		if (r->hdr.api_key == 11 || r->hdr.api_key == 14) {
+		if (r->hdr.api_key == KAPI_JOIN_GROUP || r->hdr.api_key == KAPI_SYNC_GROUP) {
 			/* The coordinator may hold it for a whole rebalance: ask for it back. */
 			assert(ngone < sizeof(gone) / sizeof(gone[0]));
 			gone[ngone].r = r;
@@ -264,7 +265,7 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 		req_put(c, r);
 		return;
 	}
-	if (r->hdr.api_key == 0 && !r->no_response && !k->closing) {
+	if (r->hdr.api_key == KAPI_PRODUCE && !r->no_response && !k->closing) {
 		/* The batches are appended; now lose the answer so the client retries. */
 		if (fault(c, c->b->cfg.fault_close_permille)) {
 			DP_INFO("fault injection: closing connection %u after a produce", k->handle);

@@ -65,8 +65,8 @@ static bool fetch_buf(struct dp_core *c, struct dp_req *r, struct dp_fetch_part 
 		fp->cap = (uint32_t)cap;
 		return true;
 	}
-	DP_WARN_RL("fetch: no buffer of %zu bytes for a partition: answered with error %d", cap,
-	           DP_FETCH_ERR_NO_BUFFER);
+	DP_WARN_RL("fetch: no buffer of %zu bytes for a partition: answered with %s", cap,
+	           kerr_name(DP_FETCH_ERR_NO_BUFFER));
 	fp->cap = 0;
 	fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
 	fp->out->Records = (struct kbytes){ NULL, 0 };
@@ -400,7 +400,7 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 		bool error = false;
 		for (uint32_t i = 0; i < r->nfparts; i++) {
 			bytes += r->fparts[i].out->Records.len;
-			error |= r->fparts[i].out->ErrorCode != 0;
+			error |= r->fparts[i].out->ErrorCode != KERR_NONE;
 		}
 		if (bytes < r->min_bytes && !error && !r->final_round && c->now_ms < r->deadline_ms &&
 		    wakes < DP_FETCH_SYNC_WAKES_MAX) {

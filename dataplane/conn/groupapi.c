@@ -66,21 +66,21 @@ DP_LEND_HANDLER(SyncGroup, DP_MSG_GROUP_REQ)
 int dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	switch (r->hdr.api_key) {
-	case 8: return offset_commit(c, r, rd);
-	case 9: return OffsetFetch_start(c, r, rd);
-	case 11: {
+	case KAPI_OFFSET_COMMIT: return offset_commit(c, r, rd);
+	case KAPI_OFFSET_FETCH: return OffsetFetch_start(c, r, rd);
+	case KAPI_JOIN_GROUP: {
 		/* The member's address, for DescribeGroups: only the NIC core knows the connection. */
 		char *peer = dp_req_alloc(r, NIC_PEER_BYTES_MAX);
 		if (peer && nic_conn_peer(c->nic, r->conn->handle, peer, NIC_PEER_BYTES_MAX) > 0)
 			r->peer = peer;
 		return JoinGroup_start(c, r, rd);
 	}
-	case 15: return DescribeGroups_start(c, r, rd);
-	case 16: return ListGroups_start(c, r, rd);
-	case 12: return Heartbeat_start(c, r, rd);
-	case 13: return LeaveGroup_start(c, r, rd);
-	case 14: return SyncGroup_start(c, r, rd);
-	case 28: return txn_offset_commit(c, r, rd);
+	case KAPI_DESCRIBE_GROUPS: return DescribeGroups_start(c, r, rd);
+	case KAPI_LIST_GROUPS: return ListGroups_start(c, r, rd);
+	case KAPI_HEARTBEAT: return Heartbeat_start(c, r, rd);
+	case KAPI_LEAVE_GROUP: return LeaveGroup_start(c, r, rd);
+	case KAPI_SYNC_GROUP: return SyncGroup_start(c, r, rd);
+	case KAPI_TXN_OFFSET_COMMIT: return txn_offset_commit(c, r, rd);
 	}
 	return -1;
 }

@@ -175,13 +175,13 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 int dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	switch (r->hdr.api_key) {
-	case 24: return add_partitions(c, r, rd);
-	case 25: return AddOffsetsToTxn_start(c, r, rd);
-	case 26: return EndTxn_start(c, r, rd);
-	case 27: return write_txn_markers(c, r, rd);
-	case 61: return describe_producers(c, r, rd);
-	case 65: return DescribeTransactions_start(c, r, rd);
-	case 66: return ListTransactions_start(c, r, rd);
+	case KAPI_ADD_PARTITIONS_TO_TXN: return add_partitions(c, r, rd);
+	case KAPI_ADD_OFFSETS_TO_TXN: return AddOffsetsToTxn_start(c, r, rd);
+	case KAPI_END_TXN: return EndTxn_start(c, r, rd);
+	case KAPI_WRITE_TXN_MARKERS: return write_txn_markers(c, r, rd);
+	case KAPI_DESCRIBE_PRODUCERS: return describe_producers(c, r, rd);
+	case KAPI_DESCRIBE_TRANSACTIONS: return DescribeTransactions_start(c, r, rd);
+	case KAPI_LIST_TRANSACTIONS: return ListTransactions_start(c, r, rd);
 	}
 	return -1;
 }

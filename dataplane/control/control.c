@@ -132,7 +132,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	if (m->flags & DP_F_VALIDATE_ONLY) {
-		done(c, m, DP_MSG_CREATE_DONE, 0, NULL);
+		done(c, m, DP_MSG_CREATE_DONE, KERR_NONE, NULL);
 		return;
 	}
 	/* Durable first: the partition directories are the topic's record on disk. */

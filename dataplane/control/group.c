@@ -206,7 +206,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 {
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
-	resp->ErrorCode = 0;
+	resp->ErrorCode = KERR_NONE;
 	resp->GenerationId = g->generation;
 	resp->ProtocolType = astr(r, g->protocol_type, g->protocol_type_len, &ok);
 	resp->ProtocolName = astr(r, g->protocol_name, g->protocol_name_len, &ok);
@@ -283,16 +283,16 @@ static size_t klen(struct kstr k) { return k.len > 0 ? (size_t)k.len : 0; }
 /* KIP-345: a request from a static member whose instance id was taken over by a newer member id. */
 static int16_t fenced(const struct grp_group *g, struct kstr member, struct kstr instance)
 {
-	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : 0;
+	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : KERR_NONE;
 }
 
 static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 {
 	struct JoinGroupRequest *q = r->req;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
-		return 24;   /* INVALID_GROUP_ID */
+		return KERR_INVALID_GROUP_ID;
 	if (q->Protocols_n <= 0 || q->Protocols_n > GRP_PROTOCOLS_MAX)
-		return GRP_ERR_INCONSISTENT_PROTOCOL;
+		return KERR_INCONSISTENT_GROUP_PROTOCOL;
 	struct grp_group *g = grp_get(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
 	if (!g)
 		return KERR_UNKNOWN_SERVER_ERROR;
@@ -332,9 +332,9 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	struct SyncGroupRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (fenced(g, q->MemberId, q->GroupInstanceId))
-		return GRP_ERR_FENCED_INSTANCE_ID;
+		return KERR_FENCED_INSTANCE_ID;
 	int32_t na = q->Assignments_n > 0 ? q->Assignments_n : 0;
 	struct grp_assign *a = calloc((size_t)na + 1, sizeof(*a));
 	if (!a)
@@ -359,9 +359,9 @@ static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
 	struct HeartbeatRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
 	if (!g)
-		return GRP_ERR_UNKNOWN_MEMBER_ID;
+		return KERR_UNKNOWN_MEMBER_ID;
 	if (fenced(g, q->MemberId, q->GroupInstanceId))
-		return GRP_ERR_FENCED_INSTANCE_ID;
+		return KERR_FENCED_INSTANCE_ID;
 	return grp_heartbeat(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, q->GenerationId,
 	                     dp_wall_ms());
 }
@@ -374,7 +374,7 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 	int64_t now = dp_wall_ms();
 	if (r->hdr.api_version < 3) {
 		int16_t err = g ? grp_leave(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, now,
-		                            &c->grp->outs) : GRP_ERR_UNKNOWN_MEMBER_ID;
+		                            &c->grp->outs) : KERR_UNKNOWN_MEMBER_ID;
 		if (g)
 			send_outs(c, g);
 		return err;
@@ -394,12 +394,12 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 		const struct grp_member *s = g && !klen(id) ? grp_static_find(g, x->GroupInstanceId.ptr, klen(x->GroupInstanceId)) : NULL;
 		if (s)
 			id = (struct kstr){ s->id, s->id_len };
-		int16_t err = !g ? GRP_ERR_UNKNOWN_MEMBER_ID : fenced(g, id, x->GroupInstanceId);
+		int16_t err = !g ? KERR_UNKNOWN_MEMBER_ID : fenced(g, id, x->GroupInstanceId);
 		resp->Members[i].ErrorCode = err ? err : grp_leave(g, id.ptr, klen(id), now, &c->grp->outs);
 		if (g)
 			send_outs(c, g);
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 /* ---- committed offsets ------------------------------------------------------------- */
@@ -419,7 +419,7 @@ static int16_t leave_group(struct dp_core *c, struct dp_req *r)
 			if (*pe_)                                                                      \
 				continue;   /* refused already (unknown topic) */                      \
 			if (meta_ > GRP_OFFSET_META_MAX)                                               \
-				*pe_ = GRP_ERR_OFFSET_METADATA_TOO_LARGE;                              \
+				*pe_ = KERR_OFFSET_METADATA_TOO_LARGE;                              \
 			else if (name_ <= 0 || name_ > GRP_TOPIC_BYTES_MAX)                            \
 				*pe_ = KERR_UNKNOWN_TOPIC_OR_PARTITION;                                \
 			else {                                                                         \
@@ -566,8 +566,8 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	struct OffsetCommitResponse *resp = r->resp;
 	COMMIT_UNKNOWN_TOPICS(c, q, resp);
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX) {
-		commit_fill_all(resp, 24);
-		return 0;
+		commit_fill_all(resp, KERR_INVALID_GROUP_ID);
+		return KERR_NONE;
 	}
 	struct grp_group *g = grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
 	int16_t err = fenced(g, q->MemberId, q->GroupInstanceId);
@@ -576,14 +576,14 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 		                       r->hdr.api_version == 0 ? -1 : q->GenerationIdOrMemberEpoch);
 	if (err) {
 		commit_fill_all(resp, err);
-		return 0;
+		return KERR_NONE;
 	}
 	/* Size the batches, then write one per partition that passes. */
 	uint32_t n = 0;
 	size_t bytes = 0;
 	COMMIT_SIZE(q, resp, GRP_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
-		return 0;
+		return KERR_NONE;
 	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
 	uint8_t *buf = dp_buf_get(bytes);
 	if (!op || !buf) {
@@ -591,7 +591,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 		if (buf)
 			dp_buf_put(buf);
 		commit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
-		return 0;
+		return KERR_NONE;
 	}
 	*op = (struct grp_commit){ .c = c, .r = r, .core = msg->src, .gen = msg->gen, .left = n + 1, .buf = buf };
 	int64_t now = dp_wall_ms();
@@ -629,7 +629,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	if (--op->left == 0) {
 		dp_buf_put(buf);
 		free(op);
-		return 0;
+		return KERR_NONE;
 	}
 	return DP_ANSWER_LATER;
 }
@@ -691,8 +691,9 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 				struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
 					&resp->Topics[t].Partitions[resp->Topics[t].Partitions_n++];
 				p->PartitionIndex = part;
-				p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ? 88 : 0;
-				p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with 88 */
+				p->ErrorCode = q->RequireStable && grp_pending_has(tab, gid.ptr, glen, tp, tl, part) ?
+				               KERR_UNSTABLE_OFFSET_COMMIT : KERR_NONE;
+				p->CommittedOffset = p->ErrorCode ? -1 : o->offset;   /* Kafka sends no offset with it */
 				p->CommittedLeaderEpoch = p->ErrorCode ? -1 : o->leader_epoch;
 				p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
 				              astr(r, o->meta, (size_t)o->meta_len, &ok);
@@ -708,7 +709,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 			}
 		}
 		resp->Topics_n = (int32_t)nt;
-		return 0;
+		return KERR_NONE;
 	}
 	resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (size_t)(q->Topics_n + 1));
 	if (!resp->Topics)
@@ -732,7 +733,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 			/* UNSTABLE_OFFSET_COMMIT: a transaction staged an offset here and may still commit it. */
 			p->ErrorCode = q->RequireStable && tq->Name.len > 0 &&
 			               grp_pending_has(tab, gid.ptr, glen, tq->Name.ptr, (size_t)tq->Name.len,
-			                               p->PartitionIndex) ? 88 : 0;
+			                               p->PartitionIndex) ? KERR_UNSTABLE_OFFSET_COMMIT : KERR_NONE;
 			if (p->ErrorCode)
 				o = NULL;   /* Kafka sends no offset with UNSTABLE_OFFSET_COMMIT: nobody may resume from it */
 			p->CommittedOffset = o ? o->offset : -1;
@@ -743,7 +744,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 				return KERR_UNKNOWN_SERVER_ERROR;
 		}
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 /* ---- transactional offsets --------------------------------------------------------- */
@@ -771,13 +772,13 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 	struct TxnOffsetCommitRequest *q = r->req;
 	int16_t v = r->hdr.api_version;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
-		return GRP_ERR_INVALID_GROUP_ID;
+		return KERR_INVALID_GROUP_ID;
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
 		dp_txnc_find(c, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
 	if (!m || m->pid != q->ProducerId)
-		return 49;   /* INVALID_PRODUCER_ID_MAPPING */
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (m->epoch != q->ProducerEpoch)
-		return v >= 2 ? 90 : KERR_INVALID_PRODUCER_EPOCH;   /* PRODUCER_FENCED from v2 */
+		return v >= 2 ? KERR_PRODUCER_FENCED : KERR_INVALID_PRODUCER_EPOCH;   /* PRODUCER_FENCED from v2 */
 	if (m->state != TXN_ONGOING || !txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
 		return KERR_INVALID_TXN_STATE;
 	if (v >= 3 && q->GenerationId >= 0) {
@@ -785,7 +786,7 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 		int16_t err = fenced(g, q->MemberId, q->GroupInstanceId);
 		return err ? err : grp_commit_check(g, q->MemberId.ptr, klen(q->MemberId), q->GenerationId);
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -796,13 +797,13 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	int16_t err = tcommit_check(c, r);
 	if (err) {
 		tcommit_fill_all(resp, err);
-		return 0;
+		return KERR_NONE;
 	}
 	uint32_t n = 0;
 	size_t bytes = 0;
 	COMMIT_SIZE(q, resp, GRP_PENDING_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
-		return 0;
+		return KERR_NONE;
 	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
 	uint8_t *buf = dp_buf_get(bytes);
 	if (!op || !buf) {
@@ -810,7 +811,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 		if (buf)
 			dp_buf_put(buf);
 		tcommit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
-		return 0;
+		return KERR_NONE;
 	}
 	*op = (struct grp_stage){ .r = r, .core = msg->src, .gen = msg->gen, .left = n + 1, .buf = buf };
 	int64_t now = dp_wall_ms();
@@ -863,7 +864,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	if (--op->left == 0) {
 		dp_buf_put(buf);
 		free(op);
-		return 0;
+		return KERR_NONE;
 	}
 	return DP_ANSWER_LATER;
 }
@@ -1197,7 +1198,7 @@ static int16_t list_groups(struct dp_core *c, struct dp_req *r)
 	if (!ok)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	resp->Groups_n = (int32_t)n;
-	return 0;
+	return KERR_NONE;
 }
 
 /* Has group id g committed any offset? */
@@ -1270,7 +1271,7 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 		DP_WARN_RL("DescribeGroups: the response does not fit the request arena");
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */
@@ -1278,18 +1279,18 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 static void set_error(struct dp_req *r, int16_t err)
 {
 	switch (r->hdr.api_key) {
-	case 8: commit_fill_all(r->resp, err); return;
-	case 9: {
+	case KAPI_OFFSET_COMMIT: commit_fill_all(r->resp, err); return;
+	case KAPI_OFFSET_FETCH: {
 		struct OffsetFetchResponse *resp = r->resp;
 		resp->ErrorCode = err;
 		resp->Topics_n = 0;
 		return;
 	}
-	case 11: join_error(r, err, NULL, 0); return;
-	case 12: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
-	case 13: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
-	case 14: fill_sync(r, NULL, NULL, err); return;
-	case 15: {
+	case KAPI_JOIN_GROUP: join_error(r, err, NULL, 0); return;
+	case KAPI_HEARTBEAT: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
+	case KAPI_LEAVE_GROUP: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
+	case KAPI_SYNC_GROUP: fill_sync(r, NULL, NULL, err); return;
+	case KAPI_DESCRIBE_GROUPS: {
 		/* Every asked group gets the error (Kafka answers per group). */
 		struct DescribeGroupsRequest *q = r->req;
 		struct DescribeGroupsResponse *resp = r->resp;
@@ -1303,13 +1304,13 @@ static void set_error(struct dp_req *r, int16_t err)
 				.AuthorizedOperations = INT32_MIN };
 		return;
 	}
-	case 16: {
+	case KAPI_LIST_GROUPS: {
 		struct ListGroupsResponse *resp = r->resp;
 		resp->ErrorCode = err;
 		resp->Groups_n = 0;
 		return;
 	}
-	case 28: tcommit_fill_all(r->resp, err); return;
+	case KAPI_TXN_OFFSET_COMMIT: tcommit_fill_all(r->resp, err); return;
 	}
 }
 
@@ -1342,15 +1343,15 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 	struct dp_req *r = msg->ctx;
 	int16_t err;
 	switch (r->hdr.api_key) {
-	case 8: err = offset_commit(c, msg, r); break;
-	case 9: err = offset_fetch(c, r); break;
-	case 11: err = join_group(c, msg, r); break;
-	case 12: err = heartbeat(c, r); break;
-	case 13: err = leave_group(c, r); break;
-	case 14: err = sync_group(c, msg, r); break;
-	case 15: err = describe_groups(c, r); break;
-	case 16: err = list_groups(c, r); break;
-	case 28: err = txn_offset_commit(c, msg, r); break;
+	case KAPI_OFFSET_COMMIT: err = offset_commit(c, msg, r); break;
+	case KAPI_OFFSET_FETCH: err = offset_fetch(c, r); break;
+	case KAPI_JOIN_GROUP: err = join_group(c, msg, r); break;
+	case KAPI_HEARTBEAT: err = heartbeat(c, r); break;
+	case KAPI_LEAVE_GROUP: err = leave_group(c, r); break;
+	case KAPI_SYNC_GROUP: err = sync_group(c, msg, r); break;
+	case KAPI_DESCRIBE_GROUPS: err = describe_groups(c, r); break;
+	case KAPI_LIST_GROUPS: err = list_groups(c, r); break;
+	case KAPI_TXN_OFFSET_COMMIT: err = txn_offset_commit(c, msg, r); break;
 	default: err = KERR_INVALID_REQUEST; break;
 	}
 	if (err == DP_ANSWER_LATER)

@@ -75,8 +75,8 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m);
 static int16_t fenced_err(int16_t api, int16_t version)
 {
 	/* PRODUCER_FENCED exists from InitProducerId v4, AddPartitions/AddOffsets/EndTxn v2; older clients know 47. */
-	bool new_code = api == 22 ? version >= 4 : version >= 2;
-	return new_code ? 90 : KERR_INVALID_PRODUCER_EPOCH;
+	bool new_code = api == KAPI_INIT_PRODUCER_ID ? version >= 4 : version >= 2;
+	return new_code ? KERR_PRODUCER_FENCED : KERR_INVALID_PRODUCER_EPOCH;
 }
 
 static void fault_point(struct dp_core *c, int point, const char *what)
@@ -99,14 +99,14 @@ static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 static void set_error(struct dp_req *r, int16_t err)
 {
 	switch (r->hdr.api_key) {
-	case 22: {
+	case KAPI_INIT_PRODUCER_ID: {
 		struct InitProducerIdResponse *resp = r->resp;
 		resp->ErrorCode = err;
 		resp->ProducerId = -1;
 		resp->ProducerEpoch = -1;
 		return;
 	}
-	case 24: {
+	case KAPI_ADD_PARTITIONS_TO_TXN: {
 		struct AddPartitionsToTxnResponse *resp = r->resp;
 		for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow_n; i++) {
 			struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *t = &resp->ResultsByTopicV3AndBelow[i];
@@ -115,8 +115,8 @@ static void set_error(struct dp_req *r, int16_t err)
 		}
 		return;
 	}
-	case 25: ((struct AddOffsetsToTxnResponse *)r->resp)->ErrorCode = err; return;
-	case 26: ((struct EndTxnResponse *)r->resp)->ErrorCode = err; return;
+	case KAPI_ADD_OFFSETS_TO_TXN: ((struct AddOffsetsToTxnResponse *)r->resp)->ErrorCode = err; return;
+	case KAPI_END_TXN: ((struct EndTxnResponse *)r->resp)->ErrorCode = err; return;
 	}
 }
 
@@ -128,7 +128,7 @@ static void op_answer(struct dp_core *c, struct txn_meta *m, int16_t err)
 		return;
 	if (err)
 		set_error(r, err);
-	else if (r->hdr.api_key == 22) {
+	else if (r->hdr.api_key == KAPI_INIT_PRODUCER_ID) {
 		struct InitProducerIdResponse *resp = r->resp;
 		resp->ProducerId = m->pid;
 		resp->ProducerEpoch = m->epoch;
@@ -257,7 +257,7 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	if (status < 0) {
 		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		if (step)
-			op_finish(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
+			op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);   /* clients retry */
 		return;
 	}
 	if (step)
@@ -320,7 +320,7 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 	if (persist(c, m, false) < 0)
 		DP_ERR("txn %.*s: cannot write Complete; the restart will finish it", m->id_len, m->id);
 	DP_DBG("txn %.*s: %s", m->id_len, m->id, txn_state_name(m->state));
-	op_finish(c, m, 0);
+	op_finish(c, m, KERR_NONE);
 }
 
 /* The current op's write is durable, or all owners answered: take the next step. */
@@ -329,7 +329,7 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 	switch (m->op) {
 	case OP_INIT:
 	case OP_ADD_OFFSETS:
-		op_finish(c, m, 0);
+		op_finish(c, m, KERR_NONE);
 		return;
 	case OP_ADD_PARTS:
 		if (m->markers_left)
@@ -339,7 +339,7 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 			if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 				return;
 		}
-		op_finish(c, m, 0);
+		op_finish(c, m, KERR_NONE);
 		return;
 	case OP_END:
 	case OP_ABORT_BG:
@@ -352,7 +352,7 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 				 * arrives meanwhile waits for them (queued, not refused), and
 				 * a crash before they are all durable is finished on restart.
 				 */
-				op_answer(c, m, 0);
+				op_answer(c, m, KERR_NONE);
 				fault_point(c, 1, "after Prepare is durable, before any marker");
 				if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
 					return;
@@ -386,8 +386,9 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
-	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
-	           "until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d %s): it is sent again every "
+	           "%d ms until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
+	           kerr_name(msg->err) ?: "?",
 	           DP_TXNC_MARKER_RETRY_MS, (unsigned long long)t->marker_retries);
 	m->tps[msg->idx].marker_again = true;
 	if (!m->retry_listed) {
@@ -434,7 +435,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
-		DP_WARN_RL("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
+		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
+		           kerr_name(msg->err) ?: "?");
 	if (msg->type == DP_MSG_TXN_MARKER_DONE && m->markers_acked++ == 0)
 		fault_point(c, 2, "after the first marker is durable");
 	if (--m->markers_left == 0)
@@ -455,7 +457,7 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	m->markers_left = 0;
 	m->markers_acked = 0;
 	if (persist(c, m, true) < 0)
-		op_finish(c, m, 15);
+		op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);
 }
 
 /* ---- requests --------------------------------------------------------------------- */
@@ -479,7 +481,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	if (q->TransactionalId.len == 0 || q->TransactionalId.len > TXN_ID_BYTES_MAX)
 		return KERR_INVALID_REQUEST;
 	if (q->TransactionTimeoutMs <= 0 || q->TransactionTimeoutMs > c->b->cfg.txn_max_timeout_ms)
-		return 50; /* INVALID_TRANSACTION_TIMEOUT */
+		return KERR_INVALID_TRANSACTION_TIMEOUT;
 	struct txn_meta *m = txn_coord_find(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
 	if (!m && txn_coord_count(t->coord) >= c->b->cfg.txn_ids_max) {
 		/* Full: a retriable answer (clients back off and retry) until idle ids
@@ -488,7 +490,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		DP_WARN_RL("transaction coordinator: %u transactional ids tracked (the most): %llu InitProducerId(s) "
 		           "for new ids answered COORDINATOR_LOAD_IN_PROGRESS so far", txn_coord_count(t->coord),
 		           (unsigned long long)t->full_refused);
-		return 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	}
 	if (!m) {
 		m = txn_coord_add(t->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len);
@@ -496,20 +498,20 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 			return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
-		return 51;   /* CONCURRENT_TRANSACTIONS: the client retries */
+		return KERR_CONCURRENT_TRANSACTIONS;   /* the client retries */
 	if (q->ProducerId >= 0 && m->pid >= 0) {
 		/* KIP-360: the caller says who it is; only the current instance may bump. */
 		bool current = q->ProducerId == m->pid && q->ProducerEpoch == m->epoch;
 		bool rolled = q->ProducerId == m->prev_pid && q->ProducerEpoch == m->prev_epoch;
 		if (!current && !rolled)
-			return fenced_err(22, r->hdr.api_version);
+			return fenced_err(KAPI_INIT_PRODUCER_ID, r->hdr.api_version);
 	}
 	if (m->state == TXN_ONGOING) {
 		/* A new instance while a transaction is open: fence the old one, abort its
 		 * transaction, and answer the new one once that is done. */
 		fence_and_abort(c, m, "a new instance of the producer arrived");
 		if (!m->busy)
-			return 15;   /* the abort could not be written */
+			return KERR_COORDINATOR_NOT_AVAILABLE;   /* the abort could not be written */
 		memcpy(m->queued, msg, sizeof(*msg));
 		m->has_queued = true;
 		return DP_ANSWER_LATER;
@@ -533,8 +535,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	start_op(m, OP_INIT, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, 0);
-		return 15;
+		op_finish(c, m, KERR_NONE);
+		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return DP_ANSWER_LATER;   /* answered later */
 }
@@ -545,14 +547,14 @@ static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr i
 {
 	struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
 	if (!m || m->pid != pid)
-		return 49;   /* INVALID_PRODUCER_ID_MAPPING */
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (m->epoch != epoch)
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
 	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
-		return 51;
+		return KERR_CONCURRENT_TRANSACTIONS;
 	*out = m;
-	return 0;
+	return KERR_NONE;
 }
 
 static void begin_if_new(struct txn_meta *m)
@@ -593,13 +595,13 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 			struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *t = &resp->ResultsByTopicV3AndBelow[i];
 			for (int32_t j = 0; j < t->ResultsByPartition_n; j++)
 				if (!t->ResultsByPartition[j].PartitionErrorCode)
-					t->ResultsByPartition[j].PartitionErrorCode = 55;
+					t->ResultsByPartition[j].PartitionErrorCode = KERR_OPERATION_NOT_ATTEMPTED;
 		}
 		reply(c, msg->src, r, msg->gen);
 		return DP_ANSWER_LATER;
 	}
 	if (all_in)
-		return 0;   /* a retry: everything is already in the transaction */
+		return KERR_NONE;   /* a retry: everything is already in the transaction */
 	begin_if_new(m);
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
@@ -610,8 +612,8 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 	start_op(m, OP_ADD_PARTS, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, 0);
-		return 15;
+		op_finish(c, m, KERR_NONE);
+		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return DP_ANSWER_LATER;
 }
@@ -624,17 +626,17 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 	if (err)
 		return err;
 	if (q->GroupId.len <= 0)
-		return 24;   /* INVALID_GROUP_ID */
+		return KERR_INVALID_GROUP_ID;
 	if (m->state == TXN_ONGOING && txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
-		return 0;
+		return KERR_NONE;
 	begin_if_new(m);
 	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
 		return KERR_INVALID_REQUEST;
 	start_op(m, OP_ADD_OFFSETS, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, 0);
-		return 15;
+		op_finish(c, m, KERR_NONE);
+		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return DP_ANSWER_LATER;
 }
@@ -645,23 +647,23 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
 		txn_coord_find(c->txnc->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
 	if (!m || m->pid != q->ProducerId)
-		return 49;
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (m->epoch != q->ProducerEpoch)
-		return fenced_err(26, r->hdr.api_version);
+		return fenced_err(KAPI_END_TXN, r->hdr.api_version);
 	if (m->busy)
-		return 51;
+		return KERR_CONCURRENT_TRANSACTIONS;
 	bool commit = q->Committed;
 	switch (m->state) {
 	case TXN_ONGOING:
 		break;
 	case TXN_COMPLETE_COMMIT:
-		return commit ? 0 : KERR_INVALID_TXN_STATE;   /* a retry of a finished call */
+		return commit ? KERR_NONE : KERR_INVALID_TXN_STATE;   /* a retry of a finished call */
 	case TXN_COMPLETE_ABORT:
-		return commit ? KERR_INVALID_TXN_STATE : 0;
+		return commit ? KERR_INVALID_TXN_STATE : KERR_NONE;
 	case TXN_PREPARE_COMMIT:
-		return commit ? 51 : KERR_INVALID_TXN_STATE;
+		return commit ? KERR_CONCURRENT_TRANSACTIONS : KERR_INVALID_TXN_STATE;
 	case TXN_PREPARE_ABORT:
-		return commit ? KERR_INVALID_TXN_STATE : 51;
+		return commit ? KERR_INVALID_TXN_STATE : KERR_CONCURRENT_TRANSACTIONS;
 	default:
 		return KERR_INVALID_TXN_STATE;
 	}
@@ -671,8 +673,8 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		/* Not durable: fall back so a retry can try again. */
 		m->state = TXN_ONGOING;
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, 0);
-		return 15;
+		op_finish(c, m, KERR_NONE);
+		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return DP_ANSWER_LATER;
 }
@@ -704,7 +706,7 @@ static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
 		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
 	}
 	resp->TransactionStates_n = (int32_t)k;
-	return 0;
+	return KERR_NONE;
 }
 
 /*
@@ -725,7 +727,7 @@ static int16_t describe_failed(const struct DescribeTransactionsRequest *q,
 		s->Topics = NULL;
 		s->Topics_n = 0;
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
@@ -744,7 +746,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 		s->TransactionState = (struct kstr){ "", 0 };
 		struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
 		if (!m || m->pid < 0) {
-			s->ErrorCode = 105;   /* TRANSACTIONAL_ID_NOT_FOUND */
+			s->ErrorCode = KERR_TRANSACTIONAL_ID_NOT_FOUND;
 			s->ProducerId = -1;
 			s->ProducerEpoch = -1;
 			continue;
@@ -778,17 +780,17 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 		}
 		s->Topics_n = nt;
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 /* The transactional id a coordinator request is about, if any. */
 static struct kstr request_txn_id(const struct dp_req *r)
 {
 	switch (r->hdr.api_key) {
-	case 22: return ((const struct InitProducerIdRequest *)r->req)->TransactionalId;
-	case 24: return ((const struct AddPartitionsToTxnRequest *)r->req)->V3AndBelowTransactionalId;
-	case 25: return ((const struct AddOffsetsToTxnRequest *)r->req)->TransactionalId;
-	case 26: return ((const struct EndTxnRequest *)r->req)->TransactionalId;
+	case KAPI_INIT_PRODUCER_ID: return ((const struct InitProducerIdRequest *)r->req)->TransactionalId;
+	case KAPI_ADD_PARTITIONS_TO_TXN: return ((const struct AddPartitionsToTxnRequest *)r->req)->V3AndBelowTransactionalId;
+	case KAPI_ADD_OFFSETS_TO_TXN: return ((const struct AddOffsetsToTxnRequest *)r->req)->TransactionalId;
+	case KAPI_END_TXN: return ((const struct EndTxnRequest *)r->req)->TransactionalId;
 	}
 	return (struct kstr){ NULL, -1 };
 }
@@ -808,15 +810,15 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 		return;
 	}
 	if (!c->txnc->loaded) {
-		err = 14;   /* COORDINATOR_LOAD_IN_PROGRESS */
+		err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	} else {
 		switch (r->hdr.api_key) {
-		case 22: err = init_pid(c, msg, r); break;
-		case 24: err = add_partitions(c, msg, r); break;
-		case 25: err = add_offsets(c, msg, r); break;
-		case 26: err = end_txn(c, msg, r); break;
-		case 65: err = describe_transactions(c, r); break;
-		case 66: err = list_transactions(c, r); break;
+		case KAPI_INIT_PRODUCER_ID: err = init_pid(c, msg, r); break;
+		case KAPI_ADD_PARTITIONS_TO_TXN: err = add_partitions(c, msg, r); break;
+		case KAPI_ADD_OFFSETS_TO_TXN: err = add_offsets(c, msg, r); break;
+		case KAPI_END_TXN: err = end_txn(c, msg, r); break;
+		case KAPI_DESCRIBE_TRANSACTIONS: err = describe_transactions(c, r); break;
+		case KAPI_LIST_TRANSACTIONS: err = list_transactions(c, r); break;
 		default: err = KERR_INVALID_REQUEST; break;
 		}
 	}
@@ -824,7 +826,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
-	if (r->hdr.api_key == 66 && err)
+	if (r->hdr.api_key == KAPI_LIST_TRANSACTIONS && err)
 		((struct ListTransactionsResponse *)r->resp)->ErrorCode = err;
 	reply(c, msg->src, r, msg->gen);
 }

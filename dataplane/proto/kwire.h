@@ -19,11 +19,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kerr.h"   /* enum kapi: KAPI_API_VERSIONS, whose response always uses header v0 */
+
 #define KWIRE_UVARINT_BYTES_MAX 5   /* u32: 5 groups of 7 bits */
 #define KWIRE_VARLONG_BYTES_MAX 10  /* u64: 10 groups of 7 bits */
 #define KWIRE_STRING_LEN_MAX 0x7fff /* int16 length, also enforced for compact strings */
 #define KWIRE_UUID_BYTES 16
 #define KWIRE_API_KEY_MAX 127       /* api keys are small; the table is indexed by key */
+_Static_assert(KAPI_KEY_MAX <= KWIRE_API_KEY_MAX, "every api key of kerr.h fits the tables");
 
 /* Strings and bytes point into the frame they came from: valid as long as the frame. */
 /* any core: a view, owns nothing. len -1 = null; ptr is not NUL-terminated. */
@@ -335,8 +338,6 @@ const struct kapi_info *kapi_info(int16_t api_key);
 bool kapi_flexible(int16_t api_key, int16_t api_version);
 
 /* --- headers ---------------------------------------------------------------- */
-
-#define KAPI_API_VERSIONS 18 /* its response always uses header v0 */
 
 /* any core: request header v1/v2. client_id points into the frame. */
 struct kreq_header {

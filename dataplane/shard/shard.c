@@ -257,7 +257,7 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 				a->base_offset = dup.first_offset;
 			if (dup.last_offset >= st_log_durable_offset(p->log))
 				dupwait_add(p, a, dup.last_offset + 1);
-			return 0;
+			return KERR_NONE;
 		case TXN_ERR_EPOCH:
 			return KERR_INVALID_PRODUCER_EPOCH;
 		case TXN_ERR_SEQUENCE:
@@ -307,7 +307,7 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		assert(rc == 0);
 		(void)rc;
 	}
-	return 0;
+	return KERR_NONE;
 }
 
 static void shard_produce(struct dp_core *c, struct dp_msg *m)
@@ -1064,7 +1064,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	}
 	allow_drop(p, pid);
 	if (txn_lso_open_first(p->lso, pid) < 0) {
-		marker_reply(c, m, 0);
+		marker_reply(c, m, KERR_NONE);
 		return;
 	}
 	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
@@ -1144,7 +1144,7 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 	switch (m->type) {
 	case DP_MSG_TXN_ADD: {
 		struct dp_part *p = part_of(c, m, NULL);
-		struct dp_msg out = { .err = p ? 0 : KERR_UNKNOWN_TOPIC_OR_PARTITION };
+		struct dp_msg out = { .err = p ? KERR_NONE : KERR_UNKNOWN_TOPIC_OR_PARTITION };
 		if (p && allow_set(p, m->u.txn.pid, m->u.txn.epoch) < 0)
 			out.err = KERR_UNKNOWN_SERVER_ERROR;
 		reply(c, m, &out, DP_MSG_TXN_ADD_ACK);

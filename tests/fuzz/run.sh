@@ -47,11 +47,18 @@ target() {
 			python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
 				"$root"/dataplane/proto/schema/*.json
 		fi
+		if [ ! -f "$work/kerr.h" ]; then   # kwire.h's enum kapi
+			python3 "$root/dataplane/proto/kgen.py" --kerr-header "$work/kerr.h" \
+				--kerr-source "$work/kerr.c" --errors "$root/dataplane/proto/schema/errors.txt" \
+				"$root"/dataplane/proto/schema/*.json
+		fi
 		# Every api key the broker advertises (dataplane/conn/api.c's table) has a request
-		# schema, so fuzz_seeds writes a frame for each of its versions.
-		for key in $(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \([0-9]*\), \([0-9]*\), \([0-9]*\) },.*/\1/p' \
-				"$root/dataplane/conn/api.c"); do
-			grep -q "\"apiKey\": $key," "$root"/dataplane/proto/schema/*Request.json ||
+		# schema (a KAPI_ name in kerr.h), so fuzz_seeds writes a frame for each of its versions.
+		keys=$(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \(KAPI_[A-Z0-9_]*\), [0-9]*, [0-9]* },.*/\1/p' \
+			"$root/dataplane/conn/api.c")
+		[ -n "$keys" ] || { echo "run.sh: no api keys found in dataplane/conn/api.c's dp_apis"; exit 1; }
+		for key in $keys; do
+			grep -q "^	$key = [0-9]*,$" "$work/kerr.h" ||
 				{ echo "run.sh: advertised api key $key has no request schema"; exit 1; }
 		done
 		srcs=("$root/dataplane/proto/kwire.c" "$root/dataplane/proto/kcodec.c" "$work/kmsg.c")

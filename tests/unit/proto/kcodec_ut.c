@@ -90,12 +90,12 @@ static void test_advertised_versions_exist(void)
 	CU_ASSERT_PTR_NULL(kapi_info(-1));
 	CU_ASSERT_PTR_NULL(kapi_info(4)); /* LeaderAndIsr: not a client api */
 	CU_ASSERT_PTR_NULL(kapi_info(1000));
-	CU_ASSERT_STRING_EQUAL(kapi_info(0)->name, "Produce");
-	CU_ASSERT_EQUAL(kapi_info(3)->flexible_min, 9);
-	CU_ASSERT_EQUAL(kapi_info(17)->flexible_min, -1);
-	CU_ASSERT(!kapi_flexible(3, 8) && kapi_flexible(3, 9) && kapi_flexible(3, 12));
-	CU_ASSERT(!kapi_flexible(3, 13)); /* beyond the schema */
-	CU_ASSERT(kapi_flexible(61, 0) && !kapi_flexible(17, 1) && !kapi_flexible(99, 0));
+	CU_ASSERT_STRING_EQUAL(kapi_info(KAPI_PRODUCE)->name, "Produce");
+	CU_ASSERT_EQUAL(kapi_info(KAPI_METADATA)->flexible_min, 9);
+	CU_ASSERT_EQUAL(kapi_info(KAPI_SASL_HANDSHAKE)->flexible_min, -1);
+	CU_ASSERT(!kapi_flexible(KAPI_METADATA, 8) && kapi_flexible(KAPI_METADATA, 9) && kapi_flexible(KAPI_METADATA, 12));
+	CU_ASSERT(!kapi_flexible(KAPI_METADATA, 13)); /* beyond the schema */
+	CU_ASSERT(kapi_flexible(KAPI_DESCRIBE_PRODUCERS, 0) && !kapi_flexible(KAPI_SASL_HANDSHAKE, 1) && !kapi_flexible(99, 0));
 }
 
 /* Every strict prefix of a valid encoding must fail to decode: the decoder follows
@@ -367,10 +367,10 @@ static void test_dispatch(void)
 	static const uint8_t body[] = { 0, 0, 0, 0 }; /* Metadata v0: no topics */
 	karena_init(&a, ut_arena_mem, sizeof ut_arena_mem);
 	kr_init(&r, body, sizeof body);
-	CU_ASSERT_EQUAL(kmsg_decode_request(3, 0, &r, &u, &a), 0);
+	CU_ASSERT_EQUAL(kmsg_decode_request(KAPI_METADATA, 0, &r, &u, &a), 0);
 	CU_ASSERT_EQUAL(u.Metadata.Topics_n, 0);
 	kr_init(&r, body, sizeof body);
-	CU_ASSERT_EQUAL(kmsg_decode_request(3, 13, &r, &u, &a), -ENOTSUP);
+	CU_ASSERT_EQUAL(kmsg_decode_request(KAPI_METADATA, 13, &r, &u, &a), -ENOTSUP);
 	CU_ASSERT_EQUAL(kmsg_decode_request(4, 0, &r, &u, &a), -ENOTSUP);
 	CU_ASSERT_EQUAL(kmsg_decode_request(-1, 0, &r, &u, &a), -ENOTSUP);
 	CU_ASSERT_EQUAL(kmsg_decode_request(200, 0, &r, &u, &a), -ENOTSUP);

@@ -291,10 +291,10 @@ static void test_headers(void)
 	kw_init(&w, ut_buf, sizeof ut_buf);
 	kresp_header_encode(&w, 18, 3, 5);
 	CU_ASSERT_EQUAL(kw_len(&w), 4);
-	CU_ASSERT_EQUAL(kresp_header_size(18, 3), 4);
+	CU_ASSERT_EQUAL(kresp_header_size(KAPI_API_VERSIONS, 3), 4);
 	kresp_header_encode(&w, 3, 9, 6);
 	CU_ASSERT_EQUAL(kw_len(&w), 9);
-	CU_ASSERT_EQUAL(kresp_header_size(3, 9), 5);
+	CU_ASSERT_EQUAL(kresp_header_size(KAPI_METADATA, 9), 5);
 	kresp_header_encode(&w, 0, 7, 7);
 	CU_ASSERT_EQUAL(kw_len(&w), 13);
 	static const uint8_t resp[] = { 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0, 0, 7 };

@@ -104,43 +104,43 @@ static void test_single_member(void)
 	struct grp_member *m = join_new(g, 1, "rdk", 0);
 	/* The only member rejoined at once: the join completes now, generation 1, it leads. */
 	CU_ASSERT_EQUAL(ut_o.n, 1);
-	CU_ASSERT(out_for(1) && out_for(1)->err == 0 && out_for(1)->m == m && out_for(1)->kind == GRP_OUT_JOIN);
+	CU_ASSERT(out_for(1) && out_for(1)->err == KERR_NONE && out_for(1)->m == m && out_for(1)->kind == GRP_OUT_JOIN);
 	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
 	CU_ASSERT_EQUAL(g->generation, 1);
 	CU_ASSERT_PTR_EQUAL(g->leader, m);
 	CU_ASSERT(m->id_len > 4 && memcmp(m->id, "rdk-", 4) == 0);
 	CU_ASSERT(g->protocol_name_len == 5 && memcmp(g->protocol_name, "range", 5) == 0);
 	/* Heartbeat while completing: fine; wrong generation, unknown member. */
-	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 1, 10), 0);
-	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 0, 10), GRP_ERR_ILLEGAL_GENERATION);
-	CU_ASSERT_EQUAL(grp_heartbeat(g, "x", 1, 1, 10), GRP_ERR_UNKNOWN_MEMBER_ID);
-	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 1, 10), KERR_NONE);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, m->id, m->id_len, 0, 10), KERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, "x", 1, 1, 10), KERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), KERR_REBALANCE_IN_PROGRESS);
 	/* The leader syncs its own assignment. */
 	struct grp_assign a = { m->id, m->id_len, (const uint8_t *)"ASSIGN", 6 };
 	ut_o.n = 0;
 	CU_ASSERT_EQUAL(grp_sync(g, m->id, m->id_len, 1, &a, 1, W(2), 20, &ut_o), 0);
-	CU_ASSERT(out_for(2) && out_for(2)->err == 0 && out_for(2)->m == m);
+	CU_ASSERT(out_for(2) && out_for(2)->err == KERR_NONE && out_for(2)->m == m);
 	CU_ASSERT(m->assignment_len == 6 && memcmp(m->assignment, "ASSIGN", 6) == 0);
 	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
-	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), 0);
-	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 2), GRP_ERR_ILLEGAL_GENERATION);
-	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 1), KERR_NONE);
+	CU_ASSERT_EQUAL(grp_commit_check(g, m->id, m->id_len, 2), KERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), KERR_UNKNOWN_MEMBER_ID);
 	/* A follower-like rejoin with the same protocols while Stable by the leader: rebalance. */
 	struct grp_join_req q = jreq(m->id, "rdk", "range", "roundrobin");
 	ut_o.n = 0;
 	CU_ASSERT_EQUAL(grp_join(g, &q, W(3), 30, &ut_o), 0);
-	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->generation, 2);
 	/* Leave: the group is empty, a new generation, simple commits are allowed again. */
 	ut_o.n = 0;
-	CU_ASSERT_EQUAL(grp_leave(g, m->id, m->id_len, 40, &ut_o), 0);
+	CU_ASSERT_EQUAL(grp_leave(g, m->id, m->id_len, 40, &ut_o), KERR_NONE);
 	CU_ASSERT_EQUAL(g->state, GRP_EMPTY);
 	CU_ASSERT_EQUAL(g->nmembers, 0);
 	CU_ASSERT_EQUAL(g->generation, 3);
-	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), 0);
-	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, 3), GRP_ERR_ILLEGAL_GENERATION);
-	CU_ASSERT_EQUAL(grp_commit_check(NULL, "", 0, -1), 0);
-	CU_ASSERT_EQUAL(grp_leave(g, "nobody", 6, 50, &ut_o), GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), KERR_NONE);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, 3), KERR_ILLEGAL_GENERATION);
+	CU_ASSERT_EQUAL(grp_commit_check(NULL, "", 0, -1), KERR_NONE);
+	CU_ASSERT_EQUAL(grp_leave(g, "nobody", 6, 50, &ut_o), KERR_UNKNOWN_MEMBER_ID);
 	grp_coord_destroy(c);
 }
 
@@ -158,19 +158,19 @@ static void test_two_members(void)
 	struct grp_member *b = join_new(g, 3, "b", 100);
 	CU_ASSERT_EQUAL(ut_o.n, 0);
 	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
-	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 200), GRP_ERR_REBALANCE_IN_PROGRESS);
-	CU_ASSERT_EQUAL(grp_commit_check(g, a->id, a->id_len, 1), 0);   /* commit before rejoining */
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 200), KERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_commit_check(g, a->id, a->id_len, 1), KERR_NONE);   /* commit before rejoining */
 	/* A SyncGroup now is refused. */
 	ut_o.n = 0;
 	grp_sync(g, a->id, a->id_len, 1, NULL, 0, W(4), 200, &ut_o);
-	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_REBALANCE_IN_PROGRESS);
 	/* a rejoins: both answered, a stays leader (the first joiner). */
 	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
 	ut_o.n = 0;
 	grp_join(g, &q, W(5), 300, &ut_o);
 	CU_ASSERT_EQUAL(ut_o.n, 2);
-	CU_ASSERT(out_for(3) && out_for(3)->err == 0 && out_for(3)->m == b);
-	CU_ASSERT(out_for(5) && out_for(5)->err == 0 && out_for(5)->m == a);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE && out_for(3)->m == b);
+	CU_ASSERT(out_for(5) && out_for(5)->err == KERR_NONE && out_for(5)->m == a);
 	CU_ASSERT_EQUAL(g->generation, 2);
 	CU_ASSERT_PTR_EQUAL(g->leader, a);
 	/* The follower's SyncGroup waits for the leader's, then both get theirs. */
@@ -181,7 +181,7 @@ static void test_two_members(void)
 	                             { b->id, b->id_len, (const uint8_t *)"BBB", 3 } };
 	grp_sync(g, a->id, a->id_len, 2, two, 2, W(7), 320, &ut_o);
 	CU_ASSERT_EQUAL(ut_o.n, 2);
-	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(6)->m == b);
+	CU_ASSERT(out_for(6) && out_for(6)->err == KERR_NONE && out_for(6)->m == b);
 	CU_ASSERT(b->assignment_len == 3 && memcmp(b->assignment, "BBB", 3) == 0);
 	CU_ASSERT(a->assignment_len == 2);
 	/* A late follower SyncGroup in Stable is answered at once; wrong generation refused. */
@@ -189,24 +189,24 @@ static void test_two_members(void)
 	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(8), 330, &ut_o);
 	grp_sync(g, b->id, b->id_len, 1, NULL, 0, W(9), 330, &ut_o);
 	grp_sync(g, "zz", 2, 2, NULL, 0, W(10), 330, &ut_o);
-	CU_ASSERT(out_for(8) && out_for(8)->err == 0);
-	CU_ASSERT(out_for(9) && out_for(9)->err == GRP_ERR_ILLEGAL_GENERATION);
-	CU_ASSERT(out_for(10) && out_for(10)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT(out_for(8) && out_for(8)->err == KERR_NONE);
+	CU_ASSERT(out_for(9) && out_for(9)->err == KERR_ILLEGAL_GENERATION);
+	CU_ASSERT(out_for(10) && out_for(10)->err == KERR_UNKNOWN_MEMBER_ID);
 	/* A follower rejoining with unchanged protocols keeps the generation. */
 	q = jreq(b->id, "b", "range", "roundrobin");
 	ut_o.n = 0;
 	grp_join(g, &q, W(11), 340, &ut_o);
-	CU_ASSERT(out_for(11) && out_for(11)->err == 0);
+	CU_ASSERT(out_for(11) && out_for(11)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->generation, 2);
 	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
 	/* The leader leaves: b is alone after its rejoin, and leads. */
 	ut_o.n = 0;
-	CU_ASSERT_EQUAL(grp_leave(g, a->id, a->id_len, 400, &ut_o), 0);
+	CU_ASSERT_EQUAL(grp_leave(g, a->id, a->id_len, 400, &ut_o), KERR_NONE);
 	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
-	CU_ASSERT_EQUAL(grp_heartbeat(g, b->id, b->id_len, 2, 410), GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, b->id, b->id_len, 2, 410), KERR_REBALANCE_IN_PROGRESS);
 	q = jreq(b->id, "b", "range", "roundrobin");
 	grp_join(g, &q, W(12), 420, &ut_o);
-	CU_ASSERT(out_for(12) && out_for(12)->err == 0);
+	CU_ASSERT(out_for(12) && out_for(12)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->generation, 3);
 	CU_ASSERT_PTR_EQUAL(g->leader, b);
 	grp_coord_destroy(c);
@@ -256,7 +256,7 @@ static void test_static_members(void)
 	memcpy(old_b, b->id, old_b_len);
 	struct grp_member *b2 = join_static(g, 7, "inst-b", 40);
 	CU_ASSERT_PTR_EQUAL(b2, b);
-	CU_ASSERT(out_for(7) && out_for(7)->err == 0 && out_for(7)->m == b);
+	CU_ASSERT(out_for(7) && out_for(7)->err == KERR_NONE && out_for(7)->m == b);
 	CU_ASSERT(b->id_len != old_b_len || memcmp(b->id, old_b, old_b_len) != 0);
 	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
 	CU_ASSERT_EQUAL(g->generation, 2);
@@ -264,9 +264,9 @@ static void test_static_members(void)
 	CU_ASSERT(b->assignment_len == 3 && memcmp(b->assignment, "BBB", 3) == 0);
 	ut_o.n = 0;
 	grp_sync(g, b->id, b->id_len, 2, NULL, 0, W(8), 50, &ut_o);
-	CU_ASSERT(out_for(8) && out_for(8)->err == 0 && out_for(8)->m == b);
+	CU_ASSERT(out_for(8) && out_for(8)->err == KERR_NONE && out_for(8)->m == b);
 	/* The old id is fenced (the zombie's heartbeats, commits, joins); a dynamic id is not. */
-	CU_ASSERT_EQUAL(grp_fenced(g, old_b, old_b_len, "inst-b", 6), GRP_ERR_FENCED_INSTANCE_ID);
+	CU_ASSERT_EQUAL(grp_fenced(g, old_b, old_b_len, "inst-b", 6), KERR_FENCED_INSTANCE_ID);
 	CU_ASSERT_EQUAL(grp_fenced(g, b->id, b->id_len, "inst-b", 6), 0);
 	CU_ASSERT_EQUAL(grp_fenced(g, old_b, old_b_len, "", 0), 0);
 	q = jreq(old_b, "inst-b", "range", "roundrobin");
@@ -275,7 +275,7 @@ static void test_static_members(void)
 	q.instance_id_len = 6;
 	ut_o.n = 0;
 	grp_join(g, &q, W(9), 60, &ut_o);
-	CU_ASSERT(out_for(9) && out_for(9)->err == GRP_ERR_FENCED_INSTANCE_ID);
+	CU_ASSERT(out_for(9) && out_for(9)->err == KERR_FENCED_INSTANCE_ID);
 
 	/* A static rejoin fences the old instance's waiting SyncGroup. */
 	q = jreq(a->id, "inst-a", "range", NULL);   /* a changes its protocols: a rebalance */
@@ -294,7 +294,7 @@ static void test_static_members(void)
 	grp_sync(g, b->id, b->id_len, 3, NULL, 0, W(12), 90, &ut_o);   /* waits for the leader */
 	CU_ASSERT_EQUAL(ut_o.n, 0);
 	join_static(g, 13, "inst-b", 100);
-	CU_ASSERT(out_for(12) && out_for(12)->err == GRP_ERR_FENCED_INSTANCE_ID);
+	CU_ASSERT(out_for(12) && out_for(12)->err == KERR_FENCED_INSTANCE_ID);
 	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);   /* mid-assignment: Kafka rebalances too */
 
 	/* The leader restarting keeps its place too: answered as a follower naming its old id. */
@@ -303,7 +303,7 @@ static void test_static_members(void)
 	q.instance_id_len = 6;
 	ut_o.n = 0;
 	grp_join(g, &q, W(14), 110, &ut_o);
-	CU_ASSERT(out_for(13) && out_for(13)->err == 0 && out_for(14) && out_for(14)->err == 0);
+	CU_ASSERT(out_for(13) && out_for(13)->err == KERR_NONE && out_for(14) && out_for(14)->err == KERR_NONE);
 	CU_ASSERT(!out_for(14)->follower);
 	CU_ASSERT_EQUAL(g->generation, 4);
 	struct grp_assign two4[2] = { { a->id, a->id_len, (const uint8_t *)"A4", 2 },
@@ -320,14 +320,14 @@ static void test_static_members(void)
 	qa.instance_id_len = 6;
 	ut_o.n = 0;
 	CU_ASSERT_EQUAL(grp_join(g, &qa, W(16), 130, &ut_o), 0);
-	CU_ASSERT(out_for(16) && out_for(16)->err == 0 && out_for(16)->m == a && out_for(16)->follower);
+	CU_ASSERT(out_for(16) && out_for(16)->err == KERR_NONE && out_for(16)->m == a && out_for(16)->follower);
 	CU_ASSERT(a->prev_id_len == old_a_len && memcmp(a->prev_id, old_a, old_a_len) == 0);
 	CU_ASSERT_EQUAL(g->state, GRP_STABLE);
 	CU_ASSERT_EQUAL(g->generation, 4);
 	CU_ASSERT_PTR_EQUAL(g->leader, a);
 	ut_o.n = 0;
 	grp_sync(g, a->id, a->id_len, 4, NULL, 0, W(17), 140, &ut_o);
-	CU_ASSERT(out_for(17) && out_for(17)->err == 0 && a->assignment_len == 2 && !memcmp(a->assignment, "A4", 2));
+	CU_ASSERT(out_for(17) && out_for(17)->err == KERR_NONE && a->assignment_len == 2 && !memcmp(a->assignment, "A4", 2));
 
 	/* A static member that stops heartbeating expires like any other. */
 	ut_o.n = 0;
@@ -349,7 +349,7 @@ static void test_member_id_required(void)
 	ut_o.n = 0;
 	CU_ASSERT_EQUAL(grp_join(g, &q, W(1), 0, &ut_o), 0);
 	struct grp_out *o1 = out_for(1);
-	CU_ASSERT_FATAL(o1 && o1->err == GRP_ERR_MEMBER_ID_REQUIRED && o1->member_id_len > 4);
+	CU_ASSERT_FATAL(o1 && o1->err == KERR_MEMBER_ID_REQUIRED && o1->member_id_len > 4);
 	char id[GRP_MEMBER_ID_BYTES_MAX + 1];
 	size_t idlen = o1->member_id_len;
 	memcpy(id, o1->member_id, idlen);
@@ -359,14 +359,14 @@ static void test_member_id_required(void)
 	/* A second first join (a retry whose first answer was lost) gets another id. */
 	ut_o.n = 0;
 	grp_join(g, &q, W(2), 10, &ut_o);
-	CU_ASSERT(out_for(2) && out_for(2)->err == GRP_ERR_MEMBER_ID_REQUIRED);
+	CU_ASSERT(out_for(2) && out_for(2)->err == KERR_MEMBER_ID_REQUIRED);
 	CU_ASSERT(out_for(2)->member_id_len != idlen || memcmp(out_for(2)->member_id, id, idlen) != 0);
 	/* Joining with the given id makes it a member under that id. */
 	q.member_id = id;
 	q.member_id_len = idlen;
 	ut_o.n = 0;
 	grp_join(g, &q, W(3), 20, &ut_o);
-	CU_ASSERT(out_for(3) && out_for(3)->err == 0 && out_for(3)->m == g->members[0]);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE && out_for(3)->m == g->members[0]);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
 	CU_ASSERT(g->members[0]->id_len == idlen && memcmp(g->members[0]->id, id, idlen) == 0);
 	CU_ASSERT_EQUAL(g->generation, 1);
@@ -375,7 +375,7 @@ static void test_member_id_required(void)
 	bogus.require_known_id = true;
 	ut_o.n = 0;
 	grp_join(g, &bogus, W(4), 30, &ut_o);
-	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_UNKNOWN_MEMBER_ID);
 	/* The unused id of the retry is forgotten after a session timeout. */
 	CU_ASSERT_EQUAL(g->npending, 1);
 	ut_o.n = 0;
@@ -431,11 +431,11 @@ static void test_group_records(void)
 	CU_ASSERT(r->protocol_type_len == 8 && r->protocol_name_len == 5 && !memcmp(r->protocol_name, "range", 5));
 	CU_ASSERT_EQUAL(rb->last_hb_ms, 5000);
 	/* The members carry on: heartbeats and commits of generation 2, a follower's SyncGroup. */
-	CU_ASSERT_EQUAL(grp_heartbeat(r, b->id, b->id_len, 2, 5100), 0);
-	CU_ASSERT_EQUAL(grp_commit_check(r, b->id, b->id_len, 2), 0);
+	CU_ASSERT_EQUAL(grp_heartbeat(r, b->id, b->id_len, 2, 5100), KERR_NONE);
+	CU_ASSERT_EQUAL(grp_commit_check(r, b->id, b->id_len, 2), KERR_NONE);
 	ut_o.n = 0;
 	grp_sync(r, b->id, b->id_len, 2, NULL, 0, W(6), 5200, &ut_o);
-	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(6)->m == rb);
+	CU_ASSERT(out_for(6) && out_for(6)->err == KERR_NONE && out_for(6)->m == rb);
 	/* A member's rejoin with all its protocols (the record kept one) is a normal rejoin. */
 	q = jreq(b->id, "b", "range", "roundrobin");
 	ut_o.n = 0;
@@ -477,19 +477,19 @@ static void test_protocols(void)
 	/* No common assignor, or another protocol type: INCONSISTENT_GROUP_PROTOCOL. */
 	q = jreq("", "b", "sticky", NULL);
 	grp_join(g, &q, W(2), 0, &ut_o);
-	CU_ASSERT(out_for(2) && out_for(2)->err == GRP_ERR_INCONSISTENT_PROTOCOL);
+	CU_ASSERT(out_for(2) && out_for(2)->err == KERR_INCONSISTENT_GROUP_PROTOCOL);
 	q = jreq("", "b", "range", NULL);
 	q.protocol_type = "connect";
 	q.protocol_type_len = 7;
 	grp_join(g, &q, W(3), 0, &ut_o);
-	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_INCONSISTENT_PROTOCOL);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_INCONSISTENT_GROUP_PROTOCOL);
 	q = jreq("", "b", "range", NULL);
 	q.session_ms = 10;
 	grp_join(g, &q, W(4), 0, &ut_o);
-	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_INVALID_SESSION_TIMEOUT);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_INVALID_SESSION_TIMEOUT);
 	q = jreq("nope", "b", "range", NULL);
 	grp_join(g, &q, W(5), 0, &ut_o);
-	CU_ASSERT(out_for(5) && out_for(5)->err == GRP_ERR_UNKNOWN_MEMBER_ID);
+	CU_ASSERT(out_for(5) && out_for(5)->err == KERR_UNKNOWN_MEMBER_ID);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
 	/* b supports only range: the leader's first choice (roundrobin) cannot be taken. */
 	q = jreq("", "b", "range", NULL);
@@ -497,7 +497,7 @@ static void test_protocols(void)
 	grp_join(g, &q, W(6), 0, &ut_o);
 	q = jreq(a->id, "a", "roundrobin", "range");
 	grp_join(g, &q, W(7), 0, &ut_o);
-	CU_ASSERT(out_for(6) && out_for(6)->err == 0 && out_for(7) && out_for(7)->err == 0);
+	CU_ASSERT(out_for(6) && out_for(6)->err == KERR_NONE && out_for(7) && out_for(7)->err == KERR_NONE);
 	CU_ASSERT(g->protocol_name_len == 5 && memcmp(g->protocol_name, "range", 5) == 0);
 	grp_coord_destroy(c);
 }
@@ -513,18 +513,18 @@ static void test_expiry_and_timeout(void)
 	struct grp_member *b = join_new(g, 3, "b", 1000);
 	(void)b;
 	/* a never rejoins; heartbeats keep it a member until the rebalance timeout. */
-	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 5000), GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 5000), KERR_REBALANCE_IN_PROGRESS);
 	ut_o.n = 0;
 	for (int64_t t = 5000; t < 1000 + UT_REBALANCE_MS; t += 4000) {
 		grp_tick(g, t, &ut_o);
-		CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, t), GRP_ERR_REBALANCE_IN_PROGRESS);
+		CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, t), KERR_REBALANCE_IN_PROGRESS);
 	}
 	grp_tick(g, 1000 + UT_REBALANCE_MS - 1, &ut_o);
 	CU_ASSERT_EQUAL(ut_o.n, 0);
 	CU_ASSERT_EQUAL(g->nmembers, 2);
 	grp_tick(g, 1000 + UT_REBALANCE_MS, &ut_o);
 	/* The join completed without a: b alone, generation 2, b leads. */
-	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
 	CU_ASSERT_EQUAL(g->generation, 2);
 	CU_ASSERT(g->leader == g->members[0] && g->leader->id[0] == 'b');
@@ -536,7 +536,7 @@ static void test_expiry_and_timeout(void)
 	/* Session expiry: silent past the session timeout, gone; the group is Empty. */
 	grp_tick(g, t + UT_SESSION_MS, &ut_o);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
-	CU_ASSERT_EQUAL(grp_heartbeat(g, bb->id, bb->id_len, 2, t + UT_SESSION_MS), 0);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, bb->id, bb->id_len, 2, t + UT_SESSION_MS), KERR_NONE);
 	grp_tick(g, t + 2 * UT_SESSION_MS, &ut_o);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
 	grp_tick(g, t + 2 * UT_SESSION_MS + 1, &ut_o);
@@ -571,7 +571,7 @@ static void test_rebalance_bound(void)
 	CU_ASSERT(g->rebalance_deadline_ms <= 1000 + GRP_REBALANCE_MAX_MS);
 	ut_o.n = 0;
 	grp_tick(g, 1000 + GRP_REBALANCE_MAX_MS, &ut_o);
-	CU_ASSERT(out_for(3) && out_for(3)->err == 0);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
 	/* Session timeouts outside Kafka's bounds: INVALID_SESSION_TIMEOUT, nothing joins. */
 	int32_t bad[] = { GRP_SESSION_MIN_MS - 1, GRP_SESSION_MAX_MS + 1, INT32_MAX, -1 };
@@ -580,7 +580,7 @@ static void test_rebalance_bound(void)
 		x.session_ms = bad[i];
 		ut_o.n = 0;
 		CU_ASSERT_EQUAL(grp_join(g, &x, W(10 + i), 2000 + GRP_REBALANCE_MAX_MS, &ut_o), 0);
-		CU_ASSERT(out_for(10 + i) && out_for(10 + i)->err == GRP_ERR_INVALID_SESSION_TIMEOUT);
+		CU_ASSERT(out_for(10 + i) && out_for(10 + i)->err == KERR_INVALID_SESSION_TIMEOUT);
 		CU_ASSERT_EQUAL(g->nmembers, 1);
 	}
 	grp_coord_destroy(c);
@@ -601,12 +601,12 @@ static void test_waiter_gone(void)
 	ut_o.n = 0;
 	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 99, 1500, &ut_o));   /* another generation of that ctx */
 	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
-	CU_ASSERT(out_for(3) && out_for(3)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_REBALANCE_IN_PROGRESS);
 	CU_ASSERT_EQUAL(g->nmembers, 2);   /* b stays, no longer waiting, */
 	CU_ASSERT_PTR_NULL(g->members[1]->join.ctx);
 	CU_ASSERT_FALSE(grp_waiter_gone(g, (void *)3, 3, 1500, &ut_o));
 	/* until its session times out (it never heartbeats; a does): then only a is left. */
-	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 9000), GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(grp_heartbeat(g, a->id, a->id_len, 1, 9000), KERR_REBALANCE_IN_PROGRESS);
 	ut_o.n = 0;
 	grp_tick(g, 1000 + UT_SESSION_MS + 1, &ut_o);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
@@ -615,7 +615,7 @@ static void test_waiter_gone(void)
 	struct grp_join_req q = jreq(a->id, "a", "range", "roundrobin");
 	ut_o.n = 0;
 	grp_join(g, &q, W(4), 1000 + UT_SESSION_MS + 2, &ut_o);
-	CU_ASSERT(out_for(4) && out_for(4)->err == 0);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_NONE);
 	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
 	/* A follower's SyncGroup waiting for the leader's, whose client leaves. */
 	join_new(g, 5, "f", 3000);
@@ -628,7 +628,7 @@ static void test_waiter_gone(void)
 	grp_sync(g, f->id, f->id_len, g->generation, NULL, 0, W(7), 3000, &ut_o);
 	CU_ASSERT_PTR_NULL(out_for(7));   /* waits for the leader's */
 	CU_ASSERT_TRUE(grp_waiter_gone(g, (void *)7, 7, 3100, &ut_o));
-	CU_ASSERT(out_for(7) && out_for(7)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT(out_for(7) && out_for(7)->err == KERR_REBALANCE_IN_PROGRESS);
 	CU_ASSERT_EQUAL(g->nmembers, 2);   /* a SyncGroup's client leaving removes nobody */
 	grp_coord_destroy(c);
 }
@@ -650,7 +650,7 @@ static void test_expiry_in_stable_pair(void)
 	grp_heartbeat(g, b->id, b->id_len, g->generation, UT_SESSION_MS);
 	grp_tick(g, UT_SESSION_MS + 1, &ut_o);
 	CU_ASSERT_EQUAL(g->nmembers, 1);
-	CU_ASSERT(out_for(4) && out_for(4)->err == GRP_ERR_REBALANCE_IN_PROGRESS);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_REBALANCE_IN_PROGRESS);
 	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
 	grp_coord_destroy(c);
 }
