@@ -80,4 +80,21 @@ struct dp_append {
 };
 
 
+/*
+ * Shared by shard/'s files (shard.c: messages, appends, markers; read.c:
+ * fetch reads and watches; partition.c: open, close, timer, deletes). They
+ * keep the short names they had as statics in one shard.c; only shard/
+ * sees them.
+ */
+struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp);
+void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type);
+int64_t readable_end(const struct dp_part *p, int8_t isolation);
+void wake_waiters(struct dp_core *c, struct dp_part *p, bool all);
+void dupwait_check(struct dp_part *p);
+void part_offline(struct dp_core *c, struct dp_part *p);    /* partition.c */
+void shard_topic_del(struct dp_core *c, struct dp_msg *m);  /* partition.c */
+void shard_fetch(struct dp_core *c, struct dp_msg *m);      /* read.c */
+void shard_watch(struct dp_core *c, struct dp_msg *m);      /* read.c */
+void shard_list(struct dp_core *c, struct dp_msg *m);       /* read.c */
+
 #endif
