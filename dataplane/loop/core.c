@@ -1,12 +1,15 @@
 /*
  * core.c - the per-core poll loop and cross-core messaging.
  *
- * One iteration: reap io_uring completions (NIC, storage, wake-ups), take a
- * burst of NIC events, drain a burst from every incoming ring, run timers,
- * then prepare SQEs (storage group commits, NIC sends) and submit them in one
- * io_uring_submit(). A core that found no work for DP_IDLE_SPIN_US sleeps in
- * the kernel until a completion, a wake-up from another core, or a timer.
- * Locality: each function runs on the core that owns c.
+ * One iteration: reap io_uring completions (storage, wake-ups, and the tags
+ * roles registered: NIC, cold reads), run the roles' poll hooks (the NIC
+ * side takes a burst of NIC events), drain a burst from every incoming ring
+ * (each message runs the handler it carries), the roles' settle hooks, their
+ * timers, then prepare SQEs (storage group commits, the roles' flush: NIC
+ * sends) and submit them in one io_uring_submit(). A core that found no work
+ * for DP_IDLE_SPIN_US sleeps in the kernel until a completion, a wake-up
+ * from another core, or a timer. The loop knows the roles only as struct
+ * dp_role (loop.h). Locality: each function runs on the core that owns c.
  */
 #include <errno.h>
 #include <stdlib.h>
