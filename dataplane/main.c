@@ -16,7 +16,9 @@
 #include "lso.h"
 #include "nic.h"
 #include "pstate.h"
-#include "req.h"
+#include "conn_internal.h"   /* init only: a data core's connection slots and request pool */
+#include "control.h"
+#include "shard.h"
 
 static volatile sig_atomic_t stop_flag;
 static _Atomic int ready_count;
@@ -321,7 +323,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
 	dp_log_level = b.cfg.log_level;
-	dp_log_core = 0;
+	dp_log_set_core(0);
 	b.ncores = b.cfg.cores;
 	b.ndata = b.ncores == 1 ? 1 : b.ncores - 1;
 	b.first_data = b.ncores == 1 ? 0 : 1;
@@ -344,17 +346,25 @@ int main(int argc, char **argv)
 		c->data_index = i - b.first_data;
 		if (dp_catalog_init(c) < 0)
 			return 1;
+		/* The roles this core plays, in the order the loop runs their hooks. */
+		if (c->is_data)
+			dp_core_add_role(c, &dp_shard_role);
+		if (c->is_control)
+			dp_core_add_role(c, &dp_control_role);
+		if (c->is_data)
+			dp_core_add_role(c, &dp_conn_role);
 		if (c->is_data) {
 			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
 			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
 			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
 			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs)
+			c->detached = calloc(1, sizeof(*c->detached));
+			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs || !c->detached)
 				return 1;
 			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
 				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
 			c->conn_free_n = DP_CONN_SLOTS;
-			c->detached.closing = c->detached.closed = true;   /* never answers, never freed */
+			c->detached->closing = c->detached->closed = true;   /* never answers, never freed */
 			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
 				c->reqs[r].next = c->req_free;
 				c->req_free = &c->reqs[r];
@@ -362,6 +372,7 @@ int main(int argc, char **argv)
 		}
 		b.cores[i] = c;
 	}
+	dp_control_provide(&b);
 	dp_fd_budget_init(&b);
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {

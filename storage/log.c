@@ -1053,7 +1053,7 @@ int st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct s
 {
 	struct st_io *io;
 
-	assert(cfg && ring && out && cfg->on_append);
+	assert(cfg && ring && out);
 	if (!(io = calloc(1, sizeof(*io))) || !(io->slots = calloc(ST_IO_APPENDS_MAX, sizeof(*io->slots)))) {
 		free(io);
 		return -ENOMEM;
@@ -1093,12 +1093,19 @@ static void dirty_push(struct st_io *io, struct st_log *log)
 
 int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len, uint32_t record_count, void *cookie)
 {
+	assert(log->io->cfg.on_append);
+	return st_log_append_cb(log, batch, len, record_count, log->io->cfg.on_append, cookie);
+}
+
+int64_t st_log_append_cb(struct st_log *log, uint8_t *batch, uint32_t len, uint32_t record_count,
+                         st_append_cb cb, void *cookie)
+{
 	struct st_io *io = log->io;
 	struct st_seg *seg = log_active(log);
 	struct st_slot *s;
 
 	/* The data plane validated the batch; check the framing we rely on again here. */
-	assert(batch && len >= ST_BATCH_HEADER_BYTES && record_count >= 1);
+	assert(cb && batch && len >= ST_BATCH_HEADER_BYTES && record_count >= 1);
 	assert(st_be32(batch + ST_BATCH_OFF_LENGTH) + 12u == len);
 	assert(batch[ST_BATCH_OFF_MAGIC] == ST_BATCH_MAGIC);
 	assert(st_be32(batch + ST_BATCH_OFF_LAST_OFFSET_DELTA) + 1u == record_count);
@@ -1125,7 +1132,7 @@ int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len, uint32_t
 	s = io->free;
 	io->free = s->next;
 	*s = (struct st_slot){ .batch = batch, .len = len, .count = record_count, .base = base,
-	                       .pos = seg->size, .seg = seg, .cookie = cookie };
+	                       .pos = seg->size, .seg = seg, .cb = cb, .cookie = cookie };
 	seg->size += len;
 	seg->end = log->leo = base + record_count;
 	seg->queued++;
@@ -1257,6 +1264,7 @@ static void slots_finish(struct st_io *io, struct st_slot *s, int status)
 {
 	while (s) {
 		struct st_slot *next = s->next;
+		st_append_cb cb = s->cb;
 		void *cookie = s->cookie;
 		int64_t base = s->base;
 
@@ -1265,7 +1273,7 @@ static void slots_finish(struct st_io *io, struct st_slot *s, int status)
 		io->pending--;
 		s->next = io->free;
 		io->free = s;
-		io->cfg.on_append(cookie, status, base);
+		cb(cookie, status, base);
 		s = next;
 	}
 }

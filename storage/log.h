@@ -30,11 +30,11 @@ struct st_io;    /* per-core I/O engine: SQE preparation, group commit */
 struct st_log;   /* one partition */
 
 /* Called on the owner core when an append is durable (status 0) or failed (-errno). */
-typedef void (*st_append_cb)(void *cookie, int status, int64_t base_offset);
+typedef void (*st_append_cb)(void *arg, int status, int64_t base_offset);
 
 struct st_io_config {
 	bool fsync;                 /* false: ack after the write, no fdatasync */
-	st_append_cb on_append;     /* completion callback for every append */
+	st_append_cb on_append;     /* st_log_append's callback; NULL if every append names its own */
 };
 
 int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
@@ -91,6 +91,9 @@ int64_t st_log_durable_offset(const struct st_log *log);/* end of completed appe
  */
 int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len,
                       uint32_t record_count, void *cookie);
+/* The same, calling cb(arg, ...) when it is durable or failed (not the io's on_append). */
+int64_t st_log_append_cb(struct st_log *log, uint8_t *batch, uint32_t len,
+                         uint32_t record_count, st_append_cb cb, void *arg);
 
 /*
  * Where to read for a fetch: whole batches starting with the batch that holds

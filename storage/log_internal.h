@@ -137,6 +137,7 @@ struct st_slot {
 	int64_t base;
 	uint64_t pos;             /* file position in seg */
 	struct st_seg *seg;
+	st_append_cb cb;          /* called with cookie at the end */
 	void *cookie;
 };
 

@@ -4,7 +4,7 @@
  * encoding of the entries in the coordinator's own log.
  *
  * Locality: control core. Pure logic: no I/O; the driver
- * (dataplane/txncoord.c) persists entries and fans out markers.
+ * (dataplane/control/txncoord.c) persists entries and fans out markers.
  */
 #ifndef SLUICE_TXN_COORD_H
 #define SLUICE_TXN_COORD_H

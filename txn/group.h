@@ -11,7 +11,7 @@
  * it last became Stable or Empty), so a restarted broker knows its members
  * and their assignments, and they carry on without a rebalance.
  *
- * Locality: control core (dataplane/group.c drives it).
+ * Locality: control core (dataplane/control/group.c drives it).
  */
 #ifndef SLUICE_TXN_GROUP_H
 #define SLUICE_TXN_GROUP_H

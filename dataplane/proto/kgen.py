@@ -321,7 +321,7 @@ def emit_header(msgs, out):
     reqs = [m for m in msgs if m.kind == "request"]
     w("/* Every array of every request: X(message, field path, decoded element bytes, fewest")
     w(" * wire bytes of an element in any version), so that what a frame decodes to per")
-    w(" * wire byte can be asserted where the decode arena is sized (dataplane/conn.c). */")
+    w(" * wire byte can be asserted where the decode arena is sized (dataplane/conn/conn.c). */")
     w("#define KMSG_REQUEST_ARRAYS(X) \\")
     for m in reqs:
         for path, size, wmin in request_arrays(m):

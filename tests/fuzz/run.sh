@@ -52,11 +52,11 @@ target() {
 				--kerr-source "$work/kerr.c" --errors "$root/dataplane/proto/schema/errors.txt" \
 				"$root"/dataplane/proto/schema/*.json
 		fi
-		# Every api key the broker advertises (dataplane/api.c's table) has a request
+		# Every api key the broker advertises (dataplane/conn/api.c's table) has a request
 		# schema (a KAPI_ name in kerr.h), so fuzz_seeds writes a frame for each of its versions.
 		keys=$(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \(KAPI_[A-Z0-9_]*\), [0-9]*, [0-9]* },.*/\1/p' \
-			"$root/dataplane/api.c")
-		[ -n "$keys" ] || { echo "run.sh: no api keys found in dataplane/api.c's dp_apis"; exit 1; }
+			"$root/dataplane/conn/api.c")
+		[ -n "$keys" ] || { echo "run.sh: no api keys found in dataplane/conn/api.c's dp_apis"; exit 1; }
 		for key in $keys; do
 			grep -q "^	$key = [0-9]*,$" "$work/kerr.h" ||
 				{ echo "run.sh: advertised api key $key has no request schema"; exit 1; }

@@ -963,7 +963,7 @@ def regressions():
         # memcpy, undefined behaviour (UBSan aborts sluiced-asan): any JoinGroup v0-v4.
         ('JoinGroup v0 without an instance id', [], join_v0('fz-regress'), False),
         # Found by wire_fuzz (seeds 31, 33: burst 651): with more groups and committed
-        # offsets than fit a ListGroups request's arena (~340), dataplane/group.c answered
+        # offsets than fit a ListGroups request's arena (~340), dataplane/control/group.c answered
         # UNKNOWN_SERVER_ERROR, whose code is -1, the same as its "answered later": the
         # request was never answered and held its connection's slot for good (which is
         # also how new connections came to be refused).

@@ -29,7 +29,7 @@ INT32_MAX = 0x7fffffff
 BATCHES_PER_PARTITION = 24
 RECORDS_PER_BATCH = 4
 VALUE_BYTES = 2500           # ~10 KB batches
-BROKER_RESPONSE_MAX = 55 << 20   # DP_FETCH_RESPONSE_MAX_BYTES (dataplane/core.h)
+BROKER_RESPONSE_MAX = 55 << 20   # DP_FETCH_RESPONSE_MAX_BYTES (dataplane/loop/dp_limits.h)
 
 
 def big_batch(tag, n=RECORDS_PER_BATCH, value_bytes=VALUE_BYTES):

@@ -8,6 +8,10 @@
 integ_init restart-port 15 "$@"
 PY=$(command -v python3) || skip "python3 is not installed"
 hold() {   # SECONDS: listen on $PORT for that long (in the background)
+	# Emptied first: the wait below must not find the previous holder's "held"
+	# before this one's shell has truncated the file (then the broker meant to
+	# be refused could take the port before the holder, and never exit).
+	: >"$WORK/hold.out"
 	"$PY" -c '
 import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -47,7 +51,8 @@ done
 stop_broker
 hold 60
 : >"$WORK/refused.log"
-"$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --cores 2 >"$WORK/refused.log" 2>&1
+# Bounded: should it start after all, the test fails instead of waiting for it forever.
+timeout 60 "$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --cores 2 >"$WORK/refused.log" 2>&1
 rc=$?
 [ "$rc" -ne 0 ] || fail "a second listener on the port was not refused"
 grep -q "cannot listen on $BOOTSTRAP: Address already in use" "$WORK/refused.log" ||

@@ -20,7 +20,7 @@ need_exe "$RDK_LOAD"
 PY=$(command -v python3) || skip "python3 is not installed"
 ulimit -n 4096 2>/dev/null || true
 
-DP=$(dirname "$0")/../../dataplane/dp_limits.h
+DP=$(dirname "$0")/../../dataplane/loop/dp_limits.h
 mb() { # the value of a limit in dp_limits.h, in MB (its C expression evaluated by python)
 	python3 - "$DP" "$1" <<'PY' || fail "no $1 in $DP"
 import re, sys

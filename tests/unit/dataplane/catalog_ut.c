@@ -2,7 +2,7 @@
 #include <CUnit/Basic.h>
 #include <string.h>
 
-#include "core.h"
+#include "loop.h"
 
 static void test_fd_budget(void)
 {

@@ -1,5 +1,5 @@
 /*
- * log_ut.c - rate-limited log lines (dataplane/log.c): a burst per window
+ * log_ut.c - rate-limited log lines (dataplane/loop/log.c): a burst per window
  * per call site, then silence, and the next window's first line counts what
  * was suppressed; end to end through DP_WARN_RL into stderr.
  *
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "loop.h"
 
 static void test_admit(void)
 {

@@ -1,15 +1,44 @@
 /*
- * req.h - one Kafka request in flight on a NIC core (internal to dataplane/).
- *
- * Locality: NIC core (the core that owns the connection). A request owns
- * its frame buffer and a bump arena for the decoded structs; parts of it
- * travel to owner cores as dp_msg and come back. When nothing is pending
- * the response is encoded, and responses leave in arrival order.
+ * conn_internal.h - the NIC side's own types and the calls between its parts
+ * (inside dataplane/conn/ only): connections, a Fetch's partitions, the
+ * request handlers. Locality: NIC core (the core that owns the connection).
  */
-#ifndef SLUICE_DP_REQ_H
-#define SLUICE_DP_REQ_H
+#ifndef SLUICE_DP_CONN_INTERNAL_H
+#define SLUICE_DP_CONN_INTERNAL_H
 
-#include "core.h"
+#include "conn.h"
+#include "shard.h"
+
+/* conn.c: the connections' parts in the loop (conn_role.c). */
+struct nic_ev;
+void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
+void dp_conn_timer(struct dp_core *c);
+void dp_conns_shutdown(struct dp_core *c);
+
+/* NIC core: one client connection. */
+struct dp_conn {
+	uint32_t handle;              /* nic handle; 0 = free slot */
+	bool closing;                 /* nic_close() called or peer gone */
+	bool closed;                  /* NIC_EV_CLOSED seen */
+	uint8_t size_buf[4];
+	uint32_t size_have;
+	uint8_t *frame;               /* frame being assembled (pool buffer) */
+	uint32_t frame_len, frame_have;
+	struct dp_req *q_head, *q_tail; /* requests in arrival order */
+	uint32_t nreqs;
+	uint32_t sends_inflight;
+	bool paused;                  /* too many requests unfinished: reads stopped (nic_pause) */
+	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
+	bool draining;                /* the peer left while paused: what it sent is still processed */
+	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
+	bool drain_slot;              /* counted in the core's ndraining */
+	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
+	uint32_t stash_len, stash_cap;
+	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
+	uint64_t held_bytes;          /* held by its requests: frames, arenas, fetch buffers, answers (dp_limits.h) */
+	uint64_t unsent_bytes;        /* of those, answers not yet sent */
+	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
+};
 
 /* Per partition of a Fetch, on the NIC core. */
 struct dp_fetch_part {
@@ -26,47 +55,6 @@ struct dp_fetch_part {
 	bool cut;                     /* records cut to MaxBytes (fetch_limit_response): more would not fit */
 };
 
-struct dp_req {
-	struct dp_req *next;          /* connection queue / free list */
-	struct dp_req *park_next;     /* parked long-poll list */
-	uint32_t gen;                 /* bumped on reuse and on re-fetch rounds */
-	struct dp_conn *conn;
-	uint8_t *frame;               /* pool buffer, header + body, no size prefix */
-	uint32_t frame_len;
-	uint8_t *arena_mem;
-	struct karena arena;
-	struct kreq_header hdr;
-	int pending;                  /* parts out at other cores (or local) */
-	bool done;                    /* response ready (or none needed) */
-	bool no_response;             /* acks=0 produce */
-	bool close_after;             /* close the connection after this response */
-	bool parked;
-	uint8_t *resp_buf;            /* encoded response, freed on NIC_EV_SENT */
-	uint32_t resp_len;
-	uint64_t held_bytes;          /* counted in conn->held_bytes: frame, lent buffers, response */
-	void *req;                    /* decoded request (arena) */
-	void *resp;                   /* response struct (arena) */
-
-	/* Fetch state. */
-	struct dp_fetch_part *fparts;
-	uint32_t nfparts;
-	int64_t deadline_ms;
-	int32_t min_bytes, max_bytes; /* max_bytes: MaxBytes clamped to [0, DP_FETCH_RESPONSE_MAX_BYTES] */
-	int8_t isolation;
-	bool final_round;
-	bool woken;                   /* a watch fired: run another round */
-	bool in_park_list;
-	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
-	uint32_t topups;              /* partitions read again with more of MaxBytes (fetch_topup) */
-
-	/* JoinGroup: the client's address ("/127.0.0.1"), in the arena; NULL unknown. */
-	const char *peer;
-
-	/* Produce/ListOffsets: flat slot -> response partition. */
-	void **slots;
-	uint32_t nslots;
-	void *slots_mem;              /* pool buffer for large responses (Metadata) */
-};
 
 /* api.c: request handlers. Return 0, or -1 to close the connection. */
 int  dp_handle_request(struct dp_core *c, struct dp_req *r);
@@ -96,17 +84,11 @@ static inline void dp_lend_to_control(struct dp_core *c, struct dp_req *r, uint1
 {
 	struct dp_msg m = { .type = type, .ctx = r, .gen = r->gen };
 	r->pending++;
-	dp_send(c, 0, &m);
+	dp_ask_service(c, type == DP_MSG_TXN_REQ ? DP_SVC_TXN : DP_SVC_GROUP, dp_req_complete_part, &m);
 }
 
 /* A handler that only decodes Name##Request, starts Name##Response from its
  * schema defaults, and lends both to the control core. */
-/*
- * What a coordinator handler (txncoord.c, group.c) returns when the answer
- * comes later or was already sent: not -1, which is UNKNOWN_SERVER_ERROR and
- * must be answered now (taking it for "later" left such requests unanswered).
- */
-#define DP_ANSWER_LATER INT16_MIN
 
 #define DP_LEND_HANDLER(Name, type)                                                        \
 	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \

@@ -13,7 +13,7 @@
 
 #include "kerr.h"
 #include "nic.h"
-#include "req.h"
+#include "conn_internal.h"
 
 /*
  * OffsetCommit and TxnOffsetCommit: the response mirrors the request's

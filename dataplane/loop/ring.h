@@ -26,8 +26,15 @@
 /* A message between cores: small, fixed size, copied by value. */
 #define DP_F_WIRE 1   /* the request came over the wire (ctx is a struct dp_req) */
 
+struct dp_core;
+struct dp_msg;
+/* What a message runs on the core it reaches (SPDK's message: function + context). */
+typedef void (*dp_msg_fn)(struct dp_core *c, struct dp_msg *m);
+
 struct dp_msg {
-	uint16_t type;        /* enum dp_msg_type (core.h) */
+	dp_msg_fn fn;         /* run by the destination core: the loop knows no handler */
+	dp_msg_fn reply;      /* a request's: what its answer runs back on the sender (dp_answer) */
+	uint16_t type;        /* enum dp_msg_type (loop.h): the handler's own sub-kind */
 	uint16_t src;         /* sending core */
 	int16_t  err;         /* Kafka error code in replies */
 	uint16_t flags;       /* DP_F_* */

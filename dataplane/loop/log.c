@@ -13,9 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "loop.h"
 
-_Thread_local int dp_log_core = -1;
+static _Thread_local int dp_log_core = -1;   /* the core a thread's lines name (dp_log_set_core) */
+
+void dp_log_set_core(int core)
+{
+	dp_log_core = core;
+}
+
 int dp_log_level = DP_LOG_INFO;
 
 static void log_line(int level, const char *suffix, const char *fmt, va_list ap)

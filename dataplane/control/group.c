@@ -49,7 +49,8 @@
 #include "group.h"
 #include "kerr.h"
 #include "log.h"
-#include "req.h"
+#include "conn.h"
+#include "control_internal.h"
 
 #define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
@@ -66,33 +67,29 @@ struct grp_held {
 struct dp_grp {
 	struct grp_coord *coord;
 	struct grp_offsets *offsets;
-	struct st_log *log;
+	struct dp_clog clog;          /* __consumer_offsets (clog.c) */
 	char dir[1024];
 	int64_t next_timer_ms;
 	int64_t next_expiry_ms;       /* offset retention's next pass */
 	struct grp_outs outs;         /* answers released by the current call */
-	uint64_t records;             /* records in the log (loaded + written since) */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
-	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
 	struct grp_held held[DP_GRP_HELD_MAX];   /* FIFO from held_head, nheld long */
 	uint32_t held_head, nheld;
 };
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_REWRITE, GRP_W_META or GRP_W_EXPIRE */
 	uint8_t *buf;
 	struct grp_group *g;          /* GRP_W_META: groups are never freed */
 };
 
-/* What a DP_COOKIE_GROUP cookie is (the byte after kind). */
+/* What a group write's cookie is (its first byte). */
 enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
 /* One TxnOffsetCommit in flight: its pending-record writes. */
 struct grp_stage;
 struct grp_stage_part {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_STAGE */
 	struct grp_stage *op;
 	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
@@ -118,7 +115,6 @@ struct grp_stage {
  * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_END */
 	bool commit, failed;
 	uint8_t left;
@@ -136,7 +132,6 @@ struct grp_end {
 /* One OffsetCommit in flight: its partition writes, each with its own cookie. */
 struct grp_commit;
 struct grp_commit_part {
-	uint8_t kind;                 /* DP_COOKIE_GROUP: keep first */
 	uint8_t what;                 /* GRP_W_COMMIT */
 	struct grp_commit *op;
 	struct OffsetCommitRequest_OffsetCommitRequestTopic *tq;
@@ -157,7 +152,7 @@ struct grp_commit {
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
+	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
 	dp_send(c, core, &m);
 }
 
@@ -497,11 +492,10 @@ static void held_tick(struct dp_grp *t, int64_t now)
 		held_release(t);
 }
 
-void dp_group_on_write(void *cookie, int status)
+void dp_group_on_write(void *cookie, int status, int64_t base_offset)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	struct dp_core *c = dp_this_core;
-	uint8_t what = ((uint8_t *)cookie)[1];
+	struct dp_core *c = dp_core_self();
+	uint8_t what = ((uint8_t *)cookie)[0];
 	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
 	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
 		/* Fault injection: the write is durable, but the coordinator learns it
@@ -520,8 +514,8 @@ void dp_group_on_write(void *cookie, int status)
 
 static void on_write(void *cookie, int status)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	switch (((uint8_t *)cookie)[1]) {
+	struct dp_core *dp_this_core = dp_core_self();
+	switch (((uint8_t *)cookie)[0]) {
 	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
 	case GRP_W_EXPIRE: {
 		struct grp_rewrite *w = cookie;
@@ -619,9 +613,9 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 			int bn = kn < 0 || vn < 0 ? -EINVAL :
 			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
 			struct grp_commit_part *p = &op->parts[k++];
-			*p = (struct grp_commit_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
+			*p = (struct grp_commit_part){ .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
 			                               .commit_ms = ts };
-			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
+			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;
@@ -629,7 +623,6 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 				continue;
 			}
 			at += (size_t)bn;
-			c->grp->records++;
 			c->grp->inflight++;
 		}
 	/* The extra count keeps op alive until every append is queued. */
@@ -834,7 +827,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 			if (r->hdr.api_version < 2)
 				pq->CommittedLeaderEpoch = -1;
 			struct grp_stage_part *p = &op->parts[k++];
-			*p = (struct grp_stage_part){ .kind = DP_COOKIE_GROUP, .what = GRP_W_STAGE, .op = op, .pq = pq,
+			*p = (struct grp_stage_part){ .what = GRP_W_STAGE, .op = op, .pq = pq,
 			                              .err = pe };
 			uint8_t val[GRP_VALUE_BYTES_MAX];
 			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
@@ -858,7 +851,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				op->left--;
 				continue;
 			}
-			int64_t off = bn < 0 ? bn : st_log_append(c->grp->log, buf + at, (uint32_t)bn, 1, p);
+			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
 			if (off < 0) {
 				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
@@ -866,7 +859,6 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 				continue;
 			}
 			at += (size_t)bn;
-			c->grp->records++;
 			c->grp->inflight++;
 		}
 	if (--op->left == 0) {
@@ -914,7 +906,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	}
 	if (meta)
 		memcpy(meta, o->meta, (size_t)o->meta_len);
-	*w = (struct grp_end){ .kind = DP_COOKIE_GROUP, .what = GRP_W_END, .commit = commit, .buf = buf,
+	*w = (struct grp_end){ .what = GRP_W_END, .commit = commit, .buf = buf,
 	                       .offset = o->offset, .commit_ms = o->commit_ms, .leader_epoch = o->leader_epoch,
 	                       .meta_len = o->meta_len, .meta = meta };
 	/* The committed key is the pending key less its producer id, version 1. */
@@ -946,7 +938,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	for (int i = 0; i < 2; i++) {
 		if (!bn[i])
 			continue;
-		int64_t off = st_log_append(t->log, buf + at, (uint32_t)bn[i], 1, w);
+		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], dp_group_on_write, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
@@ -954,7 +946,6 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 			break;
 		}
 		w->left++;
-		t->records++;
 		t->inflight++;
 	}
 	bool failed = w->failed;
@@ -1044,19 +1035,11 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
  * carry a value older than a record it lands after (and the old segment
  * holding that record could be dropped).
  */
-static void compaction_report(int rc)
-{
-	if (rc >= 0)
-		DP_INFO("offsets log: compaction done, %d old segment(s) removed", rc);
-	else if (rc == -EIO)
-		DP_WARN("offsets log: a compaction write failed, old segments kept");
-}
-
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
 	dp_buf_put(w->buf);
 	free(w);
-	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
+	dp_clog_compact_done(&c->grp->clog, status);
 }
 
 /* Append one record with its own cookie (what: GRP_W_REWRITE, _META or _EXPIRE); val NULL: a tombstone. */
@@ -1066,16 +1049,15 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
-	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
-	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
-	if (off < 0) {
+	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
+	          : -ENOMEM;
+	if (n < 0) {
 		if (buf)
 			dp_buf_put(buf);
 		free(w);
-		return (int)off;
+		return n;
 	}
-	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = what, .buf = buf, .g = g };
-	c->grp->records++;
+	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
 	return 0;
 }
 
@@ -1086,7 +1068,7 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 	                                 o->meta_len);
 	int rc = append_record(c, key, klen, val, vn, GRP_W_REWRITE, NULL);
 	if (rc == 0)
-		st_compaction_queued(&c->grp->compact);
+		st_compaction_queued(&c->grp->clog.compact);
 	return rc;
 }
 
@@ -1103,7 +1085,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 		DP_WARN_RL("group %.*s: membership record of %zu bytes not written; the group rebalances after a restart",
 		        g->id_len, g->id, vsize);
 		if (compaction)
-			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
+			st_compaction_lost(&c->grp->clog.compact);   /* its older record must not be dropped either */
 		return;
 	}
 	uint8_t *val = dp_buf_get(vsize);
@@ -1116,9 +1098,9 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 		DP_ERR("group %.*s: cannot write its membership: %s", g->id_len, g->id, strerror(-rc));
 		g->saved_changes = g->changes - 1;
 		if (compaction)
-			st_compaction_lost(&c->grp->compact);
+			st_compaction_lost(&c->grp->clog.compact);
 	} else if (compaction) {
-		st_compaction_queued(&c->grp->compact);
+		st_compaction_queued(&c->grp->clog.compact);
 	}
 }
 
@@ -1126,21 +1108,17 @@ static void maybe_compact(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
 	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets) + grp_count(t->coord);
-	if (st_compaction_busy(&t->compact) || t->inflight ||
-	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+	if (t->inflight || !dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
 		return;
-	if (st_compaction_begin(t->log, &t->compact) < 0)
-		return;
-	t->records = 0;
 	uint32_t cur = 0;
 	const struct grp_offset *o;
 	while ((o = grp_offset_next(t->offsets, &cur)))
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->compact);
+			st_compaction_lost(&t->clog.compact);
 	cur = 0;
 	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
 		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->compact);
+			st_compaction_lost(&t->clog.compact);
 	cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur)))
@@ -1148,8 +1126,8 @@ static void maybe_compact(struct dp_core *c)
 			save_group(c, g, true);
 		else
 			g->saved_changes = g->changes - 1;   /* mid-rebalance: written when it settles */
-	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->compact.from);
-	compaction_report(st_compaction_end(t->log, &t->compact));
+	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->clog.compact.from);
+	dp_clog_compact_end(&t->clog);
 }
 
 /* ---- ListGroups / DescribeGroups (admin) ------------------------------------------------ */
@@ -1396,7 +1374,7 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 {
 	struct dp_grp *t = c->grp;
 	int64_t ret = c->b->cfg.offsets_retention_ms;
-	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->compact))
+	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->clog.compact))
 		return;
 	t->next_expiry_ms = now + (ret / 4 < 100 ? 100 : ret / 4 > 60000 ? 60000 : ret / 4);
 	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
@@ -1455,7 +1433,7 @@ void dp_group_timer(struct dp_core *c)
 static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
 	struct dp_grp *t = arg;
-	t->records++;
+	t->clog.records++;
 	int rc = grp_offsets_apply_batch(t->offsets, batch, len);
 	if (rc == -ENOMEM)
 		return rc;
@@ -1474,8 +1452,9 @@ int dp_group_start(struct dp_core *c)
 	if (!t || grp_coord_create(&t->coord) < 0 || grp_offsets_create(&t->offsets) < 0)
 		return -ENOMEM;
 	c->grp = t;
-	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir), &t->log,
-	                              load_batch, t);
+	t->clog.name = "offsets log";
+	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir),
+	                              &t->clog.log, load_batch, t);
 	if (rc < 0)
 		return rc;
 	uint32_t cur = 0, stable = 0;
@@ -1493,6 +1472,6 @@ int dp_group_start(struct dp_core *c)
 
 void dp_group_stop(struct dp_core *c)
 {
-	if (c->grp && c->grp->log)
-		st_log_close(c->grp->log);
+	if (c->grp && c->grp->clog.log)
+		st_log_close(c->grp->clog.log);
 }

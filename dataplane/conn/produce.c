@@ -13,7 +13,7 @@
 #include "codec.h"
 #include "crc32c.h"
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 _Static_assert(DP_PRODUCE_DECOMPRESSED_BYTES_MAX >= ST_BATCH_DECOMPRESSED_BYTES_MAX,
                "a request's budget holds at least one largest batch");
@@ -148,7 +148,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			m.u.produce.out = pr;   /* comes back in the reply */
 			m.ctx = r;
 			r->pending++;
-			dp_send(c, dp_owner_core(c->b, t->hash, pd->Index), &m);
+			dp_ask(c, dp_owner_core(c->b, t->hash, pd->Index), dp_shard_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 /*
  * What we advertise and implement. Ranges follow VERSIONS.md: the classic
@@ -110,7 +110,7 @@ static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
 	r->pending++;
-	dp_send(c, 0, &m);
+	dp_ask_service(c, DP_SVC_CONTROL, dp_req_complete_part, &m);
 }
 
 static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -435,7 +435,7 @@ static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader 
 	m.u.pid.pid = req.ProducerId;
 	m.u.pid.epoch = req.ProducerEpoch;
 	r->pending++;
-	dp_send(c, 0, &m);
+	dp_ask_service(c, DP_SVC_CONTROL, dp_req_complete_part, &m);
 	return 0;
 }
 

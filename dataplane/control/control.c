@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "kerr.h"
-#include "core.h"
+#include "control_internal.h"
+#include "shard.h"
 #include "log.h"
 
 /*
@@ -69,14 +70,14 @@ static void done(struct dp_core *c, const struct dp_msg *req, uint16_t type, int
 	struct dp_msg m = { .type = type, .err = err, .ctx = req->ctx, .idx = req->idx, .gen = req->gen };
 	m.u.topic.name = why;   /* a static string: it outlives the reply */
 	m.u.topic.name_len = why ? (uint32_t)strlen(why) : 0;
-	dp_send(c, req->src, &m);
+	dp_answer(c, req, &m);
 }
 
 static void op_start(struct dp_ctrl_op *op, const struct dp_msg *req, uint16_t reply_type, uint32_t id,
                      uint32_t acks)
 {
 	assert(!op->used);
-	*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_ctx = req->ctx, .req_idx = req->idx,
+	*op = (struct dp_ctrl_op){ .used = true, .req_core = req->src, .req_reply = req->reply, .req_ctx = req->ctx, .req_idx = req->idx,
 	                           .req_gen = req->gen, .topic_id = id, .acks_left = acks,
 	                           .reply_type = reply_type, .removing = reply_type == DP_MSG_DELETE_DONE };
 }
@@ -86,7 +87,7 @@ static void send_del(struct dp_core *c, struct dp_ctrl_op *op, uint32_t id)
 	for (int d = 0; d < c->b->ndata; d++) {
 		struct dp_msg del = { .type = DP_MSG_TOPIC_DEL, .ctx = op, .topic_id = id,
 		                      .gen = c->ctrl->topics[id].gen };
-		dp_send(c, c->b->first_data + d, &del);
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &del);
 	}
 }
 
@@ -167,7 +168,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		add.u.topic.name = t->name;
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
-		dp_send(c, c->b->first_data + d, &add);
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &add);
 	}
 }
 
@@ -223,7 +224,7 @@ static void ctrl_ack(struct dp_core *c, struct dp_msg *m)
 	}
 	if (op->removing)
 		topic_forget(c, t);
-	struct dp_msg r = { .type = op->reply_type, .err = op->err, .ctx = op->req_ctx,
+	struct dp_msg r = { .type = op->reply_type, .fn = op->req_reply, .err = op->err, .ctx = op->req_ctx,
 	                    .idx = op->req_idx, .gen = op->req_gen };
 	op->used = false;
 	dp_send(c, op->req_core, &r);
@@ -259,11 +260,12 @@ int dp_scan_data_dir(struct dp_broker *b)
 {
 	struct dp_core *cc = b->cores[0];
 	cc->ctrl = calloc(1, sizeof(*cc->ctrl));
-	if (!cc->ctrl)
+	cc->ctrl_pids = calloc(1, sizeof(*cc->ctrl_pids));
+	if (!cc->ctrl || !cc->ctrl_pids)
 		return -ENOMEM;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	int prc = dp_pid_init(&cc->ctrl_pids, b->cfg.data_dir);
+	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
@@ -308,43 +310,5 @@ int dp_scan_data_dir(struct dp_broker *b)
 				return rc;
 		}
 	}
-	return 0;
-}
-
-int dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
-                         struct st_log **log,
-                         int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
-                         void *arg)
-{
-	/* Small segments: compaction drops whole ones. Every segment is scanned at open (compaction
-	 * keeps these logs small), so damage anywhere is set aside before the replay, not met in it. */
-	struct st_log_config lc = { .segment_bytes = 64u << 20, .retention_bytes = -1, .retention_ms = -1,
-	                            .index_interval_bytes = 4096, .scan_sealed = true };
-	snprintf(dir, dir_cap, "%s/%s", c->b->cfg.data_dir, name);
-	mkdir(dir, 0755);
-	int rc = st_log_open(c->io, dir, &lc, log);
-	if (rc < 0 || (rc = st_log_read_batches(*log, load, arg)) < 0) {
-		DP_ERR("%s log %s: %s", what, dir, strerror(-rc));
-		return rc;
-	}
-	/*
-	 * Damage in the middle of a coordinator log: the replay skipped the damaged batches and read
-	 * on. Refusing to start would take every group (or every transactional producer) down for
-	 * one bad batch, and truncating would silently drop every commit after it; skipping loses
-	 * only what the damaged bytes held, and most of that is superseded by later records of the
-	 * same key (a group's next commit, a transaction's next state). What is not superseded (an
-	 * offset committed once, the last state of an idle transactional id) is lost: say so loudly.
-	 * The one costly loss: a transaction's last record being its PrepareCommit, its commit cut
-	 * short by a crash; the state before it (Ongoing) then times out and aborts what markers had
-	 * not reached yet. That needs damage in exactly that record; refusing every start for it
-	 * would cost far more.
-	 */
-	int64_t lost = 0;
-	uint32_t ranges = st_log_damage_count(*log, &lost);
-	if (ranges)
-		DP_ERR("%s log %s: DAMAGED: %u range(s) holding %lld record offset(s) were skipped; the rest was "
-		       "loaded. Records only there are lost (committed offsets fall back to earlier commits or to "
-		       "auto.offset.reset). The damaged bytes stay in the files; restore the directory from a backup "
-		       "to get them back", what, dir, ranges, (long long)lost);
 	return 0;
 }

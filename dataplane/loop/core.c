@@ -1,12 +1,15 @@
 /*
  * core.c - the per-core poll loop and cross-core messaging.
  *
- * One iteration: reap io_uring completions (NIC, storage, wake-ups), take a
- * burst of NIC events, drain a burst from every incoming ring, run timers,
- * then prepare SQEs (storage group commits, NIC sends) and submit them in one
- * io_uring_submit(). A core that found no work for DP_IDLE_SPIN_US sleeps in
- * the kernel until a completion, a wake-up from another core, or a timer.
- * Locality: each function runs on the core that owns c.
+ * One iteration: reap io_uring completions (storage, wake-ups, and the tags
+ * roles registered: NIC, cold reads), run the roles' poll hooks (the NIC
+ * side takes a burst of NIC events), drain a burst from every incoming ring
+ * (each message runs the handler it carries), the roles' settle hooks, their
+ * timers, then prepare SQEs (storage group commits, the roles' flush: NIC
+ * sends) and submit them in one io_uring_submit(). A core that found no work
+ * for DP_IDLE_SPIN_US sleeps in the kernel until a completion, a wake-up
+ * from another core, or a timer. The loop knows the roles only as struct
+ * dp_role (loop.h). Locality: each function runs on the core that owns c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,12 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codec.h"
 #include "log.h"
-#include "nic.h"
-#include "core.h"
+#include "loop_internal.h"
 
-_Thread_local struct dp_core *dp_this_core;
+static _Thread_local struct dp_core *dp_this_core;   /* dp_core_self() */
+
+struct dp_core *dp_core_self(void)
+{
+	return dp_this_core;
+}
 
 static int64_t mono_us(void)
 {
@@ -56,6 +62,7 @@ static void deliver(struct dp_core *c, struct dp_msg *m);
 
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 {
+	assert(m->fn);
 	m->src = (uint16_t)c->id;
 	if (dst == c->id) {
 		deliver(c, m);
@@ -96,47 +103,10 @@ static int flush_backlog(struct dp_core *c)
 	return work;
 }
 
+/* A message runs the handler it carries: the loop does not know who it is for. */
 static void deliver(struct dp_core *c, struct dp_msg *m)
 {
-	switch (m->type) {
-	case DP_MSG_PRODUCE:
-	case DP_MSG_FETCH:
-	case DP_MSG_WATCH:
-	case DP_MSG_LIST:
-	case DP_MSG_TOPIC_ADD:
-	case DP_MSG_TOPIC_DEL:
-		dp_shard_msg(c, m);
-		return;
-	case DP_MSG_TXN_ADD:
-	case DP_MSG_TXN_MARKER:
-	case DP_MSG_DESCRIBE_PRODUCERS:
-		dp_shard_txn_msg(c, m);
-		return;
-	case DP_MSG_TXN_REQ:
-	case DP_MSG_TXN_ADD_ACK:
-		dp_txnc_msg(c, m);
-		return;
-	case DP_MSG_GROUP_REQ:
-	case DP_MSG_GROUP_GONE:
-		dp_group_msg(c, m);
-		return;
-	case DP_MSG_TXN_MARKER_DONE:
-		if (m->flags & DP_F_WIRE)
-			dp_req_complete_part(c, m);
-		else
-			dp_txnc_msg(c, m);
-		return;
-	case DP_MSG_CREATE:
-	case DP_MSG_DELETE:
-	case DP_MSG_TOPIC_ADD_ACK:
-	case DP_MSG_TOPIC_DEL_ACK:
-	case DP_MSG_INIT_PID:
-		dp_control_msg(c, m);
-		return;
-	default:
-		dp_req_complete_part(c, m);
-		return;
-	}
+	m->fn(c, m);
 }
 
 static int drain_rings(struct dp_core *c)
@@ -171,13 +141,15 @@ static int reap(struct dp_core *c)
 	unsigned n = io_uring_peek_batch_cqe(&c->ring, cqes, DP_CQE_BURST);
 	for (unsigned i = 0; i < n; i++) {
 		struct io_uring_cqe *cqe = cqes[i];
-		switch (cqe->user_data & 0xf) {
-		case NIC_URING_TAG: nic_uring_complete(c->nic, cqe); break;
-		case ST_URING_TAG: st_io_complete(c->io, cqe); break;
-		case DP_CORE_TAG: arm_wakeup(c); break;
-		case DP_READ_TAG: dp_shard_read_complete(c, cqe); break;
-		default: assert(!"unknown completion tag");
-		}
+		unsigned tag = (unsigned)(cqe->user_data & 0xf);
+		if (tag == ST_URING_TAG)
+			st_io_complete(c->io, cqe);
+		else if (tag == DP_CORE_TAG)
+			arm_wakeup(c);
+		else if (c->cqe_fn[tag])
+			c->cqe_fn[tag](c, cqe);
+		else
+			assert(!"unknown completion tag");
 	}
 	io_uring_cq_advance(&c->ring, n);
 	return (int)n;
@@ -206,16 +178,55 @@ static void core_sleep(struct dp_core *c, int64_t max_us)
 	atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
 }
 
-/* Every append completion on this core, routed by the cookie's first byte. */
-static void on_append(void *cookie, int status, int64_t base_offset)
+void dp_core_add_role(struct dp_core *c, const struct dp_role *role)
 {
-	switch (*(const uint8_t *)cookie) {
-	case DP_COOKIE_PRODUCE: dp_shard_on_append(cookie, status, base_offset); return;
-	case DP_COOKIE_MARKER: dp_shard_on_marker(cookie, status); return;
-	case DP_COOKIE_COORD: dp_txnc_on_write(cookie, status); return;
-	case DP_COOKIE_GROUP: dp_group_on_write(cookie, status); return;
-	default: assert(!"unknown append cookie");
-	}
+	assert(c->nroles < DP_ROLES_MAX);
+	c->roles[c->nroles++] = role;
+}
+
+void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn)
+{
+	assert(tag < DP_CQE_TAGS && tag != ST_URING_TAG && tag != DP_CORE_TAG && !c->cqe_fn[tag]);
+	c->cqe_fn[tag] = fn;
+}
+
+int64_t dp_mono_ms(void)
+{
+	return mono_us() / 1000;
+}
+
+static int roles_poll(struct dp_core *c)
+{
+	int work = 0;
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->poll)
+			work += c->roles[i]->poll(c);
+	return work;
+}
+
+static int roles_flush(struct dp_core *c)
+{
+	int work = 0;
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->flush)
+			work += c->roles[i]->flush(c);
+	return work;
+}
+
+static bool roles_busy(struct dp_core *c)
+{
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->busy && c->roles[i]->busy(c))
+			return true;
+	return false;
+}
+
+static bool roles_ticking(struct dp_core *c)
+{
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->ticking && c->roles[i]->ticking(c))
+			return true;
+	return false;
 }
 
 static int core_setup(struct dp_core *c)
@@ -236,81 +247,43 @@ static int core_setup(struct dp_core *c)
 		return -errno;
 	arm_wakeup(c);
 	const struct dp_config *cfg = &c->b->cfg;
-	struct st_io_config ioc = { .fsync = cfg->fsync, .on_append = on_append };
+	struct st_io_config ioc = { .fsync = cfg->fsync };   /* each append names its callback */
 	rc = st_io_create(&ioc, &c->ring, &c->io);
 	if (rc < 0) {
 		DP_ERR("storage setup: %s", strerror(-rc));
 		return rc;
 	}
-	if (c->is_data)
-		for (uint32_t id = 0; id < c->topics_end; id++)
-			if (c->topics[id].live)
-				dp_shard_open_owned(c, &c->topics[id], id);
-	if (c->is_control && (rc = dp_txnc_start(c)) < 0)
-		return rc;
-	if (c->is_control && (rc = dp_group_start(c)) < 0)
-		return rc;
-	if (!c->is_data)
-		return 0;
-	if ((rc = st_codec_create(&c->codec)) < 0) {
-		DP_ERR("codec setup: %s", strerror(-rc));
-		return rc;
-	}
-	struct nic_config nc = {
-		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
-		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
-	};
-	rc = nic_uring_create(&nc, &c->ring, &c->nic);
-	if (rc < 0) {
-		DP_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, strerror(-rc));
-		return rc;
-	}
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->start && (rc = c->roles[i]->start(c)) < 0)
+			return rc;
 	return 0;
 }
 
 static void core_teardown(struct dp_core *c)
 {
-	if (c->is_data && c->nic)
-		dp_conns_shutdown(c);
-	/* Let queued appends reach the disk and cold reads finish (bounded: 10 s). */
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->quiesce)
+			c->roles[i]->quiesce(c);
+	/* Let queued appends reach the disk and the roles' own I/O finish (bounded: 10 s). */
 	int64_t until = mono_us() + 10 * 1000000;
-	while (c->io && (st_io_pending(c->io) || c->reads_inflight) && mono_us() < until) {
+	while (c->io && (st_io_pending(c->io) || roles_busy(c)) && mono_us() < until) {
 		st_io_flush(c->io);
-		if (c->nic)
-			nic_flush(c->nic);
+		roles_flush(c);
 		io_uring_submit(&c->ring);
 		core_sleep(c, 1000);
 		reap(c);
-		if (c->nic) {
-			struct nic_ev ev[DP_NIC_BURST];
-			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
-			for (int i = 0; i < n; i++)
-				dp_conn_event(c, &ev[i]);
-		}
+		roles_poll(c);
 	}
-	if (c->is_data) {
-		if (c->cold_reads)
-			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
-			        (unsigned long long)c->cold_reads);
-		if (c->aborted_cut_reads)
-			DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
-			        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);
-		for (uint32_t id = 0; id < c->topics_end; id++)
-			if (c->topics[id].live)
-				dp_shard_close_topic(c, &c->topics[id], false);
-	}
-	if (c->is_control) {
-		dp_txnc_stop(c);
-		dp_group_stop(c);
-	}
-	/* The ring goes first: the kernel then holds no receive buffer of the NIC's. */
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->stop)
+			c->roles[i]->stop(c);
+	/* The ring goes first: the kernel then holds no buffer of a role's (the NIC's receive buffers). */
 	io_uring_queue_exit(&c->ring);
-	if (c->nic)
-		nic_destroy(c->nic);
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->destroy)
+			c->roles[i]->destroy(c);
 	if (c->io)
 		st_io_destroy(c->io);
-	free(c->reads);
-	st_codec_destroy(c->codec);
 	close(c->efd);
 	dp_buf_drain();
 }
@@ -318,52 +291,40 @@ static void core_teardown(struct dp_core *c)
 int dp_core_run(struct dp_core *c)
 {
 	dp_this_core = c;
-	dp_log_core = c->id;
+	dp_log_set_core(c->id);
 	int rc = core_setup(c);
 	atomic_fetch_add(c->b->ready, rc < 0 ? 1000 : 1);
 	if (rc < 0)
 		return rc;
 
 	int64_t idle_since = mono_us(), next_timer_us = 0;
-	c->next_snapshot_ms = idle_since / 1000 + c->b->cfg.producer_snapshot_ms;
 	while (!*c->b->stop) {
 		int64_t now = mono_us();
 		c->now_ms = now / 1000;
 		int work = reap(c);
-		if (c->nic) {
-			struct nic_ev ev[DP_NIC_BURST];
-			int n = nic_poll(c->nic, ev, DP_NIC_BURST);
-			for (int i = 0; i < n; i++)
-				dp_conn_event(c, &ev[i]);
-			work += n;
-		}
+		work += roles_poll(c);
 		work += drain_rings(c);
-		/* Topic deletes waiting for their partitions' I/O: after completions, and every tick. */
-		if (c->ndel_wait && (work || now >= next_timer_us))
-			work += dp_shard_deletes(c);
+		bool due = work || now >= next_timer_us;
+		for (uint32_t i = 0; i < c->nroles; i++)
+			if (c->roles[i]->settle)
+				work += c->roles[i]->settle(c, due);
 		work += flush_backlog(c);
 		if (now >= next_timer_us) {
 			next_timer_us = now + 1000;
-			if (c->is_data) {
-				dp_conn_timer(c);
-				dp_shard_timer(c);
-			}
-			if (c->is_control) {
-				dp_txnc_timer(c);
-				dp_group_timer(c);
-			}
+			for (uint32_t i = 0; i < c->nroles; i++)
+				if (c->roles[i]->timer)
+					c->roles[i]->timer(c);
 		}
 		if (c->io)
 			work += st_io_flush(c->io);
-		if (c->nic)
-			work += nic_flush(c->nic);
+		work += roles_flush(c);
 		io_uring_submit(&c->ring);
 		c->loops++;
 		if (work) {
 			c->busy_loops++;
 			idle_since = now;
 		} else if (now - idle_since > DP_IDLE_SPIN_US) {
-			core_sleep(c, c->parked ? 1000 : DP_SLEEP_MAX_MS * 1000);
+			core_sleep(c, roles_ticking(c) ? 1000 : DP_SLEEP_MAX_MS * 1000);
 		}
 	}
 	core_teardown(c);

@@ -18,7 +18,7 @@
 
 #include "crc32c.h"
 #include "kerr.h"
-#include "core.h"
+#include "control_internal.h"
 
 #define DP_PID_BLOCK 1000
 #define DP_EPOCH_MAX 32766   /* Kafka bumps to a new id when the epoch would reach Short.MAX_VALUE */
@@ -107,7 +107,7 @@ int64_t dp_pid_alloc(struct dp_pids *p)
  */
 void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 {
-	struct dp_pids *p = &c->ctrl_pids;
+	struct dp_pids *p = c->ctrl_pids;
 	struct dp_msg r = { .type = DP_MSG_INIT_PID_DONE, .ctx = m->ctx, .idx = m->idx, .gen = m->gen };
 	int64_t pid = m->u.pid.pid;
 	int16_t epoch = m->u.pid.epoch;
@@ -120,5 +120,5 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 		if (r.u.pid.pid < 0)
 			r.err = KERR_KAFKA_STORAGE_ERROR;
 	}
-	dp_send(c, m->src, &r);
+	dp_answer(c, m, &r);
 }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core.h"
+#include "loop.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DP_BUF_EXACT 1

@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <xxhash.h>
 
-#include "core.h"
+#include "loop.h"
 
 bool dp_topic_name_valid(const char *name, size_t len)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 #define DP_DESCRIBE_PRODUCERS_MAX 1024        /* producers listed per partition */
 #define DP_DESCRIBE_PRODUCERS_PARTS_MAX 1024  /* partitions per request */
@@ -108,7 +108,7 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
 				m.u.txn.ptr = pr;
 				r->pending++;
-				dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+				dp_ask(c, dp_owner_core(c->b, t->hash, part), dp_shard_txn_msg, dp_req_complete_part, &m);
 			}
 		}
 	}
@@ -166,7 +166,7 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 			m.u.txn.ptr = pr;
 			m.u.txn.cap = DP_DESCRIBE_PRODUCERS_MAX;
 			r->pending++;
-			dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+			dp_ask(c, dp_owner_core(c->b, t->hash, part), dp_shard_txn_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

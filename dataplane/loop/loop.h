@@ -1,19 +1,26 @@
 /*
- * core.h - the data plane's per-core state (internal to dataplane/).
+ * loop.h - what every core has, and what every role (conn/, shard/,
+ * control/) may use of it: the per-core state, the message types, the
+ * cross-core send, buffer pools, log lines and the core's catalog copy.
  *
- * Cores: with --cores N > 1, core 0 is the control core (topic catalog
- * changes, later the coordinators) and cores 1..N-1 are data cores: each is
- * a NIC core (owns the connections the kernel hands its listener) and a
- * shard core (owns the partitions that hash to it). With --cores 1 the one
- * core plays every role, through the same code and the same rings.
+ * Cores: with --cores N > 1, core 0 is the control core (control/: topic
+ * catalog changes, producer ids, the coordinators) and cores 1..N-1 are data
+ * cores: each is a NIC core (conn/: the connections the kernel hands its
+ * listener) and an owner core (shard/: the partitions that hash to it). With
+ * --cores 1 the one core plays every role, through the same code and the
+ * same rings. main.c gives each core its roles (struct dp_role); the loop
+ * runs their hooks without knowing what they are.
  *
  * Share nothing: a core touches only its own struct dp_core. Cores talk by
- * posting struct dp_msg to the SPSC ring of the (src, dst) pair; the reply
+ * posting struct dp_msg to the SPSC ring of the (src, dst) pair. A message
+ * carries the function it runs where it arrives (fn) and, if it is a
+ * request, the one its answer runs back on the sender (reply); the answer
  * carries the requester's ctx pointer back, and memory is freed by the core
- * that allocated it.
+ * that allocated it. dp_core's fields are grouped by the role that uses
+ * them; a role touches only its own and the shared ones.
  */
-#ifndef SLUICE_DP_CORE_H
-#define SLUICE_DP_CORE_H
+#ifndef SLUICE_DP_LOOP_H
+#define SLUICE_DP_LOOP_H
 
 #include <stdint.h>
 #include <stdbool.h>
@@ -24,8 +31,6 @@
 
 #include "dp_limits.h"
 #include "ring.h"
-#include "kwire.h"
-#include "kmsg.h"
 
 struct nic;
 struct st_io;
@@ -37,15 +42,7 @@ struct txn_meta;
 struct dp_grp;
 struct st_codec;
 
-/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
-struct dp_txn_allow {
-	int64_t pid;
-	int16_t epoch;
-};
-
-/* Limits: dp_limits.h. Tags of the core's own SQEs: */
-#define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs */
-#define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+/* Limits: dp_limits.h. */
 
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
 
@@ -121,48 +118,7 @@ enum dp_msg_type {
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
 #define DP_F_VALIDATE_ONLY 2
 
-/* What an append's cookie is: the first byte of every cookie given to st_log_append. */
-enum dp_cookie_kind {
-	DP_COOKIE_PRODUCE = 1,   /* struct dp_append (shard.c) */
-	DP_COOKIE_MARKER,        /* struct dp_marker (shard.c) */
-	DP_COOKIE_COORD,         /* coordinator log write (txncoord.c) */
-	DP_COOKIE_GROUP,         /* committed-offset write (group.c) */
-};
 
-/* Owner core: a parked fetch waiting for this partition's HW to move. */
-struct dp_waiter {
-	uint16_t core;
-	uint32_t gen;
-	void *ctx;
-	int64_t offset;
-	int64_t deadline_ms;
-	int8_t isolation;             /* 1: wait for the LSO, not the HW */
-};
-
-/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
-#define DP_ABORTED_AT(len) (((len) + 7u) & ~7u)
-
-/* Owner core: one partition this core owns. */
-struct dp_part {
-	struct st_log *log;
-	struct txn_pstate *ps;        /* idempotent producers on this partition */
-	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
-	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
-	uint32_t nallow, allow_cap;
-	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
-	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
-	char *dir;
-	int64_t notified_hw;          /* HW last reported to waiters */
-	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
-	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
-	int64_t probe_ms;             /* next try to bring it back (shard timer) */
-	int32_t probe_backoff_ms;
-	uint64_t refused;             /* appends refused while offline, logged when it is back */
-	uint32_t nwaiters;
-	struct dp_waiter waiters[DP_WAITERS_PER_PART];
-};
-
-/* Every core: its own copy of one catalog entry (changed only by control messages). */
 struct dp_topic {
 	bool live;
 	bool deleting;                /* delete under way: refuse produces */
@@ -175,56 +131,43 @@ struct dp_topic {
 	bool del_wait;                /* TOPIC_DEL taken; closed once its partitions' I/O is done */
 	uint16_t del_src;             /* ... and acknowledged to this core with this ctx */
 	void *del_ctx;
+	dp_msg_fn del_reply;          /* ... running this */
 };
 
+/* The roles' own per-core state, defined in their folders (dp_core holds pointers). */
 struct dp_req;
 struct dp_read;
-struct nic_ev;
+struct dp_conn;
+struct dp_part;
+struct dp_append;
 struct dp_ctrl;
+struct dp_pids;
 
-/* NIC core: one client connection. */
-struct dp_conn {
-	uint32_t handle;              /* nic handle; 0 = free slot */
-	bool closing;                 /* nic_close() called or peer gone */
-	bool closed;                  /* NIC_EV_CLOSED seen */
-	uint8_t size_buf[4];
-	uint32_t size_have;
-	uint8_t *frame;               /* frame being assembled (pool buffer) */
-	uint32_t frame_len, frame_have;
-	struct dp_req *q_head, *q_tail; /* requests in arrival order */
-	uint32_t nreqs;
-	uint32_t sends_inflight;
-	bool paused;                  /* too many requests unfinished: reads stopped (nic_pause) */
-	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
-	bool draining;                /* the peer left while paused: what it sent is still processed */
-	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
-	bool drain_slot;              /* counted in the core's ndraining */
-	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
-	uint32_t stash_len, stash_cap;
-	uint32_t frame_cap;           /* bytes k->frame can take; grows as the frame arrives */
-	uint64_t held_bytes;          /* held by its requests: frames, arenas, fetch buffers, answers (dp_limits.h) */
-	uint64_t unsent_bytes;        /* of those, answers not yet sent */
-	uint64_t buf_bytes;           /* its own buffers: the frame being read and the stash */
-};
+struct io_uring_cqe;
+struct dp_core;
 
-/* Control core: a topic create/delete waiting for every data core's ack. */
-struct dp_ctrl_op {
-	bool used;
-	uint16_t req_core;
-	void *req_ctx;
-	uint32_t req_idx, req_gen;
-	uint32_t topic_id;
-	uint32_t acks_left;
-	int16_t err;
-	uint16_t reply_type;
-	bool removing;                /* a delete, or a failed create taken back: free the slot at the end */
+/*
+ * A role's part in a core's loop. main.c gives each core the roles it plays
+ * (dp_core_add_role: owner and NIC side on data cores, control on core 0);
+ * the loop calls every role's hooks in that order without knowing what they
+ * do. Any hook may be NULL. Locality: the core's own thread.
+ */
+struct dp_role {
+	const char *name;
+	int  (*start)(struct dp_core *c);        /* core setup; < 0 fails start-up */
+	int  (*poll)(struct dp_core *c);         /* each turn, after completions: returns work done */
+	int  (*settle)(struct dp_core *c, bool due); /* each turn, after messages (due: work done or a tick) */
+	void (*timer)(struct dp_core *c);        /* every tick (1 ms) */
+	bool (*ticking)(struct dp_core *c);      /* true: an idle core still wakes every tick */
+	int  (*flush)(struct dp_core *c);        /* before the turn's io_uring_submit: returns work */
+	void (*quiesce)(struct dp_core *c);      /* stop: first, before the core waits for its I/O */
+	bool (*busy)(struct dp_core *c);         /* stop: the core waits (bounded) while this is true */
+	void (*stop)(struct dp_core *c);         /* stop: after the wait, while the io_uring is up */
+	void (*destroy)(struct dp_core *c);      /* stop: after the io_uring is gone */
 };
-
-/* Control core: the producer-id allocator (pid.c). */
-struct dp_pids {
-	const char *dir;
-	int64_t next, end;            /* ids [next, end) are recorded and unused */
-};
+#define DP_ROLES_MAX 4   /* roles one core plays */
+#define DP_CQE_TAGS  16  /* user_data & 0xf: nic/nic.h's convention */
+typedef void (*dp_cqe_fn)(struct dp_core *c, const struct io_uring_cqe *cqe);
 
 /* One core. Everything here belongs to that core's thread. */
 struct dp_core {
@@ -233,26 +176,31 @@ struct dp_core {
 	bool is_control, is_data;
 	int data_index;               /* 0..ndata-1 for data cores */
 	struct io_uring ring;
-	struct nic *nic;
-	struct st_io *io;
+	struct nic *nic;              /* conn/'s (NIC cores) */
+	struct st_io *io;             /* storage I/O on this core's ring: every role's appends */
 	int efd;                      /* wake-up eventfd */
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
 	int64_t now_ms;
+	const struct dp_role *roles[DP_ROLES_MAX]; /* what this core plays, in hook order */
+	uint32_t nroles;
+	dp_cqe_fn cqe_fn[DP_CQE_TAGS];  /* completions by tag (dp_core_on_cqe) */
 	uint64_t loops, busy_loops;
 	uint64_t rng;                 /* xorshift state for fault injection */
 
+	/* Every core: its own copy of the catalog (catalog.c). */
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
 
+	/* conn/ only (NIC side of a data core). */
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
 	struct dp_conn *conns;        /* [DP_CONN_SLOTS], taken from conn_free */
 	uint16_t *conn_map;           /* [DP_CONNS_MAX]: nic handle index -> slot of its open connection */
 	uint16_t *conn_free;          /* [DP_CONN_SLOTS] stack of free slots */
 	uint32_t conn_free_n;
 	uint32_t ndraining;           /* closed slots still carrying out stashed requests */
-	struct dp_conn detached;      /* owns the requests of closed connections until they come back */
+	struct dp_conn *detached;     /* owns the requests of closed connections until they come back */
 	uint64_t held_bytes;          /* all requests' held bytes on this core (dp_limits.h) */
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
@@ -260,17 +208,17 @@ struct dp_core {
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
-	/* Messages that did not fit in a full ring, per destination. */
+	/* loop/: messages that did not fit in a full ring, per destination. */
 	struct dp_msg *backlog[DP_CORES_MAX];
 	uint32_t backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
 
-	/* Control core only. */
+	/* control/ only (the control core). */
 	struct dp_ctrl *ctrl;
-	struct dp_pids ctrl_pids;
+	struct dp_pids *ctrl_pids;
 	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
 	struct dp_grp *grp;           /* group coordinator (group.c) */
 
-	/* Owner side produce bookkeeping: free list of append groups. */
+	/* shard/ only (owner side of a data core). Produce bookkeeping: free list of append groups. */
 	struct dp_append *append_free;
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
@@ -284,6 +232,23 @@ struct dp_core {
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 };
 
+/*
+ * Services other roles ask by name, not by function (so a role need not
+ * include the provider's header, and a provider may later run elsewhere,
+ * e.g. a coordinator on whichever broker leads its partition). The control
+ * role provides them (dp_control_provide) before the cores start.
+ */
+enum dp_service {
+	DP_SVC_CONTROL,   /* topic create/delete, idempotent InitProducerId */
+	DP_SVC_TXN,       /* the transaction coordinator: a lent request */
+	DP_SVC_GROUP,     /* the group coordinator: a lent request, or its client gone */
+	DP_SVCS
+};
+struct dp_service_at {
+	int core;
+	dp_msg_fn fn;
+};
+
 /* init only: the whole broker. */
 struct dp_broker {
 	struct dp_config cfg;
@@ -293,26 +258,10 @@ struct dp_broker {
 	volatile sig_atomic_t *stop;
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
+	struct dp_service_at services[DP_SVCS]; /* where each service runs; read-only once cores start */
 };
-
-/* Owner core: one partition's share of a produce request, until appended. */
-struct dp_append {
-	uint8_t kind;                 /* DP_COOKIE_PRODUCE: keep first */
-	struct dp_append *next_free;
-	uint16_t src;
-	void *ctx;
-	uint32_t idx;
-	uint32_t left;                /* batches not yet durable */
-	int16_t err;
-	int64_t base_offset;
-	struct dp_part *part;
-	void *out;                    /* requester's response slot, echoed back */
-	struct dp_append *dup_next;   /* on the partition's dupwait list */
-	int64_t dup_until;            /* reply once the durable offset reaches this */
-};
-
 /* log.c */
-extern _Thread_local int dp_log_core;
+void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
 extern int dp_log_level;
 void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DP_ERR(...)  dp_log(DP_LOG_ERROR, __VA_ARGS__)
@@ -347,7 +296,33 @@ void  dp_buf_drain(void);
 
 /* core.c */
 int  dp_core_run(struct dp_core *c);                       /* thread body */
-void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
+void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init only */
+/* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
+void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
+int64_t dp_mono_ms(void);
+/* The calling thread's core, for callbacks that carry none (storage's append completions). */
+struct dp_core *dp_core_self(void);
+void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core: runs m->fn there */
+/* A request: fn runs on core dst, and its answer (dp_answer) runs reply back on this core. */
+static inline void dp_ask(struct dp_core *c, int dst, dp_msg_fn fn, dp_msg_fn reply, struct dp_msg *m)
+{
+	m->fn = fn;
+	m->reply = reply;
+	dp_send(c, dst, m);
+}
+/* The answer to req: out runs req's reply handler on the core req came from. */
+static inline void dp_answer(struct dp_core *c, const struct dp_msg *req, struct dp_msg *out)
+{
+	out->fn = req->reply;
+	dp_send(c, req->src, out);
+}
+/* A request to a service wherever it runs (b->services: the role that provides it says where). */
+static inline void dp_ask_service(struct dp_core *c, enum dp_service svc, dp_msg_fn reply, struct dp_msg *m)
+{
+	const struct dp_service_at *s = &c->b->services[svc];
+	assert(s->fn);
+	dp_ask(c, s->core, s->fn, reply, m);
+}
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {
 	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);
@@ -363,77 +338,15 @@ int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
 bool dp_topic_name_valid(const char *name, size_t len);
+uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* The coordinators' own logs: never a user topic (created, auto-created or produced to). */
 bool dp_topic_internal(const char *name, size_t len);
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
 /* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */
 void dp_fd_budget_init(struct dp_broker *b);
-int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */
 void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,
                       size_t len, int32_t p);
 
-/* shard.c: owner-side handlers */
-void dp_shard_msg(struct dp_core *c, struct dp_msg *m);
-/* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
-int  dp_shard_deletes(struct dp_core *c);
-/* Returns how many owned partitions could not be opened (they stay offline). */
-int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
-void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
-void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
-void dp_shard_timer(struct dp_core *c);
-/* A cold fetch read (DP_READ_TAG) completed. */
-struct io_uring_cqe;
-void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
-
-/* pid.c: control core */
-int  dp_pid_init(struct dp_pids *p, const char *dir);
-int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
-void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
-
-/* txncoord.c: control core */
-/*
- * Control core setup: open a coordinator's own log DATA/name (created if
- * missing; its path into dir) and hand every stored batch to load (see
- * st_log_read_batches). Returns 0 or -errno, logged as `what`'s failure.
- */
-struct st_batch_hdr;
-int  dp_internal_log_open(struct dp_core *c, const char *name, const char *what, char *dir, size_t dir_cap,
-                          struct st_log **log,
-                          int (*load)(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h),
-                          void *arg);
-int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
-void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
-void dp_txnc_on_write(void *cookie, int status);
-void dp_txnc_timer(struct dp_core *c);
-void dp_txnc_stop(struct dp_core *c);
-uint32_t dp_topic_hash(const char *name, size_t len);
-/* group.c: control core, the group coordinator */
-int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
-void dp_group_msg(struct dp_core *c, struct dp_msg *m);
-void dp_group_on_write(void *cookie, int status);
-void dp_group_timer(struct dp_core *c);
-void dp_group_stop(struct dp_core *c);
-/* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
-void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
-/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
-struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
-struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
-/* control.c: control core's catalog, for the coordinator */
-bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
-                   uint32_t *id, uint32_t *gen, uint32_t *hash);
-
-/* shard.c: transactions on the owner */
-void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m);
-void dp_shard_on_marker(void *cookie, int status);
-
-/* control.c */
-void dp_control_msg(struct dp_core *c, struct dp_msg *m);
-
-/* conn.c */
-void dp_conn_event(struct dp_core *c, const struct nic_ev *ev);
-void dp_req_complete_part(struct dp_core *c, struct dp_msg *m);
-void dp_conn_timer(struct dp_core *c);
-void dp_conns_shutdown(struct dp_core *c);
 
 #endif

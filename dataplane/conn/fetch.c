@@ -11,7 +11,7 @@
 #include "batch.h"
 #include "lso.h"
 #include "kerr.h"
-#include "req.h"
+#include "conn_internal.h"
 
 /* The buffer lent to a partition that may get its first batch whole, or is read
  * again (fetch_topup), while the size of what it holds is unknown: larger
@@ -87,7 +87,7 @@ static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	m.u.fetch.isolation = r->isolation;
 	m.u.fetch.min_one = fp->min_one;
 	r->pending++;
-	dp_send(c, fp->owner, &m);
+	dp_ask(c, fp->owner, dp_shard_msg, dp_req_complete_part, &m);
 }
 
 /*
@@ -434,7 +434,7 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 				m.u.watch.deadline_ms = r->deadline_ms;
 				m.u.watch.topic_gen = fp->gen;
 				m.u.watch.isolation = r->isolation;
-				dp_send(c, fp->owner, &m);
+				dp_ask(c, fp->owner, dp_shard_msg, dp_req_complete_part, &m);
 			}
 			if (r->woken)
 				continue;   /* a local owner had data already: another round */
@@ -507,7 +507,7 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 			m.u.list.isolation = req->IsolationLevel;
 			m.u.list.out = op;
 			r->pending++;
-			dp_send(c, dp_owner_core(c->b, t->hash, ip->PartitionIndex), &m);
+			dp_ask(c, dp_owner_core(c->b, t->hash, ip->PartitionIndex), dp_shard_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

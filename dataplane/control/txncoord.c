@@ -29,7 +29,9 @@
 #include "coord.h"
 #include "kerr.h"
 #include "log.h"
-#include "req.h"
+#include "conn.h"
+#include "control_internal.h"
+#include "shard.h"
 
 #define DP_TXNC_TIMER_MS   100
 #define DP_TXNC_EXPIRE_SCAN 4096    /* ids examined (timeout, expiry) per timer tick: bounded work */
@@ -50,9 +52,7 @@ struct dp_txnc {
 	struct txn_coord *coord;
 	struct txn_meta *retry_head;  /* ids with markers to send again (txn_meta.retry_next) */
 	uint64_t marker_retries;      /* markers sent again, ever (logged, rate-limited) */
-	struct st_log *log;
-	uint64_t records;             /* records in the log (loaded + written since) */
-	struct st_compaction compact; /* rewrite of every id, then the old segments go */
+	struct dp_clog clog;          /* __transaction_state (clog.c) */
 	char dir[1024];
 	int64_t next_timer_ms;
 	bool loaded;
@@ -64,7 +64,6 @@ struct dp_txnc {
 
 /* A write in flight to the coordinator log. */
 struct txnc_write {
-	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
 	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
@@ -92,7 +91,7 @@ static void fault_point(struct dp_core *c, int point, const char *what)
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .ctx = ctx, .gen = gen };
+	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
 	dp_send(c, core, &r);
 }
 
@@ -167,23 +166,21 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	uint8_t *buf = dp_buf_get(cap);
 	struct txnc_write *w = malloc(sizeof(*w));
 	int n = txn_meta_encode(m, val, vlen);
-	if (n >= 0)
-		n = st_batch_build(buf, cap, 0, -1, -1, -1, m->update_ms, m->id, m->id_len, val, n);
-	dp_buf_put(val);
 	if (n < 0 || !w) {
+		dp_buf_put(val);
 		dp_buf_put(buf);
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
-	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
-	if (off < 0) {
-		DP_ERR_RL("transaction log append failed: %s", strerror((int)-off));
+	*w = (struct txnc_write){ .step = step, .compact = compact, .m = m, .buf = buf };
+	n = dp_clog_write(&t->clog, buf, cap, m->update_ms, m->id, m->id_len, val, n, dp_txnc_on_write, w);
+	dp_buf_put(val);
+	if (n < 0) {
+		DP_ERR_RL("transaction log append failed: %s", strerror(-n));
 		dp_buf_put(buf);
 		free(w);
-		return (int)off;
+		return n;
 	}
-	t->records++;
 	m->writes++;
 	DP_DBG("txn %.*s: %s epoch %d written", m->id_len, m->id, txn_state_name(m->state), m->epoch);
 	return 0;
@@ -202,16 +199,15 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len;
 	uint8_t *buf = dp_buf_get(cap);
 	struct txnc_write *w = malloc(sizeof(*w));
-	int n = buf && w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), m->id, m->id_len, NULL, -1) : -ENOMEM;
-	int64_t off = n < 0 ? n : st_log_append(t->log, buf, (uint32_t)n, 1, w);
-	if (off < 0) {
+	int n = buf && w ? dp_clog_write(&t->clog, buf, cap, dp_wall_ms(), m->id, m->id_len, NULL, -1,
+	                                 dp_txnc_on_write, w) : -ENOMEM;
+	if (n < 0) {
 		if (buf)
 			dp_buf_put(buf);
 		free(w);
-		return (int)off;   /* kept: the next pass tries again */
+		return n;   /* kept: the next pass tries again */
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .m = NULL, .buf = buf };
-	t->records++;
+	*w = (struct txnc_write){ .m = NULL, .buf = buf };
 	DP_DBG("txn %.*s: expired (pid %lld, %s)", m->id_len, m->id, (long long)m->pid, txn_state_name(m->state));
 	txn_coord_remove(t->coord, m);
 	return 0;
@@ -222,55 +218,35 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 	return persist_ex(c, m, step, false);
 }
 
-/*
- * Compaction: every change is a new record, so the log only grows. When it
- * holds far more records than there are ids, start a new segment, write
- * every id's current state into it, and once those writes are durable drop
- * the segments before it: the newest record of each id is then always in
- * what remains. Records written meanwhile land after the new segment's start
- * too, so nothing newer is ever dropped.
- */
-static void compaction_report(int rc)
-{
-	if (rc >= 0)
-		DP_INFO("transaction log: compaction done, %d old segment(s) removed", rc);
-	else if (rc == -EIO)
-		DP_WARN("transaction log: a compaction write failed, old segments kept");
-}
-
+/* Compaction (clog.c): every id's current state rewritten, then the old segments go. */
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
 	uint32_t live = txn_coord_count(t->coord);
-	if (st_compaction_busy(&t->compact) ||
-	    t->records < 2ull * live + (uint64_t)c->b->cfg.txn_log_compact_records)
+	if (!dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
 		return;
-	if (st_compaction_begin(t->log, &t->compact) < 0)
-		return;
-	t->records = 0;
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur))) {
 		if (persist_ex(c, m, false, true) == 0)
-			st_compaction_queued(&t->compact);
+			st_compaction_queued(&t->clog.compact);
 		else
-			st_compaction_lost(&t->compact);   /* that id's record is only in the old segments */
+			st_compaction_lost(&t->clog.compact);   /* that id's record is only in the old segments */
 	}
-	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)t->compact.from);
-	compaction_report(st_compaction_end(t->log, &t->compact));
+	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)t->clog.compact.from);
+	dp_clog_compact_end(&t->clog);
 }
 
-void dp_txnc_on_write(void *cookie, int status)
+void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 {
-	extern _Thread_local struct dp_core *dp_this_core;
-	struct dp_core *c = dp_this_core;
+	struct dp_core *c = dp_core_self();
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
 	bool step = w->step, compact = w->compact;
 	dp_buf_put(w->buf);
 	free(w);
 	if (compact)
-		compaction_report(st_compaction_done(c->txnc->log, &c->txnc->compact, status));
+		dp_clog_compact_done(&c->txnc->clog, status);
 	if (!m) {   /* an expiry tombstone: if lost, the id comes back at a restart and expires again */
 		if (status < 0)
 			DP_ERR("transaction log: an expiry tombstone failed: %s", strerror(-status));
@@ -309,7 +285,7 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
 	if (count)
 		m->markers_left++;
-	dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
+	dp_ask(c, dp_owner_core(c->b, hash, tp->partition), dp_shard_txn_msg, dp_txnc_msg, &msg);
 	return true;
 }
 
@@ -541,7 +517,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return DP_ANSWER_LATER;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
-		int64_t pid = dp_pid_alloc(&c->ctrl_pids);
+		int64_t pid = dp_pid_alloc(c->ctrl_pids);
 		if (pid < 0)
 			return KERR_KAFKA_STORAGE_ERROR;
 		m->prev_pid = m->pid;
@@ -927,7 +903,7 @@ void dp_txnc_timer(struct dp_core *c)
 static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct st_batch_hdr *h)
 {
 	struct dp_txnc *t = arg;
-	t->records++;
+	t->clog.records++;
 	int rc = txn_coord_apply_batch(t->coord, batch, len);
 	if (rc == -ENOMEM)
 		return rc;
@@ -942,8 +918,9 @@ int dp_txnc_start(struct dp_core *c)
 	if (!t || txn_coord_create(&t->coord) < 0)
 		return -ENOMEM;
 	c->txnc = t;
+	t->clog.name = "transaction log";
 	int rc = dp_internal_log_open(c, "__transaction_state", "transaction coordinator", t->dir, sizeof(t->dir),
-	                              &t->log, load_batch, t);
+	                              &t->clog.log, load_batch, t);
 	if (rc < 0)
 		return rc;
 	uint32_t cur = 0, n = 0, resumed = 0;
@@ -975,6 +952,6 @@ int dp_txnc_start(struct dp_core *c)
 
 void dp_txnc_stop(struct dp_core *c)
 {
-	if (c->txnc && c->txnc->log)
-		st_log_close(c->txnc->log);
+	if (c->txnc && c->txnc->clog.log)
+		st_log_close(c->txnc->clog.log);
 }

@@ -7,7 +7,7 @@
 
 #include "kerr.h"
 #include "nic.h"
-#include "req.h"
+#include "conn_internal.h"
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -150,9 +150,9 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 			continue;
 		}
 		k->held_bytes -= r->held_bytes;
-		r->conn = &c->detached;
-		c->detached.held_bytes += r->held_bytes;
-		c->detached.nreqs++;
+		r->conn = c->detached;
+		c->detached->held_bytes += r->held_bytes;
+		c->detached->nreqs++;
 		if (r->hdr.api_key == KAPI_JOIN_GROUP || r->hdr.api_key == KAPI_SYNC_GROUP) {
 			/* The coordinator may hold it for a whole rebalance: ask for it back. */
 			assert(ngone < sizeof(gone) / sizeof(gone[0]));
@@ -176,7 +176,7 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
 	for (uint32_t i = 0; i < ngone; i++) {
 		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = gone[i].r, .gen = gone[i].gen };
-		dp_send(c, 0, &m);
+		dp_ask_service(c, DP_SVC_GROUP, dp_req_complete_part, &m);
 	}
 }
 
@@ -258,7 +258,7 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	struct dp_conn *k = r->conn;
 	if (r->in_park_list)
 		park_unlink(c, r);
-	if (k == &c->detached) {   /* its connection is gone: nobody to answer */
+	if (k == c->detached) {   /* its connection is gone: nobody to answer */
 		assert(k->nreqs > 0);
 		k->nreqs--;
 		r->done = true;

@@ -1,0 +1,80 @@
+/*
+ * conn_role.c - the NIC side's part in a data core's loop (loop.h's struct
+ * dp_role): the listener and the produce-time records check at start, NIC
+ * events each turn, the connection timer, and at stop the connections
+ * closed first and the NIC destroyed once the io_uring is gone. Locality:
+ * NIC core.
+ */
+#include <string.h>
+
+#include "codec.h"
+#include "nic.h"
+#include "conn_internal.h"
+
+static void nic_cqe(struct dp_core *c, const struct io_uring_cqe *cqe)
+{
+	nic_uring_complete(c->nic, cqe);
+}
+
+static int conn_start(struct dp_core *c)
+{
+	const struct dp_config *cfg = &c->b->cfg;
+	int rc = st_codec_create(&c->codec);
+	if (rc < 0) {
+		DP_ERR("codec setup: %s", strerror(-rc));
+		return rc;
+	}
+	struct nic_config nc = {
+		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
+		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
+	};
+	rc = nic_uring_create(&nc, &c->ring, &c->nic);
+	if (rc < 0) {
+		DP_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, strerror(-rc));
+		return rc;
+	}
+	dp_core_on_cqe(c, NIC_URING_TAG, nic_cqe);
+	return 0;
+}
+
+static int conn_poll(struct dp_core *c)
+{
+	if (!c->nic)
+		return 0;
+	struct nic_ev ev[DP_NIC_BURST];
+	int n = nic_poll(c->nic, ev, DP_NIC_BURST);
+	for (int i = 0; i < n; i++)
+		dp_conn_event(c, &ev[i]);
+	return n;
+}
+
+static int conn_flush(struct dp_core *c)
+{
+	return c->nic ? nic_flush(c->nic) : 0;
+}
+
+/* A parked fetch's deadline is checked by the timer: the core must not sleep through it. */
+static bool conn_ticking(struct dp_core *c)
+{
+	return c->parked != NULL;
+}
+
+static void conn_quiesce(struct dp_core *c)
+{
+	if (c->nic)
+		dp_conns_shutdown(c);
+}
+
+static void conn_destroy(struct dp_core *c)
+{
+	if (c->nic)
+		nic_destroy(c->nic);
+	c->nic = NULL;
+	st_codec_destroy(c->codec);
+	c->codec = NULL;
+}
+
+const struct dp_role dp_conn_role = {
+	.name = "conn", .start = conn_start, .poll = conn_poll, .timer = dp_conn_timer,
+	.ticking = conn_ticking, .flush = conn_flush, .quiesce = conn_quiesce, .destroy = conn_destroy,
+};

@@ -1,0 +1,38 @@
+/*
+ * control_role.c - the control core's part in core 0's loop (loop.h's
+ * struct dp_role): the coordinators load their logs at start (finishing
+ * interrupted work), run their timers, and close their logs at stop.
+ * Locality: control core.
+ */
+#include "control_internal.h"
+
+static int control_start(struct dp_core *c)
+{
+	int rc = dp_txnc_start(c);
+	if (rc < 0)
+		return rc;
+	return dp_group_start(c);
+}
+
+static void control_timer(struct dp_core *c)
+{
+	dp_txnc_timer(c);
+	dp_group_timer(c);
+}
+
+static void control_stop(struct dp_core *c)
+{
+	dp_txnc_stop(c);
+	dp_group_stop(c);
+}
+
+const struct dp_role dp_control_role = {
+	.name = "control", .start = control_start, .timer = control_timer, .stop = control_stop,
+};
+
+void dp_control_provide(struct dp_broker *b)
+{
+	b->services[DP_SVC_CONTROL] = (struct dp_service_at){ .core = 0, .fn = dp_control_msg };
+	b->services[DP_SVC_TXN] = (struct dp_service_at){ .core = 0, .fn = dp_txnc_msg };
+	b->services[DP_SVC_GROUP] = (struct dp_service_at){ .core = 0, .fn = dp_group_msg };
+}

@@ -1,0 +1,327 @@
+/*
+ * read.c - the owner side of a fetch: reads of stored batches into the
+ * buffer the connection's core lent (from the page cache, or cold through
+ * the core's io_uring), high-watermark watches of parked fetches, and
+ * ListOffsets lookups. Moved from shard.c unchanged. Locality: shard core
+ * (owner).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <liburing.h>
+
+#include "batch.h"
+#include "kerr.h"
+#include "log.h"
+#include "lso.h"
+#include "pstate.h"
+#include "shard_internal.h"
+
+/*
+ * A cold fetch read: the page cache did not hold the bytes, so they are read
+ * through the core's io_uring and the fetch is answered on completion; the
+ * core goes on serving other partitions meanwhile. Locality: owner core.
+ */
+struct dp_read {
+	struct dp_read *next_free;
+	struct dp_msg req;            /* the fetch, for the reply */
+	struct dp_msg out;            /* the reply, filled up to the read */
+	struct dp_part *part;         /* safe: deletes and retention wait for reads_inflight 0 */
+	int fd;
+	uint64_t pos;
+	uint32_t len, done;
+	bool one_batch;               /* read_committed: the first batch alone (fetch_reply) */
+};
+
+static struct dp_read *read_get(struct dp_core *c)
+{
+	if (!c->reads) {
+		if (!(c->reads = calloc(DP_READS_MAX, sizeof(*c->reads))))
+			return NULL;
+		for (int i = 0; i < DP_READS_MAX; i++) {
+			c->reads[i].next_free = c->read_free;
+			c->read_free = &c->reads[i];
+		}
+	}
+	struct dp_read *rd = c->read_free;
+	if (rd)
+		c->read_free = rd->next_free;
+	return rd;
+}
+
+/* The list is queried as struct txn_aborted and rewritten in place, front to back, as Kafka's. */
+_Static_assert(sizeof(struct FetchResponse_AbortedTransaction) <= sizeof(struct txn_aborted),
+               "in-place conversion only shrinks entries");
+_Static_assert(DP_FETCH_ABORTED_BYTES >= 8 + DP_FETCH_ABORTED_MAX * sizeof(struct txn_aborted),
+               "the list's room holds the most entries one answer may carry");
+
+/*
+ * The records read into buf[0, *len) are whole stored batches: returns the
+ * offset after the last one, and the first one's producer id in *first_pid.
+ * A header that does not parse (damage the log's recovery did not see) ends
+ * the records there: *len shrinks to the batches before it.
+ */
+static int64_t records_next_offset(const uint8_t *buf, uint32_t *len, int64_t *first_pid)
+{
+	int64_t next = -1;
+	uint32_t pos = 0;
+	*first_pid = -1;
+	while (pos < *len) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse(buf + pos, *len - pos, &h);
+		if (n <= 0) {
+			DP_ERR("fetch: unparsable batch in the log after %u bytes of a read", pos);
+			break;
+		}
+		if (pos == 0)
+			*first_pid = h.producer_id;
+		next = h.base_offset + h.last_offset_delta + 1;
+		pos += (uint32_t)n;
+	}
+	*len = pos;
+	return next;
+}
+
+/*
+ * After the records: for read_committed the aborted transactions that overlap
+ * exactly the offsets returned, [offset, next batch), go 8-byte aligned behind
+ * them in the same buffer, as
+ *   [records: len bytes][pad to 8][u32 count, 4 pad][count x struct FetchResponse_AbortedTransaction]
+ * (the NIC core points the response at them: nothing is copied or allocated
+ * there). shard_fetch cut the read so that at most DP_FETCH_ABORTED_MAX
+ * overlap; with one_batch the read is the first batch alone, which more than
+ * that many transactions of other producers span, and only its own
+ * producer's transaction is listed, which is all a consumer needs to filter
+ * it. If the list does not fit, the reply asks for a buffer that holds the
+ * records and the longest list (need), so a second try always fits. Sends it.
+ */
+static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg *out, struct dp_part *p,
+                        uint32_t len, bool one_batch)
+{
+	uint32_t cap = m->u.fetch.cap;
+	uint8_t *buf = m->u.fetch.buf;
+	if (m->u.fetch.isolation == 1 && !out->err && !out->u.fetch_done.need && len) {
+		int64_t pid, from = m->u.fetch.offset;
+		int64_t next = records_next_offset(buf, &len, &pid);
+		uint32_t at = DP_ABORTED_AT(len);
+		uint32_t room = cap >= at + 8 ? (cap - at - 8) / (uint32_t)sizeof(struct txn_aborted) : 0;
+		struct txn_aborted *list = (struct txn_aborted *)(void *)(buf + at + 8);
+		uint32_t n = 0;
+		if (!len) {
+			out->err = KERR_KAFKA_STORAGE_ERROR;
+		} else if (one_batch) {
+			struct txn_aborted a;
+			n = txn_lso_aborted_pid(p->lso, from, next, pid, &a);
+			if (n && room)
+				list[0] = a;
+		} else {
+			n = txn_lso_aborted(p->lso, from, next, list, room);
+			assert(n <= c->b->cfg.fetch_aborted_max);   /* shard_fetch ended the read at the bound */
+		}
+		if (out->err) {
+			len = 0;
+		} else if (n > room || at + 8 > cap) {   /* the list, or its count, does not fit */
+			/* Room for what was counted (a longer list found by the retry asks again),
+			 * not for the longest list: that would lend ~24 KiB per partition. */
+			uint32_t most = len > m->u.fetch.max_bytes ? len : m->u.fetch.max_bytes;
+			out->u.fetch_done.need = DP_ABORTED_AT(most) + 8 + n * (uint32_t)sizeof(struct txn_aborted);
+			assert(out->u.fetch_done.need > cap);
+		} else {
+			struct FetchResponse_AbortedTransaction *kt = (void *)list;
+			for (uint32_t i = 0; i < n; i++) {
+				struct txn_aborted a = list[i];   /* read whole before kt[i] overwrites its front */
+				kt[i] = (struct FetchResponse_AbortedTransaction){ .ProducerId = a.pid,
+				                                                   .FirstOffset = a.first_offset };
+			}
+			memcpy(buf + at, &n, 4);
+		}
+	}
+	if (!out->u.fetch_done.need)
+		out->u.fetch_done.len = len;
+	reply(c, m, out, DP_MSG_FETCH_DONE);
+}
+
+/* Queue the rest of a cold read on the core's ring. */
+static void read_submit(struct dp_core *c, struct dp_read *rd)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+	if (!sqe) {
+		io_uring_submit(&c->ring);
+		sqe = io_uring_get_sqe(&c->ring);
+	}
+	assert(sqe);   /* just submitted: there is room */
+	io_uring_prep_read(sqe, rd->fd, (uint8_t *)rd->req.u.fetch.buf + rd->done, rd->len - rd->done,
+	                   rd->pos + rd->done);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
+}
+
+void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
+{
+	struct dp_read *rd = (struct dp_read *)(uintptr_t)(cqe->user_data & ~(uint64_t)0xf);
+	if (cqe->res > 0 && rd->done + (uint32_t)cqe->res < rd->len) {
+		rd->done += (uint32_t)cqe->res;   /* short read: go on */
+		read_submit(c, rd);
+		return;
+	}
+	uint32_t len = rd->len;
+	if (cqe->res <= 0) {
+		DP_ERR_RL("fetch read failed: %s", cqe->res < 0 ? strerror(-cqe->res) : "end of file");
+		rd->out.err = KERR_KAFKA_STORAGE_ERROR;
+		len = 0;
+	}
+	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->one_batch);
+	rd->part->reads--;
+	rd->next_free = c->read_free;
+	c->read_free = rd;
+	c->reads_inflight--;
+}
+
+/*
+ * Reads whole stored batches, at most max_bytes of them (the first batch
+ * whole past that only with min_one), into the buffer the NIC core lent; for
+ * read_committed the range ends at the LSO, and sooner where more than
+ * DP_FETCH_ABORTED_MAX aborted transactions would overlap it. The tail of
+ * the log is nearly always in the page cache: a non-blocking preadv2
+ * (RWF_NOWAIT) copies it at once. Bytes that are not cached are read through
+ * io_uring instead, so that a consumer catching up from old segments never
+ * stalls this core's appends. Only when every cold-read slot is busy does the
+ * core read with a blocking pread.
+ */
+void shard_fetch(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { 0 };
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_FETCH_DONE);
+		return;
+	}
+	struct st_log *log = p->log;
+	bool committed = m->u.fetch.isolation == 1, one_batch = false;
+	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
+	int64_t lso = txn_lso_get(p->lso, hw), end = committed ? lso : hw;
+	int64_t off = m->u.fetch.offset;
+	uint32_t len = 0, cap = m->u.fetch.cap;
+	out.u.fetch_done.hw = hw;
+	out.u.fetch_done.lso = lso;
+	out.u.fetch_done.log_start = start;
+	if (off < start || off > st_log_end_offset(log)) {
+		out.err = KERR_OFFSET_OUT_OF_RANGE;
+	} else if (off < end && (m->u.fetch.max_bytes || m->u.fetch.min_one)) {
+		/* (With neither, only the offsets above were asked: the NIC core reads
+		 * this partition later if the request's MaxBytes leaves it room.) */
+		int fd;
+		uint64_t pos;
+		int64_t heap[DP_FETCH_ABORTED_MAX + 1];   /* 8 KiB of stack */
+		uint32_t most = c->b->cfg.fetch_aborted_max;
+		assert(most >= 1 && most <= DP_FETCH_ABORTED_MAX);
+		int64_t limit = committed ? txn_lso_aborted_bound(p->lso, off, end, most, heap) : end;
+		int rc = limit > off ? st_log_locate(log, off, limit, m->u.fetch.max_bytes, &fd, &pos, &len) : 0;
+		c->aborted_cut_reads += limit < end;
+		if (rc == 0 && len == 0 && limit < end) {
+			/* The first batch reaches past the bound: it goes alone (fetch_reply). */
+			one_batch = true;
+			c->aborted_one_batch_reads++;
+			rc = st_log_locate(log, off, end, 0, &fd, &pos, &len);
+		}
+		if (rc == -ERANGE) {
+			out.err = KERR_OFFSET_OUT_OF_RANGE;
+		} else if (rc == -EBADMSG) {
+			/* Damaged batch (logged by storage): clients report it, where KAFKA_STORAGE_ERROR
+			 * would only make them refresh metadata and retry in silence. */
+			out.err = KERR_CORRUPT_MESSAGE;
+		} else if (rc < 0) {
+			out.err = KERR_KAFKA_STORAGE_ERROR;
+		} else if (len > m->u.fetch.max_bytes && !m->u.fetch.min_one) {
+			/* The first batch alone is larger than this partition may have, and
+			 * only the first partition with records gets it whole (KIP-74). */
+			len = 0;
+		} else if (len > cap) {
+			/* Only a first batch larger than the buffer (KIP-74): room for it and a list. */
+			out.u.fetch_done.need = DP_ABORTED_AT(len) + (committed ? DP_FETCH_ABORTED_BYTES : 0);
+		} else if (len) {
+			struct iovec iov = { m->u.fetch.buf, len };
+			ssize_t got = preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
+			struct dp_read *rd = got == (ssize_t)len ? NULL : read_get(c);
+			if (rd) {
+				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
+				                        .done = got > 0 ? (uint32_t)got : 0, .one_batch = one_batch };
+				c->reads_inflight++;
+				p->reads++;
+				c->cold_reads++;
+				read_submit(c, rd);
+				return;
+			}
+			if (got != (ssize_t)len)
+				got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
+			if (got != (ssize_t)len) {
+				DP_ERR_RL("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
+				out.err = KERR_KAFKA_STORAGE_ERROR;
+				len = 0;
+			}
+		}
+	}
+	fetch_reply(c, m, &out, p, len, one_batch);
+}
+
+void shard_watch(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg tm = *m;
+	tm.gen = m->u.watch.topic_gen;
+	struct dp_part *p = part_of(c, &tm, NULL);
+	bool now = !p || readable_end(p, m->u.watch.isolation) > m->u.watch.offset;
+	if (!now) {
+		/* One watch per (request, partition): a newer round replaces the older one. */
+		uint32_t i;
+		for (i = 0; i < p->nwaiters; i++)
+			if (p->waiters[i].ctx == m->ctx && p->waiters[i].core == m->src)
+				break;
+		if (i == p->nwaiters) {
+			if (p->nwaiters == DP_WAITERS_PER_PART)
+				wake_waiters(c, p, false);   /* drop expired ones */
+			if (p->nwaiters == DP_WAITERS_PER_PART)
+				now = true;                  /* full: degrade to polling */
+			else
+				p->nwaiters++;
+		}
+		if (!now)
+			p->waiters[i] = (struct dp_waiter){ .core = m->src, .reply = m->reply, .gen = m->gen, .ctx = m->ctx,
+			                                    .offset = m->u.watch.offset,
+			                                    .deadline_ms = m->u.watch.deadline_ms,
+			                                    .isolation = m->u.watch.isolation };
+	}
+	if (now) {
+		struct dp_msg f = { .type = DP_MSG_WATCH_FIRE, .ctx = m->ctx, .gen = m->gen };
+		dp_answer(c, m, &f);
+	}
+}
+
+void shard_list(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { 0 };
+	out.u.list_done.out = m->u.list.out;
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_LIST_DONE);
+		return;
+	}
+	int64_t ts = m->u.list.timestamp, hw = readable_end(p, m->u.list.isolation);
+	out.u.list_done.timestamp = -1;
+	if (ts == -1) {
+		out.u.list_done.offset = hw;                      /* latest: HW, or LSO for read_committed */
+	} else if (ts == -2) {
+		out.u.list_done.offset = st_log_start_offset(p->log);
+	} else if (ts < 0) {
+		out.err = KERR_INVALID_REQUEST;
+	} else {
+		int64_t off = st_log_offset_for_time(p->log, ts);
+		out.u.list_done.offset = off < hw ? off : -1;     /* -1: no record that late */
+		out.u.list_done.timestamp = off < hw ? ts : -1;
+	}
+	reply(c, m, &out, DP_MSG_LIST_DONE);
+}

@@ -1,0 +1,524 @@
+/*
+ * shard.c - the owner side of a partition: the owner's messages, produce
+ * validation and appends (producer state, duplicates, the transaction
+ * allow-list), transaction markers, and the helpers the other shard files
+ * share (read.c: fetch reads and watches; partition.c: opening, closing,
+ * the timer, topic deletes). Locality: shard core (owner).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <liburing.h>
+
+#include "batch.h"
+#include "kerr.h"
+#include "log.h"
+#include "lso.h"
+#include "pstate.h"
+#include "shard_internal.h"
+
+
+#define DP_APPEND_CHUNK 256   /* append records taken from malloc at a time, then reused */
+
+static struct dp_append *append_get(struct dp_core *c)
+{
+	if (!c->append_free) {
+		/* Warm-up only: the pool grows to the peak number in flight, then stays. */
+		struct dp_append *a = calloc(DP_APPEND_CHUNK, sizeof(*a));
+		if (!a)
+			return NULL;
+		for (int i = 0; i < DP_APPEND_CHUNK; i++) {
+			a[i].next_free = c->append_free;
+			c->append_free = &a[i];
+		}
+	}
+	struct dp_append *a = c->append_free;
+	c->append_free = a->next_free;
+	memset(a, 0, sizeof(*a));
+	return a;
+}
+
+static void append_put(struct dp_core *c, struct dp_append *a)
+{
+	a->next_free = c->append_free;
+	c->append_free = a;
+}
+
+struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	if (tp)
+		*tp = t;
+	if (!t || m->partition < 0 || m->partition >= t->nparts)
+		return NULL;
+	return t->parts[m->partition];
+}
+
+void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type)
+{
+	m->type = type;
+	m->ctx = req->ctx;
+	m->idx = req->idx;
+	m->gen = req->gen;
+	m->topic_id = req->topic_id;
+	m->partition = req->partition;
+	dp_answer(c, req, m);
+}
+
+/* Tell parked fetches whose offset is now below the high watermark. */
+/* What a fetch may read up to: the high watermark, or for read_committed the LSO. */
+int64_t readable_end(const struct dp_part *p, int8_t isolation)
+{
+	int64_t hw = st_log_durable_offset(p->log);
+	return isolation == 1 ? txn_lso_get(p->lso, hw) : hw;
+}
+
+void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
+{
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < p->nwaiters; i++) {
+		struct dp_waiter *w = &p->waiters[i];
+		if (all || readable_end(p, w->isolation) > w->offset) {
+			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .fn = w->reply, .ctx = w->ctx, .gen = w->gen };
+			dp_send(c, w->core, &m);
+		} else if (w->deadline_ms > c->now_ms) {
+			p->waiters[keep++] = *w;
+		}
+	}
+	p->nwaiters = keep;
+}
+
+/*
+ * An append failed. A partition whose log failed is offline: that is logged
+ * once (part_offline) and its refused appends only counted. Other failures
+ * (no free append slot, a segment that cannot roll) are rate-limited
+ * (DP_ERR_RL: a burst, then the number left unlogged).
+ */
+static void append_failed(struct dp_core *c, struct dp_part *p, int err)
+{
+	if (st_log_failed(p->log)) {
+		p->refused++;
+		return;
+	}
+	DP_ERR_RL("partition %s: append failed: %s", p->dir, strerror(-err));
+}
+
+void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
+{
+	struct dp_core *c = dp_core_self();
+	struct dp_append *a = cookie;
+	struct dp_part *p = a->part;
+	assert(a->left > 0);
+	if (status < 0) {
+		append_failed(c, p, status);
+		a->err = a->err ? a->err : KERR_KAFKA_STORAGE_ERROR;
+	}
+	/* Offline only after this append's own count is taken: it may be on the dupwait list. */
+	bool offline = status < 0 && st_log_failed(p->log) && !p->offline_ms;
+	if (--a->left) {
+		if (offline)
+			part_offline(c, p);
+		return;
+	}
+	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
+	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .fn = a->reply, .err = a->err, .ctx = a->ctx, .idx = a->idx };
+	m.u.produce_done.base_offset = a->err ? -1 : a->base_offset;
+	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
+	m.u.produce_done.out = a->out;
+	uint16_t src = a->src;
+	append_put(c, a);
+	dp_send(c, src, &m);
+	if (offline)
+		part_offline(c, p);
+	if (p->nwaiters)
+		wake_waiters(c, p, false);
+	if (p->dupwait)
+		dupwait_check(p);
+}
+
+/*
+ * A retried batch that is still on its way to the disk is answered only when
+ * the original is durable: the answer "it is written" must stay true.
+ */
+static void dupwait_add(struct dp_part *p, struct dp_append *a, int64_t until)
+{
+	a->left++;
+	a->dup_until = until;
+	a->dup_next = p->dupwait;
+	p->dupwait = a;
+}
+
+void dupwait_check(struct dp_part *p)
+{
+	int64_t durable = st_log_durable_offset(p->log);
+	struct dp_append *ready = NULL, **pp = &p->dupwait;
+	while (*pp) {   /* detach first: the replies below may re-enter */
+		struct dp_append *a = *pp;
+		if (a->dup_until <= durable) {
+			*pp = a->dup_next;
+			a->dup_next = ready;
+			ready = a;
+		} else {
+			pp = &a->dup_next;
+		}
+	}
+	while (ready) {
+		struct dp_append *a = ready;
+		ready = a->dup_next;
+		dp_shard_on_append(a, 0, a->base_offset);   /* may free a */
+	}
+}
+
+static bool allow_has(const struct dp_part *p, int64_t pid, int16_t epoch)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid)
+			return p->allow[i].epoch == epoch;
+	return false;
+}
+
+static int allow_set(struct dp_part *p, int64_t pid, int16_t epoch)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid) {
+			p->allow[i].epoch = epoch;
+			return 0;
+		}
+	if (p->nallow == p->allow_cap) {
+		/* Grows to the peak number of concurrent transactions on this partition. */
+		uint32_t cap = p->allow_cap ? p->allow_cap * 2 : 8;
+		struct dp_txn_allow *n = realloc(p->allow, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->allow = n;
+		p->allow_cap = cap;
+	}
+	p->allow[p->nallow++] = (struct dp_txn_allow){ pid, epoch };
+	return 0;
+}
+
+static void allow_drop(struct dp_part *p, int64_t pid)
+{
+	for (uint32_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].pid == pid) {
+			p->allow[i] = p->allow[--p->nallow];
+			return;
+		}
+}
+
+/*
+ * A producer's batch that cannot be recorded in the producer state or the
+ * transaction index (a table at its limit, or no memory) is not written, and
+ * answered NOT_ENOUGH_REPLICAS: clients retry it with the same sequence
+ * (librdkafka: retriable, "not persisted"; no fatal idempotence error), by
+ * when expiry or a marker may have made room. Rate-limited, as other
+ * refused appends.
+ */
+static int16_t state_full(struct dp_core *c, struct dp_part *p, int err, const char *what)
+{
+	c->state_full_refused++;
+	DP_WARN_RL("partition %s: %s full (%s): batch refused, retriable (%llu refused on this core so far)",
+	           p->dir, what, err == -ENOSPC ? "at its limit" : strerror(-err),
+	           (unsigned long long)c->state_full_refused);
+	return KERR_NOT_ENOUGH_REPLICAS;
+}
+
+/*
+ * Idempotence, on the owner core with no lock: each batch with a producer id
+ * is checked against that producer's state on this partition (pstate.h), in
+ * arrival order. The state is updated when the append is queued, so batches
+ * pipelined behind it (up to 5 per producer) are checked against it at once.
+ */
+static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_append *a, uint8_t *b,
+                             const struct st_batch_hdr *h, uint32_t n)
+{
+	struct txn_pbatch dup;
+	bool txnl = h->attributes & ST_BATCH_ATTR_TRANSACTIONAL;
+	if (txnl && h->producer_id < 0)
+		return KERR_INVALID_RECORD;
+	if (st_log_failed(p->log)) {
+		/* Offline: before the producer checks, whose state may hold batches that never reached the disk. */
+		append_failed(c, p, st_log_failed(p->log));
+		if (!p->offline_ms)
+			part_offline(c, p);
+		return KERR_KAFKA_STORAGE_ERROR;
+	}
+	if (h->producer_id >= 0) {
+		switch (txn_pstate_check(p->ps, h, &dup)) {
+		case TXN_APPEND:
+			break;
+		case TXN_DUPLICATE:
+			if (a->base_offset < 0)
+				a->base_offset = dup.first_offset;
+			if (dup.last_offset >= st_log_durable_offset(p->log))
+				dupwait_add(p, a, dup.last_offset + 1);
+			return KERR_NONE;
+		case TXN_ERR_EPOCH:
+			return KERR_INVALID_PRODUCER_EPOCH;
+		case TXN_ERR_SEQUENCE:
+			return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		}
+		/*
+		 * Beyond Kafka 3.x (the "torn transaction" Jepsen found): a
+		 * transactional batch is taken only if the coordinator added this
+		 * partition to this producer's current transaction at this epoch.
+		 * The permission is withdrawn when the marker is written, so a late
+		 * batch of an ended transaction cannot start a new, unknown one here.
+		 */
+		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
+			return KERR_INVALID_TXN_STATE;
+		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
+		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
+			return KERR_INVALID_TXN_STATE;
+		/*
+		 * The batch is written only if its producer entry (deduplication)
+		 * and, for a transaction's first batch here, its open entry (the
+		 * LSO stays below it) are sure to be recorded: both are reserved
+		 * now, so the updates after the append cannot fail.
+		 */
+		bool begins = txnl && txn_lso_open_first(p->lso, h->producer_id) < 0;
+		int rc = txn_pstate_reserve(p->ps, h->producer_id);
+		if (rc < 0)
+			return state_full(c, p, rc, "producer state");
+		if (begins && (rc = txn_lso_reserve(p->lso)) < 0)
+			return state_full(c, p, rc, "transaction index");
+	}
+	int64_t off = st_log_append_cb(p->log, b, n, (uint32_t)h->last_offset_delta + 1, dp_shard_on_append, a);
+	if (off < 0) {
+		append_failed(c, p, (int)off);
+		return KERR_KAFKA_STORAGE_ERROR;
+	}
+	a->left++;
+	if (a->base_offset < 0)
+		a->base_offset = off;
+	if (h->producer_id >= 0) {
+		/* Reserved above: a failure here would be a broken invariant, not an operating error. */
+		if (txnl && txn_lso_open_first(p->lso, h->producer_id) < 0) {
+			int rc = txn_lso_begin(p->lso, h->producer_id, off);
+			assert(rc == 0);
+			(void)rc;
+		}
+		int rc = txn_pstate_update(p->ps, h, off, dp_wall_ms());
+		assert(rc == 0);
+		(void)rc;
+	}
+	return KERR_NONE;
+}
+
+static void shard_produce(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t;
+	struct dp_part *p = part_of(c, m, &t);
+	struct dp_msg out = { 0 };
+	out.u.produce_done.out = m->u.produce.out;
+	if (!p || t->deleting) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
+		return;
+	}
+	struct dp_append *a = append_get(c);
+	if (!a) {
+		out.err = KERR_UNKNOWN_SERVER_ERROR;
+		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
+		return;
+	}
+	a->src = m->src;
+	a->reply = m->reply;
+	a->ctx = m->ctx;
+	a->idx = m->idx;
+	a->out = m->u.produce.out;
+	a->part = p;
+	a->base_offset = -1;
+	a->left = 1;   /* held until every batch is queued */
+	uint8_t *b = m->u.produce.ptr;
+	uint32_t left = m->u.produce.len;
+	for (uint32_t i = 0; i < m->u.produce.nbatch && !a->err; i++) {
+		struct st_batch_hdr h;
+		int n = st_batch_parse(b, left, &h);
+		assert(n > 0);   /* checked on the NIC core */
+		a->err = produce_batch(c, p, a, b, &h, (uint32_t)n);
+		b += n;
+		left -= (uint32_t)n;
+	}
+	dp_shard_on_append(a, 0, a->base_offset);
+}
+
+void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_PRODUCE: shard_produce(c, m); return;
+	case DP_MSG_FETCH: shard_fetch(c, m); return;
+	case DP_MSG_WATCH: shard_watch(c, m); return;
+	case DP_MSG_LIST: shard_list(c, m); return;
+	case DP_MSG_TOPIC_ADD: {
+		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
+		                          m->u.topic.nparts);
+		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
+		/* A partition that cannot be opened fails the create (the control core takes it back). */
+		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id) > 0)
+			err = KERR_KAFKA_STORAGE_ERROR;
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
+		dp_answer(c, m, &ack);
+		return;
+	}
+	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;
+	default:
+		assert(!"not a shard message");
+		return;
+	}
+}
+
+/* ---- transactions on the owner ------------------------------------------------ */
+
+/* An owner's marker append, until durable. The control batch follows the struct. */
+struct dp_marker {
+	struct dp_msg req;        /* the request, for the reply */
+	struct dp_part *p;
+};
+
+static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
+{
+	struct dp_msg out = { .flags = req->flags, .err = err };
+	out.u.txn.ptr = req->u.txn.ptr;
+	reply(c, req, &out, DP_MSG_TXN_MARKER_DONE);
+}
+
+void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
+{
+	struct dp_core *c = dp_core_self();
+	struct dp_marker *mk = cookie;
+	if (status < 0)
+		append_failed(c, mk->p, status);
+	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
+	struct dp_part *p = mk->p;
+	dp_buf_put(mk);
+	if (p->nwaiters)
+		wake_waiters(c, p, false);   /* the LSO moved */
+}
+
+/* Test only (--fault-marker-fail): answer a marker as a failed write would, with these odds. */
+static bool marker_fault(struct dp_core *c)
+{
+	uint32_t permille = c->b->cfg.fault_marker_fail_permille;
+	if (!permille)
+		return false;
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	return c->rng % 1000 < permille;
+}
+
+/*
+ * COMMIT/ABORT for pid on this partition: append the control batch, close
+ * the producer's transaction here (the LSO moves past it; an abort enters
+ * the aborted index), and withdraw its permission to write transactionally.
+ * A marker for a transaction that is not open here (already closed by an
+ * earlier marker, or one that never wrote here) writes nothing: re-sending
+ * markers after a coordinator crash is harmless.
+ */
+static void shard_marker(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t;
+	struct dp_part *p = part_of(c, m, &t);
+	int64_t pid = m->u.txn.pid;
+	if (!p) {
+		marker_reply(c, m, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		return;
+	}
+	allow_drop(p, pid);
+	if (txn_lso_open_first(p->lso, pid) < 0) {
+		marker_reply(c, m, KERR_NONE);
+		return;
+	}
+	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
+	if (pr && m->u.txn.epoch < pr->epoch) {
+		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
+		return;
+	}
+	if (marker_fault(c)) {
+		DP_INFO("fault injection: refusing the marker for producer %lld on %s", (long long)pid, p->dir);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	/*
+	 * Both records of the marker must be sure before it is written: the
+	 * transaction's end in the index needs no room (its begin reserved the
+	 * aborted entry, lso.h), and the producer has an entry (it wrote this
+	 * transaction's data here, and expiry keeps a producer with one open).
+	 * Should the latter ever fail, the marker is refused, never written
+	 * without its records.
+	 */
+	if (txn_pstate_reserve(p->ps, pid) < 0) {
+		DP_ERR("partition %s: marker for producer %lld refused: no producer state entry", p->dir,
+		       (long long)pid);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
+	uint8_t *batch = (uint8_t *)(mk + 1);
+	mk->req = *m;
+	mk->p = p;
+	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
+	                              dp_wall_ms());
+	assert(n > 0);
+	int64_t off = st_log_append_cb(p->log, batch, (uint32_t)n, 1, dp_shard_on_marker, mk);
+	if (off < 0) {
+		append_failed(c, p, (int)off);
+		dp_buf_put(mk);
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	struct st_batch_hdr h;
+	st_batch_parse(batch, (size_t)n, &h);
+	int rc = txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
+	assert(rc == 0);   /* reserved above */
+	rc = txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+	assert(rc == 0);   /* open (checked above); an end never needs room */
+	(void)rc;
+}
+
+static void shard_describe_producers(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_msg out = { .flags = m->flags };
+	struct DescribeProducersResponse_PartitionResponse *pr = m->u.txn.ptr;
+	out.u.txn.ptr = pr;
+	struct dp_part *p = part_of(c, m, NULL);
+	if (!p) {
+		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	} else {
+		uint32_t cur = 0, n = 0;
+		struct txn_producer *x;
+		while (n < m->u.txn.cap && (x = txn_pstate_next(p->ps, &cur))) {
+			struct DescribeProducersResponse_ProducerState *ps = &pr->ActiveProducers[n++];
+			ps->ProducerId = x->pid;
+			ps->ProducerEpoch = x->epoch;
+			ps->LastSequence = x->nbatches ? x->b[x->newest].last_seq : -1;
+			ps->LastTimestamp = x->last_timestamp;
+			ps->CoordinatorEpoch = x->coordinator_epoch;
+			ps->CurrentTxnStartOffset = txn_lso_open_first(p->lso, x->pid);
+		}
+		out.u.txn.cap = n;
+	}
+	reply(c, m, &out, DP_MSG_DESCRIBE_PRODUCERS_DONE);
+}
+
+void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
+{
+	switch (m->type) {
+	case DP_MSG_TXN_ADD: {
+		struct dp_part *p = part_of(c, m, NULL);
+		struct dp_msg out = { .err = p ? KERR_NONE : KERR_UNKNOWN_TOPIC_OR_PARTITION };
+		if (p && allow_set(p, m->u.txn.pid, m->u.txn.epoch) < 0)
+			out.err = KERR_UNKNOWN_SERVER_ERROR;
+		reply(c, m, &out, DP_MSG_TXN_ADD_ACK);
+		return;
+	}
+	case DP_MSG_TXN_MARKER: shard_marker(c, m); return;
+	case DP_MSG_DESCRIBE_PRODUCERS: shard_describe_producers(c, m); return;
+	default: assert(!"not a transaction message");
+	}
+}

@@ -1,0 +1,100 @@
+/*
+ * shard_internal.h - the owner side's own types (inside dataplane/shard/ only).
+ * Locality: owner core.
+ */
+#ifndef SLUICE_DP_SHARD_INTERNAL_H
+#define SLUICE_DP_SHARD_INTERNAL_H
+
+#include "shard.h"
+
+/* user_data tag of the core's SQEs for cold fetch reads (dp_shard_read_complete). */
+#define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+
+/* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
+/* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */
+void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
+void dp_shard_on_marker(void *cookie, int status, int64_t base_offset);
+int  dp_shard_deletes(struct dp_core *c);
+/* Returns how many owned partitions could not be opened (they stay offline). */
+int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
+void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
+void dp_shard_timer(struct dp_core *c);
+/* A cold fetch read (DP_READ_TAG) completed. */
+struct io_uring_cqe;
+void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
+
+/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
+struct dp_txn_allow {
+	int64_t pid;
+	int16_t epoch;
+};
+
+
+/* Owner core: a parked fetch waiting for this partition's HW to move. */
+struct dp_waiter {
+	uint16_t core;
+	dp_msg_fn reply;              /* the watch's: runs the fire on core */
+	uint32_t gen;
+	void *ctx;
+	int64_t offset;
+	int64_t deadline_ms;
+	int8_t isolation;             /* 1: wait for the LSO, not the HW */
+};
+
+/* Fetch buffers: where the aborted-transaction list starts after len bytes of records (layout: shard.c). */
+/* Owner core: one partition this core owns. */
+struct dp_part {
+	struct st_log *log;
+	struct txn_pstate *ps;        /* idempotent producers on this partition */
+	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
+	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
+	uint32_t nallow, allow_cap;
+	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
+	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
+	char *dir;
+	int64_t notified_hw;          /* HW last reported to waiters */
+	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
+	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
+	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int32_t probe_backoff_ms;
+	uint64_t refused;             /* appends refused while offline, logged when it is back */
+	uint32_t nwaiters;
+	struct dp_waiter waiters[DP_WAITERS_PER_PART];
+};
+
+/* Every core: its own copy of one catalog entry (changed only by control messages). */
+/* Owner core: one partition's share of a produce request, until appended. */
+struct dp_append {
+	struct dp_append *next_free;
+	uint16_t src;
+	dp_msg_fn reply;              /* the request's: runs the answer on src */
+	void *ctx;
+	uint32_t idx;
+	uint32_t left;                /* batches not yet durable */
+	int16_t err;
+	int64_t base_offset;
+	struct dp_part *part;
+	void *out;                    /* requester's response slot, echoed back */
+	struct dp_append *dup_next;   /* on the partition's dupwait list */
+	int64_t dup_until;            /* reply once the durable offset reaches this */
+};
+
+
+/*
+ * Shared by shard/'s files (shard.c: messages, appends, markers; read.c:
+ * fetch reads and watches; partition.c: open, close, timer, deletes). They
+ * keep the short names they had as statics in one shard.c; only shard/
+ * sees them.
+ */
+struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp);
+void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type);
+int64_t readable_end(const struct dp_part *p, int8_t isolation);
+void wake_waiters(struct dp_core *c, struct dp_part *p, bool all);
+void dupwait_check(struct dp_part *p);
+void part_offline(struct dp_core *c, struct dp_part *p);    /* partition.c */
+void shard_topic_del(struct dp_core *c, struct dp_msg *m);  /* partition.c */
+void shard_fetch(struct dp_core *c, struct dp_msg *m);      /* read.c */
+void shard_watch(struct dp_core *c, struct dp_msg *m);      /* read.c */
+void shard_list(struct dp_core *c, struct dp_msg *m);       /* read.c */
+
+#endif
