@@ -7,7 +7,9 @@
 # divided among the targets given. Exits 77 (skip) without clang, non-zero
 # on a crash (the input is left as crash-* in the current directory).
 #
-# A new target is one case in target() and one test() in meson.build.
+# A new target is one case in target() and one test() in meson.build. An input
+# that crashed a target goes into regress/TARGET/ with its fix: it runs first,
+# every run (see README).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -78,6 +80,16 @@ target() {
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage")
 		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
 		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	txnlog|offsetslog|pstate)   # the coordinators' logs and the producer-state snapshots
+		# txnlog: __transaction_state records and their replay (txn/coord.c);
+		# offsetslog: __consumer_offsets offset and group records and their replay
+		# (txn/group.c); pstate: snapshots, their files and the partition's recovery
+		# (txn/pstate.c with txn/lso.c over a real log).
+		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/storage/log.c"
+			"${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/txn") libs=(-luring)
+		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)
+		max_len=65536 noise='^sluice storage:\|^txn lso:\|^pstate:' ;;
 	*)
 		echo "run.sh: unknown target $1" >&2
 		exit 2 ;;
@@ -126,8 +138,13 @@ done
 for t; do
 	target "$t"
 	echo "run.sh: fuzz_$t for ${seconds}s with $(ls "$work/corpus-$t" | wc -l) seeds"
+	# Inputs that failed before (regress/TARGET/, committed) run every time, before any
+	# mutation: libFuzzer runs every input of every corpus directory first (and writes
+	# new inputs only to the first).
+	regress=()
+	[ -d "$here/regress/$t" ] && regress=("$here/regress/$t")
 	run=("$work/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len"
-		-print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus-$t")
+		-print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus-$t" "${regress[@]}")
 	if [ -z "$noise" ]; then
 		"${run[@]}"
 		continue
