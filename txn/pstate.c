@@ -429,8 +429,14 @@ size_t txn_pstate_snapshot_write(const struct txn_pstate *ps, int64_t offset, ui
 	return size;
 }
 
-/* Decode one entry into *p; false if a field is out of range. */
-static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
+/*
+ * Decode one entry of the snapshot at `offset` into *p; false if a field is
+ * out of range. Every batch below the offset is reflected and none at or
+ * above it, so a remembered batch or an open transaction's first offset at
+ * or past it is damage: recovery would begin that transaction in the LSO
+ * ahead of batches it then replays, and the LSO asserts its order.
+ */
+static bool snap_entry_decode(const uint8_t *q, int64_t offset, struct txn_producer *p)
 {
 	*p = (struct txn_producer){
 		.pid = (int64_t)st_be64(q),
@@ -441,7 +447,7 @@ static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
 		.last_timestamp = (int64_t)st_be64(q + 23),
 		.last_update_ms = (int64_t)st_be64(q + 31),
 	};
-	if (p->pid < 0 || p->nbatches > TXN_PSTATE_BATCHES || p->txn_first_offset < -1)
+	if (p->pid < 0 || p->nbatches > TXN_PSTATE_BATCHES || p->txn_first_offset < -1 || p->txn_first_offset >= offset)
 		return false;
 	const uint8_t *bq = q + TXN_SNAP_ENTRY_FIXED_BYTES;
 	for (uint32_t k = 0; k < p->nbatches; k++, bq += TXN_SNAP_BATCH_BYTES) {
@@ -453,8 +459,8 @@ static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
 			.last_offset = (int64_t)st_be64(bq + 16),
 			.max_timestamp = (int64_t)st_be64(bq + 24),
 		};
-		if (b->first_seq < 0 || b->last_seq < 0 || b->first_offset < 0 ||
-		    b->last_offset < b->first_offset || (k && b->first_offset <= p->b[k - 1].last_offset))
+		if (b->first_seq < 0 || b->last_seq < 0 || b->first_offset < 0 || b->last_offset < b->first_offset ||
+		    b->last_offset >= offset || (k && b->first_offset <= p->b[k - 1].last_offset))
 			return false;
 	}
 	p->newest = p->nbatches ? (uint8_t)(p->nbatches - 1) : 0;
@@ -485,7 +491,7 @@ int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t l
 	const uint8_t *q = buf + TXN_SNAP_HEADER_BYTES;
 	for (uint32_t i = 0; i < n; i++, q += TXN_SNAP_ENTRY_BYTES) {
 		struct txn_producer p;
-		if (!snap_entry_decode(q, &p)) {
+		if (!snap_entry_decode(q, off, &p)) {
 			free(tmp.slots);
 			return -EBADMSG;
 		}
