@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # run.sh TARGET... - the one runner of the libFuzzer targets (suite 'fuzz').
 #
-# Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan)
+# Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan;
+# without clang, gcc + ASan + UBSan and the fallback driver fuzz_main.c)
 # straight from the sources named for it below, writes its seeds with the
 # seed program named for it, and runs each for FUZZ_SECONDS (default 30)
-# divided among the targets given. Exits 77 (skip) without clang, non-zero
-# on a crash (the input is left as crash-* in the current directory).
+# divided among the targets given. Exits 77 (skip) without either compiler,
+# non-zero on a crash (the input is left as crash-* in the current directory).
 #
 # A new target is one case in target() and one test() in meson.build. An input
 # that crashed a target goes into regress/TARGET/ with its fix: it runs first,
@@ -18,9 +19,17 @@ if [ $# -eq 0 ]; then
 	echo "usage: run.sh TARGET..." >&2
 	exit 2
 fi
-if ! command -v "$clang" >/dev/null 2>&1; then
-	echo "run.sh: $clang not found: skipped"
-	exit 77
+# Without clang (or with FUZZ_DRIVER=fallback) each target is built with gcc, ASan
+# and UBSan and linked with fuzz_main.c, a plain mutation driver that takes the same
+# arguments: no coverage guidance, but the seeds and regression cases run either way.
+driver=libfuzzer cc=$clang
+if [ "${FUZZ_DRIVER:-}" = fallback ] || ! command -v "$clang" >/dev/null 2>&1; then
+	driver=fallback cc=${FUZZ_FALLBACK_CC:-gcc}
+	if ! command -v "$cc" >/dev/null 2>&1; then
+		echo "run.sh: neither $clang nor $cc found: skipped"
+		exit 77
+	fi
+	echo "run.sh: $clang not used: the fallback driver (fuzz_main.c, $cc)"
 fi
 seconds=$(( ${FUZZ_SECONDS:-30} / $# ))
 vectors=${KAFKA_VECTORS:-$root/../shared/kafka-protocol/test-vectors}
@@ -30,7 +39,10 @@ trap 'rm -rf "$work"' EXIT
 flags=(-std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 	-Wno-missing-field-initializers)
 [ "$(uname -m)" = x86_64 ] && flags+=(-msse4.2)
-san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all) driver_src=()
+if [ "$driver" = fallback ]; then
+	san=(-fsanitize=address,undefined -fno-sanitize-recover=all) driver_src=("$here/fuzz_main.c")
+fi
 storage=("$root/storage/batch.c" "$root/storage/crc32c.c")
 
 # The targets, each named once. For TARGET it sets: srcs (what fuzz_TARGET.c is
@@ -119,9 +131,10 @@ PY
 # Build every target and write every seed first, so a build error shows before any fuzzing.
 for t; do
 	target "$t"
-	"$clang" "${flags[@]}" "${san[@]}" "${inc[@]}" "$here/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$work/fuzz_$t"
+	"$cc" "${flags[@]}" "${san[@]}" "${inc[@]}" "$here/fuzz_$t.c" "${driver_src[@]}" "${srcs[@]}" "${libs[@]}" \
+		-o "$work/fuzz_$t"
 	if [ ! -x "$work/$seeder" ]; then
-		"$clang" "${flags[@]}" "${inc[@]}" "$here/$seeder.c" "${seeder_srcs[@]}" "${libs[@]}" -o "$work/$seeder"
+		"$cc" "${flags[@]}" "${inc[@]}" "$here/$seeder.c" "${seeder_srcs[@]}" "${libs[@]}" -o "$work/$seeder"
 		dirs=()
 		for d in "${seed_dirs[@]}"; do
 			mkdir -p "$work/corpus-$d"
