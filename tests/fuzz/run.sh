@@ -87,6 +87,11 @@ target() {
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage") libs=(-luring)
 		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
 		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	segindex)  # a sealed segment's offset index, trusted at open, and the readers that go by it
+		srcs=("$root/storage/log.c" "${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/tests/unit/storage") libs=(-luring)
+		seeder=fuzz_segindex_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(segindex)
+		max_len=16384 noise='^sluice storage:' ;;
 	txnindex)  # the aborted-transaction index parser
 		srcs=("$root/txn/lso.c" "${storage[@]}")
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage")
