@@ -4,9 +4,10 @@
 # Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan;
 # without clang, gcc + ASan + UBSan and the fallback driver fuzz_main.c)
 # straight from the sources named for it below, writes its seeds with the
-# seed program named for it, and runs each for FUZZ_SECONDS (default 30)
-# divided among the targets given. Exits 77 (skip) without either compiler,
-# non-zero on a crash (the input is left as crash-* in the current directory).
+# seed program named for it, and runs each for FUZZ_SECONDS (else the test's
+# FUZZ_TEST_SECONDS, else 30) divided among the targets given. Exits 77
+# (skip) without either compiler, non-zero on a crash (the input is left as
+# crash-* in the current directory).
 #
 # A new target is one case in target() and one test() in meson.build. An input
 # that crashed a target goes into regress/TARGET/ with its fix: it runs first,
@@ -31,7 +32,9 @@ if [ "${FUZZ_DRIVER:-}" = fallback ] || ! command -v "$clang" >/dev/null 2>&1; t
 	fi
 	echo "run.sh: $clang not used: the fallback driver (fuzz_main.c, $cc)"
 fi
-seconds=$(( ${FUZZ_SECONDS:-30} / $# ))
+# FUZZ_SECONDS from the caller wins over the test's own (FUZZ_TEST_SECONDS, set by
+# meson.build: meson gives a test's env precedence over the caller's).
+seconds=$(( ${FUZZ_SECONDS:-${FUZZ_TEST_SECONDS:-30}} / $# ))
 vectors=${KAFKA_VECTORS:-$root/../shared/kafka-protocol/test-vectors}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
