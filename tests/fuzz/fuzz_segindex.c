@@ -14,9 +14,10 @@
  *
  * What must hold whatever the bytes: open fails only as damage or for
  * memory; the readers never crash, never hand over anything but whole
- * batches in increasing offsets (CRCs are not checked in a segment the index
- * vouches for: it is not scanned), and answer a locate with a range inside
- * the segment or an error; and close leaves files that open again.
+ * batches, a scan in increasing offsets (CRCs and a batch's own offsets are
+ * not checked in a segment the index vouches for: it is not scanned), and
+ * answer a locate with a range inside the segment or an error; and close
+ * leaves files that open again.
  * Locality: the fuzzer's thread.
  */
 #include "fuzz_log.h"
@@ -32,14 +33,15 @@ struct walk {
 
 static int batch_cb(void *arg, const uint8_t *b, size_t len, const struct st_batch_hdr *h)
 {
-	struct walk *w = arg;
 	struct st_batch_hdr again;
+	(void)arg;
+	(void)h;
 	fuzz_check(st_batch_parse(b, len, &again) == (int)len, "read_batches handed over a part of a batch");
-	/* No CRC check: a sealed segment its index vouches for is not scanned at open (the data
-	 * partitions' trade of start-up time, as Kafka's recovery point), so damage inside it is
-	 * found by the reader that checks (a client; the internal logs scan every segment). */
-	fuzz_check(h->base_offset >= w->next, "read_batches went backwards");
-	w->next = h->base_offset + h->last_offset_delta + 1;
+	/* No CRC or order check: a sealed segment its index vouches for is not scanned at open
+	 * (the data partitions' trade of start-up time, as Kafka's recovery point), so damage in it
+	 * (a batch claiming more offsets than it holds: the next locate starts behind it) is found
+	 * by the reader that checks (a client); the internal logs, which read_batches serves, scan
+	 * every segment at open. */
 	return 0;
 }
 
