@@ -429,8 +429,14 @@ size_t txn_pstate_snapshot_write(const struct txn_pstate *ps, int64_t offset, ui
 	return size;
 }
 
-/* Decode one entry into *p; false if a field is out of range. */
-static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
+/*
+ * Decode one entry of the snapshot at `offset` into *p; false if a field is
+ * out of range. Every batch below the offset is reflected and none at or
+ * above it, so a remembered batch or an open transaction's first offset at
+ * or past it is damage: recovery would begin that transaction in the LSO
+ * ahead of batches it then replays, and the LSO asserts its order.
+ */
+static bool snap_entry_decode(const uint8_t *q, int64_t offset, struct txn_producer *p)
 {
 	*p = (struct txn_producer){
 		.pid = (int64_t)st_be64(q),
@@ -441,7 +447,7 @@ static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
 		.last_timestamp = (int64_t)st_be64(q + 23),
 		.last_update_ms = (int64_t)st_be64(q + 31),
 	};
-	if (p->pid < 0 || p->nbatches > TXN_PSTATE_BATCHES || p->txn_first_offset < -1)
+	if (p->pid < 0 || p->nbatches > TXN_PSTATE_BATCHES || p->txn_first_offset < -1 || p->txn_first_offset >= offset)
 		return false;
 	const uint8_t *bq = q + TXN_SNAP_ENTRY_FIXED_BYTES;
 	for (uint32_t k = 0; k < p->nbatches; k++, bq += TXN_SNAP_BATCH_BYTES) {
@@ -453,8 +459,8 @@ static bool snap_entry_decode(const uint8_t *q, struct txn_producer *p)
 			.last_offset = (int64_t)st_be64(bq + 16),
 			.max_timestamp = (int64_t)st_be64(bq + 24),
 		};
-		if (b->first_seq < 0 || b->last_seq < 0 || b->first_offset < 0 ||
-		    b->last_offset < b->first_offset || (k && b->first_offset <= p->b[k - 1].last_offset))
+		if (b->first_seq < 0 || b->last_seq < 0 || b->first_offset < 0 || b->last_offset < b->first_offset ||
+		    b->last_offset >= offset || (k && b->first_offset <= p->b[k - 1].last_offset))
 			return false;
 	}
 	p->newest = p->nbatches ? (uint8_t)(p->nbatches - 1) : 0;
@@ -485,7 +491,7 @@ int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t l
 	const uint8_t *q = buf + TXN_SNAP_HEADER_BYTES;
 	for (uint32_t i = 0; i < n; i++, q += TXN_SNAP_ENTRY_BYTES) {
 		struct txn_producer p;
-		if (!snap_entry_decode(q, &p)) {
+		if (!snap_entry_decode(q, off, &p)) {
 			free(tmp.slots);
 			return -EBADMSG;
 		}
@@ -808,6 +814,15 @@ static int reopen_snapshot_txns(struct txn_pstate *ps, struct txn_lso *lso)
 	return rc;
 }
 
+/* The base offset of the first batch a scan hands over (then stops it). */
+static int first_base(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len)
+{
+	(void)raw;
+	(void)raw_len;
+	*(int64_t *)arg = h->base_offset;
+	return 1;
+}
+
 /* Locality: shard core (owner); init only (start-up recovery). */
 int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log *log, const char *dir,
                        int64_t *snap_offset)
@@ -818,6 +833,23 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 
 	if (rc < 0)
 		return rc;
+	if (snap >= 0) {
+		/*
+		 * The broker snapshots at its log end, between batches. A snapshot whose offset
+		 * falls inside a batch of this log describes another log: the replay would begin
+		 * at that batch, below the transactions the snapshot opened, and the LSO asserts
+		 * its order (found by fuzz_pstate). Rebuild from the log instead.
+		 */
+		int64_t first = -1;
+		if ((rc = st_log_scan(log, snap, first_base, &first)) < 0)
+			return rc;
+		if (first >= 0 && first < snap) {
+			fprintf(stderr, "pstate: %s: the snapshot at %" PRId64 " falls inside the batch at %" PRId64
+			        ": not this log's, rebuilt from the log\n", dir, snap, first);
+			table_clear(ps);
+			snap = -1;
+		}
+	}
 	if (lso && txn_lso_needs_rebuild(lso)) {
 		/* The index file was damaged: every abort from the markers of the whole log. */
 		struct replay markers = { .ps = NULL, .lso = lso };

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # run.sh TARGET... - the one runner of the libFuzzer targets (suite 'fuzz').
 #
-# Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan)
+# Builds fuzz_TARGET.c of each TARGET with clang (libFuzzer + ASan + UBSan;
+# without clang, gcc + ASan + UBSan and the fallback driver fuzz_main.c)
 # straight from the sources named for it below, writes its seeds with the
-# seed program named for it, and runs each for FUZZ_SECONDS (default 30)
-# divided among the targets given. Exits 77 (skip) without clang, non-zero
-# on a crash (the input is left as crash-* in the current directory).
+# seed program named for it, and runs each for FUZZ_SECONDS (else the test's
+# FUZZ_TEST_SECONDS, else 30) divided among the targets given. Exits 77
+# (skip) without either compiler, non-zero on a crash (the input is left as
+# crash-* in the current directory).
 #
-# A new target is one case in target() and one test() in meson.build.
+# A new target is one case in target() and one test() in meson.build. An input
+# that crashed a target goes into regress/TARGET/ with its fix: it runs first,
+# every run (see README).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -16,11 +20,21 @@ if [ $# -eq 0 ]; then
 	echo "usage: run.sh TARGET..." >&2
 	exit 2
 fi
-if ! command -v "$clang" >/dev/null 2>&1; then
-	echo "run.sh: $clang not found: skipped"
-	exit 77
+# Without clang (or with FUZZ_DRIVER=fallback) each target is built with gcc, ASan
+# and UBSan and linked with fuzz_main.c, a plain mutation driver that takes the same
+# arguments: no coverage guidance, but the seeds and regression cases run either way.
+driver=libfuzzer cc=$clang
+if [ "${FUZZ_DRIVER:-}" = fallback ] || ! command -v "$clang" >/dev/null 2>&1; then
+	driver=fallback cc=${FUZZ_FALLBACK_CC:-gcc}
+	if ! command -v "$cc" >/dev/null 2>&1; then
+		echo "run.sh: neither $clang nor $cc found: skipped"
+		exit 77
+	fi
+	echo "run.sh: $clang not used: the fallback driver (fuzz_main.c, $cc)"
 fi
-seconds=$(( ${FUZZ_SECONDS:-30} / $# ))
+# FUZZ_SECONDS from the caller wins over the test's own (FUZZ_TEST_SECONDS, set by
+# meson.build: meson gives a test's env precedence over the caller's).
+seconds=$(( ${FUZZ_SECONDS:-${FUZZ_TEST_SECONDS:-30}} / $# ))
 vectors=${KAFKA_VECTORS:-$root/../shared/kafka-protocol/test-vectors}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,7 +42,10 @@ trap 'rm -rf "$work"' EXIT
 flags=(-std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 	-Wno-missing-field-initializers)
 [ "$(uname -m)" = x86_64 ] && flags+=(-msse4.2)
-san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all) driver_src=()
+if [ "$driver" = fallback ]; then
+	san=(-fsanitize=address,undefined -fno-sanitize-recover=all) driver_src=("$here/fuzz_main.c")
+fi
 storage=("$root/storage/batch.c" "$root/storage/crc32c.c")
 
 # The targets, each named once. For TARGET it sets: srcs (what fuzz_TARGET.c is
@@ -80,11 +97,26 @@ target() {
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage") libs=(-luring)
 		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
 		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	segindex)  # a sealed segment's offset index, trusted at open, and the readers that go by it
+		srcs=("$root/storage/log.c" "${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/tests/unit/storage") libs=(-luring)
+		seeder=fuzz_segindex_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(segindex)
+		max_len=16384 noise='^sluice storage:' ;;
 	txnindex)  # the aborted-transaction index parser
 		srcs=("$root/txn/lso.c" "${storage[@]}")
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage")
 		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
 		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
+	txnlog|offsetslog|pstate)   # the coordinators' logs and the producer-state snapshots
+		# txnlog: __transaction_state records and their replay (txn/coord.c);
+		# offsetslog: __consumer_offsets offset and group records and their replay
+		# (txn/group.c); pstate: snapshots, their files and the partition's recovery
+		# (txn/pstate.c with txn/lso.c over a real log).
+		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/storage/log.c"
+			"${storage[@]}")
+		inc=(-I"$root/storage" -I"$root/txn") libs=(-luring)
+		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)
+		max_len=65536 noise='^sluice storage:\|^txn lso:\|^pstate:' ;;
 	*)
 		echo "run.sh: unknown target $1" >&2
 		exit 2 ;;
@@ -114,9 +146,10 @@ PY
 # Build every target and write every seed first, so a build error shows before any fuzzing.
 for t; do
 	target "$t"
-	"$clang" "${flags[@]}" "${san[@]}" "${inc[@]}" "$here/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$work/fuzz_$t"
+	"$cc" "${flags[@]}" "${san[@]}" "${inc[@]}" "$here/fuzz_$t.c" "${driver_src[@]}" "${srcs[@]}" "${libs[@]}" \
+		-o "$work/fuzz_$t"
 	if [ ! -x "$work/$seeder" ]; then
-		"$clang" "${flags[@]}" "${inc[@]}" "$here/$seeder.c" "${seeder_srcs[@]}" "${libs[@]}" -o "$work/$seeder"
+		"$cc" "${flags[@]}" "${inc[@]}" "$here/$seeder.c" "${seeder_srcs[@]}" "${libs[@]}" -o "$work/$seeder"
 		dirs=()
 		for d in "${seed_dirs[@]}"; do
 			mkdir -p "$work/corpus-$d"
@@ -133,8 +166,13 @@ done
 for t; do
 	target "$t"
 	echo "run.sh: fuzz_$t for ${seconds}s with $(ls "$work/corpus-$t" | wc -l) seeds"
+	# Inputs that failed before (regress/TARGET/, committed) run every time, before any
+	# mutation: libFuzzer runs every input of every corpus directory first (and writes
+	# new inputs only to the first).
+	regress=()
+	[ -d "$here/regress/$t" ] && regress=("$here/regress/$t")
 	run=("$work/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len"
-		-print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus-$t")
+		-print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 "$work/corpus-$t" "${regress[@]}")
 	if [ -z "$noise" ]; then
 		"${run[@]}"
 		continue

@@ -558,6 +558,51 @@ static void test_sealed_damage_at_read(void)
 	ut_teardown();
 }
 
+/*
+ * A damaged length in a sealed segment whose index is trusted (not scanned at
+ * open) that ends its batch less than a header before the segment's end: the
+ * next header was read past what is durable and an assertion aborted the
+ * broker (found by fuzz_segindex). It is damage met by the read: the batch
+ * before it is served, what lies behind it answers CORRUPT_MESSAGE.
+ */
+static void test_sealed_length_near_end(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	const int n = 200;
+	char name[ST_LOG_NAME_BYTES], path[160];
+
+	cfg.segment_bytes = 8192;
+	cfg.index_interval_bytes = 1 << 20; /* one index entry per segment: reads walk the headers */
+	ut_setup(true);
+	CU_ASSERT_FATAL(ut_rolled_log(&cfg, n) > 4);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	int64_t base1 = log->segs[1]->base;
+	st_log_close(log);
+	seg_file(name, base1, ".log");
+	uint64_t size = file_size(name), len = lens[0];
+	uint64_t k = size / len; /* equal batches of 2 offsets */
+	CU_ASSERT_FATAL(k >= 3 && k * len == size);
+	/* Batch k-2 claims all but the last 30 bytes of the segment. */
+	uint8_t be[4];
+	st_put_be32(be, (uint32_t)(2 * len - 30 - 12));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0 && pwrite(fd, be, 4, (off_t)((k - 2) * len + ST_BATCH_OFF_LENGTH)) == 4);
+	close(fd);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0); /* not scanned: its index was trusted */
+	int64_t at = base1 + 2 * (int64_t)(k - 3);
+	ut_check_locate(log, at, 2 * n, (uint32_t)len, at, 1); /* the batch before it is served */
+	int rfd;
+	uint64_t pos;
+	uint32_t rlen;
+	CU_ASSERT_EQUAL(st_log_locate(log, at + 2, 2 * n, 1 << 16, &rfd, &pos, &rlen), 0); /* handed as stored */
+	ut_check_damaged(log, at + 4, 2 * n);              /* behind it: the header does not fit */
+	st_log_close(log);
+	ut_teardown();
+}
+
 struct ut_read_all {
 	int n;
 	int64_t bases[UT_BATCHES_MAX];
@@ -1292,6 +1337,7 @@ int main(void)
 	CU_add_test(s, "torn write: a hole of zeros before written pages", test_torn_write_hole);
 	CU_add_test(s, "sealed segment: damaged first batch", test_sealed_first_batch);
 	CU_add_test(s, "sealed segment: damage met by a read", test_sealed_damage_at_read);
+	CU_add_test(s, "sealed segment: a length ending near the end", test_sealed_length_near_end);
 	CU_add_test(s, "the tail is the last valid data", test_tail_is_last_valid);
 	CU_add_test(s, "read_batches past damage", test_read_batches_past_damage);
 	CU_add_test(s, "roll and locate across segments", test_roll_and_locate);

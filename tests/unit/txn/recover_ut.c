@@ -279,6 +279,56 @@ static void ut_index_flip(uint32_t i, uint32_t at)
 	close(fd);
 }
 
+/*
+ * A snapshot whose offset falls inside a batch of the log (another log's
+ * snapshot: the broker snapshots at its log end) holding a transaction
+ * opened after that batch's base. The replay began at the batch holding the
+ * offset, below the reopened transaction, and txn_lso_begin's order
+ * assertion aborted the start-up (found by fuzz_pstate). Now the snapshot is
+ * set aside and the state rebuilt from the whole log.
+ */
+static void ut_snapshot_inside_batch(void)
+{
+	static uint8_t b0[UT_BATCH_BYTES], b1[UT_BATCH_BYTES];
+	char d2[80];
+	struct st_log *log;
+	struct txn_pstate *ps;
+	struct txn_lso *lso;
+	int64_t snap = -7;
+
+	snprintf(d2, sizeof(d2), "%.*s/t-inside", (int)(strrchr(dir, '/') - dir), dir);
+	CU_ASSERT_FATAL(st_log_open(io, d2, &cfg, &log) == 0);
+	uint32_t n0 = ut_batch(b0, sizeof(b0), &(struct ut_batch_spec){ .records = 3, .first_ts = 10, .value_len = 4,
+	                       .attributes = ST_BATCH_ATTR_TRANSACTIONAL, .producer_id = 7 });
+	uint32_t n1 = ut_batch(b1, sizeof(b1), &(struct ut_batch_spec){ .records = 1, .first_ts = 20, .value_len = 4,
+	                       .producer_id = 1 });
+	CU_ASSERT_EQUAL_FATAL(st_log_append(log, b0, n0, 3, NULL), 0);   /* offsets 0..2 */
+	CU_ASSERT_EQUAL_FATAL(st_log_append(log, b1, n1, 1, NULL), 3);
+	ut_drive();
+	st_log_close(log);
+	/* pid 8's transaction opened at 1, a snapshot at 2: both inside batch 0 of this log. */
+	CU_ASSERT_FATAL(txn_pstate_create(&ps) == 0);
+	struct st_batch_hdr h = { .magic = 2, .producer_id = 8, .base_sequence = 0, .max_timestamp = 5,
+	                          .attributes = ST_BATCH_ATTR_TRANSACTIONAL };
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &h, 1, 5), 0);
+	CU_ASSERT_EQUAL(txn_pstate_snapshot_save(ps, d2, 2), 0);
+	txn_pstate_destroy(ps);
+
+	CU_ASSERT_FATAL(st_log_open(io, d2, &cfg, &log) == 0);
+	CU_ASSERT_FATAL(txn_pstate_create(&ps) == 0 && txn_lso_create(&lso) == 0);
+	CU_ASSERT_FATAL(txn_lso_open_index(lso, d2, st_log_end_offset(log)) == 0);
+	CU_ASSERT_EQUAL(txn_pstate_recover(ps, lso, log, d2, &snap), 0);
+	CU_ASSERT_EQUAL(snap, -1);
+	CU_ASSERT_PTR_NULL(txn_pstate_find(ps, 8));
+	CU_ASSERT(txn_pstate_find(ps, 7) && txn_pstate_find(ps, 7)->txn_first_offset == 0);
+	CU_ASSERT(txn_pstate_find(ps, 1) != NULL);
+	CU_ASSERT_EQUAL(txn_lso_open_count(lso), 1);
+	CU_ASSERT_EQUAL(txn_lso_get(lso, 4), 0);
+	txn_lso_destroy(lso);
+	txn_pstate_destroy(ps);
+	st_log_close(log);
+}
+
 static void test_recover(void)
 {
 	struct txn_lso *live_lso;
@@ -320,6 +370,7 @@ static void test_recover(void)
 	txn_pstate_destroy(empty);
 	ut_recover_check(live, -1, true);
 	txn_pstate_destroy(live);
+	ut_snapshot_inside_batch();
 	ut_cleanup();
 }
 
