@@ -56,6 +56,14 @@ storage=("$root/storage/batch.c" "$root/storage/crc32c.c")
 # max_len (bytes of the largest input); noise (a grep pattern of the target's
 # own log lines: when set, stderr goes to a file and a failure shows its end
 # without them).
+# kerr.h/kerr.c (the Kafka error codes and api keys by name) into $work, once.
+gen_kerr() {
+	[ -f "$work/kerr.h" ] && return 0
+	python3 "$root/dataplane/proto/kgen.py" --kerr-header "$work/kerr.h" \
+		--kerr-source "$work/kerr.c" --errors "$root/dataplane/proto/schema/errors.txt" \
+		"$root"/dataplane/proto/schema/*.json
+}
+
 target() {
 	inc=() libs=() vectors_too=0 noise=
 	case $1 in
@@ -64,11 +72,7 @@ target() {
 			python3 "$root/dataplane/proto/kgen.py" --header "$work/kmsg.h" --source "$work/kmsg.c" \
 				"$root"/dataplane/proto/schema/*.json
 		fi
-		if [ ! -f "$work/kerr.h" ]; then   # kwire.h's enum kapi
-			python3 "$root/dataplane/proto/kgen.py" --kerr-header "$work/kerr.h" \
-				--kerr-source "$work/kerr.c" --errors "$root/dataplane/proto/schema/errors.txt" \
-				"$root"/dataplane/proto/schema/*.json
-		fi
+		gen_kerr   # kwire.h's enum kapi
 		# Every api key the broker advertises (dataplane/conn/api.c's table) has a request
 		# schema (a KAPI_ name in kerr.h), so fuzz_seeds writes a frame for each of its versions.
 		keys=$(sed -n '/^} dp_apis\[\] = {/,/^};/s/^[[:space:]]*{ \(KAPI_[A-Z0-9_]*\), [0-9]*, [0-9]* },.*/\1/p' \
@@ -112,9 +116,10 @@ target() {
 		# offsetslog: __consumer_offsets offset and group records and their replay
 		# (txn/group.c); pstate: snapshots, their files and the partition's recovery
 		# (txn/pstate.c with txn/lso.c over a real log).
+		gen_kerr
 		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/storage/log.c"
-			"${storage[@]}")
-		inc=(-I"$root/storage" -I"$root/txn") libs=(-luring)
+			"${storage[@]}" "$work/kerr.c")
+		inc=(-I"$root/storage" -I"$root/txn" -I"$work") libs=(-luring)
 		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)
 		max_len=65536 noise='^sluice storage:\|^txn lso:\|^pstate:' ;;
 	*)
