@@ -65,6 +65,7 @@ static inline int st_fs_rename(const char *from, const char *to) { return rename
 static inline DIR *st_fs_opendir(const char *path) { return opendir(path); }
 static inline DIR *st_fs_fdopendir(int fd) { return fdopendir(fd); }
 static inline struct dirent *st_fs_readdir(DIR *d) { return readdir(d); }
+static inline void st_fs_rewinddir(DIR *d) { rewinddir(d); }
 static inline int st_fs_closedir(DIR *d) { return closedir(d); }
 
 /* Free submission slots on ring. */
@@ -110,6 +111,7 @@ int st_fs_rename(const char *from, const char *to);
 DIR *st_fs_opendir(const char *path);
 DIR *st_fs_fdopendir(int fd);
 struct dirent *st_fs_readdir(DIR *d);
+void st_fs_rewinddir(DIR *d);
 int st_fs_closedir(DIR *d);
 unsigned st_fs_sq_space(struct io_uring *ring);
 void st_fs_prep_writev(struct io_uring *ring, int fd, const struct iovec *iov, unsigned n, uint64_t pos,

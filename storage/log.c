@@ -688,7 +688,7 @@ static int log_list_segments(struct st_log *log, int64_t **out, uint32_t *n_out)
 			st_fs_close(fd);
 		return rc;
 	}
-	rewinddir(d);
+	st_fs_rewinddir(d);
 	while ((de = st_fs_readdir(d))) {
 		const char *s = de->d_name;
 		size_t len = strlen(s);
@@ -1021,7 +1021,7 @@ int st_log_delete(struct st_log *log)
 		/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
 		for (int pass = 0, removed = 1; removed && !rc && pass < ST_LOG_DELETE_PASSES_MAX; pass++) {
 			removed = 0;
-			rewinddir(d);
+			st_fs_rewinddir(d);
 			while ((de = st_fs_readdir(d))) {
 				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 					continue;
