@@ -799,6 +799,10 @@ static int read_log(int pi, st_batch_cb cb, void *arg)
 		uint64_t pos;
 		uint32_t len;
 		int rc = st_log_locate(log, off, end, 1u << 20, &fd, &pos, &len);
+		if (rc == -EBADMSG) {
+			off++; /* set aside as damage at recovery: step over it, offset by offset */
+			continue;
+		}
 		if (rc < 0)
 			return rc;
 		if (len == 0)
