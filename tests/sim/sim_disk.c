@@ -20,14 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIM_INODES_MAX 4096u
-#define SIM_NAMES_MAX 4096u
+#define SIM_INODES_MAX 16384u
+#define SIM_NAMES_MAX 16384u
 #define SIM_FDS_MAX 8192u
 #define SIM_FD_BASE 1000            /* simulated fds are SIM_FD_BASE + index: never a real fd's number */
 #define SIM_PATH_BYTES 128u
 #define SIM_PAGE_BYTES 4096u        /* = ST_LOG_PAGE_BYTES: the unit a crash keeps or loses */
 #define SIM_RING_DEPTH_MAX 256u
-#define SIM_DIR_ENTRIES_MAX 1024u
 
 /* ------------------------------------------------------------------------ */
 /* Random numbers: splitmix64, one stream for the whole run.                 */
@@ -149,7 +148,10 @@ static void ns_apply(struct sim_name *ns, uint32_t *n, const char *path, int ino
 		return;
 	}
 	if (i < 0) {
-		assert(*n < SIM_NAMES_MAX);
+		if (*n == SIM_NAMES_MAX) {
+			fprintf(stderr, "sim_disk: more than %u names\n", SIM_NAMES_MAX);
+			abort();
+		}
 		i = (int)(*n)++;
 		snprintf(ns[i].path, SIM_PATH_BYTES, "%s", path);
 	}
@@ -661,19 +663,26 @@ DIR *st_fs_fdopendir(int fd)
 		errno = d ? ENOTDIR : EBADF;
 		return NULL;
 	}
+	size_t l = strlen(d->path);
+	uint32_t n = 2;
+	for (uint32_t i = 0; i < D.nnames; i++) {
+		const char *p = D.names[i].path;
+		n += !strncmp(p, d->path, l) && p[l] == '/' && !strchr(p + l + 1, '/');
+	}
 	struct sim_dirstream *s = calloc(1, sizeof(*s));
-	s->names = calloc(SIM_DIR_ENTRIES_MAX, sizeof(*s->names));
-	assert(s && s->names);
+	assert(s);
+	s->names = calloc(n, sizeof(*s->names));
+	assert(s->names);
 	s->fd = fd;
 	snprintf(s->names[s->n++], SIM_PATH_BYTES, ".");
 	snprintf(s->names[s->n++], SIM_PATH_BYTES, "..");
-	size_t l = strlen(d->path);
-	for (uint32_t i = 0; i < D.nnames && s->n < SIM_DIR_ENTRIES_MAX; i++) {
+	for (uint32_t i = 0; i < D.nnames; i++) {
 		const char *p = D.names[i].path;
 		if (strncmp(p, d->path, l) || p[l] != '/' || strchr(p + l + 1, '/'))
 			continue;
 		snprintf(s->names[s->n++], SIM_PATH_BYTES, "%s", p + l + 1);
 	}
+	assert(s->n == n);
 	/* A directory's order is the file system's: sorted, then shuffled by the seed. */
 	qsort(s->names, s->n, sizeof(*s->names), name_cmp);
 	for (uint32_t i = s->n; i > 1; i--) {
