@@ -671,7 +671,10 @@ static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
 	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
-	if (end == p->snap_offset)
+	/* A marker still in flight (or failed with its log) has closed its transaction in the
+	 * producer state but not in the index (dp_shard_on_marker): a snapshot now would hold an
+	 * abort the index lacks. */
+	if (end == p->snap_offset || p->markers_writing || st_log_failed(p->log))
 		return;
 	/* Every abort below the snapshot's offset must be on disk before the snapshot is. */
 	if (txn_lso_sync(p->lso) < 0)
@@ -1012,6 +1015,7 @@ struct dp_marker {
 	uint8_t kind;             /* DP_COOKIE_MARKER: keep first */
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
+	int64_t offset;           /* where the marker went */
 };
 
 static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
@@ -1025,8 +1029,22 @@ void dp_shard_on_marker(void *cookie, int status)
 {
 	struct dp_core *c = dp_this_core;
 	struct dp_marker *mk = cookie;
-	if (status < 0)
-		append_failed(c, mk->p, status);
+	assert(mk->p->markers_writing > 0);
+	mk->p->markers_writing--;
+	if (status < 0) {
+		append_failed(c, mk->p, status);   /* offline: recovery rebuilds the transaction's state */
+	} else {
+		/*
+		 * Only now does the transaction end here: until its marker is durable
+		 * it holds the LSO (as Kafka holds it until the marker is below the
+		 * high watermark). Ended at the append, a reader could be shown the
+		 * data, and the LSO move back when a crash lost the marker (found by
+		 * the simulator, tests/sim). An abort enters the aborted index now.
+		 */
+		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
+		assert(rc == 0);   /* open since the append: a second marker is not sent while one is in flight */
+		(void)rc;
+	}
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
 	dp_buf_put(mk);
@@ -1111,9 +1129,9 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	st_batch_parse(batch, (size_t)n, &h);
 	int rc = txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
 	assert(rc == 0);   /* reserved above */
-	rc = txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
-	assert(rc == 0);   /* open (checked above); an end never needs room */
 	(void)rc;
+	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
+	p->markers_writing++;
 }
 
 static void shard_describe_producers(struct dp_core *c, struct dp_msg *m)

@@ -95,6 +95,9 @@ struct cookie {
 	/* coordinator writes */
 	int op_stage;
 	struct txn_meta *m;
+	/* markers */
+	int64_t offset, pid;
+	bool commit;
 };
 
 struct allow { int64_t pid; int16_t epoch; };
@@ -110,6 +113,7 @@ struct part {
 	uint32_t nallow;
 	struct dupwait dw[SIM_DUPWAIT_MAX];
 	uint32_t ndw;
+	uint32_t markers_writing;    /* as struct dp_part's: no snapshot while a marker is not durable */
 	int64_t max_lso;             /* largest LSO any reader saw: it must never move back */
 	int64_t rpos;                /* the read_committed reader's position */
 };
@@ -362,9 +366,17 @@ static int shard_marker(int pi, int64_t pid, int16_t epoch, bool commit, int cli
 	st_batch_parse(buf, (size_t)n, &h);
 	int rc = txn_pstate_update(p->ps, &h, off, W.now_ms);
 	assert(rc == 0);
+	(void)rc;
+	ck->offset = off;   /* the transaction ends here when the marker is durable (marker_durable) */
+	ck->pid = pid;
+	ck->commit = commit;
+#ifdef SIM_PLANT_LSO_AT_QUEUE
+	/* Planted: the rule before the fix, the transaction ends when its marker is queued. */
 	rc = txn_lso_end(p->lso, pid, off, !commit);
 	assert(rc == 0);
-	(void)rc;
+#else
+	p->markers_writing++;
+#endif
 	return -1;
 }
 
@@ -381,7 +393,8 @@ static void dupwait_run(struct part *p)
 static void snapshot(struct part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
-	if (end == p->snap_offset || txn_lso_sync(p->lso) < 0)
+	/* As dataplane/shard.c's snapshot_producers (and its timer, which skips offline logs). */
+	if (end == p->snap_offset || p->markers_writing || st_log_failed(p->log) || txn_lso_sync(p->lso) < 0)
 		return;
 	if (txn_pstate_snapshot_save(p->ps, p->dir, end) == 0) {
 		note("%s: producer snapshot at %" PRId64 " (durable %" PRId64 ")", p->dir, end, st_log_durable_offset(p->log));
@@ -673,6 +686,7 @@ static void machine_start(void)
 	for (uint32_t i = 0; i < W.nparts; i++) {
 		struct part *p = &W.parts[i];
 		p->nallow = p->ndw = 0;
+		p->markers_writing = 0;
 		if ((rc = st_log_open(W.io, p->dir, &log_cfg, &p->log)) < 0) {
 			violation("partition %u: log open failed after a crash: %s", i, strerror(-rc));
 			exit(1);
@@ -722,7 +736,10 @@ static void machine_start(void)
 			W.t[t].decided = d;
 			m->busy = true;
 			m->op = OP_RESUME;
-			coord_markers(m);
+			/* Sent a few steps later (step()), as the coordinator's log load and fan-out take a
+			 * while in the broker: readers fetch in between. */
+			m->markers_sent = false;
+			m->markers_left = 0;
 		}
 	}
 }
@@ -1343,6 +1360,16 @@ static void handle_event(struct event *e)
 			respond(ck->client, R_PRODUCE, e->status < 0 ? ERR_STORAGE : OK, ck->batch, e->base, 0, 0);
 		break;
 	case K_MARKER:
+#ifndef SIM_PLANT_LSO_AT_QUEUE
+		assert(W.parts[ck->part].markers_writing > 0);
+		W.parts[ck->part].markers_writing--;
+		if (e->status == 0) {
+			/* As dp_shard_on_marker: the transaction ends when its marker is durable. */
+			int rc = txn_lso_end(W.parts[ck->part].lso, ck->pid, ck->offset, !ck->commit);
+			assert(rc == 0);
+			(void)rc;
+		}
+#endif
 		coord_marker_done(ck->m, e->status);
 		break;
 	case K_COORD:
