@@ -55,7 +55,7 @@
 #define SIM_BATCH_BYTES_MAX 9000u
 #define SIM_READ_BYTES 65536u
 #define SIM_ABORTED_MAX 256u
-#define SIM_STEPS_DEFAULT 1500u
+#define SIM_STEPS_DEFAULT 3000u
 #define SIM_SETTLE_STEPS_MAX 20000u
 #define SIM_VIOLATIONS_SHOWN 8u
 #define SIM_TS_BASE 1000000000000LL   /* batch timestamp = base + model batch id */
