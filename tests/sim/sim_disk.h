@@ -7,9 +7,10 @@
  * Model (what a power cut may do, and what the simulator makes it do):
  *   - each file has the bytes reads see (the page cache) and the bytes a
  *     crash keeps (the platter); fdatasync/fsync copies the first to the
- *     second; a failed one (fault) drops the dirty pages from the cache's
- *     dirty set without writing them (Linux's "fsyncgate": a later fsync
- *     succeeds and they are still lost at a crash);
+ *     second; a failed one (fault) forgets the dirty range without
+ *     writing it (Linux's "fsyncgate": a later fsync succeeds and the
+ *     overwritten bytes below the synced length stay lost; bytes past that
+ *     length go with the next sync, or with a crash's seeded pages);
  *   - names (create, unlink, rename, mkdir) go to an ordered metadata
  *     journal; a directory fsync forces everything journalled so far; a
  *     crash keeps a random prefix of the rest (ordered metadata, as ext4);
