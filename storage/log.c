@@ -33,6 +33,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "fs.h"
 
 #define ST_LOG_SUFFIX ".log"
 #define ST_INDEX_SUFFIX ".index"
@@ -53,7 +54,7 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t pos, size_t *got)
 	int rc = 0;
 
 	while (done < len) {
-		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(pos + done));
+		ssize_t r = st_fs_pread(fd, (uint8_t *)buf + done, len - done, (off_t)(pos + done));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -73,7 +74,7 @@ static int write_full(int fd, const void *buf, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = write(fd, (const uint8_t *)buf + done, len - done);
+		ssize_t r = st_fs_write(fd, (const uint8_t *)buf + done, len - done);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -203,10 +204,10 @@ static int index_write(struct st_log *log, struct st_seg *seg)
 
 	seg_name(name, seg->base, ST_INDEX_SUFFIX);
 	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
-	fd = openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = st_fs_openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	rc = fd < 0 ? -errno : write_full(fd, buf, bytes);
 	if (fd >= 0)
-		close(fd);
+		st_fs_close(fd);
 	free(buf);
 	if (rc == 0)
 		seg->index_dirty = false;
@@ -226,10 +227,10 @@ static int index_load(struct st_log *log, struct st_seg *seg, uint64_t log_bytes
 	int rc = -EBADMSG;
 
 	seg_name(name, seg->base, ST_INDEX_SUFFIX);
-	int fd = openat(log->dirfd, name, O_RDONLY | O_CLOEXEC);
+	int fd = st_fs_openat(log->dirfd, name, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_size < ST_INDEX_HEADER_BYTES ||
+	if (st_fs_fstat(fd, &st) < 0 || st.st_size < ST_INDEX_HEADER_BYTES ||
 	    (st.st_size - ST_INDEX_HEADER_BYTES) % ST_INDEX_ENTRY_BYTES ||
 	    st.st_size > ST_INDEX_HEADER_BYTES + (off_t)ST_LOG_INDEX_ENTRIES_MAX * ST_INDEX_ENTRY_BYTES)
 		goto out;
@@ -264,7 +265,7 @@ out:
 	if (rc < 0)
 		seg->index_n = 0;
 	free(buf);
-	close(fd);
+	st_fs_close(fd);
 	return rc;
 }
 
@@ -276,7 +277,7 @@ static void seg_free(struct st_seg *seg)
 	if (!seg)
 		return;
 	if (seg->fd >= 0)
-		close(seg->fd);
+		st_fs_close(seg->fd);
 	free(seg->index);
 	free(seg->dmg);
 	free(seg);
@@ -287,10 +288,10 @@ static void seg_unlink(struct st_log *log, int64_t base)
 	char name[ST_LOG_NAME_BYTES];
 
 	seg_name(name, base, ST_LOG_SUFFIX);
-	if (unlinkat(log->dirfd, name, 0) < 0 && errno != ENOENT)
+	if (st_fs_unlinkat(log->dirfd, name, 0) < 0 && errno != ENOENT)
 		fprintf(stderr, "sluice storage: %s: cannot remove %s: %s\n", log->dir, name, strerror(errno));
 	seg_name(name, base, ST_INDEX_SUFFIX);
-	unlinkat(log->dirfd, name, 0); /* may not exist */
+	st_fs_unlinkat(log->dirfd, name, 0); /* may not exist */
 }
 
 /* Open (create if flags say so) segment `base`; *size_out gets its file size. */
@@ -305,8 +306,8 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 	seg->base = seg->end = base;
 	seg->max_ts = -1;
 	seg_name(name, base, ST_LOG_SUFFIX);
-	seg->fd = openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
-	if (seg->fd < 0 || fstat(seg->fd, &st) < 0) {
+	seg->fd = st_fs_openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
+	if (seg->fd < 0 || st_fs_fstat(seg->fd, &st) < 0) {
 		int rc = -errno;
 		fprintf(stderr, "sluice storage: %s: cannot open %s: %s\n", log->dir, name, strerror(-rc));
 		seg_free(seg);
@@ -335,7 +336,7 @@ static int log_segs_push(struct st_log *log, struct st_seg *seg)
 /* Make the directory entries of created/removed files durable. */
 static int log_sync_dir(struct st_log *log)
 {
-	if (fsync(log->dirfd) < 0) {
+	if (st_fs_fsync(log->dirfd) < 0) {
 		int rc = -errno;
 		fprintf(stderr, "sluice storage: %s: fsync of directory failed: %s\n", log->dir, strerror(-rc));
 		return rc;
@@ -603,7 +604,7 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 			/* The broker wrote this field from the previous batch's end: put that back. */
 			uint8_t be[8];
 			st_put_be64(be, (uint64_t)next);
-			if (pwrite(seg->fd, be, sizeof(be), (off_t)pos) != (ssize_t)sizeof(be))
+			if (st_fs_pwrite(seg->fd, be, sizeof(be), (off_t)pos) != (ssize_t)sizeof(be))
 				return errno ? -errno : -EIO;
 			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": DAMAGE: batch at byte %" PRIu64
 			        " had base offset %" PRId64 " instead of %" PRId64 " (its CRC is good): repaired\n",
@@ -675,8 +676,8 @@ static int cmp_i64(const void *a, const void *b)
 /* Base offsets of the "<20 digits>.log" files in the directory, sorted (malloc'd). */
 static int log_list_segments(struct st_log *log, int64_t **out, uint32_t *n_out)
 {
-	int fd = dup(log->dirfd);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	int fd = st_fs_dup(log->dirfd);
+	DIR *d = fd < 0 ? NULL : st_fs_fdopendir(fd);
 	int64_t *bases = NULL;
 	uint32_t n = 0, cap = 0;
 	struct dirent *de;
@@ -684,11 +685,11 @@ static int log_list_segments(struct st_log *log, int64_t **out, uint32_t *n_out)
 	if (!d) {
 		int rc = -errno;
 		if (fd >= 0)
-			close(fd);
+			st_fs_close(fd);
 		return rc;
 	}
-	rewinddir(d);
-	while ((de = readdir(d))) {
+	st_fs_rewinddir(d);
+	while ((de = st_fs_readdir(d))) {
 		const char *s = de->d_name;
 		size_t len = strlen(s);
 		if (len != ST_SEG_NAME_DIGITS + strlen(ST_LOG_SUFFIX) || strcmp(s + ST_SEG_NAME_DIGITS, ST_LOG_SUFFIX))
@@ -706,14 +707,14 @@ static int log_list_segments(struct st_log *log, int64_t **out, uint32_t *n_out)
 			int64_t *b = realloc(bases, cap * sizeof(*b));
 			if (!b) {
 				free(bases);
-				closedir(d);
+				st_fs_closedir(d);
 				return -ENOMEM;
 			}
 			bases = b;
 		}
 		bases[n++] = base;
 	}
-	closedir(d);
+	st_fs_closedir(d);
 	if (n > 1)
 		qsort(bases, n, sizeof(*bases), cmp_i64);
 	*out = bases;
@@ -759,7 +760,7 @@ static void seg_index_unlink(struct st_log *log, int64_t base)
 	char name[ST_LOG_NAME_BYTES];
 
 	seg_name(name, base, ST_INDEX_SUFFIX);
-	unlinkat(log->dirfd, name, 0); /* may not exist */
+	st_fs_unlinkat(log->dirfd, name, 0); /* may not exist */
 }
 
 /* Whether segment `base` holds a valid batch anywhere (unreadable counts as yes: never cut for it). */
@@ -770,10 +771,10 @@ static bool seg_has_valid(struct st_log *log, int64_t base, uint8_t *buf)
 	bool found = true;
 
 	seg_name(name, base, ST_LOG_SUFFIX);
-	int fd = openat(log->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	int fd = st_fs_openat(log->dirfd, name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0 || st_fs_fstat(fd, &st) < 0) {
 		if (fd >= 0)
-			close(fd);
+			st_fs_close(fd);
 		return true;
 	}
 	uint64_t size = (uint64_t)st.st_size;
@@ -785,7 +786,7 @@ static bool seg_has_valid(struct st_log *log, int64_t base, uint8_t *buf)
 	found = false;
 	for (uint64_t q = 0; q < size && !found && rc == 0; q++)
 		found = scan_check(&w, &tmp, q, size, base, q > 0, &h, &total, &why, &rc) != SCAN_BAD;
-	close(fd);
+	st_fs_close(fd);
 	return found || rc < 0;
 }
 
@@ -864,7 +865,7 @@ static int log_recover(struct st_log *log)
 		}
 		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], &good, &why,
 		              &repaired);
-		if (rc == 0 && repaired && fdatasync(seg->fd) < 0)
+		if (rc == 0 && repaired && st_fs_fdatasync(seg->fd) < 0)
 			rc = -errno;
 		if (rc < 0) {
 			fprintf(stderr, "sluice storage: %s: cannot recover segment %020" PRId64 ": %s\n",
@@ -874,7 +875,7 @@ static int log_recover(struct st_log *log)
 		if (good < size) {
 			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64
 			        " byte(s) at position %" PRIu64 " (%s)\n", log->dir, seg->base, size - good, good, why);
-			if (ftruncate(seg->fd, (off_t)good) < 0 || fdatasync(seg->fd) < 0) {
+			if (st_fs_ftruncate(seg->fd, (off_t)good) < 0 || st_fs_fdatasync(seg->fd) < 0) {
 				rc = -errno;
 				fprintf(stderr, "sluice storage: %s: truncation failed: %s\n", log->dir, strerror(-rc));
 				goto out;
@@ -914,10 +915,10 @@ static int sync_parent_dir(const char *dir)
 		snprintf(parent, sizeof(parent), ".");
 	else
 		snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
-	if ((fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) < 0)
+	if ((fd = st_fs_open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)) < 0 || st_fs_fsync(fd) < 0)
 		rc = -errno;
 	if (fd >= 0)
-		close(fd);
+		st_fs_close(fd);
 	if (rc < 0)
 		fprintf(stderr, "sluice storage: %s: fsync of parent directory failed: %s\n", dir, strerror(-rc));
 	return rc;
@@ -929,7 +930,7 @@ static void log_free(struct st_log *log)
 		seg_free(log->segs[i]);
 	free(log->segs);
 	if (log->dirfd >= 0)
-		close(log->dirfd);
+		st_fs_close(log->dirfd);
 	free(log->dir);
 	free(log);
 }
@@ -944,7 +945,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	    cfg->index_interval_bytes == 0 ||
 	    cfg->segment_bytes / cfg->index_interval_bytes + 2 > ST_LOG_INDEX_ENTRIES_MAX)
 		return -EINVAL;
-	bool created = mkdir(dir, 0755) == 0;
+	bool created = st_fs_mkdir(dir, 0755) == 0;
 	if (!created && errno != EEXIST)
 		return -errno;
 	/* 16-byte alignment frees the low bits of the pointer for the op in user_data. */
@@ -959,7 +960,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 		log_free(log);
 		return -ENOMEM;
 	}
-	log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	log->dirfd = st_fs_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (log->dirfd < 0) {
 		rc = -errno;
 		log_free(log);
@@ -1012,27 +1013,27 @@ int st_log_delete(struct st_log *log)
 	}
 	log->nsegs = 0;
 	/* Everything in the directory belongs to the partition (segments, indexes, snapshots). */
-	if ((fd = dup(log->dirfd)) < 0 || !(d = fdopendir(fd))) {
+	if ((fd = st_fs_dup(log->dirfd)) < 0 || !(d = st_fs_fdopendir(fd))) {
 		rc = -errno;
 		if (fd >= 0)
-			close(fd);
+			st_fs_close(fd);
 	} else {
 		/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
 		for (int pass = 0, removed = 1; removed && !rc && pass < ST_LOG_DELETE_PASSES_MAX; pass++) {
 			removed = 0;
-			rewinddir(d);
-			while ((de = readdir(d))) {
+			st_fs_rewinddir(d);
+			while ((de = st_fs_readdir(d))) {
 				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 					continue;
-				if (unlinkat(log->dirfd, de->d_name, 0) == 0)
+				if (st_fs_unlinkat(log->dirfd, de->d_name, 0) == 0)
 					removed++;
 				else if (errno != ENOENT && !rc)
 					rc = -errno;
 			}
 		}
-		closedir(d);
+		st_fs_closedir(d);
 	}
-	if (rc == 0 && rmdir(log->dir) < 0)
+	if (rc == 0 && st_fs_rmdir(log->dir) < 0)
 		rc = -errno;
 	if (rc < 0)
 		fprintf(stderr, "sluice storage: %s: delete failed: %s\n", log->dir, strerror(-rc));
@@ -1193,31 +1194,20 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	bool fsync = io->cfg.fsync;
 	bool write = !g->active || g->written < g->total;
 	unsigned need = (unsigned)write + (unsigned)fsync;
-	struct io_uring_sqe *sqe;
 
 	assert(!g->active || (g->ops_left == 0 && !g->err));
 	assert(need > 0);
-	if (io_uring_sq_space_left(io->ring) < need)
+	if (st_fs_sq_space(io->ring) < need)
 		return -EBUSY;
 	if (!g->active)
 		group_form(log);
-	if (write) {
-		sqe = io_uring_get_sqe(io->ring);
-		assert(sqe);
-		io_uring_prep_writev(sqe, g->seg->fd, &log->iov[g->iov_first], g->iov_n - g->iov_first,
-		                     g->pos + g->written);
-		io_uring_sqe_set_data64(sqe, op_user_data(log, ST_OP_WRITE));
-		/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
-		if (fsync)
-			sqe->flags |= IOSQE_IO_LINK;
-	}
-	if (fsync) {
-		/* Group commit: one fdatasync makes every append of the group durable. */
-		sqe = io_uring_get_sqe(io->ring);
-		assert(sqe);
-		io_uring_prep_fsync(sqe, g->seg->fd, IORING_FSYNC_DATASYNC);
-		io_uring_sqe_set_data64(sqe, op_user_data(log, ST_OP_SYNC));
-	}
+	/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
+	if (write)
+		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->iov_n - g->iov_first,
+		                  g->pos + g->written, op_user_data(log, ST_OP_WRITE), fsync);
+	/* Group commit: one fdatasync makes every append of the group durable. */
+	if (fsync)
+		st_fs_prep_fdatasync(io->ring, g->seg->fd, op_user_data(log, ST_OP_SYNC));
 	g->ops_left = need;
 	return (int)need;
 }
@@ -1611,7 +1601,7 @@ int st_log_read_batches(struct st_log *log, st_batch_cb cb, void *arg)
 			rc = len ? -EFBIG : -EIO;
 			break;
 		}
-		if (pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
+		if (st_fs_pread(fd, buf, len, (off_t)pos) != (ssize_t)len) {
 			rc = -EIO;
 			break;
 		}
@@ -1669,7 +1659,7 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 
 		if (seg->queued || seg->durable_size != seg->size)
 			break; /* writes in flight: its fd must stay open */
-		if (seg->size == 0 && fstat(seg->fd, &st) == 0)
+		if (seg->size == 0 && st_fs_fstat(seg->fd, &st) == 0)
 			ts = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 		bool by_size = log->cfg.retention_bytes >= 0 && total > (uint64_t)log->cfg.retention_bytes;
 		bool by_time = log->cfg.retention_ms >= 0 && ts < now_ms - log->cfg.retention_ms;

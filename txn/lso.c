@@ -87,6 +87,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "fs.h"
 
 /* Limits (units last). */
 #define TXN_LSO_OPEN_INIT 16u                 /* open transactions at create */
@@ -336,7 +337,7 @@ static void file_append(struct txn_lso *l, const struct txn_aborted *a)
 	off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + l->file_entries * TXN_LSO_ENTRY_BYTES);
 	ssize_t r;
 	do
-		r = pwrite(l->fd, q, sizeof(q), pos);
+		r = st_fs_pwrite(l->fd, q, sizeof(q), pos);
 	while (r < 0 && errno == EINTR);
 	if (r != (ssize_t)sizeof(q)) {
 		l->file_err = r < 0 ? -errno : -EIO;
@@ -534,7 +535,7 @@ static int pread_full(int fd, uint8_t *buf, size_t len, off_t pos)
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t r = pread(fd, buf + got, len - got, pos + (off_t)got);
+		ssize_t r = st_fs_pread(fd, buf + got, len - got, pos + (off_t)got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -616,12 +617,12 @@ int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
 	int n = snprintf(l->path, sizeof(l->path), "%s/%s", dir, TXN_LSO_FILE_NAME);
 	if (n < 0 || (size_t)n >= sizeof(l->path))
 		return -ENAMETOOLONG;
-	if ((l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+	if ((l->fd = st_fs_open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
 		rc = -errno;
 		fprintf(stderr, "txn lso: %s: open: %s\n", l->path, strerror(-rc));
 		return rc;
 	}
-	if (fstat(l->fd, &st) < 0) {
+	if (st_fs_fstat(l->fd, &st) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -652,11 +653,11 @@ int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
 		st_put_be16(hdr + 4, TXN_LSO_VERSION);
 		st_put_be16(hdr + 6, TXN_LSO_ENTRY_BYTES);
 		/* Cut first: a crash between the two leaves a short file, which reads as empty. */
-		if (ftruncate(l->fd, 0) < 0) {
+		if (st_fs_ftruncate(l->fd, 0) < 0) {
 			rc = -errno;
 			goto fail;
 		}
-		ssize_t w = pwrite(l->fd, hdr, sizeof(hdr), 0);
+		ssize_t w = st_fs_pwrite(l->fd, hdr, sizeof(hdr), 0);
 		if (w != (ssize_t)sizeof(hdr)) {
 			rc = w < 0 ? -errno : -EIO;
 			goto fail;
@@ -668,7 +669,7 @@ int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
 			fprintf(stderr, "txn lso: %s: %s: keeping %" PRIu64 " entries, file cut to %" PRIu64 " bytes\n",
 			        l->path, why, keep, want);
 		/* Durable before any append: a lost cut could revive stale entries behind new ones. */
-		if (ftruncate(l->fd, (off_t)want) < 0 || fdatasync(l->fd) < 0) {
+		if (st_fs_ftruncate(l->fd, (off_t)want) < 0 || st_fs_fdatasync(l->fd) < 0) {
 			rc = -errno;
 			goto fail;
 		}
@@ -678,7 +679,7 @@ int txn_lso_open_index(struct txn_lso *l, const char *dir, int64_t log_end)
 	return 0;
 fail:
 	fprintf(stderr, "txn lso: %s: cannot open the index: %s\n", l->path, strerror(-rc));
-	close(l->fd);
+	st_fs_close(l->fd);
 	l->fd = -1;
 	l->nab = 0;
 	l->last_marker = -1;
@@ -694,13 +695,13 @@ int txn_lso_sync(struct txn_lso *l)
 		return l->file_err;
 	if (l->rebuild)
 		return -EBADMSG; /* the file lacks what memory holds until txn_lso_rebuilt */
-	return fdatasync(l->fd) < 0 ? -errno : 0;
+	return st_fs_fdatasync(l->fd) < 0 ? -errno : 0;
 }
 
 /* Write header + the live entries to path, synced. */
 static int index_write(const struct txn_lso *l, const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = st_fs_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	uint8_t hdr[TXN_LSO_HEADER_BYTES], *buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES);
@@ -708,7 +709,7 @@ static int index_write(const struct txn_lso *l, const char *path)
 	st_put_be32(hdr, TXN_LSO_MAGIC);
 	st_put_be16(hdr + 4, TXN_LSO_VERSION);
 	st_put_be16(hdr + 6, TXN_LSO_ENTRY_BYTES);
-	if (!rc && pwrite(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+	if (!rc && st_fs_pwrite(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
 		rc = -EIO;
 	for (uint32_t done = 0; !rc && done < l->nab;) {
 		uint32_t n = l->nab - done < TXN_LSO_READ_ENTRIES ? l->nab - done : TXN_LSO_READ_ENTRIES;
@@ -716,14 +717,14 @@ static int index_write(const struct txn_lso *l, const char *path)
 			entry_encode(buf + k * TXN_LSO_ENTRY_BYTES, &l->ab[done + k]);
 		size_t len = (size_t)n * TXN_LSO_ENTRY_BYTES;
 		off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + (uint64_t)done * TXN_LSO_ENTRY_BYTES);
-		if (pwrite(fd, buf, len, pos) != (ssize_t)len)
+		if (st_fs_pwrite(fd, buf, len, pos) != (ssize_t)len)
 			rc = -EIO;
 		done += n;
 	}
-	if (!rc && fdatasync(fd) < 0)
+	if (!rc && st_fs_fdatasync(fd) < 0)
 		rc = -errno;
 	free(buf);
-	close(fd);
+	st_fs_close(fd);
 	return rc;
 }
 
@@ -739,24 +740,24 @@ static int index_replace(struct txn_lso *l)
 	if (slash)
 		*slash = 0;
 	int rc = index_write(l, tmp), dfd = -1, fd = -1;
-	if (!rc && rename(tmp, l->path) < 0)
+	if (!rc && st_fs_rename(tmp, l->path) < 0)
 		rc = -errno;
 	if (rc) {
-		unlink(tmp);
+		st_fs_unlink(tmp);
 		fprintf(stderr, "txn lso: %s: rewrite failed (%s); the old file stays\n", l->path, strerror(-rc));
 		return rc;
 	}
 	/* The rename is durable once the directory is; the new name is what open reads. */
-	if ((dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		if (fsync(dfd) < 0)
+	if ((dfd = st_fs_open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)) >= 0) {
+		if (st_fs_fsync(dfd) < 0)
 			rc = -errno;
-		close(dfd);
+		st_fs_close(dfd);
 	}
-	if ((fd = open(l->path, O_RDWR | O_CLOEXEC)) < 0) {
+	if ((fd = st_fs_open(l->path, O_RDWR | O_CLOEXEC, 0)) < 0) {
 		l->file_err = -errno;   /* sticky: no snapshot until the index is reopened */
 		return l->file_err;
 	}
-	close(l->fd);
+	st_fs_close(l->fd);
 	l->fd = fd;
 	l->file_entries = l->nab;
 	return rc;
@@ -799,7 +800,7 @@ int txn_lso_rebuilt(struct txn_lso *l)
 void txn_lso_close_index(struct txn_lso *l)
 {
 	if (l->fd >= 0)
-		close(l->fd);
+		st_fs_close(l->fd);
 	l->fd = -1;
 	l->file_err = 0;
 }

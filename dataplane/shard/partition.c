@@ -38,7 +38,10 @@ static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
 	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
-	if (end == p->snap_offset)
+	/* A marker still in flight (or failed with its log) has closed its transaction in the
+	 * producer state but not in the index (dp_shard_on_marker): a snapshot now would hold an
+	 * abort the index lacks. */
+	if (end == p->snap_offset || p->markers_writing || st_log_failed(p->log))
 		return;
 	/* Every abort below the snapshot's offset must be on disk before the snapshot is. */
 	if (txn_lso_sync(p->lso) < 0)

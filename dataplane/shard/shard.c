@@ -378,6 +378,7 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 struct dp_marker {
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
+	int64_t offset;           /* where the marker went */
 };
 
 static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
@@ -391,8 +392,22 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_core_self();
 	struct dp_marker *mk = cookie;
-	if (status < 0)
-		append_failed(c, mk->p, status);
+	assert(mk->p->markers_writing > 0);
+	mk->p->markers_writing--;
+	if (status < 0) {
+		append_failed(c, mk->p, status);   /* offline: recovery rebuilds the transaction's state */
+	} else {
+		/*
+		 * Only now does the transaction end here: until its marker is durable
+		 * it holds the LSO (as Kafka holds it until the marker is below the
+		 * high watermark). Ended at the append, a reader could be shown the
+		 * data, and the LSO move back when a crash lost the marker (found by
+		 * the simulator, tests/sim). An abort enters the aborted index now.
+		 */
+		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
+		assert(rc == 0);   /* open since the append; shard_marker sends no second one meanwhile */
+		(void)rc;
+	}
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
 	dp_buf_put(mk);
@@ -439,6 +454,16 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
 		return;
 	}
+	/*
+	 * Open in the index but closed in the producer state: this transaction's
+	 * marker is written and not yet durable (dp_shard_on_marker ends it then).
+	 * A second marker meanwhile (a client's WriteTxnMarkers, a re-send) would
+	 * end it twice; it is told to come back, and then finds it closed.
+	 */
+	if (pr && pr->txn_first_offset < 0) {
+		marker_reply(c, m, KERR_CONCURRENT_TRANSACTIONS);
+		return;
+	}
 	if (marker_fault(c)) {
 		DP_INFO("fault injection: refusing the marker for producer %lld on %s", (long long)pid, p->dir);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
@@ -476,8 +501,8 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	st_batch_parse(batch, (size_t)n, &h);
 	int rc = txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
 	assert(rc == 0);   /* reserved above */
-	rc = txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
-	assert(rc == 0);   /* open (checked above); an end never needs room */
+	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
+	p->markers_writing++;
 	(void)rc;
 }
 
