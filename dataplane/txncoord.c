@@ -37,18 +37,9 @@
 #define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
-enum txnc_op {
-	OP_NONE = 0,
-	OP_INIT,          /* InitProducerId: answer once the new epoch is durable */
-	OP_ADD_PARTS,     /* AddPartitionsToTxn: durable, then owners told, then answer */
-	OP_ADD_OFFSETS,   /* AddOffsetsToTxn: answer once durable */
-	OP_END,           /* EndTxn: Prepare durable, markers durable, answer */
-	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
-};
-
 struct dp_txnc {
 	struct txn_coord *coord;
-	struct txn_meta *retry_head;  /* ids with markers to send again (txn_meta.retry_next) */
+	struct txn_meta *retry_head;  /* ids with markers or a Prepare to send again (txn_meta.retry_next) */
 	uint64_t marker_retries;      /* markers sent again, ever (logged, rate-limited) */
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since) */
@@ -60,6 +51,7 @@ struct dp_txnc {
 	uint32_t expired;             /* ids expired and not yet logged */
 	int64_t expire_log_ms;        /* last expiry line */
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
+	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
 };
 
 /* A write in flight to the coordinator log. */
@@ -67,11 +59,13 @@ struct txnc_write {
 	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
+	bool fault;               /* test only: reported failed once durable (--fault-prepare-fail) */
 	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
 	uint8_t *buf;
 };
 
 static void txnc_step(struct dp_core *c, struct txn_meta *m);
+static void prepare_again(struct dp_core *c, struct txn_meta *m);
 
 static int16_t fenced_err(int16_t api, int16_t version)
 {
@@ -144,8 +138,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg);
 static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
 {
 	op_answer(c, m, err);
-	m->op = OP_NONE;
-	m->busy = false;
+	txn_set_drive(m, TXN_DRIVE_IDLE);
 	if (m->has_queued) {
 		struct dp_msg q;
 		memcpy(&q, m->queued, sizeof(q));
@@ -161,6 +154,15 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	struct dp_txnc *t = c->txnc;
 	if (!compact)
 		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
+	bool fault = false;
+	if (step && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) &&
+	    t->prepare_faults < c->b->cfg.fault_prepare_fail) {
+		fault = t->prepare_faults++ % 2;
+		DP_WARN("fault injection: the %s write of txn %.*s fails (%s)", txn_state_name(m->state), m->id_len,
+		        m->id, fault ? "at completion" : "refused");
+		if (!fault)
+			return -EIO;
+	}
 	size_t vlen = txn_meta_value_size(m);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
 	uint8_t *val = dp_buf_get(vlen);
@@ -175,7 +177,8 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
+	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .fault = fault, .m = m,
+	                          .buf = buf };
 	int64_t off = st_log_append(t->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
 		DP_ERR_RL("transaction log append failed: %s", strerror((int)-off));
@@ -267,6 +270,8 @@ void dp_txnc_on_write(void *cookie, int status)
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
 	bool step = w->step, compact = w->compact;
+	if (w->fault && status >= 0)
+		status = -EIO;
 	dp_buf_put(w->buf);
 	free(w);
 	if (compact)
@@ -280,7 +285,9 @@ void dp_txnc_on_write(void *cookie, int status)
 	m->writes--;
 	if (status < 0) {
 		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
-		if (step)
+		if (step && m->drive == TXN_DRIVE_PREPARE)
+			prepare_again(c, m);
+		else if (step)
 			op_finish(c, m, 15 /* COORDINATOR_NOT_AVAILABLE: clients retry */);
 		return;
 	}
@@ -350,46 +357,70 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 /* The current op's write is durable, or all owners answered: take the next step. */
 static void txnc_step(struct dp_core *c, struct txn_meta *m)
 {
-	switch (m->op) {
-	case OP_INIT:
-	case OP_ADD_OFFSETS:
+	switch (m->drive) {
+	case TXN_DRIVE_INIT:
+	case TXN_DRIVE_OFFSETS:
 		op_finish(c, m, 0);
 		return;
-	case OP_ADD_PARTS:
-		if (m->markers_left)
+	case TXN_DRIVE_ADD:
+		txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
+		if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 			return;            /* the acks complete it */
-		if (!m->tps_acked) {
-			m->tps_acked = true;
-			if (to_owners(c, m, DP_MSG_TXN_ADD, false))
-				return;
-		}
 		op_finish(c, m, 0);
 		return;
-	case OP_END:
-	case OP_ABORT_BG:
-		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
-			if (!m->markers_sent) {
-				m->markers_sent = true;
-				/*
-				 * The outcome is decided and durable: answer EndTxn now, as
-				 * Kafka does. The markers follow; a request for this id that
-				 * arrives meanwhile waits for them (queued, not refused), and
-				 * a crash before they are all durable is finished on restart.
-				 */
-				op_answer(c, m, 0);
-				fault_point(c, 1, "after Prepare is durable, before any marker");
-				if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
-					return;
-			}
-			if (m->markers_left == 0)
-				complete(c, m);
-		}
-		return;
-	case OP_NONE:
+	case TXN_DRIVE_ADD_ACKS:
+	case TXN_DRIVE_REAUTH:     /* start-up re-authorisations answered */
 		if (m->markers_left == 0)
-			m->busy = false;   /* start-up re-authorisations answered */
+			op_finish(c, m, 0);
 		return;
+	case TXN_DRIVE_PREPARE:
+		txn_set_drive(m, TXN_DRIVE_MARKERS);
+		/*
+		 * The outcome is decided and durable: answer EndTxn now, as Kafka
+		 * does. The markers follow; a request for this id that arrives
+		 * meanwhile waits for them (queued, not refused), and a crash
+		 * before they are all durable is finished on restart.
+		 */
+		op_answer(c, m, 0);
+		fault_point(c, 1, "after Prepare is durable, before any marker");
+		if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
+			return;
+		complete(c, m);
+		return;
+	case TXN_DRIVE_MARKERS:
+		if (m->markers_left == 0)
+			complete(c, m);
+		return;
+	case TXN_DRIVE_IDLE:
+	case TXN_DRIVE_COUNT:
+		break;
 	}
+	/* Nothing under way waits for a write or an answer: a driver bug. */
+	DP_ERR("txn %.*s: a step with the driver %s", m->id_len, m->id, txn_drive_name(m->drive));
+	abort();
+}
+
+/*
+ * A Prepare{Commit,Abort} write failed (or could not be queued): the
+ * decision stands, in memory, and is written again after
+ * DP_TXNC_MARKER_RETRY_MS, on the retry list, until it is durable; then the
+ * markers follow as usual. Falling back to Ongoing instead is no legal move
+ * (Kafka's table has no PrepareCommit -> Ongoing), and leaving the id at
+ * Prepare* with nothing under way stranded it: every later request was
+ * answered CONCURRENT_TRANSACTIONS, for good. A client that waits is told
+ * COORDINATOR_NOT_AVAILABLE now; its retry waits for the outcome (queued).
+ */
+static void prepare_again(struct dp_core *c, struct txn_meta *m)
+{
+	struct dp_txnc *t = c->txnc;
+	op_answer(c, m, 15);   /* COORDINATOR_NOT_AVAILABLE: clients retry */
+	DP_WARN_RL("txn %.*s: %s could not be written: written again every %d ms until it is", m->id_len, m->id,
+	           txn_state_name(m->state), DP_TXNC_MARKER_RETRY_MS);
+	assert(m->drive == TXN_DRIVE_PREPARE && !m->retry_listed);
+	m->retry_listed = true;
+	m->retry_due_ms = dp_wall_ms() + DP_TXNC_MARKER_RETRY_MS;
+	m->retry_next = t->retry_head;
+	t->retry_head = m;
 }
 
 /*
@@ -438,6 +469,11 @@ static void marker_retries(struct dp_core *c, int64_t now)
 		}
 		m->retry_listed = false;
 		m->retry_next = NULL;
+		if (m->drive == TXN_DRIVE_PREPARE) {   /* a Prepare to write again */
+			if (persist(c, m, true) < 0)
+				prepare_again(c, m);
+			continue;
+		}
 		m->markers_left++;   /* held, as in to_owners */
 		for (uint32_t i = 0; i < m->ntps; i++) {
 			if (!m->tps[i].marker_again)
@@ -472,28 +508,23 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	txn_set_state(m, TXN_PREPARE_EPOCH_FENCE);
 	m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
 	txn_set_state(m, TXN_PREPARE_ABORT);
-	m->busy = true;
-	m->op = OP_ABORT_BG;
-	m->op_ctx = NULL;
-	m->markers_sent = false;
-	m->markers_left = 0;
+	m->op_ctx = NULL;   /* no client waits */
 	m->markers_acked = 0;
+	txn_set_drive(m, TXN_DRIVE_PREPARE);
 	if (persist(c, m, true) < 0)
-		op_finish(c, m, 15);
+		prepare_again(c, m);
 }
 
 /* ---- requests --------------------------------------------------------------------- */
 
-static void start_op(struct txn_meta *m, int op, struct dp_msg *msg, struct dp_req *r)
+static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, struct dp_req *r)
 {
-	m->busy = true;
-	m->op = op;
 	m->op_ctx = r;
 	m->op_core = msg->src;
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
-	m->markers_sent = m->tps_acked = false;
-	m->markers_left = m->markers_acked = 0;
+	m->markers_acked = 0;
+	txn_set_drive(m, op);
 }
 
 static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -519,7 +550,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		if (!m)
 			return KERR_UNKNOWN_SERVER_ERROR;
 	}
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 		return 51;   /* CONCURRENT_TRANSACTIONS: the client retries */
 	if (q->ProducerId >= 0 && m->pid >= 0) {
 		/* KIP-360: the caller says who it is; only the current instance may bump. */
@@ -532,8 +563,6 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		/* A new instance while a transaction is open: fence the old one, abort its
 		 * transaction, and answer the new one once that is done. */
 		fence_and_abort(c, m, "a new instance of the producer arrived");
-		if (!m->busy)
-			return 15;   /* the abort could not be written */
 		memcpy(m->queued, msg, sizeof(*msg));
 		m->has_queued = true;
 		return DP_ANSWER_LATER;
@@ -554,7 +583,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	txn_set_state(m, TXN_EMPTY);
 	txn_meta_clear_txn(m);
 	m->timeout_ms = q->TransactionTimeoutMs;
-	start_op(m, OP_INIT, msg, r);
+	start_op(m, TXN_DRIVE_INIT, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, 0);
@@ -572,7 +601,7 @@ static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr i
 		return 49;   /* INVALID_PRODUCER_ID_MAPPING */
 	if (m->epoch != epoch)
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
+	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
 		return 51;
 	*out = m;
@@ -631,7 +660,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 			if (txn_meta_add_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]) < 0)
 				return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX */
 	}
-	start_op(m, OP_ADD_PARTS, msg, r);
+	start_op(m, TXN_DRIVE_ADD, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, 0);
@@ -654,7 +683,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 	begin_if_new(m);
 	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
 		return KERR_INVALID_REQUEST;
-	start_op(m, OP_ADD_OFFSETS, msg, r);
+	start_op(m, TXN_DRIVE_OFFSETS, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, 0);
@@ -672,7 +701,7 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return 49;
 	if (m->epoch != q->ProducerEpoch)
 		return fenced_err(26, r->hdr.api_version);
-	if (m->busy)
+	if (txn_busy(m))
 		return 51;
 	bool commit = q->Committed;
 	switch (m->state) {
@@ -690,12 +719,10 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return KERR_INVALID_TXN_STATE;
 	}
 	txn_set_state(m, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT);
-	start_op(m, OP_END, msg, r);
+	start_op(m, TXN_DRIVE_PREPARE, msg, r);
 	if (persist(c, m, true) < 0) {
-		/* Not durable: fall back so a retry can try again. */
-		m->state = TXN_ONGOING;
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, 0);
+		prepare_again(c, m);
 		return 15;
 	}
 	return DP_ANSWER_LATER;
@@ -824,7 +851,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 	struct kstr id = request_txn_id(r);
 	struct txn_meta *busy = id.len > 0 && c->txnc->loaded ?
 		txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
-	if (busy && busy->busy && (busy->op == OP_END || busy->op == OP_ABORT_BG) && !busy->has_queued) {
+	if (busy && (busy->drive == TXN_DRIVE_PREPARE || busy->drive == TXN_DRIVE_MARKERS) && !busy->has_queued) {
 		/* Markers are being written: the next call waits for them instead of
 		 * getting CONCURRENT_TRANSACTIONS and backing off. */
 		memcpy(busy->queued, msg, sizeof(*msg));
@@ -900,7 +927,7 @@ static void scan_ids(struct dp_core *c, int64_t now)
 			t->expire_cursor = 0;
 			return;
 		}
-		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
+		if (m->state == TXN_ONGOING && !txn_busy(m) && now - m->start_ms > m->timeout_ms)
 			fence_and_abort(c, m, "transaction timed out");
 		/* A removal shifts later entries back: one may be missed this pass, never visited freed. */
 		else if (txn_meta_expirable(m, now, ttl) && expire_id(c, m) == 0)
@@ -950,18 +977,15 @@ int dp_txnc_start(struct dp_core *c)
 		n++;
 		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 			/* Interrupted fan-out: markers again (owners skip closed ones), then Complete. */
-			m->busy = true;
-			m->op = OP_ABORT_BG;   /* no client waits */
-			m->op_ctx = NULL;
-			m->markers_sent = false;
-			m->markers_left = m->markers_acked = 0;
+			m->op_ctx = NULL;   /* no client waits */
+			m->markers_acked = 0;
+			txn_set_drive(m, TXN_DRIVE_PREPARE);
 			resumed++;
-			txnc_step(c, m);
+			txnc_step(c, m);   /* the Prepare is durable: on to the markers */
 		} else if (m->state == TXN_ONGOING) {
-			m->markers_left = 0;
-			to_owners(c, m, DP_MSG_TXN_ADD, false);   /* acks are counted and dropped */
-			m->busy = m->markers_left > 0;
-			m->op = OP_NONE;
+			txn_set_drive(m, TXN_DRIVE_REAUTH);
+			if (to_owners(c, m, DP_MSG_TXN_ADD, false) == 0)   /* acks are counted and dropped */
+				txnc_step(c, m);
 		}
 	}
 	t->loaded = true;

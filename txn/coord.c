@@ -61,6 +61,81 @@ enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to)
 	return from;
 }
 
+/* ---- the driver's progress -------------------------------------------- */
+
+static const char *const drive_names[] = {
+	[TXN_DRIVE_IDLE] = "Idle",
+	[TXN_DRIVE_INIT] = "Init",
+	[TXN_DRIVE_ADD] = "AddPartitions",
+	[TXN_DRIVE_ADD_ACKS] = "AddPartitionsAcks",
+	[TXN_DRIVE_OFFSETS] = "AddOffsets",
+	[TXN_DRIVE_PREPARE] = "Prepare",
+	[TXN_DRIVE_MARKERS] = "Markers",
+	[TXN_DRIVE_REAUTH] = "Reauthorise",
+};
+_Static_assert(sizeof(drive_names) / sizeof(drive_names[0]) == TXN_DRIVE_COUNT, "a name per drive state");
+
+const char *txn_drive_name(enum txn_drive d)
+{
+	return (unsigned)d < TXN_DRIVE_COUNT ? drive_names[d] : "?";
+}
+
+/*
+ * Per target: the drive states it may follow, and the transaction states it
+ * works on (coord.h's picture). Into IDLE from anywhere busy: every op ends
+ * there, done or failed, whatever the transaction's state then.
+ */
+#define D(s) (1u << (s))
+#define S(s) (1u << (s))
+static const struct {
+	uint32_t from;     /* drive states, a bit each */
+	uint32_t states;   /* transaction states, a bit each */
+} drive_rule[] = {
+	[TXN_DRIVE_IDLE] = { D(TXN_DRIVE_INIT) | D(TXN_DRIVE_ADD) | D(TXN_DRIVE_ADD_ACKS) | D(TXN_DRIVE_OFFSETS) |
+	                     D(TXN_DRIVE_PREPARE) | D(TXN_DRIVE_MARKERS) | D(TXN_DRIVE_REAUTH), ~0u },
+	[TXN_DRIVE_INIT] = { D(TXN_DRIVE_IDLE), S(TXN_EMPTY) },
+	[TXN_DRIVE_ADD] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+	[TXN_DRIVE_ADD_ACKS] = { D(TXN_DRIVE_ADD), S(TXN_ONGOING) },
+	[TXN_DRIVE_OFFSETS] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+	[TXN_DRIVE_PREPARE] = { D(TXN_DRIVE_IDLE), S(TXN_PREPARE_COMMIT) | S(TXN_PREPARE_ABORT) },
+	[TXN_DRIVE_MARKERS] = { D(TXN_DRIVE_PREPARE), S(TXN_PREPARE_COMMIT) | S(TXN_PREPARE_ABORT) },
+	[TXN_DRIVE_REAUTH] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+};
+#undef D
+#undef S
+_Static_assert(sizeof(drive_rule) / sizeof(drive_rule[0]) == TXN_DRIVE_COUNT, "a rule per drive state");
+
+bool txn_drive_move_ok(enum txn_drive from, enum txn_drive to)
+{
+	if ((unsigned)to >= TXN_DRIVE_COUNT || (unsigned)from >= TXN_DRIVE_COUNT)
+		return false;
+	return drive_rule[to].from & (1u << from);
+}
+
+bool txn_drive_ok(const struct txn_meta *m, enum txn_drive to)
+{
+	if (!txn_drive_move_ok(m->drive, to) || (unsigned)m->state > TXN_PREPARE_EPOCH_FENCE)
+		return false;
+	if (!(drive_rule[to].states & (1u << m->state)))
+		return false;
+	if (m->markers_left)
+		return false;   /* answers of a fan-out still due: they would land in the next step */
+	return to != TXN_DRIVE_IDLE || !m->retry_listed;
+}
+
+enum txn_drive txn_set_drive(struct txn_meta *m, enum txn_drive to)
+{
+	enum txn_drive from = m->drive;
+	if (!txn_drive_ok(m, to)) {
+		fprintf(stderr, "txn %.*s: illegal driver move %s -> %s (state %s, %u answers due%s)\n", m->id_len,
+		        m->id, txn_drive_name(from), txn_drive_name(to), txn_state_name(m->state), m->markers_left,
+		        m->retry_listed ? ", a resend pending" : "");
+		abort();   /* a coordinator bug: never continue with a corrupt driver */
+	}
+	m->drive = to;
+	return from;
+}
+
 /* ---- the table: open addressing over pointers, keyed by id --------------- */
 
 struct txn_coord {
@@ -271,7 +346,7 @@ void txn_meta_clear_txn(struct txn_meta *m)
 bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms)
 {
 	bool settled = m->state == TXN_EMPTY || m->state == TXN_COMPLETE_COMMIT || m->state == TXN_COMPLETE_ABORT;
-	return settled && !m->busy && !m->has_queued && !m->op_ctx && m->markers_left == 0 && m->writes == 0 &&
+	return settled && !txn_busy(m) && !m->has_queued && !m->op_ctx && m->markers_left == 0 && m->writes == 0 &&
 	       now_ms - m->update_ms >= expiration_ms;
 }
 
