@@ -246,7 +246,7 @@ struct dp_core {
 
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
-	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
+	struct txn_htab *topic_index; /* DP_TOPIC_INDEX_SLOTS slots (never grows): uint16 topic id + 1, 0 empty */
 
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
 	struct dp_conn *conns;        /* [DP_CONN_SLOTS], taken from conn_free */
