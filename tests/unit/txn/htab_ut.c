@@ -17,7 +17,7 @@
 
 #define UT_KEYS 512              /* the key universe: 1..UT_KEYS */
 #define UT_STEPS 6000            /* random operations per run */
-#define UT_CHECK_EVERY 8         /* steps between whole-table checks (each step checks its key) */
+#define UT_CHECK_EVERY 4         /* steps between whole-table checks (each step checks its key) */
 #define UT_SEEDS 8               /* runs per hash */
 
 struct ut_slot {
@@ -132,7 +132,7 @@ static void ut_run(uint64_t seed)
 				}
 			}
 		}
-		if (((op >= 45 && op < 94) || step % UT_CHECK_EVERY == 0) && !ut_same(&t, model, n)) {
+		if ((op >= 90 || step % UT_CHECK_EVERY == 0) && !ut_same(&t, model, n)) {
 			fprintf(stderr, "\nseed %llu (bad hash %d) step %d op %u key %u: table and model differ\n",
 			        (unsigned long long)seed, ut_bad_hash, step, op, k);
 			CU_FAIL_FATAL("table and model differ");
