@@ -52,6 +52,7 @@ struct dp_txnc {
 	int64_t expire_log_ms;        /* last expiry line */
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
 	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
+	uint32_t add_faults;          /* AddPartitions writes failed by --fault-add-fail so far */
 };
 
 /* A write in flight to the coordinator log. */
@@ -154,12 +155,14 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	struct dp_txnc *t = c->txnc;
 	if (!compact)
 		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
+	/* Test only: the first N writes of a kind fail, in turn refused and reported failed once durable. */
 	bool fault = false;
-	if (step && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) &&
-	    t->prepare_faults < c->b->cfg.fault_prepare_fail) {
-		fault = t->prepare_faults++ % 2;
-		DP_WARN("fault injection: the %s write of txn %.*s fails (%s)", txn_state_name(m->state), m->id_len,
-		        m->id, fault ? "at completion" : "refused");
+	bool prep = step && m->drive == TXN_DRIVE_PREPARE, add = step && m->drive == TXN_DRIVE_ADD;
+	uint32_t *faults = prep ? &t->prepare_faults : add ? &t->add_faults : NULL;
+	if (faults && *faults < (prep ? c->b->cfg.fault_prepare_fail : c->b->cfg.fault_add_fail)) {
+		fault = (*faults)++ % 2;
+		DP_WARN("fault injection: the %s write of txn %.*s fails (%s)", prep ? txn_state_name(m->state) :
+		        "AddPartitions", m->id_len, m->id, fault ? "at completion" : "refused");
 		if (!fault)
 			return -EIO;
 	}
@@ -366,12 +369,15 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
 		if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 			return;            /* the acks complete it */
+		m->tps_told = m->ntps;
 		op_finish(c, m, 0);
 		return;
 	case TXN_DRIVE_ADD_ACKS:
 	case TXN_DRIVE_REAUTH:     /* start-up re-authorisations answered */
-		if (m->markers_left == 0)
-			op_finish(c, m, 0);
+		if (m->markers_left)
+			return;
+		m->tps_told = m->ntps;
+		op_finish(c, m, 0);
 		return;
 	case TXN_DRIVE_PREPARE:
 		txn_set_drive(m, TXN_DRIVE_MARKERS);
@@ -627,7 +633,13 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 	if (err)
 		return err;
 	/* Unknown partitions: Kafka adds none, and marks the rest OPERATION_NOT_ATTEMPTED. */
-	bool unknown = false, all_in = m->state == TXN_ONGOING;
+	/*
+	 * A retry of a call that was done is answered at once; not one whose
+	 * write failed: its partitions are in m->tps (and will be in the next
+	 * record), but their owners were never told, so they would refuse the
+	 * producer's batches. tps_told counts those that were.
+	 */
+	bool unknown = false, all_in = m->state == TXN_ONGOING && m->tps_told == m->ntps;
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
 		for (int32_t j = 0; j < tq->Partitions_n; j++) {

@@ -328,7 +328,7 @@ void txn_meta_clear_txn(struct txn_meta *m)
 	free(m->groups);
 	m->tps = NULL;
 	m->groups = NULL;
-	m->ntps = m->tps_cap = 0;
+	m->ntps = m->tps_cap = m->tps_told = 0;
 	m->ngroups = m->groups_cap = 0;
 }
 

@@ -96,6 +96,7 @@ struct txn_meta {
 	enum txn_drive drive;         /* only through txn_set_drive */
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
+	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;
