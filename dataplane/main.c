@@ -56,6 +56,9 @@ static void usage(FILE *f)
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
 	"  --fault-marker-fail N   answer a COMMIT/ABORT marker as a failed write, not writing it, N/1000\n"
+	"  --fault-prepare-fail N  the first N PrepareCommit/PrepareAbort writes of the transaction\n"
+	"                          coordinator fail (in turn refused, and reported failed once durable)\n"
+	"  --fault-add-fail N      the same for the first N AddPartitionsToTxn writes\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
@@ -90,7 +93,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_FMARKER, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_FMARKER, O_FPREP, O_FADD, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -105,6 +108,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-marker-fail", required_argument, 0, O_FMARKER },
+		{ "fault-prepare-fail", required_argument, 0, O_FPREP },
+		{ "fault-add-fail", required_argument, 0, O_FADD },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
@@ -201,6 +206,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v > 1000)
 				goto bad;
 			cfg->fault_marker_fail_permille = (uint32_t)v;
+			break;
+		}
+		case O_FPREP:
+		case O_FADD: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > 1000)
+				goto bad;
+			*(o == O_FPREP ? &cfg->fault_prepare_fail : &cfg->fault_add_fail) = (uint32_t)v;
 			break;
 		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;

@@ -11,6 +11,7 @@
 
 #include "batch.h"
 #include "coord.h"
+#include "htab.h"
 
 static const char *const state_names[] = {
 	[TXN_EMPTY] = "Empty",
@@ -61,11 +62,92 @@ enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to)
 	return from;
 }
 
-/* ---- the table: open addressing over pointers, keyed by id --------------- */
+/* ---- the driver's progress -------------------------------------------- */
+
+static const char *const drive_names[] = {
+	[TXN_DRIVE_IDLE] = "Idle",
+	[TXN_DRIVE_INIT] = "Init",
+	[TXN_DRIVE_ADD] = "AddPartitions",
+	[TXN_DRIVE_ADD_ACKS] = "AddPartitionsAcks",
+	[TXN_DRIVE_OFFSETS] = "AddOffsets",
+	[TXN_DRIVE_PREPARE] = "Prepare",
+	[TXN_DRIVE_MARKERS] = "Markers",
+	[TXN_DRIVE_REAUTH] = "Reauthorise",
+};
+_Static_assert(sizeof(drive_names) / sizeof(drive_names[0]) == TXN_DRIVE_COUNT, "a name per drive state");
+
+const char *txn_drive_name(enum txn_drive d)
+{
+	return (unsigned)d < TXN_DRIVE_COUNT ? drive_names[d] : "?";
+}
+
+/*
+ * Per target: the drive states it may follow, and the transaction states it
+ * works on (coord.h's picture). Into IDLE from anywhere busy: every op ends
+ * there, done or failed, whatever the transaction's state then.
+ */
+#define D(s) (1u << (s))
+#define S(s) (1u << (s))
+static const struct {
+	uint32_t from;     /* drive states, a bit each */
+	uint32_t states;   /* transaction states, a bit each */
+} drive_rule[] = {
+	[TXN_DRIVE_IDLE] = { D(TXN_DRIVE_INIT) | D(TXN_DRIVE_ADD) | D(TXN_DRIVE_ADD_ACKS) | D(TXN_DRIVE_OFFSETS) |
+	                     D(TXN_DRIVE_PREPARE) | D(TXN_DRIVE_MARKERS) | D(TXN_DRIVE_REAUTH), ~0u },
+	[TXN_DRIVE_INIT] = { D(TXN_DRIVE_IDLE), S(TXN_EMPTY) },
+	[TXN_DRIVE_ADD] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+	[TXN_DRIVE_ADD_ACKS] = { D(TXN_DRIVE_ADD), S(TXN_ONGOING) },
+	[TXN_DRIVE_OFFSETS] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+	[TXN_DRIVE_PREPARE] = { D(TXN_DRIVE_IDLE), S(TXN_PREPARE_COMMIT) | S(TXN_PREPARE_ABORT) },
+	[TXN_DRIVE_MARKERS] = { D(TXN_DRIVE_PREPARE), S(TXN_PREPARE_COMMIT) | S(TXN_PREPARE_ABORT) },
+	[TXN_DRIVE_REAUTH] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
+};
+#undef D
+#undef S
+_Static_assert(sizeof(drive_rule) / sizeof(drive_rule[0]) == TXN_DRIVE_COUNT, "a rule per drive state");
+
+bool txn_drive_move_ok(enum txn_drive from, enum txn_drive to)
+{
+	if ((unsigned)to >= TXN_DRIVE_COUNT || (unsigned)from >= TXN_DRIVE_COUNT)
+		return false;
+	return drive_rule[to].from & (1u << from);
+}
+
+bool txn_drive_ok(const struct txn_meta *m, enum txn_drive to)
+{
+	if (!txn_drive_move_ok(m->drive, to) || (unsigned)m->state > TXN_PREPARE_EPOCH_FENCE)
+		return false;
+	if (!(drive_rule[to].states & (1u << m->state)))
+		return false;
+	if (m->markers_left)
+		return false;   /* answers of a fan-out still due: they would land in the next step */
+	return to != TXN_DRIVE_IDLE || !m->retry_listed;
+}
+
+enum txn_drive txn_set_drive(struct txn_meta *m, enum txn_drive to)
+{
+	enum txn_drive from = m->drive;
+	if (!txn_drive_ok(m, to)) {
+		fprintf(stderr, "txn %.*s: illegal driver move %s -> %s (state %s, %u answers due%s)\n", m->id_len,
+		        m->id, txn_drive_name(from), txn_drive_name(to), txn_state_name(m->state), m->markers_left,
+		        m->retry_listed ? ", a resend pending" : "");
+		abort();   /* a coordinator bug: never continue with a corrupt driver */
+	}
+	m->drive = to;
+	return from;
+}
+
+/* ---- the table: pointers in the generic table (htab.h), keyed by id ------- */
 
 struct txn_coord {
-	struct txn_meta **slot;
-	uint32_t cap, used;
+	struct txn_htab tab;          /* slots: struct txn_meta *, NULL empty */
+};
+
+#define TXN_COORD_SLOTS_INIT 64u   /* grows by doubling (control core, an id at a time) */
+
+struct id_key {
+	const char *p;
+	size_t len;
 };
 
 static uint64_t id_hash(const char *p, size_t len)
@@ -76,14 +158,27 @@ static uint64_t id_hash(const char *p, size_t len)
 	return h ^ (h >> 29);
 }
 
+static bool slot_empty(const void *s) { return !*(struct txn_meta *const *)s; }
+static void slot_clear(void *s) { *(struct txn_meta **)s = NULL; }
+static uint64_t slot_hash(const void *ctx, const void *s)
+{
+	(void)ctx;
+	const struct txn_meta *m = *(struct txn_meta *const *)s;
+	return id_hash(m->id, m->id_len);
+}
+static bool slot_match(const void *ctx, const void *s, const void *key)
+{
+	(void)ctx;
+	const struct txn_meta *m = *(struct txn_meta *const *)s;
+	const struct id_key *k = key;
+	return m->id_len == k->len && memcmp(m->id, k->p, k->len) == 0;
+}
+static const struct txn_htab_ops id_ops = { slot_empty, slot_clear, slot_hash, slot_match };
+
 int txn_coord_create(struct txn_coord **out)
 {
 	struct txn_coord *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->cap = 64;
-	c->slot = calloc(c->cap, sizeof(*c->slot));
-	if (!c->slot) {
+	if (!c || txn_htab_init(&c->tab, TXN_COORD_SLOTS_INIT, sizeof(struct txn_meta *), &id_ops, NULL) < 0) {
 		free(c);
 		return -ENOMEM;
 	}
@@ -102,47 +197,26 @@ void txn_coord_destroy(struct txn_coord *c)
 {
 	if (!c)
 		return;
-	for (uint32_t i = 0; i < c->cap; i++)
-		if (c->slot[i])
-			meta_free(c->slot[i]);
-	free(c->slot);
+	uint32_t cur = 0;
+	for (struct txn_meta **s; (s = txn_htab_next(&c->tab, &cur));)
+		meta_free(*s);
+	txn_htab_free(&c->tab);
 	free(c);
-}
-
-static uint32_t find_slot(const struct txn_coord *c, const char *id, size_t len)
-{
-	uint32_t i = (uint32_t)id_hash(id, len) & (c->cap - 1);
-	while (c->slot[i] && !(c->slot[i]->id_len == len && memcmp(c->slot[i]->id, id, len) == 0))
-		i = (i + 1) & (c->cap - 1);
-	return i;
 }
 
 struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len)
 {
 	if (len > TXN_ID_BYTES_MAX)
 		return NULL;
-	return c->slot[find_slot(c, id, len)];
-}
-
-static int grow(struct txn_coord *c)
-{
-	struct txn_coord n = { .cap = c->cap * 2 };
-	n.slot = calloc(n.cap, sizeof(*n.slot));
-	if (!n.slot)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < c->cap; i++)
-		if (c->slot[i])
-			n.slot[find_slot(&n, c->slot[i]->id, c->slot[i]->id_len)] = c->slot[i];
-	free(c->slot);
-	c->slot = n.slot;
-	c->cap = n.cap;
-	return 0;
+	struct id_key k = { id, len };
+	struct txn_meta **s = txn_htab_find(&c->tab, id_hash(id, len), &k);
+	return s ? *s : NULL;
 }
 
 struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
 {
 	assert(len <= TXN_ID_BYTES_MAX && !txn_coord_find(c, id, len));
-	if ((c->used + 1) * 2 > c->cap && grow(c) < 0)
+	if (!txn_htab_has_room(&c->tab) && txn_htab_resize(&c->tab, c->tab.cap * 2) < 0)
 		return NULL;
 	struct txn_meta *m = calloc(1, sizeof(*m) + len + 1);
 	if (!m)
@@ -152,39 +226,29 @@ struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
 	m->pid = m->prev_pid = -1;
 	m->epoch = m->prev_epoch = -1;
 	m->state = TXN_EMPTY;
-	c->slot[find_slot(c, id, len)] = m;
-	c->used++;
+	struct id_key k = { id, len };
+	*(struct txn_meta **)txn_htab_insert(&c->tab, id_hash(id, len), &k) = m;
 	return m;
 }
 
 void txn_coord_remove(struct txn_coord *c, struct txn_meta *m)
 {
-	uint32_t i = find_slot(c, m->id, m->id_len);
-	assert(c->slot[i] == m);
-	c->slot[i] = NULL;
-	c->used--;
-	/* Backward-shift the cluster after the hole so lookups never stop early. */
-	for (uint32_t j = (i + 1) & (c->cap - 1); c->slot[j]; j = (j + 1) & (c->cap - 1)) {
-		struct txn_meta *x = c->slot[j];
-		c->slot[j] = NULL;
-		c->slot[find_slot(c, x->id, x->id_len)] = x;
-	}
+	struct id_key k = { m->id, m->id_len };
+	struct txn_meta **s = txn_htab_find(&c->tab, id_hash(m->id, m->id_len), &k);
+	assert(s && *s == m);
+	txn_htab_delete(&c->tab, s);   /* shifts the cluster after it back: lookups never stop early */
 	meta_free(m);
 }
 
 struct txn_meta *txn_coord_next(struct txn_coord *c, uint32_t *cursor)
 {
-	while (*cursor < c->cap) {
-		struct txn_meta *m = c->slot[(*cursor)++];
-		if (m)
-			return m;
-	}
-	return NULL;
+	struct txn_meta **s = txn_htab_next(&c->tab, cursor);
+	return s ? *s : NULL;
 }
 
 uint32_t txn_coord_count(const struct txn_coord *c)
 {
-	return c->used;
+	return txn_htab_count(&c->tab);
 }
 
 /* ---- partitions and groups of a transaction ------------------------------ */
@@ -264,14 +328,14 @@ void txn_meta_clear_txn(struct txn_meta *m)
 	free(m->groups);
 	m->tps = NULL;
 	m->groups = NULL;
-	m->ntps = m->tps_cap = 0;
+	m->ntps = m->tps_cap = m->tps_told = 0;
 	m->ngroups = m->groups_cap = 0;
 }
 
 bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms)
 {
 	bool settled = m->state == TXN_EMPTY || m->state == TXN_COMPLETE_COMMIT || m->state == TXN_COMPLETE_ABORT;
-	return settled && !m->busy && !m->has_queued && !m->op_ctx && m->markers_left == 0 && m->writes == 0 &&
+	return settled && !txn_busy(m) && !m->has_queued && !m->op_ctx && m->markers_left == 0 && m->writes == 0 &&
 	       now_ms - m->update_ms >= expiration_ms;
 }
 

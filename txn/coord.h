@@ -35,6 +35,34 @@ enum txn_state {
 	TXN_PREPARE_EPOCH_FENCE = 7,
 };
 
+/*
+ * The driver's own progress for one id (dataplane/txncoord.c), not
+ * persisted: what it is doing and what it waits for. One checked setter
+ * (txn_set_drive) like the state's: each move is checked against
+ * txn_drive_move_ok's table, and against the transaction state and the
+ * answers outstanding it needs; an illegal move aborts.
+ *
+ *   IDLE --InitProducerId--> INIT --durable or failed--> IDLE
+ *   IDLE --AddPartitions--> ADD --durable--> ADD_ACKS --all owners acked--> IDLE
+ *                            `--failed----------------------------------> IDLE
+ *   IDLE --AddOffsets--> OFFSETS --durable or failed--> IDLE
+ *   IDLE --EndTxn, timeout, fence, start-up resume--> PREPARE
+ *        PREPARE --durable--> MARKERS --all markers durable, Complete--> IDLE
+ *        (a Prepare write that failed is written again: the decision stands)
+ *   IDLE --start-up, an Ongoing transaction's owners told again--> REAUTH --acked--> IDLE
+ */
+enum txn_drive {
+	TXN_DRIVE_IDLE = 0,     /* nothing under way: a request may start */
+	TXN_DRIVE_INIT,         /* InitProducerId: the new epoch's record is being written */
+	TXN_DRIVE_ADD,          /* AddPartitionsToTxn: the partitions' record is being written */
+	TXN_DRIVE_ADD_ACKS,     /* ... durable: the owners are told, their answers awaited */
+	TXN_DRIVE_OFFSETS,      /* AddOffsetsToTxn: the group's record is being written */
+	TXN_DRIVE_PREPARE,      /* Prepare{Commit,Abort} is being written (again, after a failure) */
+	TXN_DRIVE_MARKERS,      /* Prepare* durable: markers sent, their owners' answers awaited */
+	TXN_DRIVE_REAUTH,       /* start-up: the owners of an Ongoing transaction told again */
+	TXN_DRIVE_COUNT
+};
+
 struct txn_tp {
 	uint16_t topic_len;
 	char topic[TXN_TOPIC_BYTES_MAX + 1];
@@ -65,11 +93,10 @@ struct txn_meta {
 	struct txn_group *groups;     /* consumer groups (AddOffsetsToTxn), at most TXN_GROUPS_MAX */
 
 	/* Driver state, not persisted. */
-	bool busy;                    /* a write or a marker fan-out is under way */
+	enum txn_drive drive;         /* only through txn_set_drive */
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
-	bool markers_sent, tps_acked;
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
-	int op;                       /* driver's continuation */
+	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;
@@ -91,6 +118,19 @@ const char *txn_state_name(enum txn_state s);
  */
 enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to);
 bool txn_state_move_ok(enum txn_state from, enum txn_state to);
+
+const char *txn_drive_name(enum txn_drive d);
+/* The driver's table (coord.c): may it move from -> to at all? */
+bool txn_drive_move_ok(enum txn_drive from, enum txn_drive to);
+/*
+ * May m's driver move to `to` now: a legal move, m's transaction in a state
+ * that `to` works on, no owner answer outstanding (markers_left 0: every
+ * move happens between fan-outs) and, into IDLE, no resend pending?
+ */
+bool txn_drive_ok(const struct txn_meta *m, enum txn_drive to);
+/* The one way to change m->drive: aborts on a move txn_drive_ok refuses. Returns the old one. */
+enum txn_drive txn_set_drive(struct txn_meta *m, enum txn_drive to);
+static inline bool txn_busy(const struct txn_meta *m) { return m->drive != TXN_DRIVE_IDLE; }
 
 struct txn_coord;
 

@@ -12,6 +12,7 @@
 
 #include "batch.h"
 #include "group.h"
+#include "htab.h"
 
 static const char *const state_names[] = {
 	[GRP_EMPTY] = "Empty",
@@ -58,12 +59,18 @@ enum grp_state grp_set_state(struct grp_group *g, enum grp_state to)
 	return from;
 }
 
-/* ---- a pointer table with linear probing, keyed by bytes ------------------------- */
+/* ---- pointers in the generic table (htab.h), keyed by bytes ---------------------- */
+
+#define GRP_PTAB_SLOTS_INIT 64u   /* grows by doubling (control core, an entry at a time) */
 
 struct ptab {
-	void **slot;
-	uint32_t cap, used;
+	struct txn_htab h;        /* slots: void *, NULL empty */
 	void (*key)(const void *e, const uint8_t **k, size_t *len);
+};
+
+struct bytes_key {
+	const uint8_t *p;
+	size_t len;
 };
 
 static uint64_t hash_bytes(const uint8_t *p, size_t len)
@@ -74,96 +81,65 @@ static uint64_t hash_bytes(const uint8_t *p, size_t len)
 	return h ^ (h >> 29);
 }
 
-static bool key_eq(const struct ptab *t, const void *e, const uint8_t *k, size_t len)
+static bool pslot_empty(const void *s) { return !*(void *const *)s; }
+static void pslot_clear(void *s) { *(void **)s = NULL; }
+static uint64_t pslot_hash(const void *ctx, const void *s)
 {
-	const uint8_t *ek;
-	size_t elen;
-	t->key(e, &ek, &elen);
-	return elen == len && memcmp(ek, k, len) == 0;
+	const struct ptab *t = ctx;
+	const uint8_t *k;
+	size_t len;
+	t->key(*(void *const *)s, &k, &len);
+	return hash_bytes(k, len);
 }
-
-/* Slot of key k, or of the empty slot where it would go. */
-static uint32_t ptab_pos(const struct ptab *t, const uint8_t *k, size_t len)
+static bool pslot_match(const void *ctx, const void *s, const void *key)
 {
-	uint32_t i = (uint32_t)hash_bytes(k, len) & (t->cap - 1);
-	while (t->slot[i] && !key_eq(t, t->slot[i], k, len))
-		i = (i + 1) & (t->cap - 1);
-	return i;
+	const struct ptab *t = ctx;
+	const struct bytes_key *want = key;
+	const uint8_t *k;
+	size_t len;
+	t->key(*(void *const *)s, &k, &len);
+	return len == want->len && memcmp(k, want->p, len) == 0;
+}
+static const struct txn_htab_ops ptab_ops = { pslot_empty, pslot_clear, pslot_hash, pslot_match };
+
+/* t stays where it is: the table's ops reach the key function through it. */
+static int ptab_init(struct ptab *t, void (*key)(const void *e, const uint8_t **k, size_t *len))
+{
+	t->key = key;
+	return txn_htab_init(&t->h, GRP_PTAB_SLOTS_INIT, sizeof(void *), &ptab_ops, t);
 }
 
 static void *ptab_find(const struct ptab *t, const uint8_t *k, size_t len)
 {
-	return t->slot[ptab_pos(t, k, len)];
-}
-
-static int ptab_grow(struct ptab *t)
-{
-	uint32_t cap = t->cap ? t->cap * 2 : 64;
-	void **old = t->slot;
-	uint32_t ocap = t->cap;
-	t->slot = calloc(cap, sizeof(void *));
-	if (!t->slot) {
-		t->slot = old;
-		return -ENOMEM;
-	}
-	t->cap = cap;
-	for (uint32_t i = 0; i < ocap; i++)
-		if (old[i]) {
-			const uint8_t *k;
-			size_t len;
-			t->key(old[i], &k, &len);
-			t->slot[ptab_pos(t, k, len)] = old[i];
-		}
-	free(old);
-	return 0;
+	struct bytes_key want = { k, len };
+	void **s = txn_htab_find(&t->h, hash_bytes(k, len), &want);
+	return s ? *s : NULL;
 }
 
 /* Insert e (its key must be absent). */
 static int ptab_add(struct ptab *t, void *e)
 {
-	if ((t->used + 1) * 2 > t->cap && ptab_grow(t) < 0)
+	if (!txn_htab_has_room(&t->h) && txn_htab_resize(&t->h, t->h.cap * 2) < 0)
 		return -ENOMEM;
-	const uint8_t *k;
-	size_t len;
-	t->key(e, &k, &len);
-	uint32_t i = ptab_pos(t, k, len);
-	assert(!t->slot[i]);
-	t->slot[i] = e;
-	t->used++;
+	struct bytes_key k;
+	t->key(e, &k.p, &k.len);
+	*(void **)txn_htab_insert(&t->h, hash_bytes(k.p, k.len), &k) = e;
 	return 0;
 }
 
-/* Remove the entry at its slot, shifting the probe chain back (no tombstones). */
+/* Remove key's entry, if any. */
 static void ptab_del(struct ptab *t, const uint8_t *k, size_t len)
 {
-	uint32_t i = ptab_pos(t, k, len), mask = t->cap - 1;
-	if (!t->slot[i])
-		return;
-	t->slot[i] = NULL;
-	t->used--;
-	for (uint32_t j = (i + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
-		const uint8_t *ek;
-		size_t elen;
-		t->key(t->slot[j], &ek, &elen);
-		uint32_t home = (uint32_t)hash_bytes(ek, elen) & mask;
-		/* j's entry may move to i if its home is not in (i, j]. */
-		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-		if (!stays) {
-			t->slot[i] = t->slot[j];
-			t->slot[j] = NULL;
-			i = j;
-		}
-	}
+	struct bytes_key want = { k, len };
+	void **s = txn_htab_find(&t->h, hash_bytes(k, len), &want);
+	if (s)
+		txn_htab_delete(&t->h, s);
 }
 
 static void *ptab_next(const struct ptab *t, uint32_t *cursor)
 {
-	while (*cursor < t->cap) {
-		void *e = t->slot[(*cursor)++];
-		if (e)
-			return e;
-	}
-	return NULL;
+	void **s = txn_htab_next(&t->h, cursor);
+	return s ? *s : NULL;
 }
 
 /* ---- groups ------------------------------------------------------------------------ */
@@ -184,8 +160,7 @@ int grp_coord_create(struct grp_coord **out)
 	struct grp_coord *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->groups.key = group_key;
-	if (ptab_grow(&c->groups) < 0) {
+	if (ptab_init(&c->groups, group_key) < 0) {
 		free(c);
 		return -ENOMEM;
 	}
@@ -214,7 +189,7 @@ void grp_coord_destroy(struct grp_coord *c)
 		free(g->pending);
 		free(g);
 	}
-	free(c->groups.slot);
+	txn_htab_free(&c->groups.h);
 	free(c);
 }
 
@@ -251,7 +226,7 @@ struct grp_group *grp_next(struct grp_coord *c, uint32_t *cursor)
 
 uint32_t grp_count(const struct grp_coord *c)
 {
-	return c->groups.used;
+	return txn_htab_count(&c->groups.h);
 }
 
 struct grp_member *grp_member_find(const struct grp_group *g, const char *id, size_t len)
@@ -813,10 +788,8 @@ int grp_offsets_create(struct grp_offsets **out)
 	struct grp_offsets *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->tab.key = offset_key;
-	t->pend.key = offset_key;
-	if (ptab_grow(&t->tab) < 0 || ptab_grow(&t->pend) < 0) {
-		free(t->tab.slot);
+	if (ptab_init(&t->tab, offset_key) < 0 || ptab_init(&t->pend, offset_key) < 0) {
+		txn_htab_free(&t->tab.h);
 		free(t);
 		return -ENOMEM;
 	}
@@ -841,14 +814,14 @@ void grp_offsets_destroy(struct grp_offsets *t)
 	cur = 0;
 	while ((o = ptab_next(&t->pend, &cur)))
 		offset_free(o);
-	free(t->tab.slot);
-	free(t->pend.slot);
+	txn_htab_free(&t->tab.h);
+	txn_htab_free(&t->pend.h);
 	free(t);
 }
 
 uint32_t grp_offsets_count(const struct grp_offsets *t)
 {
-	return t->tab.used;
+	return txn_htab_count(&t->tab.h);
 }
 
 static void be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
@@ -1048,7 +1021,7 @@ const struct grp_offset *grp_pending_next(const struct grp_offsets *t, uint32_t 
 
 uint32_t grp_pending_count(const struct grp_offsets *t)
 {
-	return t->pend.used;
+	return txn_htab_count(&t->pend.h);
 }
 
 bool grp_pending_has(const struct grp_offsets *t, const char *group, size_t glen, const char *topic,

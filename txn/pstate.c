@@ -2,15 +2,15 @@
  * pstate.c - per-partition idempotent-producer state (KIP-98 sequence and
  * epoch rules as Kafka 3.7 applies them) and its snapshots.
  *
- * Table: open addressing with linear probing, keyed by producer id (pid -1
- * marks a free slot), hashed with a 64-bit finalizer so consecutive pids
- * spread. It doubles when more than half full, so a probe ends quickly and a
- * free slot always exists. Allocation happens only when a NEW producer does
+ * Table: the generic open-addressing table (htab.h), producers stored in
+ * place, keyed by producer id (pid -1 marks a free slot), hashed with a
+ * 64-bit finalizer so consecutive pids spread. It doubles when more than
+ * half full, so a probe ends quickly and a free slot always exists. Allocation happens only when a NEW producer does
  * not fit (txn_pstate_reserve, which the owner calls before it appends a
  * producer's batch, and txn_pstate_update) and at create/snapshot read:
- * checking or updating a known producer never allocates. Deletion (expiry) shifts the
- * following cluster back instead of leaving tombstones, so lookups never
- * degrade. Pointers from find/next stay valid until the next reserve or
+ * checking or updating a known producer never allocates. Deletion (expiry)
+ * shifts the following cluster back instead of leaving tombstones (htab.c),
+ * so lookups never degrade. Pointers from find/next stay valid until the next reserve or
  * update that inserts a producer, expire, snapshot read or destroy.
  *
  * Transactions: update keeps txn_first_offset (the open transaction's first
@@ -53,6 +53,7 @@
 #include "pstate.h"
 #include "log.h"
 #include "lso.h"
+#include "htab.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -99,9 +100,7 @@ _Static_assert(TXN_SNAP_BYTES_MAX < (uint64_t)1 << 31, "a snapshot fits one read
 
 /* The table. Locality: shard core (owner of the partition). */
 struct txn_pstate {
-	struct txn_producer *slots;   /* cap entries; pid -1 free */
-	uint32_t cap;                 /* power of two */
-	uint32_t count;               /* used slots, <= cap / 2 */
+	struct txn_htab tab;          /* slots: struct txn_producer in place, pid -1 free */
 	uint32_t max;                 /* TXN_PSTATE_PRODUCERS_MAX, or less (txn_pstate_set_limit) */
 };
 
@@ -121,75 +120,23 @@ static uint64_t pid_hash(int64_t pid)
 	return x;
 }
 
-static struct txn_producer *slots_alloc(uint32_t cap)
+static bool slot_empty(const void *s) { return ((const struct txn_producer *)s)->pid < 0; }
+static void slot_clear(void *s) { ((struct txn_producer *)s)->pid = -1; }
+static uint64_t slot_hash(const void *ctx, const void *s)
 {
-	struct txn_producer *s = malloc((size_t)cap * sizeof(*s));
-
-	if (s)
-		for (uint32_t i = 0; i < cap; i++)
-			s[i].pid = -1;
-	return s;
+	(void)ctx;
+	return pid_hash(((const struct txn_producer *)s)->pid);
 }
-
-/* Slot of pid, or of the free slot where it would go. */
-static uint32_t slot_of(const struct txn_pstate *ps, int64_t pid)
+static bool slot_match(const void *ctx, const void *s, const void *key)
 {
-	uint32_t mask = ps->cap - 1, i = (uint32_t)pid_hash(pid) & mask;
-
-	/* Bounded: at most half the slots are used, so a free one ends the probe. */
-	while (ps->slots[i].pid != pid && ps->slots[i].pid != -1)
-		i = (i + 1) & mask;
-	return i;
+	(void)ctx;
+	return ((const struct txn_producer *)s)->pid == *(const int64_t *)key;
 }
+static const struct txn_htab_ops producer_ops = { slot_empty, slot_clear, slot_hash, slot_match };
 
-/* Move every entry into a table of cap slots (allocation: a new producer or a snapshot read). */
-static int table_resize(struct txn_pstate *ps, uint32_t cap)
+static struct txn_producer *table_find(const struct txn_pstate *ps, int64_t pid)
 {
-	struct txn_producer *old = ps->slots;
-	uint32_t old_cap = ps->cap;
-
-	assert(cap >= TXN_PSTATE_SLOTS_INIT && cap <= TXN_PSTATE_SLOTS_MAX && (cap & (cap - 1)) == 0);
-	assert(ps->count <= cap / 2);
-	if (!(ps->slots = slots_alloc(cap))) {
-		ps->slots = old;
-		return -ENOMEM;
-	}
-	ps->cap = cap;
-	for (uint32_t i = 0; i < old_cap; i++) {
-		if (old[i].pid < 0)
-			continue;
-		uint32_t j = slot_of(ps, old[i].pid);
-		assert(ps->slots[j].pid == -1);
-		ps->slots[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Remove slot i, shifting later members of its cluster back (no tombstones). */
-static void table_delete(struct txn_pstate *ps, uint32_t i)
-{
-	uint32_t mask = ps->cap - 1;
-
-	assert(ps->slots[i].pid >= 0 && ps->count > 0);
-	for (uint32_t j = (i + 1) & mask; ps->slots[j].pid != -1; j = (j + 1) & mask) {
-		uint32_t home = (uint32_t)pid_hash(ps->slots[j].pid) & mask;
-		/* j may fill the hole at i only if i lies on j's probe path [home, j]. */
-		bool on_path = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-		if (on_path) {
-			ps->slots[i] = ps->slots[j];
-			i = j;
-		}
-	}
-	ps->slots[i].pid = -1;
-	ps->count--;
-}
-
-static void table_clear(struct txn_pstate *ps)
-{
-	for (uint32_t i = 0; i < ps->cap; i++)
-		ps->slots[i].pid = -1;
-	ps->count = 0;
+	return txn_htab_find(&ps->tab, pid_hash(pid), &pid);
 }
 
 /* Locality: shard core (owner); init only. */
@@ -197,11 +144,11 @@ int txn_pstate_create(struct txn_pstate **out)
 {
 	struct txn_pstate *ps = calloc(1, sizeof(*ps));
 
-	if (!ps || !(ps->slots = slots_alloc(TXN_PSTATE_SLOTS_INIT))) {
+	if (!ps || txn_htab_init(&ps->tab, TXN_PSTATE_SLOTS_INIT, sizeof(struct txn_producer), &producer_ops,
+	                         NULL) < 0) {
 		free(ps);
 		return -ENOMEM;
 	}
-	ps->cap = TXN_PSTATE_SLOTS_INIT;
 	ps->max = TXN_PSTATE_PRODUCERS_MAX;
 	*out = ps;
 	return 0;
@@ -219,7 +166,7 @@ void txn_pstate_destroy(struct txn_pstate *ps)
 {
 	if (!ps)
 		return;
-	free(ps->slots);
+	txn_htab_free(&ps->tab);
 	free(ps);
 }
 
@@ -227,24 +174,16 @@ void txn_pstate_destroy(struct txn_pstate *ps)
 struct txn_producer *txn_pstate_find(struct txn_pstate *ps, int64_t pid)
 {
 	assert(pid >= 0);
-	struct txn_producer *p = &ps->slots[slot_of(ps, pid)];
-	return p->pid == pid ? p : NULL;
+	return table_find(ps, pid);
 }
 
 /* Locality: shard core (owner). */
-uint32_t txn_pstate_count(const struct txn_pstate *ps) { return ps->count; }
+uint32_t txn_pstate_count(const struct txn_pstate *ps) { return txn_htab_count(&ps->tab); }
 
 /* Locality: shard core (owner). */
 struct txn_producer *txn_pstate_next(struct txn_pstate *ps, uint32_t *cursor)
 {
-	for (uint32_t i = *cursor; i < ps->cap; i++) {
-		if (ps->slots[i].pid >= 0) {
-			*cursor = i + 1;
-			return &ps->slots[i];
-		}
-	}
-	*cursor = ps->cap;
-	return NULL;
+	return txn_htab_next(&ps->tab, cursor);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -272,10 +211,10 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
 	/* A producer's batch without a sequence is malformed; Kafka never accepts it either. */
 	if (h->base_sequence < 0)
 		return TXN_ERR_SEQUENCE;
-	const struct txn_producer *p = &ps->slots[slot_of(ps, h->producer_id)];
+	const struct txn_producer *p = table_find(ps, h->producer_id);
 	int32_t first = h->base_sequence, last = seq_add(first, h->last_offset_delta);
 
-	if (p->pid != h->producer_id)
+	if (!p)
 		return TXN_APPEND; /* unknown or expired: Kafka >= 2.5 accepts any sequence */
 	assert(p->nbatches <= TXN_PSTATE_BATCHES);
 	if (h->producer_epoch == p->epoch) {
@@ -305,12 +244,14 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
 int txn_pstate_reserve(struct txn_pstate *ps, int64_t pid)
 {
 	assert(pid >= 0);
-	if (ps->slots[slot_of(ps, pid)].pid == pid)
+	if (table_find(ps, pid))
 		return 0;
-	if (ps->count >= ps->max)
+	if (txn_htab_count(&ps->tab) >= ps->max)
 		return -ENOSPC;
-	if ((ps->count + 1) * 2 > ps->cap) /* the only allocation: a new producer that does not fit */
-		return table_resize(ps, ps->cap * 2);
+	if (!txn_htab_has_room(&ps->tab)) { /* the only allocation: a new producer that does not fit */
+		assert(ps->tab.cap * 2 <= TXN_PSTATE_SLOTS_MAX);
+		return txn_htab_resize(&ps->tab, ps->tab.cap * 2);
+	}
 	return 0;
 }
 
@@ -322,14 +263,13 @@ int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64
 	int rc = txn_pstate_reserve(ps, h->producer_id);
 	if (rc < 0)
 		return rc;
-	uint32_t i = slot_of(ps, h->producer_id);
-	struct txn_producer *p = &ps->slots[i];
+	struct txn_producer *p = table_find(ps, h->producer_id);
 
-	if (p->pid != h->producer_id) {
-		assert(p->pid == -1 && ps->count < ps->max && (ps->count + 1) * 2 <= ps->cap);
+	if (!p) {
+		assert(txn_htab_count(&ps->tab) < ps->max);
+		p = txn_htab_insert(&ps->tab, pid_hash(h->producer_id), &h->producer_id);
 		*p = (struct txn_producer){ .pid = h->producer_id, .epoch = h->producer_epoch,
 		                            .txn_first_offset = -1, .coordinator_epoch = -1 };
-		ps->count++;
 	}
 	if (p->epoch != h->producer_epoch) {
 		p->epoch = h->producer_epoch; /* a new epoch starts a new sequence space */
@@ -370,11 +310,11 @@ uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expira
 	 * Entries shifted from the wrapped start of the table into its end were
 	 * already kept once and are simply kept again.
 	 */
-	for (uint32_t i = 0; i < ps->cap;) {
-		struct txn_producer *p = &ps->slots[i];
+	for (uint32_t i = 0; i < ps->tab.cap;) {
+		struct txn_producer *p = txn_htab_at(&ps->tab, i);
 		/* As Kafka: a producer with an open transaction stays (its marker must still find it). */
 		if (p->pid >= 0 && p->txn_first_offset < 0 && p->last_update_ms < now_ms - expiration_ms) {
-			table_delete(ps, i);
+			txn_htab_delete(&ps->tab, p);
 			n++;
 		} else {
 			i++;
@@ -389,7 +329,7 @@ uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expira
 /* Locality: shard core (owner). */
 size_t txn_pstate_snapshot_size(const struct txn_pstate *ps)
 {
-	return TXN_SNAP_HEADER_BYTES + (size_t)ps->count * TXN_SNAP_ENTRY_BYTES + TXN_SNAP_CRC_BYTES;
+	return TXN_SNAP_HEADER_BYTES + (size_t)txn_htab_count(&ps->tab) * TXN_SNAP_ENTRY_BYTES + TXN_SNAP_CRC_BYTES;
 }
 
 /* Locality: shard core (owner). */
@@ -403,12 +343,10 @@ size_t txn_pstate_snapshot_write(const struct txn_pstate *ps, int64_t offset, ui
 		return 0;
 	st_put_be32(buf, TXN_SNAP_MAGIC);
 	st_put_be16(buf + 4, TXN_SNAP_VERSION);
-	st_put_be32(buf + 6, ps->count);
+	st_put_be32(buf + 6, txn_htab_count(&ps->tab));
 	st_put_be64(buf + 10, (uint64_t)offset);
-	for (uint32_t i = 0; i < ps->cap; i++) {
-		const struct txn_producer *p = &ps->slots[i];
-		if (p->pid < 0)
-			continue;
+	uint32_t cur = 0;
+	for (const struct txn_producer *p; (p = txn_htab_next(&ps->tab, &cur));) {
 		memset(q, 0, TXN_SNAP_ENTRY_BYTES);
 		st_put_be64(q, (uint64_t)p->pid);
 		st_put_be16(q + 8, (uint16_t)p->epoch);
@@ -489,28 +427,23 @@ int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t l
 		return -EBADMSG;
 
 	/* Decode into a fresh table; the old state stays untouched on damage. */
-	struct txn_pstate tmp = { .cap = TXN_PSTATE_SLOTS_INIT, .max = ps->max };
-	while (tmp.cap / 2 < n)
-		tmp.cap *= 2;
-	if (!(tmp.slots = slots_alloc(tmp.cap)))
+	struct txn_htab tmp;
+	uint32_t cap = TXN_PSTATE_SLOTS_INIT;
+	while (cap / 2 < n)
+		cap *= 2;
+	if (txn_htab_init(&tmp, cap, sizeof(struct txn_producer), &producer_ops, NULL) < 0)
 		return -ENOMEM;
 	const uint8_t *q = buf + TXN_SNAP_HEADER_BYTES;
 	for (uint32_t i = 0; i < n; i++, q += TXN_SNAP_ENTRY_BYTES) {
 		struct txn_producer p;
-		if (!snap_entry_decode(q, off, &p)) {
-			free(tmp.slots);
+		if (!snap_entry_decode(q, off, &p) || txn_htab_find(&tmp, pid_hash(p.pid), &p.pid)) { /* or a pid twice */
+			txn_htab_free(&tmp);
 			return -EBADMSG;
 		}
-		struct txn_producer *slot = &tmp.slots[slot_of(&tmp, p.pid)];
-		if (slot->pid == p.pid) { /* a pid twice */
-			free(tmp.slots);
-			return -EBADMSG;
-		}
-		*slot = p;
-		tmp.count++;
+		*(struct txn_producer *)txn_htab_insert(&tmp, pid_hash(p.pid), &p.pid) = p;
 	}
-	free(ps->slots);
-	*ps = tmp;
+	txn_htab_free(&ps->tab);
+	ps->tab = tmp;
 	*offset = off;
 	return 0;
 }
@@ -700,7 +633,7 @@ static int snap_load_file(struct txn_pstate *ps, const char *path, int64_t want)
 	if (rc == 0)
 		rc = txn_pstate_snapshot_read(ps, buf, len, &off);
 	if (rc == 0 && off != want) { /* the name and the content disagree: state may be wrong */
-		table_clear(ps);
+		txn_htab_clear(&ps->tab);
 		rc = -EBADMSG;
 	}
 	free(buf);
@@ -788,7 +721,7 @@ int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max
 		fprintf(stderr, "pstate: %s: unusable (%s), trying an older one\n", path, strerror(-rc));
 		bound = best - 1;
 	}
-	table_clear(ps);
+	txn_htab_clear(&ps->tab);
 	*offset = -1;
 	return 0;
 }
@@ -841,7 +774,7 @@ static int cmp_first_offset(const void *a, const void *b)
 /* Open, in ascending first offset (the lso's order), the transactions the snapshot holds. */
 static int reopen_snapshot_txns(struct txn_pstate *ps, struct txn_lso *lso)
 {
-	struct txn_producer **open = malloc(((size_t)ps->count + 1) * sizeof(*open));
+	struct txn_producer **open = malloc(((size_t)txn_htab_count(&ps->tab) + 1) * sizeof(*open));
 	uint32_t n = 0, cursor = 0;
 	int rc = 0;
 
@@ -850,7 +783,7 @@ static int reopen_snapshot_txns(struct txn_pstate *ps, struct txn_lso *lso)
 	for (struct txn_producer *p; (p = txn_pstate_next(ps, &cursor));)
 		if (p->txn_first_offset >= 0)
 			open[n++] = p;
-	assert(n <= ps->count);
+	assert(n <= txn_htab_count(&ps->tab));
 	qsort(open, n, sizeof(*open), cmp_first_offset);
 	for (uint32_t i = 0; i < n && rc == 0; i++)
 		rc = txn_lso_begin(lso, open[i]->pid, open[i]->txn_first_offset);

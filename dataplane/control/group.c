@@ -87,24 +87,35 @@ struct grp_rewrite {
 /* What a group write's cookie is (its first byte). */
 enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
-/* One TxnOffsetCommit in flight: its pending-record writes. */
-struct grp_stage;
-struct grp_stage_part {
-	uint8_t what;                 /* GRP_W_STAGE */
-	struct grp_stage *op;
-	struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq;
-	int16_t *err;
-	uint16_t klen;
-	uint8_t key[GRP_PENDING_KEY_BYTES_MAX];
+/*
+ * One OffsetCommit or TxnOffsetCommit in flight: a record per partition,
+ * each with its own cookie; answered once all are durable (owrite_done).
+ * The same op for both, as Kafka's: a TxnOffsetCommit's record is the
+ * OffsetCommit's under the producer's pending key (version 2), staged at
+ * once; an OffsetCommit's is applied once durable.
+ */
+struct grp_owrite;
+struct grp_owrite_part {
+	uint8_t what;                 /* GRP_W_COMMIT or GRP_W_STAGE */
+	struct grp_owrite *op;
+	int16_t *err;                 /* the response partition's error code */
+	struct kstr topic;            /* the offset (into the request: it lives until the answer) */
+	int32_t partition;
+	int64_t offset, commit_ms;
+	int32_t leader_epoch;
+	struct kstr meta;
 };
 
-struct grp_stage {
+struct grp_owrite {
 	struct dp_req *r;
+	struct kstr group;
+	int64_t pid;                  /* TxnOffsetCommit: the producer staging them; -1 OffsetCommit */
 	uint16_t core;
 	uint32_t gen;
 	uint32_t left;
-	uint8_t *buf;
-	struct grp_stage_part parts[];
+	uint8_t *buf;                 /* every partition's batch */
+	uint32_t n;                   /* parts filled */
+	struct grp_owrite_part parts[];
 };
 
 /*
@@ -127,27 +138,6 @@ struct grp_end {
 	uint8_t key[GRP_KEY_BYTES_MAX];
 	uint16_t pklen;               /* the pending (v2) key */
 	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
-};
-
-/* One OffsetCommit in flight: its partition writes, each with its own cookie. */
-struct grp_commit;
-struct grp_commit_part {
-	uint8_t what;                 /* GRP_W_COMMIT */
-	struct grp_commit *op;
-	struct OffsetCommitRequest_OffsetCommitRequestTopic *tq;
-	struct OffsetCommitRequest_OffsetCommitRequestPartition *pq;
-	int16_t *err;                 /* the response partition's error code */
-	int64_t commit_ms;
-};
-
-struct grp_commit {
-	struct dp_core *c;
-	struct dp_req *r;
-	uint16_t core;
-	uint32_t gen;
-	uint32_t left;
-	uint8_t *buf;                 /* every partition's batch */
-	struct grp_commit_part parts[];
 };
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
@@ -471,7 +461,7 @@ static void tcommit_fill_all(struct TxnOffsetCommitResponse *resp, int16_t err)
 
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 
-static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status);
+static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status);
 static void end_done(struct dp_core *c, struct grp_end *w, int status);
 
 static void on_write(void *cookie, int status);
@@ -535,22 +525,31 @@ static void on_write(void *cookie, int status)
 		free(w);
 		return;
 	}
-	case GRP_W_STAGE: stage_done(dp_this_core, cookie, status); return;
+	case GRP_W_STAGE: owrite_done(dp_this_core, cookie, status); return;
 	case GRP_W_END: end_done(dp_this_core, cookie, status); return;
 	}
-	struct grp_commit_part *p = cookie;
-	assert(p->what == GRP_W_COMMIT);
-	struct grp_commit *op = p->op;
-	struct dp_core *c = op->c;
-	struct OffsetCommitRequest *q = op->r->req;
+	assert(((uint8_t *)cookie)[0] == GRP_W_COMMIT);
+	owrite_done(dp_this_core, cookie, status);
+}
+
+/*
+ * A durable (or failed) record of an OffsetCommit or TxnOffsetCommit. A
+ * commit's offset is applied now; a staged one already is (pending), and
+ * stays staged after a failure: the client, told so, aborts (or its
+ * transaction times out), and that end drops it.
+ */
+static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status)
+{
+	struct grp_owrite *op = p->op;
 	c->grp->inflight--;
 	if (status < 0) {
-		DP_ERR_RL("group %.*s: offset commit write failed: %s", q->GroupId.len, q->GroupId.ptr, strerror(-status));
+		DP_ERR_RL("group %.*s: %s write failed: %s", op->group.len, op->group.ptr,
+		          op->pid < 0 ? "offset commit" : "staged offset", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
-	} else if (grp_offset_put(c->grp->offsets, q->GroupId.ptr, (size_t)q->GroupId.len, p->tq->Name.ptr,
-	                          (size_t)p->tq->Name.len, p->pq->PartitionIndex, p->pq->CommittedOffset,
-	                          p->pq->CommittedLeaderEpoch, p->commit_ms, p->pq->CommittedMetadata.ptr,
-	                          p->pq->CommittedMetadata.len) < 0) {
+	} else if (op->pid < 0 &&
+	           grp_offset_put(c->grp->offsets, op->group.ptr, (size_t)op->group.len, p->topic.ptr,
+	                          (size_t)p->topic.len, p->partition, p->offset, p->leader_epoch, p->commit_ms,
+	                          p->meta.ptr, p->meta.len) < 0) {
 		*p->err = KERR_UNKNOWN_SERVER_ERROR;
 	}
 	if (--op->left)
@@ -558,6 +557,92 @@ static void on_write(void *cookie, int status)
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
 	free(op);
+}
+
+/* An op for n partitions and bytes of batches (COMMIT_SIZE); NULL if out of memory. */
+static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_req *r, struct kstr group, int64_t pid,
+                                     uint32_t n, size_t bytes)
+{
+	struct grp_owrite *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
+	uint8_t *buf = dp_buf_get(bytes);
+	if (!op || !buf) {
+		free(op);
+		if (buf)
+			dp_buf_put(buf);
+		return NULL;
+	}
+	*op = (struct grp_owrite){ .r = r, .group = group, .pid = pid, .core = msg->src, .gen = msg->gen,
+	                           .left = 1, .buf = buf };
+	return op;
+}
+
+/*
+ * OffsetCommit and TxnOffsetCommit (request q, response resp of either
+ * kind): one part of op per partition not refused yet, the offset as the
+ * request gives it, committed at now.
+ */
+#define COMMIT_PARTS(q, resp, op, now)                                                                \
+	for (int32_t i_ = 0; i_ < (q)->Topics_n; i_++)                                                 \
+		for (int32_t j_ = 0; j_ < (q)->Topics[i_].Partitions_n; j_++) {                        \
+			int16_t *pe_ = &(resp)->Topics[i_].Partitions[j_].ErrorCode;                   \
+			if (*pe_)                                                                      \
+				continue;                                                              \
+			(op)->parts[(op)->n++] = (struct grp_owrite_part){                             \
+				.what = (op)->pid < 0 ? GRP_W_COMMIT : GRP_W_STAGE, .op = (op), .err = pe_,  \
+				.topic = (q)->Topics[i_].Name,                                           \
+				.partition = (q)->Topics[i_].Partitions[j_].PartitionIndex,               \
+				.offset = (q)->Topics[i_].Partitions[j_].CommittedOffset,                 \
+				.leader_epoch = (q)->Topics[i_].Partitions[j_].CommittedLeaderEpoch,      \
+				.commit_ms = (now), .meta = (q)->Topics[i_].Partitions[j_].CommittedMetadata }; \
+		}
+
+/*
+ * Write op's parts, a batch each (room counted by COMMIT_SIZE). A
+ * TxnOffsetCommit's offset is pending from before its write is durable: a
+ * RequireStable OffsetFetch meanwhile must not be answered the offset
+ * before it (a consumer resuming there would copy this transaction's input
+ * again once it commits). Either answer waits for durability. Returns 0
+ * (answered now: nothing was queued) or DP_ANSWER_LATER.
+ */
+static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t bytes)
+{
+	int64_t now = dp_wall_ms();
+	size_t at = 0;
+	for (uint32_t k = 0; k < op->n; k++) {
+		struct grp_owrite_part *p = &op->parts[k];
+		uint8_t key[GRP_PENDING_KEY_BYTES_MAX], val[GRP_VALUE_BYTES_MAX];
+		_Static_assert(GRP_PENDING_KEY_BYTES_MAX >= GRP_KEY_BYTES_MAX, "either key fits");
+		const char *g = op->group.ptr, *tp = p->topic.ptr;
+		size_t gl = (size_t)op->group.len, tl = (size_t)p->topic.len;
+		int kn = op->pid < 0 ? grp_offset_key_encode(key, sizeof(key), g, gl, tp, tl, p->partition) :
+		         grp_pending_key_encode(key, sizeof(key), op->pid, g, gl, tp, tl, p->partition);
+		int vn = grp_offset_value_encode(val, sizeof(val), p->offset, p->leader_epoch, p->commit_ms,
+		                                 p->meta.ptr, p->meta.len);
+		int bn = kn < 0 || vn < 0 ? -EINVAL :
+		         st_batch_build(op->buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
+		if (bn >= 0 && op->pid >= 0 &&
+		    grp_pending_put(c->grp->offsets, key, (size_t)kn, p->offset, p->leader_epoch, p->commit_ms,
+		                    p->meta.ptr, p->meta.len) < 0) {
+			*p->err = KERR_UNKNOWN_SERVER_ERROR;
+			continue;
+		}
+		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn, dp_group_on_write, p);
+		if (off < 0) {
+			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
+			*p->err = KERR_KAFKA_STORAGE_ERROR;   /* a staged one stays: the client's abort drops it */
+			continue;
+		}
+		at += (size_t)bn;
+		op->left++;
+		c->grp->inflight++;
+	}
+	/* The first count kept op alive until every append was queued. */
+	if (--op->left == 0) {
+		dp_buf_put(op->buf);
+		free(op);
+		return KERR_NONE;
+	}
+	return DP_ANSWER_LATER;
 }
 
 static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -584,54 +669,24 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	COMMIT_SIZE(q, resp, GRP_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return KERR_NONE;
-	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
-	if (!op || !buf) {
-		free(op);
-		if (buf)
-			dp_buf_put(buf);
+	struct grp_owrite *op = owrite_new(msg, r, q->GroupId, -1, n, bytes);
+	if (!op) {
 		commit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
 		return KERR_NONE;
 	}
-	*op = (struct grp_commit){ .c = c, .r = r, .core = msg->src, .gen = msg->gen, .left = n + 1, .buf = buf };
-	int64_t now = dp_wall_ms();
-	uint32_t k = 0;
-	size_t at = 0;
-	for (int32_t i = 0; i < q->Topics_n; i++)
-		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
-			struct OffsetCommitRequest_OffsetCommitRequestTopic *tq = &q->Topics[i];
-			struct OffsetCommitRequest_OffsetCommitRequestPartition *pq = &tq->Partitions[j];
-			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
-			if (*pe)
-				continue;
-			int64_t ts = r->hdr.api_version == 1 && pq->CommitTimestamp >= 0 ? pq->CommitTimestamp : now;
-			uint8_t key[GRP_KEY_BYTES_MAX], val[GRP_VALUE_BYTES_MAX];
-			int kn = grp_offset_key_encode(key, sizeof(key), q->GroupId.ptr, (size_t)q->GroupId.len,
-			                               tq->Name.ptr, (size_t)tq->Name.len, pq->PartitionIndex);
-			int vn = grp_offset_value_encode(val, sizeof(val), pq->CommittedOffset, pq->CommittedLeaderEpoch, ts,
-			                                 pq->CommittedMetadata.ptr, pq->CommittedMetadata.len);
-			int bn = kn < 0 || vn < 0 ? -EINVAL :
-			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
-			struct grp_commit_part *p = &op->parts[k++];
-			*p = (struct grp_commit_part){ .what = GRP_W_COMMIT, .op = op, .tq = tq, .pq = pq, .err = pe,
-			                               .commit_ms = ts };
-			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
-			if (off < 0) {
-				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
-				*pe = KERR_KAFKA_STORAGE_ERROR;
-				op->left--;
-				continue;
+	COMMIT_PARTS(q, resp, op, dp_wall_ms());
+	if (r->hdr.api_version == 1) {   /* v1 alone carries a commit time per partition */
+		uint32_t k = 0;   /* the parts, in COMMIT_PARTS's order */
+		for (int32_t i = 0; i < q->Topics_n; i++)
+			for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
+				if (resp->Topics[i].Partitions[j].ErrorCode)
+					continue;
+				if (q->Topics[i].Partitions[j].CommitTimestamp >= 0)
+					op->parts[k].commit_ms = q->Topics[i].Partitions[j].CommitTimestamp;
+				k++;
 			}
-			at += (size_t)bn;
-			c->grp->inflight++;
-		}
-	/* The extra count keeps op alive until every append is queued. */
-	if (--op->left == 0) {
-		dp_buf_put(buf);
-		free(op);
-		return KERR_NONE;
 	}
-	return DP_ANSWER_LATER;
+	return owrite_start(c, op, bytes);
 }
 
 /* Is o an offset of group gid? */
@@ -749,23 +804,6 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 
 /* ---- transactional offsets --------------------------------------------------------- */
 
-static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
-{
-	struct grp_stage *op = p->op;
-	c->grp->inflight--;
-	if (status < 0) {
-		/* The entry stays staged: the client, told so, aborts (or its
-		 * transaction times out), and that end drops it. */
-		DP_ERR_RL("staged offset write failed: %s", strerror(-status));
-		*p->err = KERR_KAFKA_STORAGE_ERROR;
-	}
-	if (--op->left)
-		return;
-	reply(c, op->core, op->r, op->gen);
-	dp_buf_put(op->buf);
-	free(op);
-}
-
 /* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
 static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 {
@@ -804,69 +842,17 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	COMMIT_SIZE(q, resp, GRP_PENDING_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return KERR_NONE;
-	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
-	if (!op || !buf) {
-		free(op);
-		if (buf)
-			dp_buf_put(buf);
+	struct grp_owrite *op = owrite_new(msg, r, q->GroupId, q->ProducerId, n, bytes);
+	if (!op) {
 		tcommit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
 		return KERR_NONE;
 	}
-	*op = (struct grp_stage){ .r = r, .core = msg->src, .gen = msg->gen, .left = n + 1, .buf = buf };
-	int64_t now = dp_wall_ms();
-	uint32_t k = 0;
-	size_t at = 0;
-	for (int32_t i = 0; i < q->Topics_n; i++)
-		for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++) {
-			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *tq = &q->Topics[i];
-			struct TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *pq = &tq->Partitions[j];
-			int16_t *pe = &resp->Topics[i].Partitions[j].ErrorCode;
-			if (*pe)
-				continue;
-			if (r->hdr.api_version < 2)
-				pq->CommittedLeaderEpoch = -1;
-			struct grp_stage_part *p = &op->parts[k++];
-			*p = (struct grp_stage_part){ .what = GRP_W_STAGE, .op = op, .pq = pq,
-			                              .err = pe };
-			uint8_t val[GRP_VALUE_BYTES_MAX];
-			int kn = grp_pending_key_encode(p->key, sizeof(p->key), q->ProducerId, q->GroupId.ptr,
-			                                (size_t)q->GroupId.len, tq->Name.ptr, (size_t)tq->Name.len,
-			                                pq->PartitionIndex);
-			int vn = grp_offset_value_encode(val, sizeof(val), pq->CommittedOffset, pq->CommittedLeaderEpoch, now,
-			                                 pq->CommittedMetadata.ptr, pq->CommittedMetadata.len);
-			int bn = kn < 0 || vn < 0 ? -EINVAL :
-			         st_batch_build(buf + at, bytes - at, 0, -1, -1, -1, now, p->key, kn, val, vn);
-			p->klen = (uint16_t)(kn > 0 ? kn : 0);
-			/*
-			 * Pending from now on, before the write is durable: a RequireStable
-			 * OffsetFetch meanwhile must not be answered the offset before it
-			 * (a consumer resuming there would copy this transaction's input
-			 * again once it commits). The answer still waits for durability.
-			 */
-			if (bn >= 0 && grp_pending_put(c->grp->offsets, p->key, p->klen, pq->CommittedOffset,
-			                               pq->CommittedLeaderEpoch, now, pq->CommittedMetadata.ptr,
-			                               pq->CommittedMetadata.len) < 0) {
-				*pe = KERR_UNKNOWN_SERVER_ERROR;
-				op->left--;
-				continue;
-			}
-			int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, buf + at, (uint32_t)bn, dp_group_on_write, p);
-			if (off < 0) {
-				DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
-				*pe = KERR_KAFKA_STORAGE_ERROR;   /* staged in memory: the client's abort drops it */
-				op->left--;
-				continue;
-			}
-			at += (size_t)bn;
-			c->grp->inflight++;
-		}
-	if (--op->left == 0) {
-		dp_buf_put(buf);
-		free(op);
-		return KERR_NONE;
-	}
-	return DP_ANSWER_LATER;
+	if (r->hdr.api_version < 2)   /* no leader epoch before v2 */
+		for (int32_t i = 0; i < q->Topics_n; i++)
+			for (int32_t j = 0; j < q->Topics[i].Partitions_n; j++)
+				q->Topics[i].Partitions[j].CommittedLeaderEpoch = -1;
+	COMMIT_PARTS(q, resp, op, dp_wall_ms());
+	return owrite_start(c, op, bytes);
 }
 
 static void end_done(struct dp_core *c, struct grp_end *w, int status)

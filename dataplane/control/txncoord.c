@@ -39,18 +39,9 @@
 #define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
-enum txnc_op {
-	OP_NONE = 0,
-	OP_INIT,          /* InitProducerId: answer once the new epoch is durable */
-	OP_ADD_PARTS,     /* AddPartitionsToTxn: durable, then owners told, then answer */
-	OP_ADD_OFFSETS,   /* AddOffsetsToTxn: answer once durable */
-	OP_END,           /* EndTxn: Prepare durable, markers durable, answer */
-	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
-};
-
 struct dp_txnc {
 	struct txn_coord *coord;
-	struct txn_meta *retry_head;  /* ids with markers to send again (txn_meta.retry_next) */
+	struct txn_meta *retry_head;  /* ids with markers or a Prepare to send again (txn_meta.retry_next) */
 	uint64_t marker_retries;      /* markers sent again, ever (logged, rate-limited) */
 	struct dp_clog clog;          /* __transaction_state (clog.c) */
 	char dir[1024];
@@ -60,17 +51,21 @@ struct dp_txnc {
 	uint32_t expired;             /* ids expired and not yet logged */
 	int64_t expire_log_ms;        /* last expiry line */
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
+	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
+	uint32_t add_faults;          /* AddPartitions writes failed by --fault-add-fail so far */
 };
 
 /* A write in flight to the coordinator log. */
 struct txnc_write {
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
+	bool fault;               /* test only: reported failed once durable (--fault-prepare-fail) */
 	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
 	uint8_t *buf;
 };
 
 static void txnc_step(struct dp_core *c, struct txn_meta *m);
+static void prepare_again(struct dp_core *c, struct txn_meta *m);
 
 static int16_t fenced_err(int16_t api, int16_t version)
 {
@@ -143,8 +138,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg);
 static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
 {
 	op_answer(c, m, err);
-	m->op = OP_NONE;
-	m->busy = false;
+	txn_set_drive(m, TXN_DRIVE_IDLE);
 	if (m->has_queued) {
 		struct dp_msg q;
 		memcpy(&q, m->queued, sizeof(q));
@@ -160,6 +154,17 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	struct dp_txnc *t = c->txnc;
 	if (!compact)
 		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
+	/* Test only: the first N writes of a kind fail, in turn refused and reported failed once durable. */
+	bool fault = false;
+	bool prep = step && m->drive == TXN_DRIVE_PREPARE, add = step && m->drive == TXN_DRIVE_ADD;
+	uint32_t *faults = prep ? &t->prepare_faults : add ? &t->add_faults : NULL;
+	if (faults && *faults < (prep ? c->b->cfg.fault_prepare_fail : c->b->cfg.fault_add_fail)) {
+		fault = (*faults)++ % 2;
+		DP_WARN("fault injection: the %s write of txn %.*s fails (%s)", prep ? txn_state_name(m->state) :
+		        "AddPartitions", m->id_len, m->id, fault ? "at completion" : "refused");
+		if (!fault)
+			return -EIO;
+	}
 	size_t vlen = txn_meta_value_size(m);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
 	uint8_t *val = dp_buf_get(vlen);
@@ -172,7 +177,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .step = step, .compact = compact, .m = m, .buf = buf };
+	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .m = m, .buf = buf };
 	n = dp_clog_write(&t->clog, buf, cap, m->update_ms, m->id, m->id_len, val, n, dp_txnc_on_write, w);
 	dp_buf_put(val);
 	if (n < 0) {
@@ -243,6 +248,8 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
 	bool step = w->step, compact = w->compact;
+	if (w->fault && status >= 0)
+		status = -EIO;
 	dp_buf_put(w->buf);
 	free(w);
 	if (compact)
@@ -256,7 +263,9 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	m->writes--;
 	if (status < 0) {
 		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
-		if (step)
+		if (step && m->drive == TXN_DRIVE_PREPARE)
+			prepare_again(c, m);
+		else if (step)
 			op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);   /* clients retry */
 		return;
 	}
@@ -326,46 +335,73 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 /* The current op's write is durable, or all owners answered: take the next step. */
 static void txnc_step(struct dp_core *c, struct txn_meta *m)
 {
-	switch (m->op) {
-	case OP_INIT:
-	case OP_ADD_OFFSETS:
+	switch (m->drive) {
+	case TXN_DRIVE_INIT:
+	case TXN_DRIVE_OFFSETS:
 		op_finish(c, m, KERR_NONE);
 		return;
-	case OP_ADD_PARTS:
-		if (m->markers_left)
+	case TXN_DRIVE_ADD:
+		txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
+		if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 			return;            /* the acks complete it */
-		if (!m->tps_acked) {
-			m->tps_acked = true;
-			if (to_owners(c, m, DP_MSG_TXN_ADD, false))
-				return;
-		}
+		m->tps_told = m->ntps;
 		op_finish(c, m, KERR_NONE);
 		return;
-	case OP_END:
-	case OP_ABORT_BG:
-		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
-			if (!m->markers_sent) {
-				m->markers_sent = true;
-				/*
-				 * The outcome is decided and durable: answer EndTxn now, as
-				 * Kafka does. The markers follow; a request for this id that
-				 * arrives meanwhile waits for them (queued, not refused), and
-				 * a crash before they are all durable is finished on restart.
-				 */
-				op_answer(c, m, KERR_NONE);
-				fault_point(c, 1, "after Prepare is durable, before any marker");
-				if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
-					return;
-			}
-			if (m->markers_left == 0)
-				complete(c, m);
-		}
+	case TXN_DRIVE_ADD_ACKS:
+	case TXN_DRIVE_REAUTH:     /* start-up re-authorisations answered */
+		if (m->markers_left)
+			return;
+		m->tps_told = m->ntps;
+		op_finish(c, m, KERR_NONE);
 		return;
-	case OP_NONE:
+	case TXN_DRIVE_PREPARE:
+		txn_set_drive(m, TXN_DRIVE_MARKERS);
+		/*
+		 * The outcome is decided and durable: answer EndTxn now, as Kafka
+		 * does. The markers follow; a request for this id that arrives
+		 * meanwhile waits for them (queued, not refused), and a crash
+		 * before they are all durable is finished on restart.
+		 */
+		op_answer(c, m, KERR_NONE);
+		fault_point(c, 1, "after Prepare is durable, before any marker");
+		if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
+			return;
+		complete(c, m);
+		return;
+	case TXN_DRIVE_MARKERS:
 		if (m->markers_left == 0)
-			m->busy = false;   /* start-up re-authorisations answered */
+			complete(c, m);
 		return;
+	case TXN_DRIVE_IDLE:
+	case TXN_DRIVE_COUNT:
+		break;
 	}
+	/* Nothing under way waits for a write or an answer: a driver bug. */
+	DP_ERR("txn %.*s: a step with the driver %s", m->id_len, m->id, txn_drive_name(m->drive));
+	abort();
+}
+
+/*
+ * A Prepare{Commit,Abort} write failed (or could not be queued): the
+ * decision stands, in memory, and is written again after
+ * DP_TXNC_MARKER_RETRY_MS, on the retry list, until it is durable; then the
+ * markers follow as usual. Falling back to Ongoing instead is no legal move
+ * (Kafka's table has no PrepareCommit -> Ongoing), and leaving the id at
+ * Prepare* with nothing under way stranded it: every later request was
+ * answered CONCURRENT_TRANSACTIONS, for good. A client that waits is told
+ * COORDINATOR_NOT_AVAILABLE now; its retry waits for the outcome (queued).
+ */
+static void prepare_again(struct dp_core *c, struct txn_meta *m)
+{
+	struct dp_txnc *t = c->txnc;
+	op_answer(c, m, KERR_COORDINATOR_NOT_AVAILABLE);   /* clients retry */
+	DP_WARN_RL("txn %.*s: %s could not be written: written again every %d ms until it is", m->id_len, m->id,
+	           txn_state_name(m->state), DP_TXNC_MARKER_RETRY_MS);
+	assert(m->drive == TXN_DRIVE_PREPARE && !m->retry_listed);
+	m->retry_listed = true;
+	m->retry_due_ms = dp_wall_ms() + DP_TXNC_MARKER_RETRY_MS;
+	m->retry_next = t->retry_head;
+	t->retry_head = m;
 }
 
 /*
@@ -415,6 +451,11 @@ static void marker_retries(struct dp_core *c, int64_t now)
 		}
 		m->retry_listed = false;
 		m->retry_next = NULL;
+		if (m->drive == TXN_DRIVE_PREPARE) {   /* a Prepare to write again */
+			if (persist(c, m, true) < 0)
+				prepare_again(c, m);
+			continue;
+		}
 		m->markers_left++;   /* held, as in to_owners */
 		for (uint32_t i = 0; i < m->ntps; i++) {
 			if (!m->tps[i].marker_again)
@@ -450,28 +491,23 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 	txn_set_state(m, TXN_PREPARE_EPOCH_FENCE);
 	m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
 	txn_set_state(m, TXN_PREPARE_ABORT);
-	m->busy = true;
-	m->op = OP_ABORT_BG;
-	m->op_ctx = NULL;
-	m->markers_sent = false;
-	m->markers_left = 0;
+	m->op_ctx = NULL;   /* no client waits */
 	m->markers_acked = 0;
+	txn_set_drive(m, TXN_DRIVE_PREPARE);
 	if (persist(c, m, true) < 0)
-		op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);
+		prepare_again(c, m);
 }
 
 /* ---- requests --------------------------------------------------------------------- */
 
-static void start_op(struct txn_meta *m, int op, struct dp_msg *msg, struct dp_req *r)
+static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, struct dp_req *r)
 {
-	m->busy = true;
-	m->op = op;
 	m->op_ctx = r;
 	m->op_core = msg->src;
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
-	m->markers_sent = m->tps_acked = false;
-	m->markers_left = m->markers_acked = 0;
+	m->markers_acked = 0;
+	txn_set_drive(m, op);
 }
 
 static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -497,7 +533,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		if (!m)
 			return KERR_UNKNOWN_SERVER_ERROR;
 	}
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 		return KERR_CONCURRENT_TRANSACTIONS;   /* the client retries */
 	if (q->ProducerId >= 0 && m->pid >= 0) {
 		/* KIP-360: the caller says who it is; only the current instance may bump. */
@@ -510,8 +546,6 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		/* A new instance while a transaction is open: fence the old one, abort its
 		 * transaction, and answer the new one once that is done. */
 		fence_and_abort(c, m, "a new instance of the producer arrived");
-		if (!m->busy)
-			return KERR_COORDINATOR_NOT_AVAILABLE;   /* the abort could not be written */
 		memcpy(m->queued, msg, sizeof(*msg));
 		m->has_queued = true;
 		return DP_ANSWER_LATER;
@@ -532,7 +566,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	txn_set_state(m, TXN_EMPTY);
 	txn_meta_clear_txn(m);
 	m->timeout_ms = q->TransactionTimeoutMs;
-	start_op(m, OP_INIT, msg, r);
+	start_op(m, TXN_DRIVE_INIT, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
@@ -550,7 +584,7 @@ static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr i
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (m->epoch != epoch)
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
+	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
 		return KERR_CONCURRENT_TRANSACTIONS;
 	*out = m;
@@ -576,7 +610,13 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 	if (err)
 		return err;
 	/* Unknown partitions: Kafka adds none, and marks the rest OPERATION_NOT_ATTEMPTED. */
-	bool unknown = false, all_in = m->state == TXN_ONGOING;
+	/*
+	 * A retry of a call that was done is answered at once; not one whose
+	 * write failed: its partitions are in m->tps (and will be in the next
+	 * record), but their owners were never told, so they would refuse the
+	 * producer's batches. tps_told counts those that were.
+	 */
+	bool unknown = false, all_in = m->state == TXN_ONGOING && m->tps_told == m->ntps;
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
 		for (int32_t j = 0; j < tq->Partitions_n; j++) {
@@ -609,7 +649,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 			if (txn_meta_add_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]) < 0)
 				return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX */
 	}
-	start_op(m, OP_ADD_PARTS, msg, r);
+	start_op(m, TXN_DRIVE_ADD, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
@@ -632,7 +672,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 	begin_if_new(m);
 	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
 		return KERR_INVALID_REQUEST;
-	start_op(m, OP_ADD_OFFSETS, msg, r);
+	start_op(m, TXN_DRIVE_OFFSETS, msg, r);
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
@@ -650,7 +690,7 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (m->epoch != q->ProducerEpoch)
 		return fenced_err(KAPI_END_TXN, r->hdr.api_version);
-	if (m->busy)
+	if (txn_busy(m))
 		return KERR_CONCURRENT_TRANSACTIONS;
 	bool commit = q->Committed;
 	switch (m->state) {
@@ -668,12 +708,10 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return KERR_INVALID_TXN_STATE;
 	}
 	txn_set_state(m, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT);
-	start_op(m, OP_END, msg, r);
+	start_op(m, TXN_DRIVE_PREPARE, msg, r);
 	if (persist(c, m, true) < 0) {
-		/* Not durable: fall back so a retry can try again. */
-		m->state = TXN_ONGOING;
 		m->op_ctx = NULL;   /* the caller answers with the error */
-		op_finish(c, m, KERR_NONE);
+		prepare_again(c, m);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	return DP_ANSWER_LATER;
@@ -802,7 +840,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 	struct kstr id = request_txn_id(r);
 	struct txn_meta *busy = id.len > 0 && c->txnc->loaded ?
 		txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
-	if (busy && busy->busy && (busy->op == OP_END || busy->op == OP_ABORT_BG) && !busy->has_queued) {
+	if (busy && (busy->drive == TXN_DRIVE_PREPARE || busy->drive == TXN_DRIVE_MARKERS) && !busy->has_queued) {
 		/* Markers are being written: the next call waits for them instead of
 		 * getting CONCURRENT_TRANSACTIONS and backing off. */
 		memcpy(busy->queued, msg, sizeof(*msg));
@@ -878,7 +916,7 @@ static void scan_ids(struct dp_core *c, int64_t now)
 			t->expire_cursor = 0;
 			return;
 		}
-		if (m->state == TXN_ONGOING && !m->busy && now - m->start_ms > m->timeout_ms)
+		if (m->state == TXN_ONGOING && !txn_busy(m) && now - m->start_ms > m->timeout_ms)
 			fence_and_abort(c, m, "transaction timed out");
 		/* A removal shifts later entries back: one may be missed this pass, never visited freed. */
 		else if (txn_meta_expirable(m, now, ttl) && expire_id(c, m) == 0)
@@ -929,18 +967,15 @@ int dp_txnc_start(struct dp_core *c)
 		n++;
 		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 			/* Interrupted fan-out: markers again (owners skip closed ones), then Complete. */
-			m->busy = true;
-			m->op = OP_ABORT_BG;   /* no client waits */
-			m->op_ctx = NULL;
-			m->markers_sent = false;
-			m->markers_left = m->markers_acked = 0;
+			m->op_ctx = NULL;   /* no client waits */
+			m->markers_acked = 0;
+			txn_set_drive(m, TXN_DRIVE_PREPARE);
 			resumed++;
-			txnc_step(c, m);
+			txnc_step(c, m);   /* the Prepare is durable: on to the markers */
 		} else if (m->state == TXN_ONGOING) {
-			m->markers_left = 0;
-			to_owners(c, m, DP_MSG_TXN_ADD, false);   /* acks are counted and dropped */
-			m->busy = m->markers_left > 0;
-			m->op = OP_NONE;
+			txn_set_drive(m, TXN_DRIVE_REAUTH);
+			if (to_owners(c, m, DP_MSG_TXN_ADD, false) == 0)   /* acks are counted and dropped */
+				txnc_step(c, m);
 		}
 	}
 	t->loaded = true;

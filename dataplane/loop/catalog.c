@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <xxhash.h>
 
+#include "htab.h"
 #include "loop.h"
 
 bool dp_topic_name_valid(const char *name, size_t len)
@@ -75,29 +76,55 @@ uint32_t dp_topic_hash(const char *name, size_t len)
 
 
 
+/*
+ * The name index: the generic table (txn/htab.h) of topic id + 1 (0 empty),
+ * sized once for DP_TOPICS_MAX at half load, so it never grows and an
+ * install always has room; a removal shifts the cluster back (no
+ * tombstones to pile up as topics come and go). ctx: the core, whose
+ * topics the slots name.
+ */
+_Static_assert((DP_TOPIC_INDEX_SLOTS & (DP_TOPIC_INDEX_SLOTS - 1)) == 0, "index slots: a power of two");
+_Static_assert(DP_TOPICS_MAX < UINT16_MAX, "topic id + 1 fits a slot");
+
+struct topic_key {
+	const char *name;
+	size_t len;
+	uint32_t hash;
+};
+
+static bool index_empty(const void *s) { return *(const uint16_t *)s == 0; }
+static void index_clear(void *s) { *(uint16_t *)s = 0; }
+static uint64_t index_hash(const void *ctx, const void *s)
+{
+	const struct dp_core *c = ctx;
+	return c->topics[*(const uint16_t *)s - 1].hash;
+}
+static bool index_match(const void *ctx, const void *s, const void *key)
+{
+	const struct dp_core *c = ctx;
+	const struct topic_key *k = key;
+	const struct dp_topic *t = &c->topics[*(const uint16_t *)s - 1];
+	return t->hash == k->hash && t->name_len == k->len && memcmp(t->name, k->name, k->len) == 0;
+}
+static const struct txn_htab_ops index_ops = { index_empty, index_clear, index_hash, index_match };
+
 int dp_catalog_init(struct dp_core *c)
 {
 	c->topics = calloc(DP_TOPICS_MAX, sizeof(*c->topics));
-	c->topic_index = calloc(DP_TOPIC_INDEX_SLOTS, sizeof(*c->topic_index));
-	return c->topics && c->topic_index ? 0 : -ENOMEM;
+	c->topic_index = calloc(1, sizeof(*c->topic_index));
+	if (!c->topics || !c->topic_index ||
+	    txn_htab_init(c->topic_index, DP_TOPIC_INDEX_SLOTS, sizeof(uint16_t), &index_ops, c) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 int32_t dp_topic_find(const struct dp_core *c, const char *name, size_t len)
 {
 	if (len == 0 || len > DP_TOPIC_NAME_MAX)
 		return -1;
-	uint32_t h = dp_topic_hash(name, len);
-	for (uint32_t i = 0; i < DP_TOPIC_INDEX_SLOTS; i++) {
-		uint16_t v = c->topic_index[(h + i) % DP_TOPIC_INDEX_SLOTS];
-		if (v == 0)
-			return -1;
-		if (v == UINT16_MAX)
-			continue;   /* tombstone */
-		const struct dp_topic *t = &c->topics[v - 1];
-		if (t->live && t->hash == h && t->name_len == len && memcmp(t->name, name, len) == 0)
-			return v - 1;
-	}
-	return -1;
+	struct topic_key k = { name, len, dp_topic_hash(name, len) };
+	const uint16_t *v = txn_htab_find(c->topic_index, k.hash, &k);
+	return v ? *v - 1 : -1;
 }
 
 struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen)
@@ -127,28 +154,19 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->live = true;
 	if (id >= c->topics_end)
 		c->topics_end = id + 1;
-	for (uint32_t i = 0; i < DP_TOPIC_INDEX_SLOTS; i++) {
-		uint16_t *slot = &c->topic_index[(t->hash + i) % DP_TOPIC_INDEX_SLOTS];
-		if (*slot == 0 || *slot == UINT16_MAX) {
-			*slot = (uint16_t)(id + 1);
-			return 0;
-		}
-	}
-	assert(!"topic index full");
-	return -ENOSPC;
+	struct topic_key k = { t->name, len, t->hash };
+	assert(txn_htab_has_room(c->topic_index));   /* at most DP_TOPICS_MAX: half the slots */
+	*(uint16_t *)txn_htab_insert(c->topic_index, k.hash, &k) = (uint16_t)(id + 1);
+	return 0;
 }
 
 void dp_topic_remove(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];
-	for (uint32_t i = 0; i < DP_TOPIC_INDEX_SLOTS; i++) {
-		uint16_t *slot = &c->topic_index[(t->hash + i) % DP_TOPIC_INDEX_SLOTS];
-		if (*slot == id + 1) {
-			*slot = UINT16_MAX;
-			break;
-		}
-		assert(*slot != 0);
-	}
+	struct topic_key k = { t->name, t->name_len, t->hash };
+	uint16_t *slot = txn_htab_find(c->topic_index, k.hash, &k);
+	assert(slot && *slot == id + 1);
+	txn_htab_delete(c->topic_index, slot);
 	free(t->parts);
 	t->parts = NULL;
 	t->live = false;

@@ -74,6 +74,9 @@ struct dp_config {
 	                                    2 after the first marker, 3 before Complete */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
 	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
+	uint32_t fault_prepare_fail;     /* the first N Prepare* writes fail: even ones refused, odd ones
+	                                    reported failed at completion */
+	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	int32_t txn_max_timeout_ms;
@@ -191,7 +194,7 @@ struct dp_core {
 	/* Every core: its own copy of the catalog (catalog.c). */
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
-	uint16_t *topic_index;        /* [DP_TOPIC_INDEX_SLOTS] topic id + 1, 0 empty */
+	struct txn_htab *topic_index; /* DP_TOPIC_INDEX_SLOTS slots (never grows): uint16 topic id + 1, 0 empty */
 
 	/* conn/ only (NIC side of a data core). */
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */

@@ -133,6 +133,146 @@ static void test_setter(void)
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 }
 
+/*
+ * The driver's moves (coord.h's picture), written out independently of
+ * coord.c: drive_expected[to][from], and the transaction states each
+ * target works on.
+ */
+#define UT_NDRIVES 8
+static const bool drive_expected[UT_NDRIVES][UT_NDRIVES] = {
+	[TXN_DRIVE_IDLE] = { [TXN_DRIVE_INIT] = 1, [TXN_DRIVE_ADD] = 1, [TXN_DRIVE_ADD_ACKS] = 1,
+	                     [TXN_DRIVE_OFFSETS] = 1, [TXN_DRIVE_PREPARE] = 1, [TXN_DRIVE_MARKERS] = 1,
+	                     [TXN_DRIVE_REAUTH] = 1 },
+	[TXN_DRIVE_INIT] = { [TXN_DRIVE_IDLE] = 1 },
+	[TXN_DRIVE_ADD] = { [TXN_DRIVE_IDLE] = 1 },
+	[TXN_DRIVE_ADD_ACKS] = { [TXN_DRIVE_ADD] = 1 },
+	[TXN_DRIVE_OFFSETS] = { [TXN_DRIVE_IDLE] = 1 },
+	[TXN_DRIVE_PREPARE] = { [TXN_DRIVE_IDLE] = 1 },
+	[TXN_DRIVE_MARKERS] = { [TXN_DRIVE_PREPARE] = 1 },
+	[TXN_DRIVE_REAUTH] = { [TXN_DRIVE_IDLE] = 1 },
+};
+static const bool drive_state_ok[UT_NDRIVES][UT_NSTATES] = {
+	[TXN_DRIVE_IDLE] = { 1, 1, 1, 1, 1, 1, 1, 1 },
+	[TXN_DRIVE_INIT] = { [TXN_EMPTY] = 1 },
+	[TXN_DRIVE_ADD] = { [TXN_ONGOING] = 1 },
+	[TXN_DRIVE_ADD_ACKS] = { [TXN_ONGOING] = 1 },
+	[TXN_DRIVE_OFFSETS] = { [TXN_ONGOING] = 1 },
+	[TXN_DRIVE_PREPARE] = { [TXN_PREPARE_COMMIT] = 1, [TXN_PREPARE_ABORT] = 1 },
+	[TXN_DRIVE_MARKERS] = { [TXN_PREPARE_COMMIT] = 1, [TXN_PREPARE_ABORT] = 1 },
+	[TXN_DRIVE_REAUTH] = { [TXN_ONGOING] = 1 },
+};
+
+static void test_drive_table(void)
+{
+	static const char *const names[UT_NDRIVES] = { "Idle", "Init", "AddPartitions", "AddPartitionsAcks",
+		"AddOffsets", "Prepare", "Markers", "Reauthorise" };
+	CU_ASSERT_EQUAL(TXN_DRIVE_COUNT, UT_NDRIVES);
+	int legal = 0;
+	for (int to = 0; to < UT_NDRIVES; to++) {
+		CU_ASSERT_STRING_EQUAL(txn_drive_name((enum txn_drive)to), names[to]);
+		for (int from = 0; from < UT_NDRIVES; from++) {
+			bool ok = txn_drive_move_ok((enum txn_drive)from, (enum txn_drive)to);
+			if (ok != drive_expected[to][from])
+				fprintf(stderr, "\n%s -> %s: got %d\n", names[from], names[to], ok);
+			CU_ASSERT_EQUAL(ok, drive_expected[to][from]);
+			legal += ok;
+		}
+	}
+	CU_ASSERT_EQUAL(legal, 14);   /* the arrows of coord.h's picture */
+	for (int d = 0; d < UT_NDRIVES; d++) {
+		CU_ASSERT_FALSE(txn_drive_move_ok((enum txn_drive)d, TXN_DRIVE_COUNT));
+		CU_ASSERT_FALSE(txn_drive_move_ok(TXN_DRIVE_COUNT, (enum txn_drive)d));
+		CU_ASSERT_FALSE(txn_drive_move_ok((enum txn_drive)-1, (enum txn_drive)d));
+	}
+	CU_ASSERT_STRING_EQUAL(txn_drive_name(TXN_DRIVE_COUNT), "?");
+	/* Every (drive, state, answers due, resend) combination: txn_drive_ok agrees with the spec. */
+	struct txn_meta *m = ut_meta(TXN_EMPTY);
+	for (int from = 0; from < UT_NDRIVES; from++)
+		for (int to = 0; to < UT_NDRIVES; to++)
+			for (int st = 0; st < UT_NSTATES; st++)
+				for (int due = 0; due < 2; due++)
+					for (int listed = 0; listed < 2; listed++) {
+						m->drive = (enum txn_drive)from;
+						m->state = (enum txn_state)st;
+						m->markers_left = (uint32_t)due;
+						m->retry_listed = listed;
+						bool want = drive_expected[to][from] && drive_state_ok[to][st] && !due &&
+						            !(to == TXN_DRIVE_IDLE && listed);
+						CU_ASSERT_EQUAL(txn_drive_ok(m, (enum txn_drive)to), want);
+					}
+}
+
+/* Runs txn_set_drive(from -> to) with m in state st, due answers outstanding, in a child. */
+static int ut_drive_in_child(enum txn_drive from, enum txn_drive to, enum txn_state st, uint32_t due, bool listed)
+{
+	pid_t pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, STDERR_FILENO);
+		struct txn_meta *m = ut_meta(st);
+		m->drive = from;
+		m->markers_left = due;
+		m->retry_listed = listed;
+		txn_set_drive(m, to);
+		_exit(m->drive == to ? 0 : 3);
+	}
+	int st_ = 0;
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &st_, 0), pid);
+	return st_;
+}
+
+static void test_drive_setter(void)
+{
+	/* Each op's whole walk, with the transaction states the driver gives it. */
+	static const struct { enum txn_drive to; enum txn_state st; } walk[] = {
+		{ TXN_DRIVE_INIT, TXN_EMPTY }, { TXN_DRIVE_IDLE, TXN_EMPTY },
+		{ TXN_DRIVE_ADD, TXN_ONGOING }, { TXN_DRIVE_ADD_ACKS, TXN_ONGOING }, { TXN_DRIVE_IDLE, TXN_ONGOING },
+		{ TXN_DRIVE_OFFSETS, TXN_ONGOING }, { TXN_DRIVE_IDLE, TXN_ONGOING },
+		{ TXN_DRIVE_PREPARE, TXN_PREPARE_COMMIT }, { TXN_DRIVE_MARKERS, TXN_PREPARE_COMMIT },
+		{ TXN_DRIVE_IDLE, TXN_COMPLETE_COMMIT },
+		{ TXN_DRIVE_REAUTH, TXN_ONGOING }, { TXN_DRIVE_IDLE, TXN_ONGOING },
+		{ TXN_DRIVE_PREPARE, TXN_PREPARE_ABORT }, { TXN_DRIVE_IDLE, TXN_PREPARE_ABORT },   /* a failed op */
+	};
+	struct txn_meta *m = ut_meta(TXN_EMPTY);
+	enum txn_drive prev = TXN_DRIVE_IDLE;
+	for (size_t i = 0; i < sizeof(walk) / sizeof(walk[0]); i++) {
+		m->state = walk[i].st;
+		CU_ASSERT_EQUAL(txn_set_drive(m, walk[i].to), prev);
+		CU_ASSERT_EQUAL(m->drive, walk[i].to);
+		CU_ASSERT_EQUAL(txn_busy(m), walk[i].to != TXN_DRIVE_IDLE);
+		prev = walk[i].to;
+	}
+	/* Every move the table refuses dies with SIGABRT; every one it allows, in a state it works on, exits. */
+	for (int from = 0; from < UT_NDRIVES; from++)
+		for (int to = 0; to < UT_NDRIVES; to++) {
+			enum txn_state st = TXN_EMPTY;
+			for (int s = 0; s < UT_NSTATES; s++)
+				if (drive_state_ok[to][s]) {
+					st = (enum txn_state)s;
+					break;
+				}
+			int w = ut_drive_in_child((enum txn_drive)from, (enum txn_drive)to, st, 0, false);
+			bool died = WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT;
+			bool clean = WIFEXITED(w) && WEXITSTATUS(w) == 0;
+			CU_ASSERT(drive_expected[to][from] ? clean : died);
+		}
+	/* A legal move in the wrong transaction state, with answers due, or into Idle with a resend pending. */
+	int w = ut_drive_in_child(TXN_DRIVE_IDLE, TXN_DRIVE_PREPARE, TXN_ONGOING, 0, false);
+	CU_ASSERT(WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT);
+	w = ut_drive_in_child(TXN_DRIVE_IDLE, TXN_DRIVE_INIT, TXN_ONGOING, 0, false);
+	CU_ASSERT(WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT);
+	w = ut_drive_in_child(TXN_DRIVE_MARKERS, TXN_DRIVE_IDLE, TXN_COMPLETE_ABORT, 1, false);
+	CU_ASSERT(WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT);
+	w = ut_drive_in_child(TXN_DRIVE_ADD, TXN_DRIVE_ADD_ACKS, TXN_ONGOING, 2, false);
+	CU_ASSERT(WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT);
+	w = ut_drive_in_child(TXN_DRIVE_PREPARE, TXN_DRIVE_IDLE, TXN_PREPARE_COMMIT, 0, true);
+	CU_ASSERT(WIFSIGNALED(w) && WTERMSIG(w) == SIGABRT);
+	w = ut_drive_in_child(TXN_DRIVE_MARKERS, TXN_DRIVE_IDLE, TXN_COMPLETE_COMMIT, 0, false);
+	CU_ASSERT(WIFEXITED(w) && WEXITSTATUS(w) == 0);
+}
+
 static int ut_id(char *buf, int i)
 {
 	return sprintf(buf, "txn-%d-%x", i, (unsigned)i * 2654435761u);
@@ -720,9 +860,9 @@ static void test_expirable(void)
 	CU_ASSERT(!txn_meta_expirable(m, now - 1, ttl));   /* used less than ttl ago */
 	CU_ASSERT(!txn_meta_expirable(m, now, ttl + 1));
 	/* Anything under way or waiting keeps it, however old. */
-	m->busy = true;
+	m->drive = TXN_DRIVE_INIT;
 	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
-	m->busy = false;
+	m->drive = TXN_DRIVE_IDLE;
 	m->has_queued = true;
 	CU_ASSERT(!txn_meta_expirable(m, now + 10 * ttl, ttl));
 	m->has_queued = false;
@@ -746,6 +886,8 @@ int main(void)
 	s = CU_add_suite("coord", NULL, NULL);
 	CU_add_test(s, "state moves vs Kafka's table", test_state_table);
 	CU_add_test(s, "setter: legal moves, SIGABRT on illegal", test_setter);
+	CU_add_test(s, "driver moves vs coord.h's picture", test_drive_table);
+	CU_add_test(s, "driver setter: each op's walk, SIGABRT on illegal", test_drive_setter);
 	CU_add_test(s, "table: thousands of ids, removal, iteration", test_table);
 	CU_add_test(s, "partitions and groups: dedup, limits, clear", test_tps_groups);
 	CU_add_test(s, "value: round trip up to every limit", test_value_round_trip);
