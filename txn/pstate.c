@@ -825,7 +825,7 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 		if (first >= 0 && first < snap) {
 			fprintf(stderr, "pstate: %s: the snapshot at %" PRId64 " falls inside the batch at %" PRId64
 			        ": not this log's, rebuilt from the log\n", dir, snap, first);
-			table_clear(ps);
+			txn_htab_clear(&ps->tab);
 			snap = -1;
 		}
 	}
