@@ -109,7 +109,15 @@ static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
 	r->pending++;
-	dp_send(c, 0, &m);
+	if (dp_send_room(c, 0, 1)) {
+		dp_send(c, 0, &m);
+		return;
+	}
+	/* No credit toward the control core (dp_limits.h): answered here with a
+	 * retriable error, as the control core's own answer would be. */
+	struct dp_msg done = { .type = (uint16_t)(type + 1), .ctx = r, .idx = idx, .gen = r->gen, .src = (uint16_t)c->id,
+	                       .err = r->hdr.api_key == 3 ? KERR_LEADER_NOT_AVAILABLE : KERR_REQUEST_TIMED_OUT };
+	dp_req_complete_part(c, &done);
 }
 
 static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)

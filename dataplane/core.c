@@ -54,6 +54,20 @@ static void wake(struct dp_core *dst)
 
 static void deliver(struct dp_core *c, struct dp_msg *m);
 
+bool dp_send_room(struct dp_core *c, int dst, uint32_t n)
+{
+	if (dst == c->id || c->credits_out[dst] + n <= c->b->xmsg_credits)
+		return true;
+	c->credit_refused++;
+	return false;
+}
+
+/* The backlog to dst, a fixed circular queue: slot i from its head. */
+static inline struct dp_msg *backlog_at(struct dp_core *c, int dst, uint32_t i)
+{
+	return &c->backlog[dst][(c->backlog_head[dst] + i) % c->b->backlog_msgs];
+}
+
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 {
 	m->src = (uint16_t)c->id;
@@ -62,33 +76,43 @@ void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 		return;
 	}
 	assert(dst >= 0 && dst < c->b->ncores);
+	if (m->type % 2 == 1 && dp_msg_credited(m->type))
+		c->credits_out[dst]++;   /* given back when its reply arrives (deliver) */
 	if (c->backlog_n[dst] == 0 && dp_ring_enqueue_burst(ring_of(c->b, c->id, dst), m, 1) == 1) {
 		wake(c->b->cores[dst]);
 		return;
 	}
-	/* Ring full: keep order behind what is already waiting. Grows only under overload. */
-	if (c->backlog_n[dst] == c->backlog_cap[dst]) {
-		uint32_t cap = c->backlog_cap[dst] ? c->backlog_cap[dst] * 2 : 1024;
-		struct dp_msg *nb = realloc(c->backlog[dst], cap * sizeof(*nb));
-		if (!nb)
-			abort();
-		c->backlog[dst] = nb;
-		c->backlog_cap[dst] = cap;
+	/* Ring full: keep order behind what is already waiting. */
+	if (c->backlog_n[dst] == c->b->backlog_msgs) {
+		/* Credit bounds everything but watches (dp_limits.h); a fire is
+		 * advisory: the parked fetch answers at its MaxWaitMs instead. */
+		assert(m->type == DP_MSG_WATCH_FIRE || m->type == DP_MSG_WATCH);
+		c->fires_dropped++;
+		return;
 	}
-	c->backlog[dst][c->backlog_n[dst]++] = *m;
+	*backlog_at(c, dst, c->backlog_n[dst]++) = *m;
 }
 
 static int flush_backlog(struct dp_core *c)
 {
 	int work = 0;
+	uint32_t cap = c->b->backlog_msgs;
 	for (int d = 0; d < c->b->ncores; d++) {
-		uint32_t n = c->backlog_n[d];
-		if (!n)
-			continue;
-		unsigned sent = dp_ring_enqueue_burst(ring_of(c->b, c->id, d), c->backlog[d], n);
-		if (sent) {
-			memmove(c->backlog[d], c->backlog[d] + sent, (n - sent) * sizeof(struct dp_msg));
-			c->backlog_n[d] = n - sent;
+		bool sent_any = false;
+		while (c->backlog_n[d]) {
+			/* the run from head to the array's end (or to the last message) */
+			uint32_t head = c->backlog_head[d];
+			uint32_t run = cap - head < c->backlog_n[d] ? cap - head : c->backlog_n[d];
+			unsigned sent = dp_ring_enqueue_burst(ring_of(c->b, c->id, d), &c->backlog[d][head], run);
+			if (!sent)
+				break;
+			c->backlog_head[d] = (head + sent) % cap;
+			c->backlog_n[d] -= sent;
+			sent_any = true;
+			if (sent < run)
+				break;
+		}
+		if (sent_any) {
 			wake(c->b->cores[d]);
 			work++;
 		}
@@ -98,6 +122,10 @@ static int flush_backlog(struct dp_core *c)
 
 static void deliver(struct dp_core *c, struct dp_msg *m)
 {
+	if (m->src != c->id && m->type % 2 == 0 && dp_msg_credited(m->type)) {
+		assert(c->credits_out[m->src] > 0);   /* one reply per request */
+		c->credits_out[m->src]--;
+	}
 	switch (m->type) {
 	case DP_MSG_PRODUCE:
 	case DP_MSG_FETCH:
@@ -288,6 +316,9 @@ static void core_teardown(struct dp_core *c)
 				dp_conn_event(c, &ev[i]);
 		}
 	}
+	if (c->credit_refused || c->fires_dropped)
+		DP_INFO("%llu cross-core requests refused for credit, %llu watch fires dropped at a full backlog",
+		        (unsigned long long)c->credit_refused, (unsigned long long)c->fires_dropped);
 	if (c->is_data) {
 		if (c->cold_reads)
 			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",

@@ -79,6 +79,7 @@ struct dp_config {
 	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
+	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -117,6 +118,23 @@ enum dp_msg_type {
 	DP_MSG_GROUP_DONE,
 	DP_MSG_GROUP_GONE,      /* data core -> control: a lent JoinGroup/SyncGroup's client left */
 };
+
+/* Every request type is odd and its one reply is the next type (credit, core.c);
+ * GROUP_GONE has no reply, watches are advisory: neither is counted. */
+_Static_assert(DP_MSG_PRODUCE % 2 == 1 && DP_MSG_PRODUCE_DONE == DP_MSG_PRODUCE + 1 &&
+               DP_MSG_FETCH_DONE == DP_MSG_FETCH + 1 && DP_MSG_WATCH_FIRE == DP_MSG_WATCH + 1 &&
+               DP_MSG_LIST_DONE == DP_MSG_LIST + 1 && DP_MSG_CREATE_DONE == DP_MSG_CREATE + 1 &&
+               DP_MSG_DELETE_DONE == DP_MSG_DELETE + 1 && DP_MSG_TOPIC_ADD_ACK == DP_MSG_TOPIC_ADD + 1 &&
+               DP_MSG_TOPIC_DEL_ACK == DP_MSG_TOPIC_DEL + 1 && DP_MSG_INIT_PID_DONE == DP_MSG_INIT_PID + 1 &&
+               DP_MSG_TXN_DONE == DP_MSG_TXN_REQ + 1 && DP_MSG_TXN_ADD_ACK == DP_MSG_TXN_ADD + 1 &&
+               DP_MSG_TXN_MARKER_DONE == DP_MSG_TXN_MARKER + 1 &&
+               DP_MSG_DESCRIBE_PRODUCERS_DONE == DP_MSG_DESCRIBE_PRODUCERS + 1 &&
+               DP_MSG_GROUP_DONE == DP_MSG_GROUP_REQ + 1 && DP_MSG_GROUP_GONE % 2 == 1,
+               "requests odd, each reply the type after its request");
+static inline bool dp_msg_credited(uint16_t type)
+{
+	return type != DP_MSG_GROUP_GONE && type != DP_MSG_WATCH && type != DP_MSG_WATCH_FIRE;
+}
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
 #define DP_F_VALIDATE_ONLY 2
@@ -260,9 +278,14 @@ struct dp_core {
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
-	/* Messages that did not fit in a full ring, per destination. */
+	/* Messages that did not fit in a full ring, per destination: a fixed
+	 * queue of b->backlog_msgs each (allocated at start-up), bounded by the
+	 * credit of requests not yet answered (dp_limits.h). */
 	struct dp_msg *backlog[DP_CORES_MAX];
-	uint32_t backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
+	uint32_t backlog_head[DP_CORES_MAX], backlog_n[DP_CORES_MAX];
+	uint32_t credits_out[DP_CORES_MAX]; /* requests sent to that core, not yet answered */
+	uint64_t credit_refused;      /* fan-out messages refused for credit (logged at exit) */
+	uint64_t fires_dropped;       /* watch fires dropped at a full backlog (advisory) */
 
 	/* Control core only. */
 	struct dp_ctrl *ctrl;
@@ -293,6 +316,8 @@ struct dp_broker {
 	volatile sig_atomic_t *stop;
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
+	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
+	uint32_t backlog_msgs;        /* each backlog's capacity, from xmsg_credits (dp_limits.h) */
 };
 
 /* Owner core: one partition's share of a produce request, until appended. */
@@ -348,6 +373,13 @@ void  dp_buf_drain(void);
 /* core.c */
 int  dp_core_run(struct dp_core *c);                       /* thread body */
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
+/* Any core: may n more refusable requests go to dst (credit, dp_limits.h)? Counts a refusal. */
+bool dp_send_room(struct dp_core *c, int dst, uint32_t n);
+/* init only: the capacity a backlog needs for credits requests (dp_limits.h's sum). */
+static inline uint32_t dp_backlog_msgs(uint32_t credits)
+{
+	return 2u * (credits + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS;
+}
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {
 	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);

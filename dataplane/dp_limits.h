@@ -49,6 +49,29 @@
 #define DP_CORES_MAX            64
 #define DP_RING_MSGS            4096      /* per (src, dst) pair */
 #define DP_RING_BURST           64
+/*
+ * Cross-core flow control. A message that does not fit its ring waits in
+ * the sender's backlog for that destination, a fixed queue of
+ * DP_BACKLOG_MSGS allocated at start-up (core.c). What bounds it is credit:
+ * a request message (odd type, core.h) sent to another core is counted
+ * against that pair until its one reply (type + 1) comes back. Fan-outs a
+ * client's request makes per partition (produce, fetch, list, markers,
+ * describe producers, creates and deletes), and the coordinator's markers
+ * and partition grants, ask dp_send_room() first and are refused beyond
+ * DP_XMSG_CREDITS (the partition gets a retriable error; the coordinator
+ * sends again on its timer). A request lent whole to the control core
+ * (coordinator requests, InitProducerId) is counted but never refused: a
+ * NIC core has at most DP_REQS_MAX requests. So a backlog (X -> Y) holds at
+ * most, itemised:
+ *   X's requests to Y           DP_XMSG_CREDITS + DP_REQS_MAX (lends) + 2 (catalog fan-out)
+ *   X's replies to Y's requests the same, Y's
+ *   GROUP_GONE                  DP_REQS_MAX (one per lent group request)
+ *   watches and their fires     DP_BACKLOG_WATCH_MSGS (advisory: past it a fire
+ *                               is dropped and the fetch answers at MaxWaitMs)
+ */
+#define DP_XMSG_CREDITS         4096      /* refusable requests outstanding per (src, dst) */
+#define DP_BACKLOG_WATCH_MSGS   4096
+#define DP_BACKLOG_MSGS         (2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS)
 
 /* Catalog. */
 #define DP_TOPICS_MAX           4096      /* catalog slots */
@@ -143,6 +166,8 @@
 #define DP_LOG_RL_BURST         10        /* lines per window, then "N similar lines suppressed" */
 #define DP_LOG_RL_WINDOW_MS     10000
 
+_Static_assert(DP_BACKLOG_MSGS >= 2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX,
+               "a backlog holds every credited request, its reply and every GROUP_GONE");
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 _Static_assert(DP_CONN_SLOTS >= DP_CONNS_MAX + DP_CONN_DRAINING_MAX,
                "every accepted connection finds a slot while the draining ones keep theirs");

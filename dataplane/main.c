@@ -62,6 +62,7 @@ static void usage(FILE *f)
 	"                          a transaction's end) N ms late, as a slow disk would\n"
 	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
+	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
 	"  --help                  this text\n");
 }
 
@@ -88,7 +89,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_FMARKER, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_FMARKER, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -108,6 +109,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
 		{ "test-producers-max", required_argument, 0, O_TPMAX },
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
+		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -215,6 +217,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > (o == O_TPMAX ? TXN_PSTATE_PRODUCERS_MAX : TXN_LSO_OPEN_MAX))
 				goto bad;
 			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
+			break;
+		}
+		case O_TXCRED: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_XMSG_CREDITS)
+				goto bad;
+			cfg->test_xmsg_credits = (uint32_t)v;
 			break;
 		}
 		case O_TXNKILL:
@@ -362,6 +371,16 @@ int main(int argc, char **argv)
 		}
 		b.cores[i] = c;
 	}
+	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
+	b.backlog_msgs = dp_backlog_msgs(b.xmsg_credits);
+	for (int i = 0; i < b.ncores; i++)
+		for (int d = 0; d < b.ncores; d++) {
+			if (d == i)
+				continue;
+			b.cores[i]->backlog[d] = calloc(b.backlog_msgs, sizeof(struct dp_msg));
+			if (!b.cores[i]->backlog[d])
+				return 1;
+		}
 	dp_fd_budget_init(&b);
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {

@@ -25,6 +25,7 @@
 
 /* A message between cores: small, fixed size, copied by value. */
 #define DP_F_WIRE 1   /* the request came over the wire (ctx is a struct dp_req) */
+#define DP_F_REFUSED 4 /* an answer made by the sender itself: no credit to send (core.c) */
 
 struct dp_msg {
 	uint16_t type;        /* enum dp_msg_type (core.h) */

@@ -100,6 +100,11 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 					pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 					continue;
 				}
+				int owner = dp_owner_core(c->b, t->hash, part);
+				if (!dp_send_room(c, owner, 1)) {
+					pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;   /* not written; retriable (dp_limits.h) */
+					continue;
+				}
 				struct dp_msg m = { .type = DP_MSG_TXN_MARKER, .flags = DP_F_WIRE, .ctx = r,
 				                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
 				m.u.txn.pid = mk->ProducerId;
@@ -108,7 +113,7 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
 				m.u.txn.ptr = pr;
 				r->pending++;
-				dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+				dp_send(c, owner, &m);
 			}
 		}
 	}
@@ -158,6 +163,11 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
+			int owner = dp_owner_core(c->b, t->hash, part);
+			if (!dp_send_room(c, owner, 1)) {
+				pr->ErrorCode = KERR_REQUEST_TIMED_OUT;   /* retriable: no credit (dp_limits.h) */
+				continue;
+			}
 			/* A lent array: the owner fills it and says how many (bounded). */
 			pr->ActiveProducers = space;
 			space += DP_DESCRIBE_PRODUCERS_MAX;
@@ -166,7 +176,7 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 			m.u.txn.ptr = pr;
 			m.u.txn.cap = DP_DESCRIBE_PRODUCERS_MAX;
 			r->pending++;
-			dp_send(c, dp_owner_core(c->b, t->hash, part), &m);
+			dp_send(c, owner, &m);
 		}
 	}
 	return 0;

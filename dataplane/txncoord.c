@@ -296,6 +296,8 @@ void dp_txnc_on_write(void *cookie, int status)
  * since needs no message: returns false then. count: one more answer to
  * await (before the send, which a local owner answers inside).
  */
+static void owner_ack(struct dp_core *c, struct dp_msg *msg);
+
 static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t type, bool commit, bool count)
 {
 	struct txn_tp *tp = &m->tps[i];
@@ -309,7 +311,18 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
 	if (count)
 		m->markers_left++;
-	dp_send(c, dp_owner_core(c->b, hash, tp->partition), &msg);
+	int owner = dp_owner_core(c->b, hash, tp->partition);
+	if (!dp_send_room(c, owner, 1)) {
+		/* No credit toward the owner (dp_limits.h): answered here as a write
+		 * the owner could not take, so marker_retry sends it again later. */
+		msg.type = (uint16_t)(type + 1);
+		msg.err = KERR_NOT_ENOUGH_REPLICAS;
+		msg.flags = DP_F_REFUSED;
+		msg.src = (uint16_t)c->id;
+		owner_ack(c, &msg);
+		return true;
+	}
+	dp_send(c, owner, &msg);
 	return true;
 }
 
@@ -408,6 +421,10 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	int64_t now = dp_wall_ms();
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
 		return false;
+	/* A grant (TXN_ADD) is sent again only when it was never sent (no credit):
+	 * an owner's own refusal of a grant is answered as before. */
+	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED))
+		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
 	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d): it is sent again every %d ms "
@@ -443,7 +460,10 @@ static void marker_retries(struct dp_core *c, int64_t now)
 			if (!m->tps[i].marker_again)
 				continue;
 			m->tps[i].marker_again = false;
-			if (!tp_send(c, m, i, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT, false))
+			/* a grant refused for credit while adding partitions, else a marker */
+			bool deciding = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
+			uint16_t type = deciding ? DP_MSG_TXN_MARKER : DP_MSG_TXN_ADD;
+			if (!tp_send(c, m, i, type, m->state == TXN_PREPARE_COMMIT, false))
 				m->markers_left--;   /* the topic went away: nothing to mark there */
 		}
 		if (--m->markers_left == 0)
@@ -455,7 +475,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 {
 	struct txn_meta *m = msg->ctx;
 	assert(m->markers_left > 0);
-	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
+	if ((msg->type == DP_MSG_TXN_MARKER_DONE || msg->type == DP_MSG_TXN_ADD_ACK) && msg->err &&
+	    marker_retry(c, m, msg))
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN_RL("txn %.*s: partition %d answered error %d", m->id_len, m->id, msg->partition, msg->err);
