@@ -320,6 +320,8 @@ static void core_teardown(struct dp_core *c)
 		DP_INFO("%llu cross-core requests refused for credit, %llu watch fires dropped at a full backlog",
 		        (unsigned long long)c->credit_refused, (unsigned long long)c->fires_dropped);
 	if (c->is_data) {
+		if (c->appends_refused)
+			DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
 		if (c->cold_reads)
 			DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 			        (unsigned long long)c->cold_reads);

@@ -80,6 +80,7 @@ struct dp_config {
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
+	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -294,7 +295,9 @@ struct dp_core {
 	struct dp_grp *grp;           /* group coordinator (group.c) */
 
 	/* Owner side produce bookkeeping: free list of append groups. */
-	struct dp_append *append_free;
+	struct dp_append *append_free;   /* of appends[b->appends_max], allocated at start-up */
+	struct dp_append *appends;
+	uint64_t appends_refused;     /* batches refused for an empty append pool */
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
 	uint32_t ndel_wait;           /* topics with del_wait set (a flag per catalog slot: no queue) */
@@ -318,6 +321,7 @@ struct dp_broker {
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
 	uint32_t backlog_msgs;        /* each backlog's capacity, from xmsg_credits (dp_limits.h) */
+	uint32_t appends_max;         /* DP_APPENDS_MAX, or --test-appends-max */
 };
 
 /* Owner core: one partition's share of a produce request, until appended. */

@@ -114,6 +114,12 @@
 #define DP_BUF_IDLE_BYTES_MAX   (256ull << 20) /* idle bytes kept in all classes */
 #define DP_MALLOC_MMAP_BYTES    (1 << 20)      /* buffers this large are mapped on their own (mallopt) */
 
+/* Owner side, per data core: records of a partition's share of a produce
+ * until it is durable (and duplicates waiting for their original). Storage
+ * queues at most ST_IO_APPENDS_MAX (8192) appends per core; beyond the pool
+ * a batch is refused, retriable (NOT_ENOUGH_REPLICAS), not written. */
+#define DP_APPENDS_MAX          16384
+
 /* Loop, waits, reads. */
 #define DP_CQE_BURST            256
 #define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */

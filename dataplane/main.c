@@ -63,6 +63,7 @@ static void usage(FILE *f)
 	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
+	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
 	"  --help                  this text\n");
 }
 
@@ -89,7 +90,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_FMARKER, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_FMARKER, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -110,6 +111,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-producers-max", required_argument, 0, O_TPMAX },
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
+		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -219,11 +221,12 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
 			break;
 		}
-		case O_TXCRED: {
+		case O_TXCRED:
+		case O_TAPPENDS: {
 			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v < 1 || v > DP_XMSG_CREDITS)
+			if (*end || v < 1 || v > (o == O_TXCRED ? DP_XMSG_CREDITS : DP_APPENDS_MAX))
 				goto bad;
-			cfg->test_xmsg_credits = (uint32_t)v;
+			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
 			break;
 		}
 		case O_TXNKILL:
@@ -373,6 +376,17 @@ int main(int argc, char **argv)
 	}
 	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
 	b.backlog_msgs = dp_backlog_msgs(b.xmsg_credits);
+	b.appends_max = b.cfg.test_appends_max ? b.cfg.test_appends_max : DP_APPENDS_MAX;
+	for (int i = b.first_data; i < b.ncores; i++) {
+		struct dp_core *c = b.cores[i];
+		c->appends = calloc(b.appends_max, sizeof(*c->appends));
+		if (!c->appends)
+			return 1;
+		for (uint32_t k = b.appends_max; k-- > 0;) {
+			c->appends[k].next_free = c->append_free;
+			c->append_free = &c->appends[k];
+		}
+	}
 	for (int i = 0; i < b.ncores; i++)
 		for (int d = 0; d < b.ncores; d++) {
 			if (d == i)

@@ -21,20 +21,11 @@
 
 extern _Thread_local struct dp_core *dp_this_core;
 
-#define DP_APPEND_CHUNK 256   /* append records taken from malloc at a time, then reused */
-
+/* From the core's pool of b->appends_max (allocated at start-up, dp_limits.h); NULL when empty. */
 static struct dp_append *append_get(struct dp_core *c)
 {
-	if (!c->append_free) {
-		/* Warm-up only: the pool grows to the peak number in flight, then stays. */
-		struct dp_append *a = calloc(DP_APPEND_CHUNK, sizeof(*a));
-		if (!a)
-			return NULL;
-		for (int i = 0; i < DP_APPEND_CHUNK; i++) {
-			a[i].next_free = c->append_free;
-			c->append_free = &a[i];
-		}
-	}
+	if (!c->append_free)
+		return NULL;
 	struct dp_append *a = c->append_free;
 	c->append_free = a->next_free;
 	memset(a, 0, sizeof(*a));
@@ -325,7 +316,13 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 	}
 	struct dp_append *a = append_get(c);
 	if (!a) {
-		out.err = KERR_UNKNOWN_SERVER_ERROR;
+		/* Every append record in use: not written, retriable (the pool is
+		 * fixed, DP_APPENDS_MAX; appends in flight give theirs back). */
+		c->appends_refused++;
+		DP_WARN_RL("partition %s: no append record free (%u in use): batch refused, retriable "
+		           "(%llu refused on this core so far)", p->dir, c->b->appends_max,
+		           (unsigned long long)c->appends_refused);
+		out.err = KERR_NOT_ENOUGH_REPLICAS;
 		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
 		return;
 	}
