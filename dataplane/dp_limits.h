@@ -120,6 +120,10 @@
  * a batch is refused, retriable (NOT_ENOUGH_REPLICAS), not written. */
 #define DP_APPENDS_MAX          16384
 
+/* Control core: each coordinator's log writes in flight (records from a
+ * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */
+#define DP_COORD_WRITES_MAX     8192
+
 /* Loop, waits, reads. */
 #define DP_CQE_BURST            256
 #define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */

@@ -46,6 +46,16 @@ enum txnc_op {
 	OP_ABORT_BG,      /* fencing or timeout: the same without a client */
 };
 
+/* A write in flight to the coordinator log (from dp_txnc.writes, no malloc). */
+struct txnc_write {
+	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
+	bool step;                /* the current op waits for this write */
+	bool compact;             /* a compaction rewrite */
+	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
+	uint8_t *buf;
+	struct txnc_write *next_free;
+};
+
 struct dp_txnc {
 	struct txn_coord *coord;
 	struct txn_meta *retry_head;  /* ids with markers to send again (txn_meta.retry_next) */
@@ -60,16 +70,29 @@ struct dp_txnc {
 	uint32_t expired;             /* ids expired and not yet logged */
 	int64_t expire_log_ms;        /* last expiry line */
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
+	/* Writes in flight, a pool fixed at start-up (DP_COORD_WRITES_MAX): an
+	 * empty one fails the write as no memory would (the op answers
+	 * COORDINATOR_NOT_AVAILABLE, retriable; a compaction keeps the old segments). */
+	struct txnc_write *write_free;
+	struct txnc_write writes[DP_COORD_WRITES_MAX];
 };
 
-/* A write in flight to the coordinator log. */
-struct txnc_write {
-	uint8_t kind;             /* DP_COOKIE_COORD: keep first */
-	bool step;                /* the current op waits for this write */
-	bool compact;             /* a compaction rewrite */
-	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
-	uint8_t *buf;
-};
+static struct txnc_write *write_get(struct dp_txnc *t)
+{
+	struct txnc_write *w = t->write_free;
+	if (w)
+		t->write_free = w->next_free;
+	return w;
+}
+
+static void write_put(struct dp_txnc *t, struct txnc_write *w)
+{
+	if (!w)
+		return;
+	w->next_free = t->write_free;
+	t->write_free = w;
+}
+
 
 static void txnc_step(struct dp_core *c, struct txn_meta *m);
 
@@ -163,16 +186,16 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
 	size_t vlen = txn_meta_value_size(m);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
-	uint8_t *val = dp_buf_get(vlen);
-	uint8_t *buf = dp_buf_get(cap);
-	struct txnc_write *w = malloc(sizeof(*w));
-	int n = txn_meta_encode(m, val, vlen);
+	uint8_t *val = dp_buf_try_get(vlen);
+	uint8_t *buf = dp_buf_try_get(cap);
+	struct txnc_write *w = write_get(t);
+	int n = val && buf && w ? txn_meta_encode(m, val, vlen) : -ENOMEM;
 	if (n >= 0)
 		n = st_batch_build(buf, cap, 0, -1, -1, -1, m->update_ms, m->id, m->id_len, val, n);
 	dp_buf_put(val);
-	if (n < 0 || !w) {
+	if (n < 0) {
 		dp_buf_put(buf);
-		free(w);
+		write_put(t, w);
 		return -ENOMEM;
 	}
 	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .step = step, .compact = compact, .m = m, .buf = buf };
@@ -180,7 +203,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	if (off < 0) {
 		DP_ERR_RL("transaction log append failed: %s", strerror((int)-off));
 		dp_buf_put(buf);
-		free(w);
+		write_put(t, w);
 		return (int)off;
 	}
 	t->records++;
@@ -200,14 +223,13 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 {
 	struct dp_txnc *t = c->txnc;
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len;
-	uint8_t *buf = dp_buf_get(cap);
-	struct txnc_write *w = malloc(sizeof(*w));
+	uint8_t *buf = dp_buf_try_get(cap);
+	struct txnc_write *w = write_get(t);
 	int n = buf && w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), m->id, m->id_len, NULL, -1) : -ENOMEM;
 	int64_t off = n < 0 ? n : st_log_append(t->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
-		if (buf)
-			dp_buf_put(buf);
-		free(w);
+		dp_buf_put(buf);
+		write_put(t, w);
 		return (int)off;   /* kept: the next pass tries again */
 	}
 	*w = (struct txnc_write){ .kind = DP_COOKIE_COORD, .m = NULL, .buf = buf };
@@ -268,7 +290,7 @@ void dp_txnc_on_write(void *cookie, int status)
 	struct txn_meta *m = w->m;
 	bool step = w->step, compact = w->compact;
 	dp_buf_put(w->buf);
-	free(w);
+	write_put(c->txnc, w);
 	if (compact)
 		compaction_report(st_compaction_done(c->txnc->log, &c->txnc->compact, status));
 	if (!m) {   /* an expiry tombstone: if lost, the id comes back at a restart and expires again */
@@ -960,6 +982,8 @@ int dp_txnc_start(struct dp_core *c)
 	struct dp_txnc *t = calloc(1, sizeof(*t));
 	if (!t || txn_coord_create(&t->coord) < 0)
 		return -ENOMEM;
+	for (uint32_t i = DP_COORD_WRITES_MAX; i-- > 0;)
+		write_put(t, &t->writes[i]);
 	c->txnc = t;
 	int rc = dp_internal_log_open(c, "__transaction_state", "transaction coordinator", t->dir, sizeof(t->dir),
 	                              &t->log, load_batch, t);
