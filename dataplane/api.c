@@ -216,7 +216,9 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 	}
 	size_t bytes = ntopics * sizeof(struct MetadataResponse_MetadataResponseTopic) +
 	               nparts * sizeof(struct MetadataResponse_MetadataResponsePartition) + 64;
-	void *mem = dp_buf_get(bytes);
+	void *mem = dp_buf_try_get(bytes);
+	if (!mem)
+		return -ENOMEM;   /* the connection is closed, the broker goes on */
 	r->resp_buf = NULL;
 	r->slots_mem = mem;
 	struct MetadataResponse_MetadataResponseTopic *t = mem;

@@ -55,13 +55,6 @@ static void conn_bufs(struct dp_core *c, struct dp_conn *k, int64_t delta)
 	c->held_bytes += (uint64_t)delta;
 }
 
-void *dp_req_buf_get(struct dp_core *c, struct dp_req *r, size_t bytes)
-{
-	void *p = dp_buf_get(bytes);
-	hold(c, r, (int64_t)bytes);
-	return p;
-}
-
 void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes)
 {
 	void *p = dp_buf_try_get(bytes);
@@ -415,7 +408,13 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 	size_t arena = DP_ARENA_BASE_BYTES + (size_t)r->frame_len * DP_ARENA_PER_FRAME_BYTE;
 	if (arena > DP_ARENA_BYTES_MAX)
 		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
-	r->arena_mem = dp_buf_get(arena);
+	r->arena_mem = dp_buf_try_get(arena);
+	if (!r->arena_mem) {
+		/* No memory: an empty arena fails the decode, so the connection is
+		 * closed (below) and the broker goes on. */
+		DP_ERR_RL("connection %u: no memory for a %zu-byte request arena", k->handle, arena);
+		arena = 0;
+	}
 	karena_init(&r->arena, r->arena_mem, arena);
 	/* All of it counts: the pool's buffer is mapped (and, reused, touched)
 	 * whatever this request decodes to, so many small pipelined requests
@@ -477,7 +476,12 @@ static void stash_add(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 		uint32_t cap = k->stash_cap ? k->stash_cap : 64 * 1024;
 		while (cap < k->stash_len + n)
 			cap *= 2;
-		uint8_t *b = dp_buf_get(cap);
+		uint8_t *b = dp_buf_try_get(cap);
+		if (!b) {
+			DP_WARN_RL("connection %u: no memory for its unread bytes (%u); closing", k->handle, cap);
+			conn_close(c, k, "no memory for its unread bytes");
+			return;
+		}
 		if (k->stash_len)
 			memcpy(b, k->stash, k->stash_len);
 		if (k->stash)
@@ -569,7 +573,14 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			}
 			/* Never sized by the client's claim: the buffer grows as the bytes come. */
 			k->frame_cap = len < DP_FRAME_CHUNK_BYTES ? len : DP_FRAME_CHUNK_BYTES;
-			k->frame = dp_buf_get(k->frame_cap);
+			k->frame = dp_buf_try_get(k->frame_cap);
+			if (!k->frame) {
+				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle,
+				           k->frame_cap);
+				k->frame_cap = 0;
+				conn_close(c, k, "no memory for its frame");
+				return;
+			}
 			conn_bufs(c, k, k->frame_cap);
 			k->frame_len = len;
 			k->frame_have = 0;
@@ -581,7 +592,12 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			uint32_t cap = k->frame_cap;
 			while (cap < k->frame_have + take)
 				cap = cap > k->frame_len / 2 ? k->frame_len : cap * 2;
-			uint8_t *b = dp_buf_get(cap);
+			uint8_t *b = dp_buf_try_get(cap);
+			if (!b) {
+				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle, cap);
+				conn_close(c, k, "no memory for its frame");
+				return;
+			}
 			memcpy(b, k->frame, k->frame_have);
 			dp_buf_put(k->frame);
 			conn_bufs(c, k, (int64_t)cap - k->frame_cap);

@@ -369,8 +369,9 @@ bool dp_log_rl_admit(struct dp_log_rl *rl, int64_t now_ms, char *suffix, size_t 
 #define DP_INFO_RL(...) DP_LOG_RL(DP_LOG_INFO, __VA_ARGS__)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
-void *dp_buf_get(size_t bytes);        /* aborts beyond DP_BUF_MAX_BYTES or without memory */
-void *dp_buf_try_get(size_t bytes);    /* NULL instead: for sizes a client chose */
+/* NULL beyond DP_BUF_MAX_BYTES or without memory: every caller answers an
+ * error or closes the connection, never aborts (there is no dp_buf_get). */
+void *dp_buf_try_get(size_t bytes);
 void  dp_buf_put(void *p);
 void  dp_buf_drain(void);
 

@@ -591,7 +591,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	if (n == 0)
 		return 0;
 	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
+	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
 		free(op);
 		if (buf)
@@ -811,7 +811,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	if (n == 0)
 		return 0;
 	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
+	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
 		free(op);
 		if (buf)
@@ -902,7 +902,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	struct dp_grp *t = c->grp;
 	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
 	struct grp_end *w = calloc(1, sizeof(*w));
-	uint8_t *buf = dp_buf_get(cap);
+	uint8_t *buf = dp_buf_try_get(cap);
 	char *meta = o->meta_len > 0 ? malloc((size_t)o->meta_len) : NULL;
 	if (!w || !buf || (o->meta_len > 0 && !meta)) {
 		free(w);
@@ -1063,7 +1063,7 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
                          uint8_t what, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
-	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
+	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
 	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
 	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
 	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
@@ -1105,10 +1105,10 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 			st_compaction_lost(&c->grp->compact);   /* its older record must not be dropped either */
 		return;
 	}
-	uint8_t *val = dp_buf_get(vsize);
+	uint8_t *val = dp_buf_try_get(vsize);
 	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
-	int vn = grp_group_value_encode(g, val, vsize);
-	int rc = kn < 0 || vn < 0 ? -EINVAL :
+	int vn = val ? grp_group_value_encode(g, val, vsize) : -1;
+	int rc = !val ? -ENOMEM : kn < 0 || vn < 0 ? -EINVAL :
 	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
 	dp_buf_put(val);
 	if (rc < 0) {

@@ -1083,13 +1083,20 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * Should the latter ever fail, the marker is refused, never written
 	 * without its records.
 	 */
+	struct dp_marker *mk = dp_buf_try_get(sizeof(*mk) + 128);
+	if (!mk) {
+		/* Not written: the coordinator sends it again (marker_retry). */
+		DP_ERR_RL("partition %s: marker for producer %lld refused: no memory", p->dir, (long long)pid);
+		marker_reply(c, m, KERR_NOT_ENOUGH_REPLICAS);
+		return;
+	}
 	if (txn_pstate_reserve(p->ps, pid) < 0) {
 		DP_ERR("partition %s: marker for producer %lld refused: no producer state entry", p->dir,
 		       (long long)pid);
+		dp_buf_put(mk);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
-	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
 	uint8_t *batch = (uint8_t *)(mk + 1);
 	mk->kind = DP_COOKIE_MARKER;
 	mk->req = *m;

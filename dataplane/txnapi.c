@@ -141,7 +141,9 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 	if (nparts > DP_DESCRIBE_PRODUCERS_PARTS_MAX)
 		return -1;
 	struct DescribeProducersResponse_ProducerState *space =
-		nparts ? dp_buf_get(nparts * DP_DESCRIBE_PRODUCERS_MAX * sizeof(*space)) : NULL;
+		nparts ? dp_buf_try_get(nparts * DP_DESCRIBE_PRODUCERS_MAX * sizeof(*space)) : NULL;
+	if (nparts && !space)
+		return -1;   /* no memory: the connection is closed, the broker goes on */
 	r->slots_mem = space;
 	for (int32_t i = 0; i < nt; i++) {
 		struct DescribeProducersRequest_TopicRequest *tq = &q->Topics[i];
