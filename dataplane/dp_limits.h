@@ -45,6 +45,8 @@
 
 #include <stdint.h>
 
+#include "txn_limits.h"   /* the limits dataplane/ shares with txn/, named once there */
+
 /* Cores and rings. */
 #define DP_CORES_MAX            64
 #define DP_RING_MSGS            4096      /* per (src, dst) pair */
@@ -76,8 +78,8 @@
 /* Catalog. */
 #define DP_TOPICS_MAX           4096      /* catalog slots */
 #define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
-#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
-#define DP_PARTITIONS_MAX       10000     /* per topic */
+#define DP_TOPIC_NAME_MAX       TXN_TOPIC_BYTES_MAX      /* Kafka's limit (txn/txn_limits.h) */
+#define DP_PARTITIONS_MAX       TXN_TOPIC_PARTITIONS_MAX /* per topic */
 
 /* Connections and requests, per data core. */
 #define DP_CONNS_MAX            4096      /* accepted connections; more are refused at accept */
