@@ -81,6 +81,7 @@ struct dp_config {
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
 	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
+	bool print_budget;               /* --print-budget: print the memory budget and exit */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -339,6 +340,12 @@ struct dp_append {
 	struct dp_append *dup_next;   /* on the partition's dupwait list */
 	int64_t dup_until;            /* reply once the durable offset reaches this */
 };
+
+/* budget.c: init only. The itemised memory budget for cfg (sluiced --print-budget). */
+#include <stdio.h>
+unsigned long long dp_budget_total(const struct dp_config *cfg);
+void dp_budget_print(const struct dp_config *cfg, FILE *f);
+size_t dp_txnc_write_bytes(void);   /* txncoord.c: one coordinator-log write record */
 
 /* log.c */
 extern _Thread_local int dp_log_core;

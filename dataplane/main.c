@@ -64,6 +64,7 @@ static void usage(FILE *f)
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
 	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
+	"  --print-budget          print the itemised memory budget for these flags and exit\n"
 	"  --help                  this text\n");
 }
 
@@ -90,7 +91,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_FMARKER, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET, O_FMARKER, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -112,6 +113,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
 		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
+		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -267,6 +269,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || cfg->offsets_retention_ms < -1 || cfg->offsets_retention_ms == 0)
 				goto bad;
 			break;
+		case O_PBUDGET: cfg->print_budget = true; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -332,6 +335,10 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, DP_MALLOC_MMAP_BYTES);
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
+	if (b.cfg.print_budget) {
+		dp_budget_print(&b.cfg, stdout);
+		return 0;
+	}
 	dp_log_level = b.cfg.log_level;
 	dp_log_core = 0;
 	b.ncores = b.cfg.cores;
@@ -430,6 +437,8 @@ int main(int argc, char **argv)
 		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, data dir %s, fsync %s)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
 		        b.cfg.fsync ? "on" : "off");
+		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
+		        dp_budget_total(&b.cfg) >> 20);
 		int sig;
 		sigwait(&sigs, &sig);
 		DP_INFO("signal %d: shutting down", sig);

@@ -77,6 +77,11 @@ struct dp_txnc {
 	struct txnc_write writes[DP_COORD_WRITES_MAX];
 };
 
+size_t dp_txnc_write_bytes(void)
+{
+	return sizeof(struct txnc_write);
+}
+
 static struct txnc_write *write_get(struct dp_txnc *t)
 {
 	struct txnc_write *w = t->write_free;
