@@ -126,7 +126,7 @@ struct grp_end {
 	int64_t offset, commit_ms;
 	int32_t leader_epoch;
 	int32_t meta_len;
-	char *meta;                   /* malloc'd when meta_len > 0 */
+	char *meta;                   /* a pool buffer when meta_len > 0 */
 	uint16_t klen;                /* the committed (v1) key */
 	uint8_t key[GRP_KEY_BYTES_MAX];
 	uint16_t pklen;               /* the pending (v2) key */
@@ -528,7 +528,7 @@ static void on_write(void *cookie, int status)
 		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
 			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_META: {
@@ -538,7 +538,7 @@ static void on_write(void *cookie, int status)
 			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
 		}
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_STAGE: stage_done(dp_this_core, cookie, status); return;
@@ -563,7 +563,7 @@ static void on_write(void *cookie, int status)
 		return;
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
-	free(op);
+	dp_buf_put(op);
 }
 
 static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -590,10 +590,10 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	COMMIT_SIZE(q, resp, GRP_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return 0;
-	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
+	struct grp_commit *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
 	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
-		free(op);
+		dp_buf_put(op);
 		if (buf)
 			dp_buf_put(buf);
 		commit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
@@ -635,7 +635,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	/* The extra count keeps op alive until every append is queued. */
 	if (--op->left == 0) {
 		dp_buf_put(buf);
-		free(op);
+		dp_buf_put(op);
 		return 0;
 	}
 	return DP_ANSWER_LATER;
@@ -769,7 +769,7 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 		return;
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
-	free(op);
+	dp_buf_put(op);
 }
 
 /* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
@@ -810,10 +810,10 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	COMMIT_SIZE(q, resp, GRP_PENDING_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return 0;
-	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
+	struct grp_stage *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
 	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
-		free(op);
+		dp_buf_put(op);
 		if (buf)
 			dp_buf_put(buf);
 		tcommit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
@@ -870,7 +870,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 		}
 	if (--op->left == 0) {
 		dp_buf_put(buf);
-		free(op);
+		dp_buf_put(op);
 		return 0;
 	}
 	return DP_ANSWER_LATER;
@@ -892,8 +892,8 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
 	dp_buf_put(w->buf);
-	free(w->meta);
-	free(w);
+	dp_buf_put(w->meta);
+	dp_buf_put(w);
 }
 
 /* Write the end of one staged offset o (see struct grp_end); o leaves the table. */
@@ -901,12 +901,12 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 {
 	struct dp_grp *t = c->grp;
 	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
-	struct grp_end *w = calloc(1, sizeof(*w));
+	struct grp_end *w = dp_buf_try_get(sizeof(*w));
 	uint8_t *buf = dp_buf_try_get(cap);
-	char *meta = o->meta_len > 0 ? malloc((size_t)o->meta_len) : NULL;
+	char *meta = o->meta_len > 0 ? dp_buf_try_get((size_t)o->meta_len) : NULL;
 	if (!w || !buf || (o->meta_len > 0 && !meta)) {
-		free(w);
-		free(meta);
+		dp_buf_put(w);
+		dp_buf_put(meta);
 		if (buf)
 			dp_buf_put(buf);
 		return -ENOMEM;
@@ -936,8 +936,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	bn[1] = st_batch_build(buf + at, cap - at, 0, -1, -1, -1, now, o->key, o->key_len, NULL, -1);
 	if (bn[0] < 0 || bn[1] < 0) {
 		dp_buf_put(buf);
-		free(meta);
-		free(w);
+		dp_buf_put(meta);
+		dp_buf_put(w);
 		return -EINVAL;
 	}
 	w->left = 1;   /* held until both are queued */
@@ -1054,7 +1054,7 @@ static void compaction_report(int rc)
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
 	dp_buf_put(w->buf);
-	free(w);
+	dp_buf_put(w);
 	compaction_report(st_compaction_done(c->grp->log, &c->grp->compact, status));
 }
 
@@ -1064,13 +1064,13 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
-	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
+	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
 	int n = w ? st_batch_build(buf, cap, 0, -1, -1, -1, dp_wall_ms(), key, (int)klen, val, val ? vn : -1) : -ENOMEM;
 	int64_t off = n < 0 ? n : st_log_append(c->grp->log, buf, (uint32_t)n, 1, w);
 	if (off < 0) {
 		if (buf)
 			dp_buf_put(buf);
-		free(w);
+		dp_buf_put(w);
 		return (int)off;
 	}
 	*w = (struct grp_rewrite){ .kind = DP_COOKIE_GROUP, .what = what, .buf = buf, .g = g };
