@@ -63,8 +63,12 @@ static void budget_of(const struct dp_config *cfg, struct dp_budget *bd)
 
 	/* every core */
 	add(bd, "rings", ncores * ncores, dp_ring_bytes(DP_RING_MSGS), "DP_RING_MSGS messages per (src, dst) pair");
-	add(bd, "backlogs", ncores * (ncores - 1), (unsigned long long)dp_backlog_msgs(credits) * sizeof(struct dp_msg),
-	    "per pair of cores, from DP_XMSG_CREDITS (dp_limits.h)");
+	/* with --cores 1 there is no pair; else core 0 pairs with each data core both ways */
+	unsigned long long cpairs = ncores == 1 ? 0 : 2 * ndata, dpairs = ncores == 1 ? 0 : ndata * (ndata - 1);
+	add(bd, "backlogs, control", cpairs, (unsigned long long)dp_backlog_msgs(credits, true) * sizeof(struct dp_msg),
+	    "to and from the control core: credits, lends, GROUP_GONE (dp_limits.h)");
+	add(bd, "backlogs, data", dpairs, (unsigned long long)dp_backlog_msgs(credits, false) * sizeof(struct dp_msg),
+	    "between two data cores: credits and watches (dp_limits.h)");
 	add(bd, "catalog copies", ncores,
 	    (unsigned long long)DP_TOPICS_MAX * sizeof(struct dp_topic) + DP_TOPIC_INDEX_SLOTS * sizeof(uint16_t),
 	    "DP_TOPICS_MAX topics and their index, per core");

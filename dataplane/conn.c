@@ -69,9 +69,27 @@ void dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes)
 	hold(c, r, -(int64_t)bytes);
 }
 
+/*
+ * Over the core's byte budget, or past half the credit toward another data
+ * core (dp_limits.h): new requests wait (their connections pause, and
+ * dp_conn_timer resumes them), so that a request's fan-out finds the other
+ * half free and its partitions are asked, not refused; only a request with
+ * more than that for one core is refused some. Credit toward the control
+ * core is left out: requests lent there may wait long (a JoinGroup for its
+ * rebalance), and the next member's must not wait behind them.
+ */
+static bool credit_over(const struct dp_core *c)
+{
+	uint32_t half = c->b->xmsg_credits / 2;
+	for (int d = c->b->first_data; d < c->b->ncores; d++)
+		if (d != c->id && c->credits_out[d] > half)
+			return true;
+	return false;
+}
+
 static bool core_over(const struct dp_core *c)
 {
-	return c->held_bytes >= DP_CORE_HELD_BYTES_MAX;
+	return c->held_bytes >= DP_CORE_HELD_BYTES_MAX || credit_over(c);
 }
 
 void *dp_req_alloc(struct dp_req *r, size_t bytes)
@@ -499,6 +517,8 @@ static void conn_pause(struct dp_core *c, struct dp_conn *k)
 	if (k->paused)
 		return;
 	k->paused = true;
+	if (credit_over(c))
+		c->credit_waits++;
 	if (!c->req_free || core_over(c))
 		conn_wait_core(c, k);
 	nic_pause(c->nic, k->handle, true);

@@ -65,7 +65,7 @@ bool dp_send_room(struct dp_core *c, int dst, uint32_t n)
 /* The backlog to dst, a fixed circular queue: slot i from its head. */
 static inline struct dp_msg *backlog_at(struct dp_core *c, int dst, uint32_t i)
 {
-	return &c->backlog[dst][(c->backlog_head[dst] + i) % c->b->backlog_msgs];
+	return &c->backlog[dst][(c->backlog_head[dst] + i) % c->backlog_cap[dst]];
 }
 
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
@@ -83,7 +83,7 @@ void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 		return;
 	}
 	/* Ring full: keep order behind what is already waiting. */
-	if (c->backlog_n[dst] == c->b->backlog_msgs) {
+	if (c->backlog_n[dst] == c->backlog_cap[dst]) {
 		/* Credit bounds everything but watches (dp_limits.h); a fire is
 		 * advisory: the parked fetch answers at its MaxWaitMs instead. */
 		assert(m->type == DP_MSG_WATCH_FIRE || m->type == DP_MSG_WATCH);
@@ -96,8 +96,8 @@ void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 static int flush_backlog(struct dp_core *c)
 {
 	int work = 0;
-	uint32_t cap = c->b->backlog_msgs;
 	for (int d = 0; d < c->b->ncores; d++) {
+		uint32_t cap = c->backlog_cap[d];
 		bool sent_any = false;
 		while (c->backlog_n[d]) {
 			/* the run from head to the array's end (or to the last message) */
@@ -316,9 +316,10 @@ static void core_teardown(struct dp_core *c)
 				dp_conn_event(c, &ev[i]);
 		}
 	}
-	if (c->credit_refused || c->fires_dropped)
-		DP_INFO("%llu cross-core requests refused for credit, %llu watch fires dropped at a full backlog",
-		        (unsigned long long)c->credit_refused, (unsigned long long)c->fires_dropped);
+	if (c->credit_refused || c->credit_waits || c->fires_dropped)
+		DP_INFO("%llu cross-core requests refused for credit, %llu connection pauses for credit, "
+		        "%llu watch fires dropped at a full backlog", (unsigned long long)c->credit_refused,
+		        (unsigned long long)c->credit_waits, (unsigned long long)c->fires_dropped);
 	if (c->is_data) {
 		if (c->appends_refused)
 			DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);

@@ -281,12 +281,13 @@ struct dp_core {
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
 	/* Messages that did not fit in a full ring, per destination: a fixed
-	 * queue of b->backlog_msgs each (allocated at start-up), bounded by the
+	 * queue of backlog_cap[dst] each (allocated at start-up), bounded by the
 	 * credit of requests not yet answered (dp_limits.h). */
 	struct dp_msg *backlog[DP_CORES_MAX];
-	uint32_t backlog_head[DP_CORES_MAX], backlog_n[DP_CORES_MAX];
+	uint32_t backlog_head[DP_CORES_MAX], backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
 	uint32_t credits_out[DP_CORES_MAX]; /* requests sent to that core, not yet answered */
 	uint64_t credit_refused;      /* fan-out messages refused for credit (logged at exit) */
+	uint64_t credit_waits;        /* connections paused while credit was past half (conn.c) */
 	uint64_t fires_dropped;       /* watch fires dropped at a full backlog (advisory) */
 
 	/* Control core only. */
@@ -321,7 +322,6 @@ struct dp_broker {
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
-	uint32_t backlog_msgs;        /* each backlog's capacity, from xmsg_credits (dp_limits.h) */
 	uint32_t appends_max;         /* DP_APPENDS_MAX, or --test-appends-max */
 };
 
@@ -387,10 +387,13 @@ int  dp_core_run(struct dp_core *c);                       /* thread body */
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core */
 /* Any core: may n more refusable requests go to dst (credit, dp_limits.h)? Counts a refusal. */
 bool dp_send_room(struct dp_core *c, int dst, uint32_t n);
-/* init only: the capacity a backlog needs for credits requests (dp_limits.h's sum). */
-static inline uint32_t dp_backlog_msgs(uint32_t credits)
+/* init only: the capacity a backlog needs for credits requests (dp_limits.h's
+ * sum); requests lent whole, and GROUP_GONE, only go to and from the control
+ * core (core 0), so a backlog between two data cores needs no room for them. */
+static inline uint32_t dp_backlog_msgs(uint32_t credits, bool control_pair)
 {
-	return 2u * (credits + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS;
+	uint32_t lends = control_pair ? DP_REQS_MAX : 0;
+	return 2u * (credits + lends + 2u) + lends + DP_BACKLOG_WATCH_MSGS;
 }
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {

@@ -74,6 +74,8 @@
 #define DP_XMSG_CREDITS         4096      /* refusable requests outstanding per (src, dst) */
 #define DP_BACKLOG_WATCH_MSGS   4096
 #define DP_BACKLOG_MSGS         (2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS)
+/* (lends and GROUP_GONE go only to and from the control core: a backlog
+ * between two data cores is DP_REQS_MAX-free, dp_backlog_msgs in core.h) */
 
 /* Catalog. */
 #define DP_TOPICS_MAX           4096      /* catalog slots */

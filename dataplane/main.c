@@ -382,7 +382,6 @@ int main(int argc, char **argv)
 		b.cores[i] = c;
 	}
 	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
-	b.backlog_msgs = dp_backlog_msgs(b.xmsg_credits);
 	b.appends_max = b.cfg.test_appends_max ? b.cfg.test_appends_max : DP_APPENDS_MAX;
 	for (int i = b.first_data; i < b.ncores; i++) {
 		struct dp_core *c = b.cores[i];
@@ -398,7 +397,9 @@ int main(int argc, char **argv)
 		for (int d = 0; d < b.ncores; d++) {
 			if (d == i)
 				continue;
-			b.cores[i]->backlog[d] = calloc(b.backlog_msgs, sizeof(struct dp_msg));
+			uint32_t cap = dp_backlog_msgs(b.xmsg_credits, i == 0 || d == 0);
+			b.cores[i]->backlog_cap[d] = cap;
+			b.cores[i]->backlog[d] = calloc(cap, sizeof(struct dp_msg));
 			if (!b.cores[i]->backlog[d])
 				return 1;
 		}
