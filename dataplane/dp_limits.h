@@ -61,7 +61,9 @@
  * describe producers, creates and deletes), and the coordinator's markers
  * and partition grants, ask dp_send_room() first and are refused beyond
  * DP_XMSG_CREDITS (the partition gets a retriable error; the coordinator
- * sends again on its timer). A request lent whole to the control core
+ * sends again on its timer). Before that, past half of the credit toward
+ * another data core, a NIC core starts no new request (its connections
+ * pause, conn.c), so a request's fan-out normally finds room. A request lent whole to the control core
  * (coordinator requests, InitProducerId) is counted but never refused: a
  * NIC core has at most DP_REQS_MAX requests. So a backlog (X -> Y) holds at
  * most, itemised:

@@ -30,15 +30,42 @@ COUNT=${CREDIT_COUNT:-100000}
 
 case ${CREDIT_POOL:-credit} in
 credit) ARGS=(--cores 3 --test-xmsg-credits 1); SAID='connection pauses for credit' ;;
-appends) ARGS=(--cores 2 --test-appends-max 1); SAID='batches refused for an empty append pool' ;;
+appends) ARGS=(--cores 2 --test-appends-max 1 --partitions 4); SAID='batches refused for an empty append pool' ;;
 *) fail "CREDIT_POOL: credit or appends" ;;
 esac
 start_broker "${ARGS[@]}"
 guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --partitions 12 \
 	--count "$COUNT" --size 100 --acks all --idempotent || fail "rdk_load produce exited $?"
 broker_alive || fail "broker died during produce"
+if [ "${CREDIT_POOL:-credit}" = appends ]; then
+	# One Produce naming 4 partitions: with one append record, the first
+	# holds it until durable, so the other three must be refused, retriably.
+	PY=$(command -v python3) || skip "python3 is not installed"
+	cat >"$WORK/four.py" <<'PY'
+import struct, sys, time
+sys.path.insert(0, sys.argv[2])
+from bad_client import Conn, kstr, kbytes, parse_produce_v7, metadata_v4_topic_errors
+from fetch_limits import big_batch
+topic = 'four'   # auto-created with --partitions 4
+c = Conn(int(sys.argv[1]))
+deadline = time.monotonic() + 30
+while metadata_v4_topic_errors(c, [topic]).get(topic) != 0:
+    if time.monotonic() > deadline:
+        sys.exit('topic four not created')
+    time.sleep(0.2)
+body = kstr(None) + struct.pack('>hi', -1, 10000) + struct.pack('>i', 1) + kstr(topic) + struct.pack('>i', 4)
+for p in range(4):
+    body += struct.pack('>i', p) + kbytes(big_batch(b'four%d' % p, 2, 100))
+res = parse_produce_v7(c.call(0, 7, body))
+errs = sorted(res[(topic, p)][0] for p in range(4))
+print('errors', errs)
+sys.exit(0 if errs == [0, 19, 19, 19] else 1)
+PY
+	guarded "$PY" "$WORK/four.py" "$PORT" "$(dirname "$0")" >"$WORK/four.out" 2>&1 ||
+		fail "a 4-partition Produce with one append record: want errors [0, 19, 19, 19]: $(tail -n 3 "$WORK/four.out")"
+fi
 stop_broker
-refused=$(sed -n "s/.*[ ,] \([0-9]*\) $SAID.*/\1/p" "$BROKER_LOG" | awk '{s += $1} END {print s + 0}')
+refused=$(sed -n "s/.*[:,] \([0-9]*\) $SAID.*/\1/p" "$BROKER_LOG" | awk '{s += $1} END {print s + 0}')
 if [ "${CREDIT_POOL:-credit}" = credit ]; then
 	said_too=$(sed -n 's/.* \([0-9]*\) cross-core requests refused for credit.*/\1/p' "$BROKER_LOG" |
 		awk '{s += $1} END {print s + 0}')
