@@ -122,7 +122,7 @@ struct grp_end {
 	int64_t offset, commit_ms;
 	int32_t leader_epoch;
 	int32_t meta_len;
-	char *meta;                   /* malloc'd when meta_len > 0 */
+	char *meta;                   /* a pool buffer when meta_len > 0 */
 	uint16_t klen;                /* the committed (v1) key */
 	uint8_t key[GRP_KEY_BYTES_MAX];
 	uint16_t pklen;               /* the pending (v2) key */
@@ -152,8 +152,8 @@ struct grp_commit {
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
-	dp_send(c, core, &m);
+	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
+	dp_answer_to(c, core, dp_req_complete_part, &m);   /* the lent request's answer */
 }
 
 /* A copy in the request's arena: the group may change before the NIC core encodes. */
@@ -522,7 +522,7 @@ static void on_write(void *cookie, int status)
 		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
 			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_META: {
@@ -532,7 +532,7 @@ static void on_write(void *cookie, int status)
 			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
 		}
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_STAGE: stage_done(dp_this_core, cookie, status); return;
@@ -557,7 +557,7 @@ static void on_write(void *cookie, int status)
 		return;
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
-	free(op);
+	dp_buf_put(op);
 }
 
 static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
@@ -584,10 +584,10 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	COMMIT_SIZE(q, resp, GRP_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return KERR_NONE;
-	struct grp_commit *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
+	struct grp_commit *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
+	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
-		free(op);
+		dp_buf_put(op);
 		if (buf)
 			dp_buf_put(buf);
 		commit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
@@ -628,7 +628,7 @@ static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_re
 	/* The extra count keeps op alive until every append is queued. */
 	if (--op->left == 0) {
 		dp_buf_put(buf);
-		free(op);
+		dp_buf_put(op);
 		return KERR_NONE;
 	}
 	return DP_ANSWER_LATER;
@@ -763,7 +763,7 @@ static void stage_done(struct dp_core *c, struct grp_stage_part *p, int status)
 		return;
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
-	free(op);
+	dp_buf_put(op);
 }
 
 /* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
@@ -804,10 +804,10 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 	COMMIT_SIZE(q, resp, GRP_PENDING_KEY_BYTES_MAX, n, bytes);
 	if (n == 0)
 		return KERR_NONE;
-	struct grp_stage *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
+	struct grp_stage *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
+	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
-		free(op);
+		dp_buf_put(op);
 		if (buf)
 			dp_buf_put(buf);
 		tcommit_fill_all(resp, KERR_UNKNOWN_SERVER_ERROR);
@@ -863,7 +863,7 @@ static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct d
 		}
 	if (--op->left == 0) {
 		dp_buf_put(buf);
-		free(op);
+		dp_buf_put(op);
 		return KERR_NONE;
 	}
 	return DP_ANSWER_LATER;
@@ -885,8 +885,8 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
 	dp_buf_put(w->buf);
-	free(w->meta);
-	free(w);
+	dp_buf_put(w->meta);
+	dp_buf_put(w);
 }
 
 /* Write the end of one staged offset o (see struct grp_end); o leaves the table. */
@@ -894,12 +894,12 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 {
 	struct dp_grp *t = c->grp;
 	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
-	struct grp_end *w = calloc(1, sizeof(*w));
-	uint8_t *buf = dp_buf_get(cap);
-	char *meta = o->meta_len > 0 ? malloc((size_t)o->meta_len) : NULL;
+	struct grp_end *w = dp_buf_try_get(sizeof(*w));
+	uint8_t *buf = dp_buf_try_get(cap);
+	char *meta = o->meta_len > 0 ? dp_buf_try_get((size_t)o->meta_len) : NULL;
 	if (!w || !buf || (o->meta_len > 0 && !meta)) {
-		free(w);
-		free(meta);
+		dp_buf_put(w);
+		dp_buf_put(meta);
 		if (buf)
 			dp_buf_put(buf);
 		return -ENOMEM;
@@ -929,8 +929,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	bn[1] = st_batch_build(buf + at, cap - at, 0, -1, -1, -1, now, o->key, o->key_len, NULL, -1);
 	if (bn[0] < 0 || bn[1] < 0) {
 		dp_buf_put(buf);
-		free(meta);
-		free(w);
+		dp_buf_put(meta);
+		dp_buf_put(w);
 		return -EINVAL;
 	}
 	w->left = 1;   /* held until both are queued */
@@ -1038,7 +1038,7 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
 	dp_buf_put(w->buf);
-	free(w);
+	dp_buf_put(w);
 	dp_clog_compact_done(&c->grp->clog, status);
 }
 
@@ -1047,14 +1047,14 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
                          uint8_t what, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
-	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
-	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
+	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
+	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
 	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
 	          : -ENOMEM;
 	if (n < 0) {
 		if (buf)
 			dp_buf_put(buf);
-		free(w);
+		dp_buf_put(w);
 		return n;
 	}
 	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
@@ -1088,10 +1088,10 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 			st_compaction_lost(&c->grp->clog.compact);   /* its older record must not be dropped either */
 		return;
 	}
-	uint8_t *val = dp_buf_get(vsize);
+	uint8_t *val = dp_buf_try_get(vsize);
 	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
-	int vn = grp_group_value_encode(g, val, vsize);
-	int rc = kn < 0 || vn < 0 ? -EINVAL :
+	int vn = val ? grp_group_value_encode(g, val, vsize) : -1;
+	int rc = !val ? -ENOMEM : kn < 0 || vn < 0 ? -EINVAL :
 	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
 	dp_buf_put(val);
 	if (rc < 0) {
