@@ -67,6 +67,9 @@ static void usage(FILE *f)
 	"                          a transaction's end) N ms late, as a slow disk would\n"
 	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
+	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
+	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
+	"  --print-budget          print the itemised memory budget for these flags and exit\n"
 	"  --help                  this text\n");
 }
 
@@ -93,7 +96,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_FMARKER, O_FPREP, O_FADD, O_HELP };
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET,
+	       O_FMARKER, O_FPREP, O_FADD, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -115,6 +119,9 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
 		{ "test-producers-max", required_argument, 0, O_TPMAX },
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
+		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
+		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
+		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -232,6 +239,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			*(o == O_TPMAX ? &cfg->test_producers_max : &cfg->test_txn_open_max) = (uint32_t)v;
 			break;
 		}
+		case O_TXCRED:
+		case O_TAPPENDS: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > (o == O_TXCRED ? DP_XMSG_CREDITS : DP_APPENDS_MAX))
+				goto bad;
+			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
+			break;
+		}
 		case O_TXNKILL:
 			if (!strcmp(optarg, "after-prepare")) cfg->fault_txn_kill = 1;
 			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;
@@ -270,6 +285,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || cfg->offsets_retention_ms < -1 || cfg->offsets_retention_ms == 0)
 				goto bad;
 			break;
+		case O_PBUDGET: cfg->print_budget = true; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -327,6 +343,10 @@ static int dp_wait_port(const char *host, uint16_t port)
 	return rc;
 }
 
+/* Every role a core may play: the memory budget counts each one's items (budget.c). */
+#define DP_BUDGET_ROLES 3
+static const struct dp_role *const budget_roles[DP_BUDGET_ROLES] = { &dp_shard_role, &dp_control_role, &dp_conn_role };
+
 int main(int argc, char **argv)
 {
 	static struct dp_broker b;
@@ -335,6 +355,10 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, DP_MALLOC_MMAP_BYTES);
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
+	if (b.cfg.print_budget) {
+		dp_budget_print(&b.cfg, budget_roles, DP_BUDGET_ROLES, stdout);
+		return 0;
+	}
 	dp_log_level = b.cfg.log_level;
 	dp_log_set_core(0);
 	b.ncores = b.cfg.cores;
@@ -386,6 +410,18 @@ int main(int argc, char **argv)
 		b.cores[i] = c;
 	}
 	dp_control_provide(&b);
+	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
+	b.appends_max = b.cfg.test_appends_max ? b.cfg.test_appends_max : DP_APPENDS_MAX;   /* shard_role.c's pool */
+	for (int i = 0; i < b.ncores; i++)
+		for (int d = 0; d < b.ncores; d++) {
+			if (d == i)
+				continue;
+			uint32_t cap = dp_backlog_msgs(b.xmsg_credits, i == 0 || d == 0);
+			b.cores[i]->backlog_cap[d] = cap;
+			b.cores[i]->backlog[d] = calloc(cap, sizeof(struct dp_msg));
+			if (!b.cores[i]->backlog[d])
+				return 1;
+		}
 	dp_fd_budget_init(&b);
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {
@@ -421,6 +457,8 @@ int main(int argc, char **argv)
 		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, data dir %s, fsync %s)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
 		        b.cfg.fsync ? "on" : "off");
+		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
+		        dp_budget_total(&b.cfg, budget_roles, DP_BUDGET_ROLES) >> 20);
 		int sig;
 		sigwait(&sigs, &sig);
 		DP_INFO("signal %d: shutting down", sig);

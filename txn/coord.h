@@ -13,11 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "txn_limits.h"   /* TXN_TOPIC_BYTES_MAX, TXN_PARTS_MAX */
+
 #define TXN_ID_BYTES_MAX     1024     /* longer transactional ids are refused */
-#define TXN_TOPIC_BYTES_MAX  249
-#define TXN_PARTS_MAX        10000    /* partitions in one transaction */
 #define TXN_GROUPS_MAX       64       /* consumer groups in one transaction */
-#define TXN_GROUP_BYTES_MAX  1024
+#define TXN_GROUP_BYTES_MAX  TXN_GROUP_ID_BYTES_MAX
 #define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
 #define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
 #define TXN_IDS_MAX          100000   /* transactional ids tracked: InitProducerId of a new one waits beyond */

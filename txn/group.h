@@ -20,9 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kerr.h"   /* the Kafka error codes the group logic returns */
+#include "kerr.h"         /* the Kafka error codes the group logic returns */
+#include "txn_limits.h"
 
-#define GRP_ID_BYTES_MAX        1024    /* group ids, longer are refused */
+#define GRP_ID_BYTES_MAX        TXN_GROUP_ID_BYTES_MAX /* group ids, longer are refused */
 #define GRP_MEMBER_ID_BYTES_MAX 512     /* client id + "-" + suffix, truncated */
 #define GRP_NAME_BYTES_MAX      255     /* protocol type / name; client ids are cut to this */
 #define GRP_HOST_BYTES_MAX      63      /* a member's address as text, "/" + IPv6 literal fits */
@@ -43,7 +44,7 @@
 #define GRP_REBALANCE_MAX_MS    1800000 /* rebalance timeouts above are taken as this */
 _Static_assert(GRP_SESSION_MIN_MS > 0 && GRP_SESSION_MIN_MS <= GRP_SESSION_MAX_MS, "session bounds");
 _Static_assert(GRP_REBALANCE_MAX_MS >= GRP_SESSION_MAX_MS, "a v0 join's rebalance timeout is its session timeout");
-#define GRP_TOPIC_BYTES_MAX     249
+#define GRP_TOPIC_BYTES_MAX     TXN_TOPIC_BYTES_MAX
 #define GRP_OFFSET_META_MAX     4096    /* offset.metadata.max.bytes */
 
 

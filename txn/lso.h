@@ -11,7 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TXN_LSO_OPEN_MAX (1u << 20)           /* open transactions per partition: = TXN_PSTATE_PRODUCERS_MAX */
+#include "txn_limits.h"
+
+#define TXN_LSO_OPEN_MAX TXN_PRODUCERS_MAX    /* open transactions per partition: = TXN_PSTATE_PRODUCERS_MAX */
 
 /* One aborted transaction on this partition: its data [first_offset, last_offset), marker at last_offset. */
 struct txn_aborted {

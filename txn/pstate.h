@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define TXN_PSTATE_PRODUCERS_MAX (1u << 20)    /* producers per partition: bounds table and snapshot */
+#include "txn_limits.h"
+
+#define TXN_PSTATE_PRODUCERS_MAX TXN_PRODUCERS_MAX    /* producers per partition: bounds table and snapshot */
 
 struct st_batch_hdr;
 

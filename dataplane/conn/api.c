@@ -110,7 +110,16 @@ static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
 	r->pending++;
-	dp_ask_service(c, DP_SVC_CONTROL, dp_req_complete_part, &m);
+	if (dp_send_room(c, c->b->services[DP_SVC_CONTROL].core, 1)) {
+		dp_ask_service(c, DP_SVC_CONTROL, dp_req_complete_part, &m);
+		return;
+	}
+	/* No credit toward the control core (dp_limits.h): answered here with a
+	 * retriable error, as the control core's own answer would be. */
+	struct dp_msg done = { .type = (uint16_t)(type + 1), .fn = dp_req_complete_part, .ctx = r, .idx = idx,
+	                       .gen = r->gen, .src = (uint16_t)c->id,
+	                       .err = r->hdr.api_key == KAPI_METADATA ? KERR_LEADER_NOT_AVAILABLE : KERR_REQUEST_TIMED_OUT };
+	dp_req_complete_part(c, &done);
 }
 
 static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -209,7 +218,9 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 	}
 	size_t bytes = ntopics * sizeof(struct MetadataResponse_MetadataResponseTopic) +
 	               nparts * sizeof(struct MetadataResponse_MetadataResponsePartition) + 64;
-	void *mem = dp_buf_get(bytes);
+	void *mem = dp_buf_try_get(bytes);
+	if (!mem)
+		return -ENOMEM;   /* the connection is closed, the broker goes on */
 	r->resp_buf = NULL;
 	r->slots_mem = mem;
 	struct MetadataResponse_MetadataResponseTopic *t = mem;

@@ -56,13 +56,6 @@ static void conn_bufs(struct dp_core *c, struct dp_conn *k, int64_t delta)
 	c->held_bytes += (uint64_t)delta;
 }
 
-void *dp_req_buf_get(struct dp_core *c, struct dp_req *r, size_t bytes)
-{
-	void *p = dp_buf_get(bytes);
-	hold(c, r, (int64_t)bytes);
-	return p;
-}
-
 void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes)
 {
 	void *p = dp_buf_try_get(bytes);
@@ -77,9 +70,27 @@ void dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes)
 	hold(c, r, -(int64_t)bytes);
 }
 
+/*
+ * Over the core's byte budget, or past half the credit toward another data
+ * core (dp_limits.h): new requests wait (their connections pause, and
+ * dp_conn_timer resumes them), so that a request's fan-out finds the other
+ * half free and its partitions are asked, not refused; only a request with
+ * more than that for one core is refused some. Credit toward the control
+ * core is left out: requests lent there may wait long (a JoinGroup for its
+ * rebalance), and the next member's must not wait behind them.
+ */
+static bool credit_over(const struct dp_core *c)
+{
+	uint32_t half = c->b->xmsg_credits / 2;
+	for (int d = c->b->first_data; d < c->b->ncores; d++)
+		if (d != c->id && c->credits_out[d] > half)
+			return true;
+	return false;
+}
+
 static bool core_over(const struct dp_core *c)
 {
-	return c->held_bytes >= DP_CORE_HELD_BYTES_MAX;
+	return c->held_bytes >= DP_CORE_HELD_BYTES_MAX || credit_over(c);
 }
 
 void *dp_req_alloc(struct dp_req *r, size_t bytes)
@@ -176,7 +187,7 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
 	for (uint32_t i = 0; i < ngone; i++) {
 		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = gone[i].r, .gen = gone[i].gen };
-		dp_ask_service(c, DP_SVC_GROUP, dp_req_complete_part, &m);
+		dp_tell_service(c, DP_SVC_GROUP, &m);   /* no answer, so no credit (dp_limits.h) */
 	}
 }
 
@@ -416,7 +427,13 @@ static int start_request(struct dp_core *c, struct dp_conn *k)
 	size_t arena = DP_ARENA_BASE_BYTES + (size_t)r->frame_len * DP_ARENA_PER_FRAME_BYTE;
 	if (arena > DP_ARENA_BYTES_MAX)
 		arena = DP_ARENA_BYTES_MAX;   /* decoding more than that fails: the request is refused */
-	r->arena_mem = dp_buf_get(arena);
+	r->arena_mem = dp_buf_try_get(arena);
+	if (!r->arena_mem) {
+		/* No memory: an empty arena fails the decode, so the connection is
+		 * closed (below) and the broker goes on. */
+		DP_ERR_RL("connection %u: no memory for a %zu-byte request arena", k->handle, arena);
+		arena = 0;
+	}
 	karena_init(&r->arena, r->arena_mem, arena);
 	/* All of it counts: the pool's buffer is mapped (and, reused, touched)
 	 * whatever this request decodes to, so many small pipelined requests
@@ -478,7 +495,12 @@ static void stash_add(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 		uint32_t cap = k->stash_cap ? k->stash_cap : 64 * 1024;
 		while (cap < k->stash_len + n)
 			cap *= 2;
-		uint8_t *b = dp_buf_get(cap);
+		uint8_t *b = dp_buf_try_get(cap);
+		if (!b) {
+			DP_WARN_RL("connection %u: no memory for its unread bytes (%u); closing", k->handle, cap);
+			conn_close(c, k, "no memory for its unread bytes");
+			return;
+		}
 		if (k->stash_len)
 			memcpy(b, k->stash, k->stash_len);
 		if (k->stash)
@@ -496,6 +518,8 @@ static void conn_pause(struct dp_core *c, struct dp_conn *k)
 	if (k->paused)
 		return;
 	k->paused = true;
+	if (credit_over(c))
+		c->credit_waits++;
 	if (!c->req_free || core_over(c))
 		conn_wait_core(c, k);
 	nic_pause(c->nic, k->handle, true);
@@ -570,7 +594,14 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			}
 			/* Never sized by the client's claim: the buffer grows as the bytes come. */
 			k->frame_cap = len < DP_FRAME_CHUNK_BYTES ? len : DP_FRAME_CHUNK_BYTES;
-			k->frame = dp_buf_get(k->frame_cap);
+			k->frame = dp_buf_try_get(k->frame_cap);
+			if (!k->frame) {
+				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle,
+				           k->frame_cap);
+				k->frame_cap = 0;
+				conn_close(c, k, "no memory for its frame");
+				return;
+			}
 			conn_bufs(c, k, k->frame_cap);
 			k->frame_len = len;
 			k->frame_have = 0;
@@ -582,7 +613,12 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			uint32_t cap = k->frame_cap;
 			while (cap < k->frame_have + take)
 				cap = cap > k->frame_len / 2 ? k->frame_len : cap * 2;
-			uint8_t *b = dp_buf_get(cap);
+			uint8_t *b = dp_buf_try_get(cap);
+			if (!b) {
+				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle, cap);
+				conn_close(c, k, "no memory for its frame");
+				return;
+			}
 			memcpy(b, k->frame, k->frame_have);
 			dp_buf_put(k->frame);
 			conn_bufs(c, k, (int64_t)cap - k->frame_cap);

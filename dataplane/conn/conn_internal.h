@@ -72,7 +72,6 @@ void dp_req_part_done(struct dp_core *c, struct dp_req *r);
 void dp_req_park(struct dp_core *c, struct dp_req *r);
 void *dp_req_alloc(struct dp_req *r, size_t bytes);
 /* A pool buffer held by r (counted against its connection's and core's budget), and its return. */
-void *dp_req_buf_get(struct dp_core *c, struct dp_req *r, size_t bytes);
 void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes);   /* NULL if none */
 void  dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes);
 

@@ -74,7 +74,26 @@ static void conn_destroy(struct dp_core *c)
 	c->codec = NULL;
 }
 
+/* The NIC side's pools and bounds, per data core (main.c allocates the slots and the request pool). */
+static void conn_budget(const struct dp_config *cfg, struct dp_budget *bd)
+{
+	unsigned long long ndata = dp_budget_ndata(cfg);
+	dp_budget_add(bd, "connections", ndata,
+	              DP_CONN_SLOTS * (sizeof(struct dp_conn) + sizeof(uint16_t)) + DP_CONNS_MAX * sizeof(uint16_t),
+	              "DP_CONN_SLOTS slots and their maps per data core");
+	dp_budget_add(bd, "request slots", ndata, (unsigned long long)DP_REQS_MAX * sizeof(struct dp_req),
+	              "DP_REQS_MAX per data core");
+	dp_budget_add(bd, "requests' held bytes", ndata, DP_CORE_HELD_BYTES_MAX,
+	              "DP_CORE_HELD_BYTES_MAX of frames, arenas, fetch buffers, answers per data core");
+	dp_budget_add(bd, "one request past it", ndata,
+	              (unsigned long long)cfg->max_frame_bytes + DP_ARENA_BYTES_MAX + DP_FETCH_RESPONSE_MAX_BYTES,
+	              "the request that crosses the limit: --max-frame-bytes, its arena, a fetch's MaxBytes");
+	dp_budget_add(bd, "NIC receive buffers", ndata, (unsigned long long)DP_NIC_RX_BUFS * DP_NIC_RX_BUF_BYTES,
+	              "DP_NIC_RX_BUFS of DP_NIC_RX_BUF_BYTES per data core");
+}
+
 const struct dp_role dp_conn_role = {
 	.name = "conn", .start = conn_start, .poll = conn_poll, .timer = dp_conn_timer,
 	.ticking = conn_ticking, .flush = conn_flush, .quiesce = conn_quiesce, .destroy = conn_destroy,
+	.budget = conn_budget,
 };

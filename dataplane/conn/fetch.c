@@ -17,7 +17,8 @@
  * again (fetch_topup), while the size of what it holds is unknown: larger
  * records come back as `need` and get their own. */
 #define DP_FETCH_BUF_MIN_BYTES (64u * 1024)
-/* A buffer could not be lent: the partition gets this retriable error and the client fetches again. */
+/* A buffer could not be lent, or the owner's core had no credit left: the
+ * partition gets this retriable error and the client fetches again. */
 #define DP_FETCH_ERR_NO_BUFFER KERR_KAFKA_STORAGE_ERROR
 #define DP_FETCH_TOPUPS_MAX    64u        /* partitions one request reads again (fetch_topup) */
 _Static_assert(DP_FETCH_RESPONSE_MAX_BYTES + DP_FETCH_ABORTED_BYTES + 8 <= DP_BUF_MAX_BYTES,
@@ -73,9 +74,16 @@ static bool fetch_buf(struct dp_core *c, struct dp_req *r, struct dp_fetch_part 
 	return false;
 }
 
-static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
+/* Ask fp's owner; without credit toward it (dp_limits.h) the partition is
+ * answered with DP_FETCH_ERR_NO_BUFFER instead and false returned. */
+static bool fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 {
 	struct dp_fetch_part *fp = &r->fparts[i];
+	if (!dp_send_room(c, fp->owner, 1)) {
+		fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
+		fp->out->Records = (struct kbytes){ NULL, 0 };
+		return false;
+	}
 	struct dp_msg m = {
 		.type = DP_MSG_FETCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
 		.gen = fp->gen, .partition = fp->partition,
@@ -88,6 +96,7 @@ static void fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	m.u.fetch.min_one = fp->min_one;
 	r->pending++;
 	dp_ask(c, fp->owner, dp_shard_msg, dp_req_complete_part, &m);
+	return true;
 }
 
 /*
@@ -434,7 +443,12 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 				m.u.watch.deadline_ms = r->deadline_ms;
 				m.u.watch.topic_gen = fp->gen;
 				m.u.watch.isolation = r->isolation;
-				dp_ask(c, fp->owner, dp_shard_msg, dp_req_complete_part, &m);
+				/* Without credit toward the owner no watch: the fetch answers at
+				 * its MaxWaitMs. A watch holds no credit itself (advisory). */
+				if (dp_send_room(c, fp->owner, 1)) {
+					m.flags = DP_F_ADVISORY;
+					dp_ask(c, fp->owner, dp_shard_msg, dp_req_complete_part, &m);
+				}
 			}
 			if (r->woken)
 				continue;   /* a local owner had data already: another round */
@@ -499,6 +513,11 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 				op->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
+			int owner = dp_owner_core(c->b, t->hash, ip->PartitionIndex);
+			if (!dp_send_room(c, owner, 1)) {
+				op->ErrorCode = KERR_LEADER_NOT_AVAILABLE;   /* retriable: no credit (dp_limits.h) */
+				continue;
+			}
 			struct dp_msg m = {
 				.type = DP_MSG_LIST, .ctx = r, .topic_id = (uint32_t)id, .gen = t->gen,
 				.partition = ip->PartitionIndex,
@@ -507,7 +526,7 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 			m.u.list.isolation = req->IsolationLevel;
 			m.u.list.out = op;
 			r->pending++;
-			dp_ask(c, dp_owner_core(c->b, t->hash, ip->PartitionIndex), dp_shard_msg, dp_req_complete_part, &m);
+			dp_ask(c, owner, dp_shard_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

@@ -133,6 +133,12 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch, &inflate_left);
 			if (pr->ErrorCode)
 				continue;
+			int owner = dp_owner_core(c->b, t->hash, pd->Index);
+			if (!dp_send_room(c, owner, 1)) {
+				/* No credit toward its owner (dp_limits.h): not appended, the client retries. */
+				pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
+				continue;
+			}
 			/*
 			 * The bytes stay in this request's frame until the owner has
 			 * made them durable: it writes straight from here, after
@@ -148,7 +154,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			m.u.produce.out = pr;   /* comes back in the reply */
 			m.ctx = r;
 			r->pending++;
-			dp_ask(c, dp_owner_core(c->b, t->hash, pd->Index), dp_shard_msg, dp_req_complete_part, &m);
+			dp_ask(c, owner, dp_shard_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

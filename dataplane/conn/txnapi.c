@@ -100,6 +100,11 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 					pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 					continue;
 				}
+				int owner = dp_owner_core(c->b, t->hash, part);
+				if (!dp_send_room(c, owner, 1)) {
+					pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;   /* not written; retriable (dp_limits.h) */
+					continue;
+				}
 				struct dp_msg m = { .type = DP_MSG_TXN_MARKER, .flags = DP_F_WIRE, .ctx = r,
 				                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
 				m.u.txn.pid = mk->ProducerId;
@@ -108,7 +113,7 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
 				m.u.txn.ptr = pr;
 				r->pending++;
-				dp_ask(c, dp_owner_core(c->b, t->hash, part), dp_shard_txn_msg, dp_req_complete_part, &m);
+				dp_ask(c, owner, dp_shard_txn_msg, dp_req_complete_part, &m);
 			}
 		}
 	}
@@ -136,7 +141,9 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 	if (nparts > DP_DESCRIBE_PRODUCERS_PARTS_MAX)
 		return -1;
 	struct DescribeProducersResponse_ProducerState *space =
-		nparts ? dp_buf_get(nparts * DP_DESCRIBE_PRODUCERS_MAX * sizeof(*space)) : NULL;
+		nparts ? dp_buf_try_get(nparts * DP_DESCRIBE_PRODUCERS_MAX * sizeof(*space)) : NULL;
+	if (nparts && !space)
+		return -1;   /* no memory: the connection is closed, the broker goes on */
 	r->slots_mem = space;
 	for (int32_t i = 0; i < nt; i++) {
 		struct DescribeProducersRequest_TopicRequest *tq = &q->Topics[i];
@@ -158,6 +165,11 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
+			int owner = dp_owner_core(c->b, t->hash, part);
+			if (!dp_send_room(c, owner, 1)) {
+				pr->ErrorCode = KERR_REQUEST_TIMED_OUT;   /* retriable: no credit (dp_limits.h) */
+				continue;
+			}
 			/* A lent array: the owner fills it and says how many (bounded). */
 			pr->ActiveProducers = space;
 			space += DP_DESCRIBE_PRODUCERS_MAX;
@@ -166,7 +178,7 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 			m.u.txn.ptr = pr;
 			m.u.txn.cap = DP_DESCRIBE_PRODUCERS_MAX;
 			r->pending++;
-			dp_ask(c, dp_owner_core(c->b, t->hash, part), dp_shard_txn_msg, dp_req_complete_part, &m);
+			dp_ask(c, owner, dp_shard_txn_msg, dp_req_complete_part, &m);
 		}
 	}
 	return 0;

@@ -224,10 +224,10 @@ static void ctrl_ack(struct dp_core *c, struct dp_msg *m)
 	}
 	if (op->removing)
 		topic_forget(c, t);
-	struct dp_msg r = { .type = op->reply_type, .fn = op->req_reply, .err = op->err, .ctx = op->req_ctx,
+	struct dp_msg r = { .type = op->reply_type, .err = op->err, .ctx = op->req_ctx,
 	                    .idx = op->req_idx, .gen = op->req_gen };
 	op->used = false;
-	dp_send(c, op->req_core, &r);
+	dp_answer_to(c, op->req_core, op->req_reply, &r);
 }
 
 void dp_control_msg(struct dp_core *c, struct dp_msg *m)

@@ -16,6 +16,7 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* The coordinators' parts in the loop (control_role.c). */
 int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish interrupted work */
+size_t dp_txnc_write_bytes(void);          /* init only: one log write record of its pool (budget) */
 void dp_txnc_timer(struct dp_core *c);
 void dp_txnc_stop(struct dp_core *c);
 int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */

@@ -4,6 +4,7 @@
  * interrupted work), run their timers, and close their logs at stop.
  * Locality: control core.
  */
+#include "coord.h"   /* struct txn_meta: the budget of the id table */
 #include "control_internal.h"
 
 static int control_start(struct dp_core *c)
@@ -26,8 +27,19 @@ static void control_stop(struct dp_core *c)
 	dp_group_stop(c);
 }
 
+/* The coordinators' tables and pools on the control core (one, whatever --cores). */
+static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
+{
+	dp_budget_add(bd, "transactional ids", 1,
+	              (unsigned long long)cfg->txn_ids_max * (sizeof(struct txn_meta) + 2 * sizeof(void *)),
+	              "--txn-ids-max entries of the coordinator's table (their partition lists apart)");
+	dp_budget_add(bd, "coordinator writes", 1, (unsigned long long)DP_COORD_WRITES_MAX * dp_txnc_write_bytes(),
+	              "DP_COORD_WRITES_MAX records of writes in flight");
+}
+
 const struct dp_role dp_control_role = {
 	.name = "control", .start = control_start, .timer = control_timer, .stop = control_stop,
+	.budget = control_budget,
 };
 
 void dp_control_provide(struct dp_broker *b)

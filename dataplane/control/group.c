@@ -133,7 +133,7 @@ struct grp_end {
 	int64_t offset, commit_ms;
 	int32_t leader_epoch;
 	int32_t meta_len;
-	char *meta;                   /* malloc'd when meta_len > 0 */
+	char *meta;                   /* a pool buffer when meta_len > 0 */
 	uint16_t klen;                /* the committed (v1) key */
 	uint8_t key[GRP_KEY_BYTES_MAX];
 	uint16_t pklen;               /* the pending (v2) key */
@@ -142,8 +142,8 @@ struct grp_end {
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
-	dp_send(c, core, &m);
+	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
+	dp_answer_to(c, core, dp_req_complete_part, &m);   /* the lent request's answer */
 }
 
 /* A copy in the request's arena: the group may change before the NIC core encodes. */
@@ -512,7 +512,7 @@ static void on_write(void *cookie, int status)
 		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
 			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_META: {
@@ -522,7 +522,7 @@ static void on_write(void *cookie, int status)
 			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
 		}
 		dp_buf_put(w->buf);
-		free(w);
+		dp_buf_put(w);
 		return;
 	}
 	case GRP_W_STAGE: owrite_done(dp_this_core, cookie, status); return;
@@ -556,17 +556,17 @@ static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status
 		return;
 	reply(c, op->core, op->r, op->gen);
 	dp_buf_put(op->buf);
-	free(op);
+	dp_buf_put(op);
 }
 
 /* An op for n partitions and bytes of batches (COMMIT_SIZE); NULL if out of memory. */
 static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_req *r, struct kstr group, int64_t pid,
                                      uint32_t n, size_t bytes)
 {
-	struct grp_owrite *op = malloc(sizeof(*op) + n * sizeof(op->parts[0]));
-	uint8_t *buf = dp_buf_get(bytes);
+	struct grp_owrite *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
+	uint8_t *buf = dp_buf_try_get(bytes);
 	if (!op || !buf) {
-		free(op);
+		dp_buf_put(op);
 		if (buf)
 			dp_buf_put(buf);
 		return NULL;
@@ -639,7 +639,7 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 	/* The first count kept op alive until every append was queued. */
 	if (--op->left == 0) {
 		dp_buf_put(op->buf);
-		free(op);
+		dp_buf_put(op);
 		return KERR_NONE;
 	}
 	return DP_ANSWER_LATER;
@@ -871,8 +871,8 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
 	dp_buf_put(w->buf);
-	free(w->meta);
-	free(w);
+	dp_buf_put(w->meta);
+	dp_buf_put(w);
 }
 
 /* Write the end of one staged offset o (see struct grp_end); o leaves the table. */
@@ -880,12 +880,12 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 {
 	struct dp_grp *t = c->grp;
 	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
-	struct grp_end *w = calloc(1, sizeof(*w));
-	uint8_t *buf = dp_buf_get(cap);
-	char *meta = o->meta_len > 0 ? malloc((size_t)o->meta_len) : NULL;
+	struct grp_end *w = dp_buf_try_get(sizeof(*w));
+	uint8_t *buf = dp_buf_try_get(cap);
+	char *meta = o->meta_len > 0 ? dp_buf_try_get((size_t)o->meta_len) : NULL;
 	if (!w || !buf || (o->meta_len > 0 && !meta)) {
-		free(w);
-		free(meta);
+		dp_buf_put(w);
+		dp_buf_put(meta);
 		if (buf)
 			dp_buf_put(buf);
 		return -ENOMEM;
@@ -915,8 +915,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	bn[1] = st_batch_build(buf + at, cap - at, 0, -1, -1, -1, now, o->key, o->key_len, NULL, -1);
 	if (bn[0] < 0 || bn[1] < 0) {
 		dp_buf_put(buf);
-		free(meta);
-		free(w);
+		dp_buf_put(meta);
+		dp_buf_put(w);
 		return -EINVAL;
 	}
 	w->left = 1;   /* held until both are queued */
@@ -1024,7 +1024,7 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
 static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 {
 	dp_buf_put(w->buf);
-	free(w);
+	dp_buf_put(w);
 	dp_clog_compact_done(&c->grp->clog, status);
 }
 
@@ -1033,14 +1033,14 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
                          uint8_t what, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
-	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_get(cap);
-	struct grp_rewrite *w = buf ? malloc(sizeof(*w)) : NULL;
+	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
+	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
 	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
 	          : -ENOMEM;
 	if (n < 0) {
 		if (buf)
 			dp_buf_put(buf);
-		free(w);
+		dp_buf_put(w);
 		return n;
 	}
 	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
@@ -1074,10 +1074,10 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 			st_compaction_lost(&c->grp->clog.compact);   /* its older record must not be dropped either */
 		return;
 	}
-	uint8_t *val = dp_buf_get(vsize);
+	uint8_t *val = dp_buf_try_get(vsize);
 	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
-	int vn = grp_group_value_encode(g, val, vsize);
-	int rc = kn < 0 || vn < 0 ? -EINVAL :
+	int vn = val ? grp_group_value_encode(g, val, vsize) : -1;
+	int rc = !val ? -ENOMEM : kn < 0 || vn < 0 ? -EINVAL :
 	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
 	dp_buf_put(val);
 	if (rc < 0) {

@@ -39,6 +39,16 @@
 #define DP_TXNC_MARKER_RETRY_MS 1000     /* a marker an owner could not write is sent again after this */
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
+/* A write in flight to the coordinator log (from dp_txnc.writes, no malloc). */
+struct txnc_write {
+	bool step;                /* the current op waits for this write */
+	bool compact;             /* a compaction rewrite */
+	bool fault;               /* test only: reported failed once durable (--fault-prepare-fail) */
+	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
+	uint8_t *buf;
+	struct txnc_write *next_free;
+};
+
 struct dp_txnc {
 	struct txn_coord *coord;
 	struct txn_meta *retry_head;  /* ids with markers or a Prepare to send again (txn_meta.retry_next) */
@@ -53,16 +63,33 @@ struct dp_txnc {
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
 	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
 	uint32_t add_faults;          /* AddPartitions writes failed by --fault-add-fail so far */
+	/* Writes in flight, a pool fixed at start-up (DP_COORD_WRITES_MAX): an
+	 * empty one fails the write as no memory would (the op answers
+	 * COORDINATOR_NOT_AVAILABLE, retriable; a compaction keeps the old segments). */
+	struct txnc_write *write_free;
+	struct txnc_write writes[DP_COORD_WRITES_MAX];
 };
+size_t dp_txnc_write_bytes(void)
+{
+	return sizeof(struct txnc_write);
+}
 
-/* A write in flight to the coordinator log. */
-struct txnc_write {
-	bool step;                /* the current op waits for this write */
-	bool compact;             /* a compaction rewrite */
-	bool fault;               /* test only: reported failed once durable (--fault-prepare-fail) */
-	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
-	uint8_t *buf;
-};
+static struct txnc_write *write_get(struct dp_txnc *t)
+{
+	struct txnc_write *w = t->write_free;
+	if (w)
+		t->write_free = w->next_free;
+	return w;
+}
+
+static void write_put(struct dp_txnc *t, struct txnc_write *w)
+{
+	if (!w)
+		return;
+	w->next_free = t->write_free;
+	t->write_free = w;
+}
+
 
 static void txnc_step(struct dp_core *c, struct txn_meta *m);
 static void prepare_again(struct dp_core *c, struct txn_meta *m);
@@ -86,8 +113,8 @@ static void fault_point(struct dp_core *c, int point, const char *what)
 
 static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
 {
-	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .fn = dp_req_complete_part, .ctx = ctx, .gen = gen };
-	dp_send(c, core, &r);
+	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .ctx = ctx, .gen = gen };
+	dp_answer_to(c, core, dp_req_complete_part, &r);   /* the lent request's answer */
 }
 
 /* Fill the error of whatever coordinator response r carries. */
@@ -167,14 +194,14 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	}
 	size_t vlen = txn_meta_value_size(m);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
-	uint8_t *val = dp_buf_get(vlen);
-	uint8_t *buf = dp_buf_get(cap);
-	struct txnc_write *w = malloc(sizeof(*w));
-	int n = txn_meta_encode(m, val, vlen);
-	if (n < 0 || !w) {
+	uint8_t *val = dp_buf_try_get(vlen);
+	uint8_t *buf = dp_buf_try_get(cap);
+	struct txnc_write *w = write_get(t);
+	int n = val && buf && w ? txn_meta_encode(m, val, vlen) : -ENOMEM;
+	if (n < 0) {
 		dp_buf_put(val);
 		dp_buf_put(buf);
-		free(w);
+		write_put(t, w);
 		return -ENOMEM;
 	}
 	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .m = m, .buf = buf };
@@ -183,7 +210,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	if (n < 0) {
 		DP_ERR_RL("transaction log append failed: %s", strerror(-n));
 		dp_buf_put(buf);
-		free(w);
+		write_put(t, w);
 		return n;
 	}
 	m->writes++;
@@ -202,14 +229,13 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 {
 	struct dp_txnc *t = c->txnc;
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len;
-	uint8_t *buf = dp_buf_get(cap);
-	struct txnc_write *w = malloc(sizeof(*w));
+	uint8_t *buf = dp_buf_try_get(cap);
+	struct txnc_write *w = write_get(t);
 	int n = buf && w ? dp_clog_write(&t->clog, buf, cap, dp_wall_ms(), m->id, m->id_len, NULL, -1,
 	                                 dp_txnc_on_write, w) : -ENOMEM;
 	if (n < 0) {
-		if (buf)
-			dp_buf_put(buf);
-		free(w);
+		dp_buf_put(buf);
+		write_put(t, w);
 		return n;   /* kept: the next pass tries again */
 	}
 	*w = (struct txnc_write){ .m = NULL, .buf = buf };
@@ -251,7 +277,7 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	if (w->fault && status >= 0)
 		status = -EIO;
 	dp_buf_put(w->buf);
-	free(w);
+	write_put(c->txnc, w);
 	if (compact)
 		dp_clog_compact_done(&c->txnc->clog, status);
 	if (!m) {   /* an expiry tombstone: if lost, the id comes back at a restart and expires again */
@@ -281,6 +307,8 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
  * since needs no message: returns false then. count: one more answer to
  * await (before the send, which a local owner answers inside).
  */
+static void owner_ack(struct dp_core *c, struct dp_msg *msg);
+
 static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t type, bool commit, bool count)
 {
 	struct txn_tp *tp = &m->tps[i];
@@ -294,7 +322,18 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
 	if (count)
 		m->markers_left++;
-	dp_ask(c, dp_owner_core(c->b, hash, tp->partition), dp_shard_txn_msg, dp_txnc_msg, &msg);
+	int owner = dp_owner_core(c->b, hash, tp->partition);
+	if (!dp_send_room(c, owner, 1)) {
+		/* No credit toward the owner (dp_limits.h): answered here as a write
+		 * the owner could not take, so marker_retry sends it again later. */
+		msg.type = (uint16_t)(type + 1);
+		msg.err = KERR_NOT_ENOUGH_REPLICAS;
+		msg.flags = DP_F_REFUSED;
+		msg.src = (uint16_t)c->id;
+		owner_ack(c, &msg);
+		return true;
+	}
+	dp_ask(c, owner, dp_shard_txn_msg, dp_txnc_msg, &msg);
 	return true;
 }
 
@@ -420,6 +459,10 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	int64_t now = dp_wall_ms();
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
 		return false;
+	/* A grant (TXN_ADD) is sent again only when it was never sent (no credit):
+	 * an owner's own refusal of a grant is answered as before. */
+	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED))
+		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
 	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d %s): it is sent again every "
@@ -461,7 +504,10 @@ static void marker_retries(struct dp_core *c, int64_t now)
 			if (!m->tps[i].marker_again)
 				continue;
 			m->tps[i].marker_again = false;
-			if (!tp_send(c, m, i, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT, false))
+			/* a grant refused for credit while adding partitions, else a marker */
+			bool deciding = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
+			uint16_t type = deciding ? DP_MSG_TXN_MARKER : DP_MSG_TXN_ADD;
+			if (!tp_send(c, m, i, type, m->state == TXN_PREPARE_COMMIT, false))
 				m->markers_left--;   /* the topic went away: nothing to mark there */
 		}
 		if (--m->markers_left == 0)
@@ -473,7 +519,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 {
 	struct txn_meta *m = msg->ctx;
 	assert(m->markers_left > 0);
-	if (msg->type == DP_MSG_TXN_MARKER_DONE && msg->err && marker_retry(c, m, msg))
+	if ((msg->type == DP_MSG_TXN_MARKER_DONE || msg->type == DP_MSG_TXN_ADD_ACK) && msg->err &&
+	    marker_retry(c, m, msg))
 		return;
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
@@ -955,6 +1002,8 @@ int dp_txnc_start(struct dp_core *c)
 	struct dp_txnc *t = calloc(1, sizeof(*t));
 	if (!t || txn_coord_create(&t->coord) < 0)
 		return -ENOMEM;
+	for (uint32_t i = DP_COORD_WRITES_MAX; i-- > 0;)
+		write_put(t, &t->writes[i]);
 	c->txnc = t;
 	t->clog.name = "transaction log";
 	int rc = dp_internal_log_open(c, "__transaction_state", "transaction coordinator", t->dir, sizeof(t->dir),

@@ -83,14 +83,6 @@ void *dp_buf_try_get(size_t bytes)
 	return (uint8_t *)h + DP_BUF_HDR;
 }
 
-void *dp_buf_get(size_t bytes)
-{
-	void *p = dp_buf_try_get(bytes);
-	if (!p)
-		abort();   /* callers bound sizes by max frame and fetch limits; else out of memory */
-	return p;
-}
-
 void dp_buf_put(void *p)
 {
 	if (!p)

@@ -60,6 +60,20 @@ static void wake(struct dp_core *dst)
 
 static void deliver(struct dp_core *c, struct dp_msg *m);
 
+bool dp_send_room(struct dp_core *c, int dst, uint32_t n)
+{
+	if (dst == c->id || c->credits_out[dst] + n <= c->b->xmsg_credits)
+		return true;
+	c->credit_refused++;
+	return false;
+}
+
+/* The backlog to dst, a fixed circular queue: slot i from its head. */
+static inline struct dp_msg *backlog_at(struct dp_core *c, int dst, uint32_t i)
+{
+	return &c->backlog[dst][(c->backlog_head[dst] + i) % c->backlog_cap[dst]];
+}
+
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 {
 	assert(m->fn);
@@ -69,33 +83,43 @@ void dp_send(struct dp_core *c, int dst, struct dp_msg *m)
 		return;
 	}
 	assert(dst >= 0 && dst < c->b->ncores);
+	if (m->flags & DP_F_CREDIT)
+		c->credits_out[dst]++;   /* given back when its answer arrives (deliver) */
 	if (c->backlog_n[dst] == 0 && dp_ring_enqueue_burst(ring_of(c->b, c->id, dst), m, 1) == 1) {
 		wake(c->b->cores[dst]);
 		return;
 	}
-	/* Ring full: keep order behind what is already waiting. Grows only under overload. */
+	/* Ring full: keep order behind what is already waiting. */
 	if (c->backlog_n[dst] == c->backlog_cap[dst]) {
-		uint32_t cap = c->backlog_cap[dst] ? c->backlog_cap[dst] * 2 : 1024;
-		struct dp_msg *nb = realloc(c->backlog[dst], cap * sizeof(*nb));
-		if (!nb)
-			abort();
-		c->backlog[dst] = nb;
-		c->backlog_cap[dst] = cap;
+		/* Credit bounds everything but watches (dp_limits.h); a fire is
+		 * advisory: the parked fetch answers at its MaxWaitMs instead. */
+		assert(m->flags & DP_F_ADVISORY);
+		c->fires_dropped++;
+		return;
 	}
-	c->backlog[dst][c->backlog_n[dst]++] = *m;
+	*backlog_at(c, dst, c->backlog_n[dst]++) = *m;
 }
 
 static int flush_backlog(struct dp_core *c)
 {
 	int work = 0;
 	for (int d = 0; d < c->b->ncores; d++) {
-		uint32_t n = c->backlog_n[d];
-		if (!n)
-			continue;
-		unsigned sent = dp_ring_enqueue_burst(ring_of(c->b, c->id, d), c->backlog[d], n);
-		if (sent) {
-			memmove(c->backlog[d], c->backlog[d] + sent, (n - sent) * sizeof(struct dp_msg));
-			c->backlog_n[d] = n - sent;
+		uint32_t cap = c->backlog_cap[d];
+		bool sent_any = false;
+		while (c->backlog_n[d]) {
+			/* the run from head to the array's end (or to the last message) */
+			uint32_t head = c->backlog_head[d];
+			uint32_t run = cap - head < c->backlog_n[d] ? cap - head : c->backlog_n[d];
+			unsigned sent = dp_ring_enqueue_burst(ring_of(c->b, c->id, d), &c->backlog[d][head], run);
+			if (!sent)
+				break;
+			c->backlog_head[d] = (head + sent) % cap;
+			c->backlog_n[d] -= sent;
+			sent_any = true;
+			if (sent < run)
+				break;
+		}
+		if (sent_any) {
 			wake(c->b->cores[d]);
 			work++;
 		}
@@ -106,6 +130,12 @@ static int flush_backlog(struct dp_core *c)
 /* A message runs the handler it carries: the loop does not know who it is for. */
 static void deliver(struct dp_core *c, struct dp_msg *m)
 {
+	/* An answer gives back the credit its request held (dp_limits.h);
+	 * local messages hold none. */
+	if ((m->flags & DP_F_ANSWER) && m->src != c->id) {
+		assert(c->credits_out[m->src] > 0);   /* one answer per request */
+		c->credits_out[m->src]--;
+	}
 	m->fn(c, m);
 }
 
@@ -274,6 +304,10 @@ static void core_teardown(struct dp_core *c)
 		reap(c);
 		roles_poll(c);
 	}
+	if (c->credit_refused || c->credit_waits || c->fires_dropped)
+		DP_INFO("%llu cross-core requests refused for credit, %llu connection pauses for credit, "
+		        "%llu watch fires dropped at a full backlog", (unsigned long long)c->credit_refused,
+		        (unsigned long long)c->credit_waits, (unsigned long long)c->fires_dropped);
 	for (uint32_t i = 0; i < c->nroles; i++)
 		if (c->roles[i]->stop)
 			c->roles[i]->stop(c);

@@ -45,16 +45,46 @@
 
 #include <stdint.h>
 
+#include "txn_limits.h"   /* the limits dataplane/ shares with txn/, named once there */
+
 /* Cores and rings. */
 #define DP_CORES_MAX            64
 #define DP_RING_MSGS            4096      /* per (src, dst) pair */
 #define DP_RING_BURST           64
+/*
+ * Cross-core flow control. A message that does not fit its ring waits in
+ * the sender's backlog for that destination, a fixed queue of
+ * DP_BACKLOG_MSGS allocated at start-up (main.c). What bounds it is credit:
+ * a request (dp_ask, loop.h: it carries DP_F_CREDIT) sent to another core
+ * is counted against that pair until its one answer (dp_answer or
+ * dp_answer_to: DP_F_ANSWER) comes back. Fan-outs a
+ * client's request makes per partition (produce, fetch, list, markers,
+ * describe producers, creates and deletes), and the coordinator's markers
+ * and partition grants, ask dp_send_room() first and are refused beyond
+ * DP_XMSG_CREDITS (the partition gets a retriable error; the coordinator
+ * sends again on its timer). Before that, past half of the credit toward
+ * another data core, a NIC core starts no new request (its connections
+ * pause, conn.c), so a request's fan-out normally finds room. A request lent whole to the control core
+ * (coordinator requests, InitProducerId) is counted but never refused: a
+ * NIC core has at most DP_REQS_MAX requests. So a backlog (X -> Y) holds at
+ * most, itemised:
+ *   X's requests to Y           DP_XMSG_CREDITS + DP_REQS_MAX (lends) + 2 (catalog fan-out)
+ *   X's replies to Y's requests the same, Y's
+ *   GROUP_GONE                  DP_REQS_MAX (one per lent group request)
+ *   watches and their fires     DP_BACKLOG_WATCH_MSGS (advisory: past it a fire
+ *                               is dropped and the fetch answers at MaxWaitMs)
+ */
+#define DP_XMSG_CREDITS         4096      /* refusable requests outstanding per (src, dst) */
+#define DP_BACKLOG_WATCH_MSGS   4096
+#define DP_BACKLOG_MSGS         (2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS)
+/* (lends and GROUP_GONE go only to and from the control core: a backlog
+ * between two data cores is DP_REQS_MAX-free, dp_backlog_msgs in loop.h) */
 
 /* Catalog. */
 #define DP_TOPICS_MAX           4096      /* catalog slots */
 #define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
-#define DP_TOPIC_NAME_MAX       249       /* Kafka's limit */
-#define DP_PARTITIONS_MAX       10000     /* per topic */
+#define DP_TOPIC_NAME_MAX       TXN_TOPIC_BYTES_MAX      /* Kafka's limit (txn/txn_limits.h) */
+#define DP_PARTITIONS_MAX       TXN_TOPIC_PARTITIONS_MAX /* per topic */
 
 /* Connections and requests, per data core. */
 #define DP_CONNS_MAX            4096      /* accepted connections; more are refused at accept */
@@ -90,6 +120,16 @@
 #define DP_BUF_CLASS_IDLE_BYTES (64ull << 20)  /* idle bytes kept per size class */
 #define DP_BUF_IDLE_BYTES_MAX   (256ull << 20) /* idle bytes kept in all classes */
 #define DP_MALLOC_MMAP_BYTES    (1 << 20)      /* buffers this large are mapped on their own (mallopt) */
+
+/* Owner side, per data core: records of a partition's share of a produce
+ * until it is durable (and duplicates waiting for their original). Storage
+ * queues at most ST_IO_APPENDS_MAX (8192) appends per core; beyond the pool
+ * a batch is refused, retriable (NOT_ENOUGH_REPLICAS), not written. */
+#define DP_APPENDS_MAX          16384
+
+/* Control core: each coordinator's log writes in flight (records from a
+ * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */
+#define DP_COORD_WRITES_MAX     8192
 
 /* Loop, waits, reads. */
 #define DP_CQE_BURST            256
@@ -143,6 +183,8 @@
 #define DP_LOG_RL_BURST         10        /* lines per window, then "N similar lines suppressed" */
 #define DP_LOG_RL_WINDOW_MS     10000
 
+_Static_assert(DP_BACKLOG_MSGS >= 2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX,
+               "a backlog holds every credited request, its reply and every GROUP_GONE");
 _Static_assert(DP_TOPIC_INDEX_SLOTS >= 2 * DP_TOPICS_MAX, "index load factor");
 _Static_assert(DP_CONN_SLOTS >= DP_CONNS_MAX + DP_CONN_DRAINING_MAX,
                "every accepted connection finds a slot while the draining ones keep theirs");

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stdio.h>
 #include <assert.h>
 #include <liburing.h>
 
@@ -79,6 +80,9 @@ struct dp_config {
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
+	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
+	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
+	bool print_budget;               /* --print-budget: print the memory budget and exit */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -148,6 +152,7 @@ struct dp_pids;
 
 struct io_uring_cqe;
 struct dp_core;
+struct dp_budget;
 
 /*
  * A role's part in a core's loop. main.c gives each core the roles it plays
@@ -167,6 +172,8 @@ struct dp_role {
 	bool (*busy)(struct dp_core *c);         /* stop: the core waits (bounded) while this is true */
 	void (*stop)(struct dp_core *c);         /* stop: after the wait, while the io_uring is up */
 	void (*destroy)(struct dp_core *c);      /* stop: after the io_uring is gone */
+	/* init only (main thread, before any core starts): its items of the memory budget (budget.c) */
+	void (*budget)(const struct dp_config *cfg, struct dp_budget *bd);
 };
 #define DP_ROLES_MAX 4   /* roles one core plays */
 #define DP_CQE_TAGS  16  /* user_data & 0xf: nic/nic.h's convention */
@@ -211,9 +218,15 @@ struct dp_core {
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 
-	/* loop/: messages that did not fit in a full ring, per destination. */
+	/* loop/: messages that did not fit in a full ring, per destination: a
+	 * fixed queue of backlog_cap[dst] each (allocated at start-up), bounded
+	 * by the credit of requests not yet answered (dp_limits.h). */
 	struct dp_msg *backlog[DP_CORES_MAX];
-	uint32_t backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
+	uint32_t backlog_head[DP_CORES_MAX], backlog_n[DP_CORES_MAX], backlog_cap[DP_CORES_MAX];
+	uint32_t credits_out[DP_CORES_MAX]; /* requests sent to that core, not yet answered */
+	uint64_t credit_refused;      /* fan-out messages refused for credit (logged at exit) */
+	uint64_t credit_waits;        /* connections paused while credit was past half (conn.c) */
+	uint64_t fires_dropped;       /* watch fires dropped at a full backlog (advisory) */
 
 	/* control/ only (the control core). */
 	struct dp_ctrl *ctrl;
@@ -221,8 +234,11 @@ struct dp_core {
 	struct dp_txnc *txnc;         /* transaction coordinator (txncoord.c) */
 	struct dp_grp *grp;           /* group coordinator (group.c) */
 
-	/* shard/ only (owner side of a data core). Produce bookkeeping: free list of append groups. */
+	/* shard/ only (owner side of a data core). Produce bookkeeping: free list
+	 * of append records, from appends[b->appends_max] (shard_role.c, at start). */
 	struct dp_append *append_free;
+	struct dp_append *appends;
+	uint64_t appends_refused;     /* batches refused for an empty append pool */
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
 	uint32_t ndel_wait;           /* topics with del_wait set (a flag per catalog slot: no queue) */
@@ -262,7 +278,21 @@ struct dp_broker {
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
 	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
 	struct dp_service_at services[DP_SVCS]; /* where each service runs; read-only once cores start */
+	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
+	uint32_t appends_max;         /* DP_APPENDS_MAX, or --test-appends-max */
 };
+
+/*
+ * budget.c: init only. The itemised memory budget for cfg (sluiced
+ * --print-budget; its total is logged at start-up): loop/'s own items, then
+ * each role's (struct dp_role's budget hook), then the program's allowance.
+ */
+struct dp_budget;
+void dp_budget_add(struct dp_budget *bd, const char *name, unsigned long long count, unsigned long long each,
+                   const char *what);   /* what: a static string */
+unsigned dp_budget_ndata(const struct dp_config *cfg);   /* data cores for cfg */
+unsigned long long dp_budget_total(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles);
+void dp_budget_print(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles, FILE *f);
 /* log.c */
 void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
 extern int dp_log_level;
@@ -292,8 +322,9 @@ bool dp_log_rl_admit(struct dp_log_rl *rl, int64_t now_ms, char *suffix, size_t 
 #define DP_INFO_RL(...) DP_LOG_RL(DP_LOG_INFO, __VA_ARGS__)
 
 /* buf.c: per-core size-class pool (any core, for its own buffers). */
-void *dp_buf_get(size_t bytes);        /* aborts beyond DP_BUF_MAX_BYTES or without memory */
-void *dp_buf_try_get(size_t bytes);    /* NULL instead: for sizes a client chose */
+/* NULL beyond DP_BUF_MAX_BYTES or without memory: every caller answers an
+ * error or closes the connection, never aborts (there is no dp_buf_get). */
+void *dp_buf_try_get(size_t bytes);
 void  dp_buf_put(void *p);
 void  dp_buf_drain(void);
 
@@ -306,17 +337,34 @@ int64_t dp_mono_ms(void);
 /* The calling thread's core, for callbacks that carry none (storage's append completions). */
 struct dp_core *dp_core_self(void);
 void dp_send(struct dp_core *c, int dst, struct dp_msg *m); /* any core, to any core: runs m->fn there */
-/* A request: fn runs on core dst, and its answer (dp_answer) runs reply back on this core. */
+/* Any core: may n more refusable requests go to dst (credit, dp_limits.h)? Counts a refusal. */
+bool dp_send_room(struct dp_core *c, int dst, uint32_t n);
+/*
+ * A request: fn runs on core dst, and its answer (dp_answer) runs reply back
+ * on this core. It holds one credit toward dst until that answer arrives
+ * (DP_F_CREDIT, dp_limits.h), unless it is advisory (DP_F_ADVISORY: a watch,
+ * whose answer may never come).
+ */
 static inline void dp_ask(struct dp_core *c, int dst, dp_msg_fn fn, dp_msg_fn reply, struct dp_msg *m)
 {
 	m->fn = fn;
 	m->reply = reply;
+	m->flags = (uint16_t)((m->flags & ~(DP_F_CREDIT | DP_F_ANSWER)) |
+	                      (m->flags & DP_F_ADVISORY ? 0 : DP_F_CREDIT));
 	dp_send(c, dst, m);
+}
+/* What an answer to req carries: the credit back if req held one, advisory if req was. */
+static inline uint16_t dp_answer_flags(const struct dp_msg *req)
+{
+	return (uint16_t)((req->flags & DP_F_CREDIT ? DP_F_ANSWER : 0) | (req->flags & DP_F_ADVISORY));
 }
 /* The answer to req: out runs req's reply handler on the core req came from. */
 static inline void dp_answer(struct dp_core *c, const struct dp_msg *req, struct dp_msg *out)
 {
+	uint16_t f = dp_answer_flags(req);   /* before out is written: it may be req */
 	out->fn = req->reply;
+	out->reply = NULL;
+	out->flags = (uint16_t)((out->flags & ~(DP_F_CREDIT | DP_F_ANSWER | DP_F_ADVISORY)) | f);
 	dp_send(c, req->src, out);
 }
 /* A request to a service wherever it runs (b->services: the role that provides it says where). */
@@ -325,6 +373,38 @@ static inline void dp_ask_service(struct dp_core *c, enum dp_service svc, dp_msg
 	const struct dp_service_at *s = &c->b->services[svc];
 	assert(s->fn);
 	dp_ask(c, s->core, s->fn, reply, m);
+}
+/*
+ * The answer to a request answered later, whose core and reply handler the
+ * handler kept (an append, a topic delete, a lent request): it gives back
+ * the credit the request held. Only for requests sent with dp_ask and not
+ * advisory (every kept one is: produces, TOPIC_DEL, creates and deletes,
+ * lent coordinator requests).
+ */
+static inline void dp_answer_to(struct dp_core *c, int core, dp_msg_fn reply, struct dp_msg *out)
+{
+	out->fn = reply;
+	out->reply = NULL;
+	out->flags = (uint16_t)((out->flags & ~(DP_F_CREDIT | DP_F_ADVISORY)) | DP_F_ANSWER);
+	dp_send(c, core, out);
+}
+/* A message to a service that has no answer (so holds no credit: GROUP_GONE). */
+static inline void dp_tell_service(struct dp_core *c, enum dp_service svc, struct dp_msg *m)
+{
+	const struct dp_service_at *s = &c->b->services[svc];
+	assert(s->fn);
+	m->fn = s->fn;
+	m->reply = NULL;
+	m->flags &= (uint16_t)~(DP_F_CREDIT | DP_F_ANSWER);
+	dp_send(c, s->core, m);
+}
+/* init only: the capacity a backlog needs for credits requests (dp_limits.h's
+ * sum); requests lent whole, and GROUP_GONE, only go to and from the control
+ * core (core 0), so a backlog between two data cores needs no room for them. */
+static inline uint32_t dp_backlog_msgs(uint32_t credits, bool control_pair)
+{
+	uint32_t lends = control_pair ? DP_REQS_MAX : 0;
+	return 2u * (credits + lends + 2u) + lends + DP_BACKLOG_WATCH_MSGS;
 }
 static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_t partition)
 {

@@ -8,15 +8,21 @@
  * consumer reads `tail` with an acquire load (pairs with that release), reads
  * the slots, then publishes `head` with a release store, which the
  * producer's acquire load of `head` pairs with before it reuses slots.
- * head and tail live on separate cache lines, and each side keeps a private
- * cached copy of the other's index so the shared line is only touched when
- * the cached view says the ring looks full (or empty).
+ * As DPDK's rte_ring lays it out: each side's line holds what that side
+ * writes, its own index and its private cached copy of the other's index,
+ * so a side's writes never dirty the line the other side writes; the other
+ * side's line is only read when the cached view says the ring looks full
+ * (or empty). The size, read by both and written by neither, has a line of
+ * its own. A dequeue that takes nothing, or a refresh that finds the same
+ * index, writes nothing (no store to a line the producer reads), and so
+ * does an enqueue of nothing.
  */
 #ifndef SLUICE_DP_RING_H
 #define SLUICE_DP_RING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <assert.h>
@@ -25,6 +31,11 @@
 
 /* A message between cores: small, fixed size, copied by value. */
 #define DP_F_WIRE 1   /* the request came over the wire (ctx is a struct dp_req) */
+#define DP_F_REFUSED 4 /* an answer made by the sender itself: no credit to send (core.c) */
+/* Cross-core credit (dp_limits.h, loop.h's dp_ask/dp_answer), set by the loop's helpers: */
+#define DP_F_CREDIT   8  /* a request holding one credit toward its destination until answered */
+#define DP_F_ANSWER   16 /* the answer to a DP_F_CREDIT request: its arrival gives the credit back */
+#define DP_F_ADVISORY 32 /* a watch or its fire: holds no credit, dropped at a full backlog */
 
 struct dp_core;
 struct dp_msg;
@@ -60,13 +71,23 @@ struct dp_msg {
 _Static_assert(sizeof(struct dp_msg) <= 80, "dp_msg should stay small");
 
 struct dp_ring {
-	_Alignas(DP_CACHE_LINE) _Atomic uint32_t head;   /* consumer's index */
-	uint32_t prod_head_cache;                        /* producer's view of head */
+	/* producer's line: written by the producer only */
 	_Alignas(DP_CACHE_LINE) _Atomic uint32_t tail;   /* producer's index */
+	uint32_t prod_head_cache;                        /* producer's view of head */
+	/* consumer's line: written by the consumer only */
+	_Alignas(DP_CACHE_LINE) _Atomic uint32_t head;   /* consumer's index */
 	uint32_t cons_tail_cache;                        /* consumer's view of tail */
 	_Alignas(DP_CACHE_LINE) uint32_t mask;           /* size - 1, size a power of two */
 	struct dp_msg slot[];
 };
+_Static_assert(offsetof(struct dp_ring, prod_head_cache) / DP_CACHE_LINE ==
+                       offsetof(struct dp_ring, tail) / DP_CACHE_LINE &&
+               offsetof(struct dp_ring, cons_tail_cache) / DP_CACHE_LINE ==
+                       offsetof(struct dp_ring, head) / DP_CACHE_LINE &&
+               offsetof(struct dp_ring, head) / DP_CACHE_LINE != offsetof(struct dp_ring, tail) / DP_CACHE_LINE &&
+               offsetof(struct dp_ring, mask) / DP_CACHE_LINE != offsetof(struct dp_ring, head) / DP_CACHE_LINE &&
+               offsetof(struct dp_ring, mask) / DP_CACHE_LINE != offsetof(struct dp_ring, tail) / DP_CACHE_LINE,
+               "each side's index and private cache share that side's line, and only that");
 
 /* init only: size must be a power of two. */
 static inline void dp_ring_init(struct dp_ring *r, uint32_t size)
@@ -92,11 +113,15 @@ static inline unsigned dp_ring_enqueue_burst(struct dp_ring *r, const struct dp_
 	uint32_t free_slots = size - (tail - r->prod_head_cache);
 	if (free_slots < n) {
 		/* acquire: pairs with the consumer's release store of head */
-		r->prod_head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
-		free_slots = size - (tail - r->prod_head_cache);
+		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (head != r->prod_head_cache)
+			r->prod_head_cache = head;
+		free_slots = size - (tail - head);
 	}
 	if (n > free_slots)
 		n = free_slots;
+	if (n == 0)
+		return 0;   /* nothing to publish: no store */
 	for (unsigned i = 0; i < n; i++)
 		r->slot[(tail + i) & r->mask] = m[i];
 	/* release: slots are written before the consumer can see the new tail */
@@ -111,11 +136,15 @@ static inline unsigned dp_ring_dequeue_burst(struct dp_ring *r, struct dp_msg *m
 	uint32_t avail = r->cons_tail_cache - head;
 	if (avail < max) {
 		/* acquire: pairs with the producer's release store of tail */
-		r->cons_tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
-		avail = r->cons_tail_cache - head;
+		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+		if (tail != r->cons_tail_cache)
+			r->cons_tail_cache = tail;
+		avail = tail - head;
 	}
 	if (avail > max)
 		avail = max;
+	if (avail == 0)
+		return 0;   /* took nothing: writes nothing */
 	for (unsigned i = 0; i < avail; i++)
 		m[i] = r->slot[(head + i) & r->mask];
 	/* release: slots are read before the producer may overwrite them */

@@ -310,13 +310,14 @@ static bool topic_idle(const struct dp_topic *t)
 static void topic_del_finish(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];
-	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .fn = t->del_reply, .ctx = t->del_ctx };
+	struct dp_msg ack = { .type = DP_MSG_TOPIC_DEL_ACK, .ctx = t->del_ctx };
 	uint16_t src = t->del_src;
+	dp_msg_fn fn = t->del_reply;
 	t->del_wait = false;
 	c->ndel_wait--;
 	dp_shard_close_topic(c, t, true);
 	dp_topic_remove(c, id);
-	dp_send(c, src, &ack);
+	dp_answer_to(c, src, fn, &ack);
 }
 
 int dp_shard_deletes(struct dp_core *c)

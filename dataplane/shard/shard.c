@@ -22,20 +22,11 @@
 #include "shard_internal.h"
 
 
-#define DP_APPEND_CHUNK 256   /* append records taken from malloc at a time, then reused */
-
+/* From the core's pool of b->appends_max (allocated at start-up, shard_role.c, dp_limits.h); NULL when empty. */
 static struct dp_append *append_get(struct dp_core *c)
 {
-	if (!c->append_free) {
-		/* Warm-up only: the pool grows to the peak number in flight, then stays. */
-		struct dp_append *a = calloc(DP_APPEND_CHUNK, sizeof(*a));
-		if (!a)
-			return NULL;
-		for (int i = 0; i < DP_APPEND_CHUNK; i++) {
-			a[i].next_free = c->append_free;
-			c->append_free = &a[i];
-		}
-	}
+	if (!c->append_free)
+		return NULL;
 	struct dp_append *a = c->append_free;
 	c->append_free = a->next_free;
 	memset(a, 0, sizeof(*a));
@@ -83,7 +74,8 @@ void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
 	for (uint32_t i = 0; i < p->nwaiters; i++) {
 		struct dp_waiter *w = &p->waiters[i];
 		if (all || readable_end(p, w->isolation) > w->offset) {
-			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .fn = w->reply, .ctx = w->ctx, .gen = w->gen };
+			struct dp_msg m = { .type = DP_MSG_WATCH_FIRE, .fn = w->reply, .flags = DP_F_ADVISORY, .ctx = w->ctx,
+			                    .gen = w->gen };
 			dp_send(c, w->core, &m);
 		} else if (w->deadline_ms > c->now_ms) {
 			p->waiters[keep++] = *w;
@@ -125,13 +117,14 @@ void dp_shard_on_append(void *cookie, int status, int64_t base_offset)
 		return;
 	}
 	/* acks=-1/1: this runs after the fdatasync covering the batch completed. */
-	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .fn = a->reply, .err = a->err, .ctx = a->ctx, .idx = a->idx };
+	struct dp_msg m = { .type = DP_MSG_PRODUCE_DONE, .err = a->err, .ctx = a->ctx, .idx = a->idx };
 	m.u.produce_done.base_offset = a->err ? -1 : a->base_offset;
 	m.u.produce_done.log_start = st_log_start_offset(a->part->log);
 	m.u.produce_done.out = a->out;
 	uint16_t src = a->src;
+	dp_msg_fn fn = a->reply;
 	append_put(c, a);
-	dp_send(c, src, &m);
+	dp_answer_to(c, src, fn, &m);
 	if (offline)
 		part_offline(c, p);
 	if (p->nwaiters)
@@ -322,7 +315,13 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 	}
 	struct dp_append *a = append_get(c);
 	if (!a) {
-		out.err = KERR_UNKNOWN_SERVER_ERROR;
+		/* Every append record in use: not written, retriable (the pool is
+		 * fixed, DP_APPENDS_MAX; appends in flight give theirs back). */
+		c->appends_refused++;
+		DP_WARN_RL("partition %s: no append record free (%u in use): batch refused, retriable "
+		           "(%llu refused on this core so far)", p->dir, c->b->appends_max,
+		           (unsigned long long)c->appends_refused);
+		out.err = KERR_NOT_ENOUGH_REPLICAS;
 		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
 		return;
 	}
@@ -477,13 +476,20 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * Should the latter ever fail, the marker is refused, never written
 	 * without its records.
 	 */
+	struct dp_marker *mk = dp_buf_try_get(sizeof(*mk) + 128);
+	if (!mk) {
+		/* Not written: the coordinator sends it again (marker_retry). */
+		DP_ERR_RL("partition %s: marker for producer %lld refused: no memory", p->dir, (long long)pid);
+		marker_reply(c, m, KERR_NOT_ENOUGH_REPLICAS);
+		return;
+	}
 	if (txn_pstate_reserve(p->ps, pid) < 0) {
 		DP_ERR("partition %s: marker for producer %lld refused: no producer state entry", p->dir,
 		       (long long)pid);
+		dp_buf_put(mk);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
-	struct dp_marker *mk = dp_buf_get(sizeof(*mk) + 128);
 	uint8_t *batch = (uint8_t *)(mk + 1);
 	mk->req = *m;
 	mk->p = p;

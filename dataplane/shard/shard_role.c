@@ -1,15 +1,24 @@
 /*
  * shard_role.c - the owner side's part in a data core's loop (loop.h's
- * struct dp_role): open the owned partitions at start, settle topic deletes
+ * struct dp_role): the append pool and the owned partitions at start, settle topic deletes
  * after each turn's messages, the shard timer, and at stop wait for cold
  * reads, then close the partitions. Locality: owner core.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "shard_internal.h"
 
 static int shard_start(struct dp_core *c)
 {
+	/* The append records, fixed here (b->appends_max, dp_limits.h): none is taken on the data path. */
+	c->appends = calloc(c->b->appends_max, sizeof(*c->appends));
+	if (!c->appends)
+		return -ENOMEM;
+	for (uint32_t k = c->b->appends_max; k-- > 0;) {
+		c->appends[k].next_free = c->append_free;
+		c->append_free = &c->appends[k];
+	}
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
 		if (c->topics[id].live)
@@ -31,6 +40,8 @@ static bool shard_busy(struct dp_core *c)
 
 static void shard_stop(struct dp_core *c)
 {
+	if (c->appends_refused)
+		DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
 	if (c->cold_reads)
 		DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 		        (unsigned long long)c->cold_reads);
@@ -46,9 +57,19 @@ static void shard_destroy(struct dp_core *c)
 {
 	free(c->reads);
 	c->reads = NULL;
+	free(c->appends);
+	c->appends = NULL;
+	c->append_free = NULL;
+}
+
+static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
+{
+	uint32_t appends = cfg->test_appends_max ? cfg->test_appends_max : DP_APPENDS_MAX;
+	dp_budget_add(bd, "append records", dp_budget_ndata(cfg), (unsigned long long)appends * sizeof(struct dp_append),
+	              "DP_APPENDS_MAX per data core");
 }
 
 const struct dp_role dp_shard_role = {
 	.name = "shard", .start = shard_start, .settle = shard_settle, .timer = dp_shard_timer,
-	.busy = shard_busy, .stop = shard_stop, .destroy = shard_destroy,
+	.busy = shard_busy, .stop = shard_stop, .destroy = shard_destroy, .budget = shard_budget,
 };

@@ -7,13 +7,19 @@
 # read_committed and fully visible to read_uncommitted; a later commit by a
 # new instance of the same transactional.id is visible again. The consumers
 # check each record's exact offset (from the producer's delivery reports).
+# TXN_BASIC_CREDITS=N runs the broker with --test-xmsg-credits N (test only):
+# with N=2 the coordinator's partition grants and markers, and the clients'
+# produces and fetches, are refused for credit toward the owner cores and
+# sent again (coordinator) or retried (clients); the outcome must not change.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/txn_lib.sh"
 txn_init txn-basic 30 "$@"
 TOPICS=tb1,tb2
 OUT=$WORK/produced.txt
 
-start_broker --cores "${SLUICE_CORES:-3}"
+BROKER_ARGS=(--cores "${SLUICE_CORES:-3}")
+[ -z "${TXN_BASIC_CREDITS:-}" ] || BROKER_ARGS+=(--test-xmsg-credits "$TXN_BASIC_CREDITS")
+start_broker "${BROKER_ARGS[@]}"
 txn_run prod1 "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tb --topics "$TOPICS" \
 	--partitions 3 --count 20 --tag one --plan commit,abort --out "$OUT" --create ||
 	fail "producer 1 (commit, abort) exited $?: $(txn_show prod1)"
@@ -35,4 +41,12 @@ cores=$(grep -oE 'partition tb[12]/[0-9]+ opened on core [0-9]+' "$BROKER_LOG" |
 log "partitions opened on cores: $cores"
 [ "${SLUICE_CORES:-3}" -lt 3 ] || [ "$(wc -w <<<"$cores")" -ge 2 ] || fail "partitions not on both shard cores: $cores"
 stop_broker
+if [ -n "${TXN_BASIC_CREDITS:-}" ]; then
+	refused=$(sed -n 's/.* \([0-9]*\) cross-core requests refused for credit.*/\1/p' "$BROKER_LOG" |
+		awk '{s += $1} END {print s + 0}')
+	again=$(grep -c 'is sent again every' "$BROKER_LOG")
+	log "$refused requests refused for credit; $again coordinator lines of grants or markers sent again"
+	[ "$refused" -gt 0 ] && [ "$again" -gt 0 ] ||
+		fail "credit ${TXN_BASIC_CREDITS}: want refusals, also of the coordinator's grants or markers"
+fi
 pass "commit, abort, commit across 2 topics x 3 partitions"

@@ -2,6 +2,9 @@
 #include <CUnit/Basic.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ring.h"
 
@@ -90,6 +93,39 @@ static void test_two_threads(void)
 	free(r);
 }
 
+/*
+ * A dequeue that takes nothing writes nothing, nor does an enqueue of
+ * nothing or an enqueue into a full ring whose consumer has not moved: with
+ * the ring's pages read-only such calls must return 0 (a store would fault:
+ * the process dies with SIGSEGV and the test fails).
+ */
+static void test_idle_calls_write_nothing(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t bytes = (dp_ring_bytes(8) + (size_t)page - 1) / (size_t)page * (size_t)page;
+	struct dp_ring *r = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(r != MAP_FAILED);
+	dp_ring_init(r, 8);
+	struct dp_msg m[8];
+	memset(m, 0, sizeof(m));
+	/* one round trip, so the cached indices are not the initial zeros */
+	CU_ASSERT_EQUAL(dp_ring_enqueue_burst(r, m, 3), 3);
+	CU_ASSERT_EQUAL(dp_ring_dequeue_burst(r, m, 8), 3);
+	CU_ASSERT_EQUAL(mprotect(r, bytes, PROT_READ), 0);
+	CU_ASSERT_EQUAL(dp_ring_dequeue_burst(r, m, 8), 0);   /* empty */
+	CU_ASSERT_EQUAL(dp_ring_dequeue_burst(r, m, 1), 0);
+	CU_ASSERT_EQUAL(dp_ring_enqueue_burst(r, m, 0), 0);
+	CU_ASSERT(dp_ring_empty(r));
+	/* full, and the consumer has not moved: the producer's refresh finds the same head */
+	CU_ASSERT_EQUAL(mprotect(r, bytes, PROT_READ | PROT_WRITE), 0);
+	CU_ASSERT_EQUAL(dp_ring_enqueue_burst(r, m, 8), 8);
+	CU_ASSERT_EQUAL(mprotect(r, bytes, PROT_READ), 0);
+	CU_ASSERT_EQUAL(dp_ring_enqueue_burst(r, m, 1), 0);
+	CU_ASSERT_EQUAL(mprotect(r, bytes, PROT_READ | PROT_WRITE), 0);
+	CU_ASSERT_EQUAL(dp_ring_dequeue_burst(r, m, 8), 8);
+	munmap(r, bytes);
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -98,6 +134,7 @@ int main(void)
 	CU_add_test(s, "burst and wrap-around", test_burst_and_wrap);
 	CU_add_test(s, "full and empty", test_full_and_empty);
 	CU_add_test(s, "two threads, 5M messages in order", test_two_threads);
+	CU_add_test(s, "calls that move nothing write nothing", test_idle_calls_write_nothing);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

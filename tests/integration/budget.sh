@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# budget.sh SLUICED RDK_LOAD SLUICE_DUMP
+#
+# The memory budget (dataplane/loop/budget.c, and each role's budget hook): `sluiced --print-budget` prints one
+# line per user and a total; the items must add up to the total, the total
+# must follow the flags (a smaller --max-frame-bytes, fewer cores: less), the
+# broker must log the same total at start-up, and after a load (librdkafka
+# produce and consume, 200,000 messages over 6 partitions at --cores 3) its
+# peak resident memory (VmHWM) must stay under the total. The broker before
+# the budget has no --print-budget: this fails there.
+. "$(dirname "$0")/lib.sh"
+integ_init budget 64 "$@"
+need_exe "$RDK_LOAD"
+PY=$(command -v python3) || skip "python3 is not installed"
+
+"$SLUICED" --print-budget --cores 3 >"$WORK/budget3.txt" 2>&1 || fail "--print-budget exited $?: $(head -n 3 "$WORK/budget3.txt")"
+"$SLUICED" --print-budget --cores 2 --max-frame-bytes 1048576 >"$WORK/budget2.txt" 2>&1 ||
+	fail "--print-budget exited $?"
+cat >"$WORK/sum.py" <<'PY'
+import re, sys
+items, total = [], None
+for line in open(sys.argv[1]):
+    m = re.match(r'^  (\S.*?)\s+(\d+) B  ', line)
+    if not m:
+        continue
+    if m.group(1) == 'total':
+        total = int(m.group(2))
+    else:
+        items.append((m.group(1), int(m.group(2))))
+if total is None or len(items) < 5:
+    sys.exit('no total, or fewer than 5 items: %r' % items)
+if sum(b for _, b in items) != total:
+    sys.exit('items add up to %d, the total says %d' % (sum(b for _, b in items), total))
+print(total)
+PY
+total3=$("$PY" "$WORK/sum.py" "$WORK/budget3.txt") || fail "--cores 3: $total3"
+total2=$("$PY" "$WORK/sum.py" "$WORK/budget2.txt") || fail "--cores 2: $total2"
+[ "$total2" -lt "$total3" ] || fail "fewer cores and a smaller frame limit did not lower the budget: $total2 >= $total3"
+log "budget: --cores 3 $total3 B, --cores 2 --max-frame-bytes 1 MiB $total2 B"
+
+start_broker --cores 3
+logged=$(sed -n 's/.*memory budget \([0-9]*\) MiB for these flags.*/\1/p' "$BROKER_LOG" | tail -n 1)
+[ "$logged" = "$((total3 >> 20))" ] || fail "start-up logged a budget of '$logged' MiB, --print-budget says $((total3 >> 20))"
+guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic budget --partitions 6 \
+	--count 200000 --size 100 --acks all || fail "rdk_load produce exited $?"
+guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic budget --partitions 6 \
+	--expect 200000 --timeout 240 || fail "rdk_load consume exited $?"
+hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$BROKER_PID/status")
+[ -n "$hwm_kb" ] || fail "no VmHWM for the broker"
+stop_broker
+[ $((hwm_kb * 1024)) -lt "$total3" ] || fail "peak resident ${hwm_kb} KiB is over the budget of $total3 B"
+pass "items add up to the total ($total3 B at --cores 3); peak resident $hwm_kb KiB after 200,000 messages"
