@@ -14,6 +14,11 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
 /*
  * A connection's slot: any free one, taken at NIC_EV_OPEN and found again
  * through conn_map by the nic's index. The nic reuses an index as soon as
@@ -522,7 +527,8 @@ static void conn_pause(struct dp_core *c, struct dp_conn *k)
 		c->credit_waits++;
 	if (!c->req_free || core_over(c))
 		conn_wait_core(c, k);
-	nic_pause(c->nic, k->handle, true);
+	if (!k->closed)
+		nic_pause(c->nic, k->handle, true);
 	DP_DBG("connection %u: %u requests unfinished holding %llu bytes, %s; reads paused", k->handle, k->nreqs,
 	       (unsigned long long)k->held_bytes,
 	       k->pool_wait ? "the core's requests or bytes are used up" : "its allowance is used");
@@ -549,6 +555,7 @@ static void conn_resume(struct dp_core *c, struct dp_conn *k)
 	k->pool_wait = false;
 	/* Requests may finish synchronously in here: the slot stays until we are done with it. */
 	k->resuming = true;
+	k->resume_started = 0;
 	uint8_t *st = k->stash;
 	uint32_t len = k->stash_len, st_cap = k->stash_cap;
 	k->stash = NULL;
@@ -631,6 +638,26 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 		n -= take;
 		if (k->frame_have < k->frame_len)
 			continue;
+		if (k->closed && be16(k->frame) == KAPI_FETCH) {
+			/* Draining a connection that left: a Fetch has nothing to do but its answer. */
+			dp_buf_put(k->frame);
+			conn_bufs(c, k, -(int64_t)k->frame_cap);
+			k->frame = NULL;
+			k->frame_cap = 0;
+			continue;
+		}
+		if (k->resuming && k->resume_started++ >= DP_CONN_RESUME_REQS_MAX) {
+			/*
+			 * One turn's share of a stash: the rest waits for the next turn
+			 * (dp_conn_timer resumes it), so that a long stash, say a client's
+			 * thousands of pipelined requests, never holds the loop, and a
+			 * SIGTERM, for seconds.
+			 */
+			conn_pause(c, k);
+			conn_wait_core(c, k);
+			stash_add(c, k, p, n);
+			return;
+		}
 		if (!can_start(c, k)) {
 			conn_pause(c, k);
 			stash_add(c, k, p, n);

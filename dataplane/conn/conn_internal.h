@@ -31,6 +31,7 @@ struct dp_conn {
 	bool pool_wait;               /* paused for the core's empty pool (dp_conn_timer resumes it) */
 	bool draining;                /* the peer left while paused: what it sent is still processed */
 	bool resuming;                /* inside conn_resume: the slot must not be freed under it */
+	uint32_t resume_started;      /* requests this resume started (DP_CONN_RESUME_REQS_MAX) */
 	bool drain_slot;              /* counted in the core's ndraining */
 	uint8_t *stash;               /* bytes received while paused, not yet framed (pool buffer) */
 	uint32_t stash_len, stash_cap;

@@ -92,6 +92,7 @@
 #define DP_CONN_SLOTS           (DP_CONNS_MAX + DP_CONN_DRAINING_MAX)
 #define DP_REQS_MAX             16384     /* in-flight requests per core */
 #define DP_CONN_REQS_MAX        1024      /* unfinished requests of one connection before its reads pause */
+#define DP_CONN_RESUME_REQS_MAX 64        /* requests one resume starts from a stash; the rest waits a turn */
 #define DP_CONN_HELD_BYTES_MAX  (32ull << 20)  /* bytes one connection's requests hold before its reads pause */
 #define DP_CORE_HELD_BYTES_MAX  (512ull << 20) /* bytes all of a core's requests hold before new ones wait */
 #define DP_CONN_RECLAIM_MIN_BYTES (DP_CONN_HELD_BYTES_MAX / 4) /* unsent answers that make a connection closable */
