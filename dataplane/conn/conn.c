@@ -259,16 +259,6 @@ static void park_unlink(struct dp_core *c, struct dp_req *r)
 }
 
 /* Test-only: true with the given per-mille odds (xorshift64, per core, seeded). */
-static bool fault(struct dp_core *c, uint32_t permille)
-{
-	if (!permille)
-		return false;
-	c->rng ^= c->rng << 13;
-	c->rng ^= c->rng >> 7;
-	c->rng ^= c->rng << 17;
-	return c->rng % 1000 < permille;
-}
-
 static void req_finish(struct dp_core *c, struct dp_req *r)
 {
 	struct dp_conn *k = r->conn;
@@ -283,10 +273,10 @@ static void req_finish(struct dp_core *c, struct dp_req *r)
 	}
 	if (r->hdr.api_key == KAPI_PRODUCE && !r->no_response && !k->closing) {
 		/* The batches are appended; now lose the answer so the client retries. */
-		if (fault(c, c->b->cfg.fault_close_permille)) {
+		if (dp_fault(c, c->b->cfg.fault_close_permille)) {
 			DP_INFO("fault injection: closing connection %u after a produce", k->handle);
 			conn_close(c, k, "fault injection");
-		} else if (fault(c, c->b->cfg.fault_drop_permille)) {
+		} else if (dp_fault(c, c->b->cfg.fault_drop_permille)) {
 			DP_INFO("fault injection: dropping a produce response on connection %u", k->handle);
 			r->no_response = true;
 		}

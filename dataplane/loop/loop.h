@@ -345,6 +345,17 @@ bool dp_send_room(struct dp_core *c, int dst, uint32_t n);
  * (DP_F_CREDIT, dp_limits.h), unless it is advisory (DP_F_ADVISORY: a watch,
  * whose answer may never come).
  */
+/* Test only (the --fault-* flags): true with these odds per thousand, from the core's xorshift. */
+static inline bool dp_fault(struct dp_core *c, uint32_t permille)
+{
+	if (!permille)
+		return false;
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	return c->rng % 1000 < permille;
+}
+
 static inline void dp_ask(struct dp_core *c, int dst, dp_msg_fn fn, dp_msg_fn reply, struct dp_msg *m)
 {
 	m->fn = fn;

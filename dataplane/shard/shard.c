@@ -414,22 +414,11 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 		wake_waiters(c, p, false);   /* the LSO moved */
 }
 
-/* Test only (--fault-marker-fail): answer a marker as a failed write would, with these odds. */
-static bool marker_fault(struct dp_core *c)
-{
-	uint32_t permille = c->b->cfg.fault_marker_fail_permille;
-	if (!permille)
-		return false;
-	c->rng ^= c->rng << 13;
-	c->rng ^= c->rng >> 7;
-	c->rng ^= c->rng << 17;
-	return c->rng % 1000 < permille;
-}
-
 /*
  * COMMIT/ABORT for pid on this partition: append the control batch, close
- * the producer's transaction here (the LSO moves past it; an abort enters
- * the aborted index), and withdraw its permission to write transactionally.
+ * the producer's transaction in the producer state, and withdraw its
+ * permission to write transactionally; once the marker is durable the
+ * transaction ends in the LSO (an abort enters the aborted index).
  * A marker for a transaction that is not open here (already closed by an
  * earlier marker, or one that never wrote here) writes nothing: re-sending
  * markers after a coordinator crash is harmless.
@@ -463,7 +452,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_CONCURRENT_TRANSACTIONS);
 		return;
 	}
-	if (marker_fault(c)) {
+	if (dp_fault(c, c->b->cfg.fault_marker_fail_permille)) {   /* test only: --fault-marker-fail */
 		DP_INFO("fault injection: refusing the marker for producer %lld on %s", (long long)pid, p->dir);
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
