@@ -304,6 +304,7 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 		return -ENOMEM;
 	seg->base = seg->end = base;
 	seg->max_ts = -1;
+	seg->name_durable = true; /* at open (recovery syncs the directory itself); log_roll says otherwise */
 	seg_name(name, base, ST_LOG_SUFFIX);
 	seg->fd = openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
 	if (seg->fd < 0 || fstat(seg->fd, &st) < 0) {
@@ -375,8 +376,10 @@ static int log_roll(struct st_log *log)
 		seg_free(seg);
 		return rc;
 	}
-	/* The new file's name must be durable before any append in it is acknowledged. */
-	if ((log->io->cfg.fsync && (rc = log_sync_dir(log)) < 0) || (rc = log_segs_push(log, seg)) < 0) {
+	/* The new file's name must be durable before any append in it is acknowledged: its first
+	 * group's chain starts with a directory fsync (log_prep), never a wait here. */
+	seg->name_durable = !log->io->cfg.fsync;
+	if ((rc = log_segs_push(log, seg)) < 0) {
 		seg_unlink(log, seg->base);
 		seg_free(seg);
 		return rc;
@@ -1076,7 +1079,7 @@ void st_io_destroy(struct st_io *io)
 	free(io);
 }
 
-uint32_t st_io_pending(const struct st_io *io) { return io->pending; }
+uint32_t st_io_pending(const struct st_io *io) { return io->pending + io->fops; }
 
 static void dirty_push(struct st_io *io, struct st_log *log)
 {
@@ -1185,7 +1188,9 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	struct st_group *g = &log->grp;
 	bool fsync = io->cfg.fsync;
 	bool write = !g->active || g->written < g->total;
-	unsigned need = (unsigned)write + (unsigned)fsync;
+	struct st_seg *seg = g->active ? g->seg : log->pend_head->seg;
+	bool dirsync = fsync && !seg->name_durable;
+	unsigned need = (unsigned)dirsync + (unsigned)write + (unsigned)fsync;
 	struct io_uring_sqe *sqe;
 
 	assert(!g->active || (g->ops_left == 0 && !g->err));
@@ -1194,6 +1199,14 @@ static int log_prep(struct st_io *io, struct st_log *log)
 		return -EBUSY;
 	if (!g->active)
 		group_form(log);
+	if (dirsync) {
+		/* The segment's name first: a failure cancels the write and sync linked after it. */
+		sqe = io_uring_get_sqe(io->ring);
+		assert(sqe);
+		io_uring_prep_fsync(sqe, log->dirfd, 0);
+		io_uring_sqe_set_data64(sqe, op_user_data(log, ST_OP_DIRSYNC));
+		sqe->flags |= IOSQE_IO_LINK;
+	}
 	if (write) {
 		sqe = io_uring_get_sqe(io->ring);
 		assert(sqe);
@@ -1279,6 +1292,7 @@ static void log_fail(struct st_io *io, struct st_log *log, int err)
 	assert(err < 0 && !log->on_dirty);
 	fprintf(stderr, "sluice storage: %s: %s of segment %020" PRId64 " at byte %" PRIu64
 	        " failed: %s; partition is offline, its appends now fail with EIO\n", log->dir,
+	        !g->seg->name_durable ? "directory fsync before the first write" :
 	        g->written < g->total ? "write" : "fdatasync", g->seg->base, g->pos + g->written, strerror(-err));
 	log->failed = err;
 	g->active = false;
@@ -1297,7 +1311,7 @@ static void group_settle(struct st_io *io, struct st_log *log)
 		log_fail(io, log, g->err);
 		return;
 	}
-	if (g->written < g->total || (io->cfg.fsync && !g->synced)) {
+	if (g->written < g->total || (io->cfg.fsync && (!g->synced || !g->seg->name_durable))) {
 		if (++g->retries > ST_IO_RETRIES_MAX) {
 			log_fail(io, log, -EIO);
 			return;
@@ -1323,23 +1337,35 @@ static void group_settle(struct st_io *io, struct st_log *log)
 void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 {
 	uint64_t payload = cqe->user_data >> 4;
-	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)1);
-	unsigned op = (unsigned)(payload & 1);
-	struct st_group *g = &log->grp;
+	unsigned op = (unsigned)(payload & ST_OP_MASK);
 	int res = cqe->res;
 
-	assert((cqe->user_data & 0xf) == ST_URING_TAG && log && log->io == io);
+	assert((cqe->user_data & 0xf) == ST_URING_TAG);
+	if (op == ST_OP_FOP) {
+		st_fop_complete(io, (struct st_fop *)(uintptr_t)(payload & ~(uint64_t)15), (unsigned)(payload >> 2) & 1u,
+		                res);
+		return;
+	}
+	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)ST_OP_MASK);
+	struct st_group *g = &log->grp;
+
+	assert(log && log->io == io);
 	assert(g->active && g->ops_left > 0);
 	g->ops_left--;
-	if (op == ST_OP_WRITE) {
+	if (op == ST_OP_DIRSYNC) {
+		if (res == 0)
+			g->seg->name_durable = true;
+		else if (res != -EAGAIN && res != -EINTR && !g->err)
+			g->err = res; /* the write and sync linked after it come back cancelled */
+	} else if (op == ST_OP_WRITE) {
 		if (res > 0) {
 			assert(g->written + (uint64_t)res <= g->total);
 			g->written += (uint64_t)res;
 			group_consume(log, (uint64_t)res);
 			g->retries = 0;
-		} else if (res < 0 && res != -EAGAIN && res != -EINTR && !g->err) {
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED && !g->err) {
 			g->err = res;
-		} /* 0, -EAGAIN, -EINTR: no progress, resubmit */
+		} /* 0, -EAGAIN, -EINTR, -ECANCELED (the dirsync before it failed): no progress, resubmit */
 	} else {
 		/* The link runs the sync only after the whole write succeeded. */
 		if (res == 0)
