@@ -664,9 +664,45 @@ static int recover_producers(struct dp_part *p)
 		txn_lso_set_limits(p->lso, cfg->test_txn_open_max, 0);
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
-	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset);
+	if (rc == 0 && (rc = txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset)) == 0)
+		txn_lso_attach_io(p->lso, dp_this_core->io);   /* from now on its appends go through io_uring */
+	return rc;
 }
 
+/* A partition's state is in a write on the core's io_uring: it is not freed or replaced meanwhile. */
+static bool part_files_busy(const struct dp_part *p)
+{
+	return (p->ps && txn_pstate_snapshot_busy(p->ps)) || (p->lso && txn_lso_busy(p->lso));
+}
+
+static void snapshot_written(void *arg, int status, int64_t offset)
+{
+	struct dp_part *p = arg;
+	if (status == 0)
+		p->snap_offset = offset;   /* failures are logged by pstate; the next interval tries again */
+}
+
+/* The periodic snapshot, written through the core's io_uring (txn_pstate_snapshot_start): the timer
+ * never waits for the disk. One per interval; due until it could start. */
+static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
+{
+	int64_t end = st_log_end_offset(p->log);
+	int fd;
+	if (txn_pstate_snapshot_busy(p->ps))
+		return;   /* the last one is still being written */
+	if (txn_lso_sync_fd(p->lso, &fd) == -EAGAIN)
+		return;   /* aborts still being appended: an fdatasync now would not cover them */
+	p->snap_due = false;
+	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
+	if (end == p->snap_offset || txn_lso_sync_fd(p->lso, &fd) < 0)
+		return;   /* nothing new; or the index cannot be made durable: no snapshot past its aborts */
+	/* Every abort below the snapshot's offset must be on disk before the snapshot is: fd first. */
+	int rc = txn_pstate_snapshot_start(p->ps, c->io, st_log_dirfd(p->log), end, fd, snapshot_written, p);
+	if (rc < 0)
+		DP_WARN("producer snapshot at %lld not started: %s", (long long)end, strerror(-rc));
+}
+
+/* Synchronous: clean shutdown only (the loop has stopped; nothing else waits for this core). */
 static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
@@ -843,7 +879,7 @@ static void part_state_free(struct dp_part *p)
 static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct dp_part *p)
 {
 	int err = st_log_failed(p->log);
-	if (!st_log_idle(p->log) || p->reads || p->dupwait) {
+	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p)) {
 		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
 		return;
 	}
@@ -908,7 +944,9 @@ void dp_shard_timer(struct dp_core *c)
 			if (p->dupwait)
 				dupwait_check(p);
 			if (snap)
-				snapshot_producers(c, p);
+				p->snap_due = true;
+			if (p->snap_due)
+				snapshot_producers_async(c, p);
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				txn_lso_compact_index(p->lso);
@@ -931,7 +969,7 @@ static bool topic_idle(const struct dp_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts; i++) {
 		const struct dp_part *p = t->parts[i];
-		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads))
+		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads || part_files_busy(p)))
 			return false;
 	}
 	return true;

@@ -1079,6 +1079,7 @@ void st_io_destroy(struct st_io *io)
 	free(io);
 }
 
+int st_log_dirfd(const struct st_log *log) { return log->dirfd; }
 uint32_t st_io_pending(const struct st_io *io) { return io->pending + io->fops; }
 
 static void dirty_push(struct st_io *io, struct st_log *log)

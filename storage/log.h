@@ -72,6 +72,10 @@ void st_log_close(struct st_log *log);
 /* Close and remove the directory and all its files (topic deletion). */
 int  st_log_delete(struct st_log *log);
 
+/* The partition directory, open for the log's life: files beside the log are made there
+ * (storage/fop.h takes it). Locality: owner core. */
+int  st_log_dirfd(const struct st_log *log);
+
 /* No append of this log queued or in flight: it may be closed or deleted now. */
 bool st_log_idle(const struct st_log *log);
 /* 0, or the -errno of the write or sync that took the log offline (appends fail with -EIO);
