@@ -64,7 +64,12 @@ static struct io_uring_sqe *fop_prep(struct st_fop *f, unsigned idx, const char 
 static void fop_fake(struct st_fop *f, struct io_uring_sqe *sqe, unsigned idx, int fault)
 {
 	uint64_t ud = sqe->user_data;
-	io_uring_prep_nop(sqe);
+	/* A close still closes (Linux frees the descriptor whatever close reports); the rest do nothing. */
+	if (sqe->opcode != IORING_OP_CLOSE) {
+		uint8_t flags = sqe->flags;
+		io_uring_prep_nop(sqe);
+		sqe->flags = flags;
+	}
 	sqe->user_data = ud;
 	f->res[idx] = -fault;
 	f->faulted |= (uint8_t)(1u << idx);
