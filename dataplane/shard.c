@@ -678,18 +678,21 @@ static bool part_files_busy(const struct dp_part *p)
 static void snapshot_written(void *arg, int status, int64_t offset)
 {
 	struct dp_part *p = arg;
+	assert(dp_this_core->snaps_inflight > 0);
+	dp_this_core->snaps_inflight--;
 	if (status == 0)
 		p->snap_offset = offset;   /* failures are logged by pstate; the next interval tries again */
 }
 
 /* The periodic snapshot, written through the core's io_uring (txn_pstate_snapshot_start): the timer
- * never waits for the disk. One per interval; due until it could start. */
+ * never waits for the disk. One per partition and round; due until it could start, at most
+ * DP_SNAPSHOTS_INFLIGHT_MAX at a time on the core. */
 static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
 	int fd;
-	if (txn_pstate_snapshot_busy(p->ps))
-		return;   /* the last one is still being written */
+	if (txn_pstate_snapshot_busy(p->ps) || c->snaps_inflight >= DP_SNAPSHOTS_INFLIGHT_MAX)
+		return;   /* the last one is still being written, or the core's writes are all taken */
 	if (txn_lso_sync_fd(p->lso, &fd) == -EAGAIN)
 		return;   /* aborts still being appended: an fdatasync now would not cover them */
 	p->snap_due = false;
@@ -698,7 +701,9 @@ static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
 		return;   /* nothing new; or the index cannot be made durable: no snapshot past its aborts */
 	/* Every abort below the snapshot's offset must be on disk before the snapshot is: fd first. */
 	int rc = txn_pstate_snapshot_start(p->ps, c->io, st_log_dirfd(p->log), end, fd, snapshot_written, p);
-	if (rc < 0)
+	if (rc == 0)
+		c->snaps_inflight++;
+	else
 		DP_WARN("producer snapshot at %lld not started: %s", (long long)end, strerror(-rc));
 }
 
@@ -920,9 +925,12 @@ void dp_shard_timer(struct dp_core *c)
 	bool retain = c->now_ms >= c->next_retention_ms && !c->reads_inflight;
 	if (retain)
 		c->next_retention_ms = c->now_ms + 30000;
-	bool snap = c->now_ms >= c->next_snapshot_ms;
+	/* A round starts once the last one reached every partition: each gets its snapshot, however
+	 * long a round takes (the interval is the least time between two of a partition's). */
+	bool snap = c->now_ms >= c->next_snapshot_ms && !c->snap_round_open;
 	if (snap)
 		c->next_snapshot_ms = c->now_ms + c->b->cfg.producer_snapshot_ms;
+	bool due = false;
 	for (uint32_t id = 0; id < c->topics_end; id++) {
 		struct dp_topic *t = &c->topics[id];
 		if (!t->live || t->deleting)
@@ -947,6 +955,7 @@ void dp_shard_timer(struct dp_core *c)
 				p->snap_due = true;
 			if (p->snap_due)
 				snapshot_producers_async(c, p);
+			due |= p->snap_due;
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				txn_lso_compact_index(p->lso);
@@ -955,6 +964,7 @@ void dp_shard_timer(struct dp_core *c)
 			}
 		}
 	}
+	c->snap_round_open = due;
 }
 
 /*
