@@ -44,7 +44,8 @@ done
 out=${out:-$(mktemp -d /tmp/snapshot_ab.XXXXXX)}
 mkdir -p "$out"
 data=${data:-$out/data}
-bench_fs_info "$(dirname "$data")"
+mkdir -p "$data"
+bench_fs_info "$data" "$here"
 bench_fs_is_ram && echo "WARNING: $data is on $bench_fs_type: fdatasync costs nothing there" >&2
 
 pid=""
