@@ -958,7 +958,8 @@ void dp_shard_timer(struct dp_core *c)
 			due |= p->snap_due;
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
-				txn_lso_compact_index(p->lso);
+				if (!txn_pstate_snapshot_busy(p->ps))   /* its chain syncs the index file first */
+					txn_lso_compact_index(p->lso);
 				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
 				        (long long)st_log_start_offset(p->log));
 			}
