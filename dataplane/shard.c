@@ -665,7 +665,7 @@ static int recover_producers(struct dp_part *p)
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
 	if (rc == 0 && (rc = txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset)) == 0)
-		txn_lso_attach_io(p->lso, dp_this_core->io);   /* from now on its appends go through io_uring */
+		txn_lso_attach_io(p->lso, dp_this_core->io, st_log_dirfd(p->log));   /* its writes: io_uring from now on */
 	return rc;
 }
 

@@ -175,6 +175,7 @@ static void fop_start(struct st_io *io, struct st_fop *f, unsigned plan, st_fop_
 	f->err = 0;
 	f->retries = 0;
 	f->done = 0;
+	f->renamed = false;
 	f->busy = true;
 	io->fops++;
 	fop_submit_step(f);
@@ -189,7 +190,18 @@ void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, s
 	f->len = len;
 	f->pos = pos;
 	f->tmp = f->name = f->drop = NULL;
+	f->keep = false;
 	fop_start(io, f, FOP_WRITE, cb, arg);
+}
+
+void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg)
+{
+	f->fd = fd;
+	f->buf = NULL;
+	f->len = 0;
+	f->tmp = f->name = f->drop = NULL;
+	f->keep = false;
+	fop_start(io, f, FOP_CLOSE, cb, arg);
 }
 
 void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg)
@@ -198,11 +210,13 @@ void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, v
 	f->buf = NULL;
 	f->len = 0;
 	f->tmp = f->name = f->drop = NULL;
+	f->keep = false;
 	fop_start(io, f, FOP_SYNC, cb, arg);
 }
 
-void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
-                    const char *drop, const void *buf, size_t len, int presync_fd, st_fop_cb cb, void *arg)
+static void replace_start(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
+                          const char *drop, const void *buf, size_t len, int presync_fd, bool keep, st_fop_cb cb,
+                          void *arg)
 {
 	assert(tmp && name && len > 0 && len <= UINT32_MAX);
 	f->fd = -1;
@@ -214,7 +228,8 @@ void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *t
 	f->len = len;
 	f->pos = 0;
 	f->presync_fd = presync_fd;
-	unsigned plan = FOP_OPEN | FOP_WRITE | FOP_SYNC | FOP_CLOSE | FOP_RENAME;
+	f->keep = keep;
+	unsigned plan = FOP_OPEN | FOP_WRITE | FOP_SYNC | (keep ? 0 : FOP_CLOSE) | FOP_RENAME;
 	if (presync_fd >= 0)
 		plan |= FOP_PRESYNC;
 	if (drop)
@@ -222,13 +237,29 @@ void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *t
 	fop_start(io, f, plan, cb, arg);
 }
 
+void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
+                    const char *drop, const void *buf, size_t len, int presync_fd, st_fop_cb cb, void *arg)
+{
+	replace_start(io, f, dirfd, tmp, name, drop, buf, len, presync_fd, false, cb, arg);
+}
+
+void st_fop_replace_open(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
+                         const void *buf, size_t len, st_fop_cb cb, void *arg)
+{
+	replace_start(io, f, dirfd, tmp, name, NULL, buf, len, -1, true, cb, arg);
+}
+
 static void fop_fail(struct st_fop *f, int err)
 {
 	assert(err < 0);
 	if (!f->err)
 		f->err = err;
-	/* A replace leaves no temp file behind; the old name is untouched (or whole, after the rename). */
-	f->plan = f->tmp && f->step != FOP_CLEAN ? FOP_CLEAN : 0;
+	/* A replace leaves no temp file behind; the old name is untouched (or whole, after the rename:
+	 * replace_open's file then stays open, the caller's). */
+	if (f->keep && f->renamed)
+		f->plan = 0;
+	else
+		f->plan = f->tmp && f->step != FOP_CLEAN ? FOP_CLEAN : 0;
 }
 
 static bool transient(int res)
@@ -287,6 +318,7 @@ static void fop_settle(struct st_fop *f)
 			f->plan &= (uint8_t)~FOP_CLOSE;
 		break;
 	case FOP_RENAME:
+		f->renamed = r0 == 0;
 		if (r0 < 0)
 			fop_fail(f, r0);
 		else if (r1 < 0)

@@ -57,6 +57,8 @@ struct st_fop {
 	uint8_t step;              /* step of the SQEs in flight */
 	uint8_t nops, ops_left;    /* SQEs of that step; CQEs still expected for them */
 	uint8_t faulted;           /* test hook: which of them were injected failures */
+	bool keep;                 /* replace_open: the new file stays open */
+	bool renamed;              /* replace: the rename was done */
 	bool busy;
 };
 
@@ -70,7 +72,17 @@ void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, v
 void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
                     const char *drop, const void *buf, size_t len, int presync_fd, st_fop_cb cb, void *arg);
 
+/* As st_fop_replace, but the new file stays open for writing (no close step): in the callback
+ * st_fop_fd(f) is its descriptor, now the caller's, once the rename was done (status 0, or a
+ * failed directory fsync after it: st_fop_renamed(f)); -1 otherwise (closed, temp file gone). */
+void st_fop_replace_open(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
+                         const void *buf, size_t len, st_fop_cb cb, void *arg);
+/* close(fd) (the last reference to a replaced file frees its blocks: not on the poll core). */
+void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg);
+
 static inline bool st_fop_busy(const struct st_fop *f) { return f->busy; }
+static inline int st_fop_fd(const struct st_fop *f) { return f->fd; }
+static inline bool st_fop_renamed(const struct st_fop *f) { return f->renamed; }
 
 /*
  * Test hook (unit tests and the simulator's disk): when set, called for each

@@ -140,9 +140,15 @@ struct txn_lso {
 	int file_err;                 /* first failed append (-errno), reported by sync; 0 none */
 	bool rebuild;                 /* the file is damaged: rebuild from the log, then txn_lso_rebuilt */
 	struct st_io *io;             /* appends go through its io_uring (txn_lso_attach_io); NULL: pwrite */
+	int dirfd;                    /* with io: the directory the file is in */
 	uint32_t unsent;              /* the newest entries of ab not yet handed to a write */
 	uint32_t sending;             /* entries in the write in flight (wbuf) */
 	struct st_fop wfop;
+	struct st_fop cfop;           /* the rewrite of txn_lso_compact_index through io (then the old fd's close) */
+	uint8_t *cbuf;                /* its bytes: header + the live entries */
+	uint64_t rw_entries;          /* entries in the rewrite */
+	uint32_t rw_unsent;           /* of those, how many were unsent when it started */
+	bool rewriting;               /* the rewrite is in flight: appends wait (unsent) */
 	uint8_t wbuf[TXN_LSO_WRITE_ENTRIES * TXN_LSO_ENTRY_BYTES];
 	char path[TXN_LSO_PATH_BYTES];
 };
@@ -357,8 +363,8 @@ static void file_sent(void *arg, int status)
  * so the file grows in marker order with no hole. */
 static void file_send(struct txn_lso *l)
 {
-	if (l->sending || !l->unsent || l->fd < 0 || l->file_err || l->rebuild)
-		return;
+	if (l->sending || !l->unsent || l->fd < 0 || l->file_err || l->rebuild || l->rewriting)
+		return;   /* a rewrite switches files: what arrives meanwhile goes to the new one */
 	uint32_t n = l->unsent < TXN_LSO_WRITE_ENTRIES ? l->unsent : TXN_LSO_WRITE_ENTRIES;
 	uint32_t first = l->nab - l->unsent;
 	for (uint32_t k = 0; k < n; k++)
@@ -757,23 +763,82 @@ int txn_lso_sync_fd(const struct txn_lso *l, int *fd)
 		return l->file_err;
 	if (l->rebuild)
 		return -EBADMSG; /* the file lacks what memory holds until txn_lso_rebuilt */
-	if (l->unsent || l->sending)
-		return -EAGAIN;  /* an fdatasync now would not cover them */
+	if (l->unsent || l->sending || l->rewriting)
+		return -EAGAIN;  /* an fdatasync now would not cover them (or the file is being replaced) */
 	*fd = l->fd;
 	return 0;
 }
 
 /* Locality: shard core (owner). */
-void txn_lso_attach_io(struct txn_lso *l, struct st_io *io)
+void txn_lso_attach_io(struct txn_lso *l, struct st_io *io, int dirfd)
 {
-	assert(!l->unsent && !l->sending);
+	assert(!l->unsent && !l->sending && dirfd >= 0);
 	l->io = io;
+	l->dirfd = dirfd;
 }
 
 /* Locality: shard core (owner). */
 bool txn_lso_busy(const struct txn_lso *l)
 {
-	return l->sending != 0;
+	return l->sending != 0 || st_fop_busy(&l->cfop);
+}
+
+static void old_closed(void *arg, int status)
+{
+	struct txn_lso *l = arg;
+	if (status < 0)
+		fprintf(stderr, "txn lso: %s: close of the replaced file: %s\n", l->path, strerror(-status));
+}
+
+/* The rewrite through io finished: switch to the new file (it stays open), or keep the old one. */
+static void rewritten(void *arg, int status)
+{
+	struct txn_lso *l = arg;
+	int nfd = st_fop_fd(&l->cfop);
+
+	free(l->cbuf);
+	l->cbuf = NULL;
+	l->rewriting = false;
+	if (nfd < 0) {
+		/* Before the rename: the old file stands, without the entries that were unsent. */
+		fprintf(stderr, "txn lso: %s: rewrite failed (%s); the old file stays\n", l->path, strerror(-status));
+		l->unsent += l->rw_unsent;
+		if (l->unsent > l->nab)
+			l->unsent = l->nab;
+	} else {
+		/* The name is the new file's (durable unless status says the directory fsync failed). */
+		int old = l->fd;
+		l->fd = nfd;
+		l->file_entries = l->rw_entries;
+		if (status < 0) {
+			l->file_err = status;   /* as the synchronous rewrite: no snapshot until reopened */
+			fprintf(stderr, "txn lso: %s: rewrite: %s: no snapshot until reopened\n", l->path, strerror(-status));
+		} else {
+			fprintf(stderr, "txn lso: %s: rewritten with %" PRIu64 " live entries\n", l->path, l->rw_entries);
+		}
+		st_fop_close(l->io, &l->cfop, old, old_closed, l);
+	}
+	file_send(l);
+}
+
+/* txn_lso_compact_index with io attached: the same file, written through the core's io_uring. */
+static int compact_async(struct txn_lso *l)
+{
+	size_t len = TXN_LSO_HEADER_BYTES + (size_t)l->nab * TXN_LSO_ENTRY_BYTES;
+	if (st_fop_busy(&l->cfop) || !(l->cbuf = malloc(len)))   /* rare: after retention trimmed thousands */
+		return st_fop_busy(&l->cfop) ? 0 : -ENOMEM;
+	st_put_be32(l->cbuf, TXN_LSO_MAGIC);
+	st_put_be16(l->cbuf + 4, TXN_LSO_VERSION);
+	st_put_be16(l->cbuf + 6, TXN_LSO_ENTRY_BYTES);
+	for (uint32_t k = 0; k < l->nab; k++)
+		entry_encode(l->cbuf + TXN_LSO_HEADER_BYTES + (size_t)k * TXN_LSO_ENTRY_BYTES, &l->ab[k]);
+	l->rw_entries = l->nab;
+	l->rw_unsent = l->unsent;   /* they are in the new file */
+	l->unsent = 0;
+	l->rewriting = true;
+	st_fop_replace_open(l->io, &l->cfop, l->dirfd, TXN_LSO_FILE_NAME ".new", TXN_LSO_FILE_NAME, l->cbuf, len,
+	                    rewritten, l);
+	return 0;
 }
 
 /* Write header + the live entries to path, synced. */
@@ -846,10 +911,12 @@ static int index_replace(struct txn_lso *l)
 int txn_lso_compact_index(struct txn_lso *l)
 {
 	/* Not while an append is in flight to the file being replaced: the next retention pass does it. */
-	if (l->fd < 0 || l->file_err || l->rebuild || l->sending ||
+	if (l->fd < 0 || l->file_err || l->rebuild || l->sending || l->rewriting ||
 	    l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
 	    l->file_entries < (uint64_t)l->nab * TXN_LSO_COMPACT_RATIO)
 		return 0;
+	if (l->io)
+		return compact_async(l);
 	uint64_t dropped = l->file_entries - l->nab;
 	int rc = index_replace(l);
 	if (rc == 0)
@@ -880,7 +947,7 @@ int txn_lso_rebuilt(struct txn_lso *l)
 /* Locality: shard core (owner). */
 void txn_lso_close_index(struct txn_lso *l)
 {
-	assert(!l->sending); /* the owner waits for it (txn_lso_busy): its completion names l */
+	assert(!txn_lso_busy(l)); /* the owner waits for it: its completion names l */
 	l->unsent = 0;
 	if (l->fd >= 0)
 		close(l->fd);

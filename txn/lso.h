@@ -104,14 +104,18 @@ int  txn_lso_sync(struct txn_lso *l);
  * txn_lso with a write in flight (txn_lso_busy) is not closed or destroyed.
  */
 struct st_io;
-void txn_lso_attach_io(struct txn_lso *l, struct st_io *io);
+void txn_lso_attach_io(struct txn_lso *l, struct st_io *io, int dirfd);
 int  txn_lso_sync_fd(const struct txn_lso *l, int *fd);
 bool txn_lso_busy(const struct txn_lso *l);
 /*
  * After txn_lso_trim: rewrite the file with the live entries only, when
  * trimmed ones make up most of it (at least 4096 of them and half the file).
  * Atomic (new file, sync, rename, directory sync). Returns 0 (also when
- * nothing was due) or -errno; the old file stays on failure.
+ * nothing was due) or -errno; the old file stays on failure. With io
+ * attached (txn_lso_attach_io, dirfd: the file's directory) the rewrite goes
+ * through the core's io_uring and 0 means started: appends made meanwhile
+ * wait in memory and go to the new file; txn_lso_sync_fd says -EAGAIN until
+ * it is done; a failure before the rename keeps the old file (logged).
  */
 int  txn_lso_compact_index(struct txn_lso *l);
 void txn_lso_close_index(struct txn_lso *l);

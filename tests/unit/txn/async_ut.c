@@ -164,7 +164,7 @@ static void test_lso_async_appends(void)
 	ut_setup();
 	CU_ASSERT_FATAL(txn_lso_create(&l) == 0);
 	CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, dir, 0), 0);
-	txn_lso_attach_io(l, io);
+	txn_lso_attach_io(l, io, dirfd_);
 	CU_ASSERT_EQUAL(txn_lso_sync_fd(l, &fd), 0);
 	CU_ASSERT(fd >= 0);
 	/* More than one write's worth (64 entries), so they go in several writes, in order. */
@@ -192,7 +192,7 @@ static void test_lso_async_appends(void)
 	CU_ASSERT_EQUAL(txn_lso_aborted(back, 0, off, NULL, 0), 100);
 	CU_ASSERT_EQUAL(txn_lso_last_marker(back), off - 1);
 	/* A failed append is sticky: no snapshot may be taken past the abort the file lacks. */
-	txn_lso_attach_io(back, io);
+	txn_lso_attach_io(back, io, dirfd_);
 	fail_step = "write";
 	CU_ASSERT_EQUAL(txn_lso_begin(back, 5, off), 0);
 	CU_ASSERT_EQUAL(txn_lso_end(back, 5, off + 1, true), 0);
@@ -208,6 +208,70 @@ static void test_lso_async_appends(void)
 	ut_teardown();
 }
 
+/* n aborts, one producer each, from *off on (3 offsets apiece); the last marker at *off - 1. */
+static void ut_aborts(struct txn_lso *l, int64_t pid0, int n, int64_t *off)
+{
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(txn_lso_begin(l, pid0 + i, *off), 0);
+		CU_ASSERT_EQUAL(txn_lso_end(l, pid0 + i, *off + 2, true), 0);
+		*off += 3;
+	}
+}
+
+static off_t ut_size(const char *name)
+{
+	struct stat st;
+	return fstatat(dirfd_, name, &st, 0) == 0 ? st.st_size : -1;
+}
+
+/* The rewrite after retention through io_uring: appends made meanwhile reach the new file; a
+ * failure before the rename keeps the old one whole, one after it stops snapshots. */
+static void test_lso_async_compaction(void)
+{
+	static const char *fails[] = { NULL, "rename", "dirsync" };
+	for (int k = 0; k < 3; k++) {
+		struct txn_lso *l, *back;
+		int64_t off = 0;
+		int fd;
+
+		ut_setup();
+		CU_ASSERT_FATAL(txn_lso_create(&l) == 0);
+		CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(l, dir, 0), 0);
+		txn_lso_attach_io(l, io, dirfd_);
+		ut_aborts(l, 1000, 4300, &off);
+		ut_drive();
+		CU_ASSERT_EQUAL(ut_size("aborted.txnindex"), 8 + 4300 * 28);
+		txn_lso_trim(l, 4200 * 3);   /* 100 stay */
+		CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, off, NULL, 0), 100);
+		fail_step = fails[k];
+		CU_ASSERT_EQUAL(txn_lso_compact_index(l), 0);
+		CU_ASSERT(txn_lso_busy(l));
+		ut_aborts(l, 9000, 2, &off);   /* while the rewrite is in flight */
+		CU_ASSERT_EQUAL(txn_lso_sync_fd(l, &fd), -EAGAIN);
+		ut_drive();
+		fail_step = NULL;
+		CU_ASSERT_FALSE(txn_lso_busy(l));
+		CU_ASSERT_FALSE(ut_exists("aborted.txnindex.new"));
+		if (k == 0) {
+			CU_ASSERT_EQUAL(txn_lso_sync_fd(l, &fd), 0);
+			CU_ASSERT_EQUAL(ut_size("aborted.txnindex"), 8 + 102 * 28);
+		} else if (k == 1) {
+			CU_ASSERT_EQUAL(txn_lso_sync_fd(l, &fd), 0);   /* the old file, with the two after it */
+			CU_ASSERT_EQUAL(ut_size("aborted.txnindex"), 8 + 4302 * 28);
+		} else {
+			CU_ASSERT_EQUAL(txn_lso_sync_fd(l, &fd), -EIO);   /* renamed, not known durable */
+			CU_ASSERT_EQUAL(ut_size("aborted.txnindex"), 8 + 100 * 28);
+		}
+		txn_lso_destroy(l);
+		CU_ASSERT_FATAL(txn_lso_create(&back) == 0);
+		CU_ASSERT_EQUAL_FATAL(txn_lso_open_index(back, dir, off), 0);
+		CU_ASSERT_FALSE(txn_lso_needs_rebuild(back));
+		CU_ASSERT_EQUAL(txn_lso_aborted(back, 4200 * 3, off, NULL, 0), k == 2 ? 100 : 102);
+		txn_lso_destroy(back);
+		ut_teardown();
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -217,6 +281,7 @@ int main(void)
 	s = CU_add_suite("async", NULL, NULL);
 	CU_add_test(s, "producer snapshot through io_uring", test_snapshot_async);
 	CU_add_test(s, "aborted index appends through io_uring", test_lso_async_appends);
+	CU_add_test(s, "aborted index rewrite through io_uring", test_lso_async_compaction);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
