@@ -72,8 +72,10 @@
  * Retention trims entries in memory; once the file holds many more entries
  * than memory (txn_lso_compact_index), it is rewritten with the live ones:
  * a new file next to it, synced, renamed over the old one, and the directory
- * synced. A crash before the rename leaves the old file, which open reads as
- * before (its dead entries are trimmed again after retention).
+ * synced (on a poll core through its io_uring: the new file stays open
+ * across the rename and takes the appends made meanwhile). A crash before
+ * the rename leaves the old file, which open reads as before (its dead
+ * entries are trimmed again after retention).
  */
 #include "lso.h"
 
