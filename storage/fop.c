@@ -194,6 +194,22 @@ void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, s
 	fop_start(io, f, FOP_WRITE, cb, arg);
 }
 
+void st_fop_create(struct st_io *io, struct st_fop *f, int dirfd, const char *name, const void *buf, size_t len,
+                   st_fop_cb cb, void *arg)
+{
+	assert(name && len > 0 && len <= UINT32_MAX);
+	f->fd = -1;
+	f->dirfd = dirfd;
+	f->tmp = f->name = name;   /* opened, written and (on a failure) removed under its own name */
+	f->drop = NULL;
+	f->buf = buf;
+	f->len = len;
+	f->pos = 0;
+	f->presync_fd = -1;
+	f->keep = false;
+	fop_start(io, f, FOP_OPEN | FOP_WRITE | FOP_CLOSE, cb, arg);
+}
+
 void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg)
 {
 	f->fd = fd;

@@ -77,6 +77,10 @@ void st_fop_replace(struct st_io *io, struct st_fop *f, int dirfd, const char *t
  * failed directory fsync after it: st_fop_renamed(f)); -1 otherwise (closed, temp file gone). */
 void st_fop_replace_open(struct st_io *io, struct st_fop *f, int dirfd, const char *tmp, const char *name,
                          const void *buf, size_t len, st_fop_cb cb, void *arg);
+/* Create (or truncate) dirfd/name and write buf[0, len) into it, then close it; no sync, no
+ * rename (a cache that its reader validates). A failure removes the partial file. */
+void st_fop_create(struct st_io *io, struct st_fop *f, int dirfd, const char *name, const void *buf, size_t len,
+                   st_fop_cb cb, void *arg);
 /* close(fd) (the last reference to a replaced file frees its blocks: not on the poll core). */
 void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg);
 

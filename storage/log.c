@@ -33,6 +33,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "fop.h"
 
 #define ST_LOG_SUFFIX ".log"
 #define ST_INDEX_SUFFIX ".index"
@@ -174,19 +175,15 @@ static uint32_t log_seg_find(const struct st_log *log, int64_t offset)
 /* ------------------------------------------------------------------------ */
 /* Index files                                                               */
 
-static int index_write(struct st_log *log, struct st_seg *seg)
+static size_t index_bytes(const struct st_seg *seg)
 {
-	size_t bytes = ST_INDEX_HEADER_BYTES + (size_t)seg->index_n * ST_INDEX_ENTRY_BYTES;
-	uint8_t *buf = malloc(bytes); /* roll/close/recovery only, never per append */
-	char name[ST_LOG_NAME_BYTES];
-	int fd, rc;
+	return ST_INDEX_HEADER_BYTES + (size_t)seg->index_n * ST_INDEX_ENTRY_BYTES;
+}
 
-	if (seg->ndmg || seg->damage_seen) {
-		free(buf);
-		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
-	}
-	if (!buf)
-		return -ENOMEM;
+static void index_encode(const struct st_seg *seg, uint8_t *buf)
+{
+	size_t bytes = index_bytes(seg);
+
 	st_put_be32(buf + 0, ST_INDEX_MAGIC);
 	st_put_be32(buf + 4, ST_INDEX_VERSION);
 	st_put_be64(buf + 8, (uint64_t)seg->base);
@@ -200,7 +197,21 @@ static int index_write(struct st_log *log, struct st_seg *seg)
 	}
 	uint32_t crc = crc32c(0, buf, 44);
 	st_put_be32(buf + 44, crc32c(crc, buf + ST_INDEX_HEADER_BYTES, bytes - ST_INDEX_HEADER_BYTES));
+}
 
+/* Synchronous: recovery and close (seg_seal writes through io_uring). */
+static int index_write(struct st_log *log, struct st_seg *seg)
+{
+	size_t bytes = index_bytes(seg);
+	uint8_t *buf;
+	char name[ST_LOG_NAME_BYTES];
+	int fd, rc;
+
+	if (seg->ndmg || seg->damage_seen)
+		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
+	if (!(buf = malloc(bytes))) /* recovery/close only, never per append */
+		return -ENOMEM;
+	index_encode(seg, buf);
 	seg_name(name, seg->base, ST_INDEX_SUFFIX);
 	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
 	fd = openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -344,14 +355,63 @@ static int log_sync_dir(struct st_log *log)
 	return 0;
 }
 
+/* A sealed segment's index being written through the core's io_uring (seg_seal): one block, the
+ * operation and then the bytes. Locality: owner core. */
+struct st_index_job {
+	struct st_fop fop;        /* first: malloc's 16-byte alignment */
+	struct st_log *log;       /* the log waits for it (st_log_idle); its segment may go meanwhile */
+	int64_t base;             /* the segment's */
+	char name[ST_LOG_NAME_BYTES];
+	uint8_t buf[];
+};
+
+static void seg_index_unlink(struct st_log *log, int64_t base);
+static uint32_t log_seg_find(const struct st_log *log, int64_t offset);
+
+static void index_written(void *arg, int status)
+{
+	struct st_index_job *j = arg;
+	struct st_log *log = j->log;
+	struct st_seg *seg = NULL;
+
+	if (log->nsegs && log->segs[0]->base <= j->base) {
+		struct st_seg *s = log->segs[log_seg_find(log, j->base)];
+		seg = s->base == j->base ? s : NULL;
+	}
+	if (status < 0)
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n", log->dir,
+		        j->name, strerror(-status));
+	else if (!seg || seg->damage_seen)
+		seg_index_unlink(log, j->base); /* dropped, or a read met damage, meanwhile (rare): no stale index */
+	else
+		seg->index_dirty = false;
+	assert(log->index_writes > 0);
+	log->index_writes--;
+	free(j);
+}
+
 /*
  * Write a sealed segment's index once all its bytes are durable, so that a
- * trusted index never describes data that a crash could still lose.
+ * trusted index never describes data that a crash could still lose. Through
+ * the core's io_uring (open, write, close; no sync: recovery validates it);
+ * best effort: a missing index is rebuilt at open, and one not written
+ * (no memory) stays dirty for st_log_close.
  */
 static void seg_seal(struct st_log *log, struct st_seg *seg)
 {
 	assert(seg != log_active(log) && seg->durable_size == seg->size);
-	index_write(log, seg); /* best effort: a missing index is rebuilt at open */
+	if (!seg->ndmg && !seg->damage_seen) {
+		size_t bytes = index_bytes(seg);
+		struct st_index_job *j = malloc(sizeof(*j) + bytes); /* once per segment, not per append */
+		if (j) {
+			index_encode(seg, j->buf);
+			seg_name(j->name, seg->base, ST_INDEX_SUFFIX);
+			j->log = log;
+			j->base = seg->base;
+			log->index_writes++;
+			st_fop_create(log->io, &j->fop, log->dirfd, j->name, j->buf, bytes, index_written, j);
+		}
+	}
 	seg_index_trim(seg);
 }
 
@@ -994,7 +1054,7 @@ void st_log_close(struct st_log *log)
 {
 	if (!log)
 		return;
-	assert(!log->pend_head && !log->grp.active && !log->on_dirty);
+	assert(st_log_idle(log));
 	/* A failed log's LEO ran ahead of its file; let recovery rebuild from the bytes. */
 	for (uint32_t i = 0; i < log->nsegs && !log->failed; i++)
 		if (log->segs[i]->index_dirty || i == log->nsegs - 1)
@@ -1008,7 +1068,7 @@ int st_log_delete(struct st_log *log)
 	DIR *d;
 	struct dirent *de;
 
-	assert(log && !log->pend_head && !log->grp.active && !log->on_dirty);
+	assert(log && st_log_idle(log));
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		seg_free(log->segs[i]);
 		log->segs[i] = NULL;
@@ -1043,7 +1103,10 @@ int st_log_delete(struct st_log *log)
 	return rc;
 }
 
-bool st_log_idle(const struct st_log *log) { return !log->pend_head && !log->grp.active && !log->on_dirty; }
+bool st_log_idle(const struct st_log *log)
+{
+	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes;
+}
 int st_log_failed(const struct st_log *log) { return log->failed; }
 int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
@@ -1326,7 +1389,7 @@ static void group_settle(struct st_io *io, struct st_log *log)
 	g->seg->durable_size = g->pos + g->total;
 	log->durable = g->end;
 	if (g->seg != log_active(log) && g->seg->durable_size == g->seg->size)
-		seg_seal(log, g->seg); /* its last group after a roll: rare, synchronous */
+		seg_seal(log, g->seg); /* its last group after a roll: rare */
 	g->active = false;
 	g->head = g->tail = NULL;
 	if (log->pend_head)

@@ -188,6 +188,7 @@ struct st_log {
 	struct st_group grp;
 	struct st_log *dirty_next;
 	bool on_dirty;
+	uint32_t index_writes;             /* sealed segments' indexes being written (seg_seal) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

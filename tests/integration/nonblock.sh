@@ -5,8 +5,8 @@
 # snapshot interval, an idempotent producer and transactional producers that
 # abort a third of their transactions (aborted-index appends and syncs), new
 # producer ids (id blocks) and small segments (rolls), sluiced runs under
-# syncprobe.so, which records each fsync, fdatasync, rename or pwrite its
-# core threads make while armed. Topics are created
+# syncprobe.so, which records each fsync, fdatasync, rename, pwrite or
+# regular-file write its core threads make while armed. Topics are created
 # and the broker started before the window opens, and it closes before the
 # clean shutdown (both may wait). The window must record nothing, and the
 # partitions must hold snapshots written meanwhile (newer than the window's

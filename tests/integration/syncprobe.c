@@ -1,12 +1,12 @@
 /*
  * syncprobe.c - LD_PRELOAD shim for nonblock.sh: records every call that
- * waits for the disk or moves a name (fsync, fdatasync, sync_file_range,
- * rename*, pwrite*) made by a thread other than the process's main one (sluiced's poll cores
- * are its other threads) while the file named by $SYNCPROBE_ARM exists.
+ * waits for the disk, writes a file or moves a name (fsync, fdatasync,
+ * sync_file_range, rename*, pwrite*, write to a regular file other than
+ * stdin/out/err: log lines go to stderr) made by a thread other than the
+ * process's main one (sluiced's poll cores are its other threads) while the
+ * file named by $SYNCPROBE_ARM exists.
  * Each such call appends "NAME fd=FD" to $SYNCPROBE_OUT. Start-up and
  * shutdown, where synchronous calls are allowed, run outside the window.
- * Plain write(2) is not probed: a sealed segment's index (a cache, never
- * synced) is still written with it at a roll, and log lines go to stderr.
  *
  * Locality: any thread of the probed process; the calls it makes itself go
  * straight to the kernel (syscall), so it never probes itself.
@@ -57,6 +57,12 @@ static void record(const char *name, int fd)
 	syscall(SYS_close, (int)o);
 }
 
+static int regular(int fd)
+{
+	struct stat st;
+	return fd > 2 && syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
 int fsync(int fd) { record("fsync", fd); return NEXT(fsync)(fd); }
@@ -87,4 +93,10 @@ ssize_t pwritev(int fd, const struct iovec *v, int n, off_t off)
 {
 	record("pwritev", fd);
 	return NEXT(pwritev)(fd, v, n, off);
+}
+ssize_t write(int fd, const void *b, size_t n)
+{
+	if (regular(fd))
+		record("write", fd);
+	return NEXT(write)(fd, b, n);
 }
