@@ -37,8 +37,9 @@ struct st_io;
 
 typedef void (*st_fop_cb)(void *arg, int status);
 
-/* One operation in flight; embed it in its owner (16-byte aligned: malloc'd or static).
- * Fields are the engine's; read only busy. Locality: the io's core. */
+/* One operation in flight; embed it in its owner (16-byte aligned: malloc'd or static), zeroed
+ * before its first use (an idle one). Fields are the engine's; read them through the inline
+ * functions below. Locality: the io's core. */
 struct st_fop {
 	_Alignas(16) struct st_io *io;  /* 16: the low bits of its address carry the op in user_data */
 	st_fop_cb cb;

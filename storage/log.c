@@ -404,6 +404,7 @@ static void seg_seal(struct st_log *log, struct st_seg *seg)
 		size_t bytes = index_bytes(seg);
 		struct st_index_job *j = malloc(sizeof(*j) + bytes); /* once per segment, not per append */
 		if (j) {
+			memset(&j->fop, 0, sizeof(j->fop)); /* an idle operation (fop.h) */
 			index_encode(seg, j->buf);
 			seg_name(j->name, seg->base, ST_INDEX_SUFFIX);
 			j->log = log;
