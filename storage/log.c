@@ -8,8 +8,11 @@
  *                   log's pending list, put the log on the core's dirty list;
  *   st_io_flush     per dirty log: form ONE group (a prefix of its pending
  *                   appends in one segment), prepare ONE writev at their file
- *                   position linked (IOSQE_IO_LINK) to ONE fdatasync;
- *   st_io_complete  when the group's last CQE arrives: resubmit the rest of a
+ *                   position linked (IOSQE_IO_LINK) to ONE fdatasync (after a
+ *                   roll, a directory fsync linked before them: the new
+ *                   segment's name is durable before anything in it is acked);
+ *   st_io_complete  (CQEs of file operations go to fop.c)
+ *                   when the group's last CQE arrives: resubmit the rest of a
  *                   short write, or fail the partition on an error, or
  *                   advance the durable offset and call back every append in
  *                   order. One group per log is in flight at a time; appends
@@ -344,7 +347,8 @@ static int log_segs_push(struct st_log *log, struct st_seg *seg)
 	return 0;
 }
 
-/* Make the directory entries of created/removed files durable. */
+/* Make the directory entries of created/removed files durable (recovery only: a roll's goes
+ * through io_uring, log_prep). */
 static int log_sync_dir(struct st_log *log)
 {
 	if (fsync(log->dirfd) < 0) {
@@ -417,7 +421,10 @@ static void seg_seal(struct st_log *log, struct st_seg *seg)
 }
 
 /*
- * Start a new active segment at the LEO (called from append: rare, synchronous).
+ * Start a new active segment at the LEO (called from append: rare). The file is
+ * created here (openat: a directory entry in memory, no wait for the disk); its
+ * name is made durable by a directory fsync at the head of its first group's
+ * chain (log_prep), and the old segment's index is written through io_uring.
  * The old segment keeps its fd: its group may still be in flight, and readers
  * need it until retention removes it.
  */

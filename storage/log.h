@@ -6,7 +6,8 @@
  * needs to be.
  *
  * Batches are stored exactly as received, with only the base offset (bytes
- * 0..7, not covered by the CRC) patched. Appends are written with io_uring
+ * 0..7, not covered by the CRC) patched. Appends (and a roll's directory
+ * fsync, and a sealed segment's index) are written with io_uring
  * on the owner core's ring; a group of appends is made durable by ONE
  * fdatasync per segment (group commit). An append is reported complete
  * (callback) only after the fdatasync that covers it has completed, unless
@@ -153,7 +154,8 @@ uint32_t st_log_damage_count(const struct st_log *log, int64_t *offsets_lost);
 
 /*
  * Compaction by rewrite (internal logs): st_log_roll starts a new segment at
- * the LEO (synchronous; no-op if the active one is empty); once everything
+ * the LEO (the file is created at once; no-op if the active one is empty;
+ * its directory fsync is linked before its first append); once everything
  * worth keeping has been appended again after that point and is durable,
  * st_log_drop_before deletes every whole segment that ends at or before
  * offset (never the active one, never one with writes in flight). Returns
