@@ -51,6 +51,7 @@ struct dp_part {
 	uint32_t nallow, allow_cap;
 	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
 	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
+	bool snap_due;                /* the interval's snapshot has not started yet */
 	char *dir;
 	int64_t notified_hw;          /* HW last reported to waiters */
 	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
