@@ -167,6 +167,11 @@ static struct {
 	struct st_log *clog;
 	struct txn_coord *coord;
 	int coord_txn[SIM_CLIENTS_MAX];   /* model txn the coordinator has Ongoing for a client */
+	struct coord_drv {                /* the model driver's progress per client's id (not persisted) */
+		uint8_t op;                   /* OP_* under way */
+		bool busy;
+		bool markers_sent;            /* the current Prepare's markers went out */
+	} drv[SIM_CLIENTS_MAX];
 	bool up;
 	uint32_t gen;                /* machine incarnation: responses of a dead one are lost */
 	int crash_in;                /* steps until a planned crash, -1 none */
@@ -416,6 +421,10 @@ static struct txn_meta *meta_of(int client)
 
 static int client_of(const struct txn_meta *m) { return atoi(m->id + 1); }
 
+/* The model driver keeps its own progress: txn_meta's driver fields are the real driver's
+ * (control/txncoord.c, through txn_set_drive's checked table), which this model does not run. */
+static struct coord_drv *drv_of(const struct txn_meta *m) { return &W.drv[client_of(m)]; }
+
 /* Persist m as it would be with state `to`, epoch and pid; the entry changes only when durable. */
 static int coord_persist(struct txn_meta *m, int stage, enum txn_state to, int64_t pid, int16_t epoch)
 {
@@ -451,9 +460,9 @@ static int coord_persist(struct txn_meta *m, int stage, enum txn_state to, int64
 static void coord_finish(struct txn_meta *m, int err)
 {
 	int client = client_of(m);
-	int op = m->op;
-	m->busy = false;
-	m->op = OP_NONE;
+	int op = drv_of(m)->op;
+	drv_of(m)->busy = false;
+	drv_of(m)->op = OP_NONE;
 	if (op == OP_RESUME || op == OP_NONE)
 		return;
 	respond(client, op == OP_END ? R_END : op == OP_ADD ? R_ADD : R_INIT, err, -1, -1, m->pid, m->epoch);
@@ -476,10 +485,10 @@ static void coord_markers(struct txn_meta *m)
 	if (err) {
 		/* A partition is offline: the machine restarts soon and recovery sends them again. */
 		note("coordinator %s: marker refused (%d): resent after restart", m->id, err);
-		m->markers_sent = false;
+		drv_of(m)->markers_sent = false;
 		return;
 	}
-	m->markers_sent = true;
+	drv_of(m)->markers_sent = true;
 	if (m->markers_left == 0)
 		coord_persist(m, S_COMPLETE, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT, m->pid, m->epoch);
 }
@@ -487,11 +496,11 @@ static void coord_markers(struct txn_meta *m)
 static void coord_marker_done(struct txn_meta *m, int status)
 {
 	if (status < 0) {
-		m->markers_sent = false;
+		drv_of(m)->markers_sent = false;
 		return;
 	}
 	assert(m->markers_left > 0);
-	if (--m->markers_left == 0 && m->markers_sent) {
+	if (--m->markers_left == 0 && drv_of(m)->markers_sent) {
 		bool commit = m->state == TXN_PREPARE_COMMIT;
 		coord_persist(m, S_COMPLETE, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT, m->pid, m->epoch);
 	}
@@ -533,7 +542,7 @@ static void coord_write_done(struct cookie *ck, int status)
 		W.t[W.coord_txn[client]].decided = to == TXN_PREPARE_COMMIT ? D_COMMIT : D_ABORT;
 		note("coordinator %s: %s durable (txn %d)", m->id, txn_state_name(to), W.coord_txn[client]);
 #ifdef SIM_PLANT_MARKER_BEFORE_DURABLE
-		if (m->markers_sent || m->markers_left)
+		if (drv_of(m)->markers_sent || m->markers_left)
 			break; /* sent already (the planted bug) */
 #endif
 		coord_markers(m);
@@ -545,9 +554,9 @@ static void coord_write_done(struct cookie *ck, int status)
 			W.aborts++;
 		txn_meta_clear_txn(m);
 		W.coord_txn[client] = -1;
-		if (m->op == OP_INIT_FENCE) {
+		if (drv_of(m)->op == OP_INIT_FENCE) {
 			/* The fenced transaction is aborted: now the new epoch's Empty (InitProducerId). */
-			m->op = OP_INIT;
+			drv_of(m)->op = OP_INIT;
 			coord_persist(m, S_EMPTY, TXN_EMPTY, m->pid, m->epoch);
 			break;
 		}
@@ -577,19 +586,19 @@ static void coord_init(int client)
 		m->prev_epoch = -1;
 		m->timeout_ms = 60000;
 	}
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_INIT, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
-	m->busy = true;
+	drv_of(m)->busy = true;
 	if (m->state == TXN_ONGOING) {
 		/* Fence the old instance: abort its transaction with a bumped epoch. */
-		m->op = OP_INIT_FENCE;
+		drv_of(m)->op = OP_INIT_FENCE;
 		if (coord_persist(m, S_PREPARE, TXN_PREPARE_ABORT, m->pid, (int16_t)(m->epoch + 1)) < 0)
 			coord_finish(m, ERR_STORAGE);
 		return;
 	}
-	m->op = OP_INIT;
+	drv_of(m)->op = OP_INIT;
 	int64_t pid = m->pid < 0 ? W.next_pid++ : m->pid;
 	int16_t epoch = (int16_t)(m->epoch + 1);
 	if (coord_persist(m, S_EMPTY, TXN_EMPTY, pid, epoch) < 0)
@@ -603,7 +612,7 @@ static void coord_add(int client, int64_t pid, int16_t epoch, uint32_t mask)
 		respond(client, R_ADD, ERR_FENCED, -1, -1, 0, 0);
 		return;
 	}
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_ADD, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
@@ -612,8 +621,8 @@ static void coord_add(int client, int64_t pid, int16_t epoch, uint32_t mask)
 	for (uint32_t i = 0; i < W.nparts; i++)
 		if ((mask & (1u << i)) && !txn_meta_has_tp(m, "t", 1, (int32_t)i))
 			txn_meta_add_tp(m, "t", 1, (int32_t)i);
-	m->busy = true;
-	m->op = OP_ADD;
+	drv_of(m)->busy = true;
+	drv_of(m)->op = OP_ADD;
 	W.coord_txn[client] = W.cl[client].txn;
 	if (coord_persist(m, S_ONGOING, TXN_ONGOING, m->pid, m->epoch) < 0)
 		coord_finish(m, ERR_STORAGE);
@@ -626,7 +635,7 @@ static void coord_end(int client, int64_t pid, int16_t epoch, bool commit)
 		respond(client, R_END, ERR_FENCED, -1, -1, 0, 0);
 		return;
 	}
-	if (m->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_END, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
@@ -639,8 +648,8 @@ static void coord_end(int client, int64_t pid, int16_t epoch, bool commit)
 		respond(client, R_END, ERR_TXN_STATE, -1, -1, 0, 0);
 		return;
 	}
-	m->busy = true;
-	m->op = OP_END;
+	drv_of(m)->busy = true;
+	drv_of(m)->op = OP_END;
 	if (coord_persist(m, S_PREPARE, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT, m->pid, m->epoch) < 0) {
 		coord_finish(m, ERR_STORAGE);
 		return;
@@ -680,7 +689,9 @@ static void machine_start(void)
 	if (!W.settling)
 		sim_disk_set_faults(&f);
 	struct st_io_config ic = { .fsync = true, .on_append = on_append };
-	W.ring = sim_ring_create(2 + (unsigned)sim_below(30));
+	/* At least 3: a roll's group is a directory fsync, a write and an fdatasync, prepared together
+	 * (storage/log.c log_prep); the simulator never submits, so the depth bounds what is in flight. */
+	W.ring = sim_ring_create(3 + (unsigned)sim_below(30));
 	int rc = st_io_create(&ic, W.ring, &W.io);
 	assert(rc == 0);
 	for (uint32_t i = 0; i < W.nparts; i++) {
@@ -709,6 +720,7 @@ static void machine_start(void)
 		violation("coordinator log open failed: %s", strerror(-rc));
 		exit(1);
 	}
+	memset(W.drv, 0, sizeof(W.drv)); /* a restarted coordinator drives nothing yet */
 	rc = txn_coord_create(&W.coord);
 	assert(rc == 0);
 	if ((rc = st_log_read_batches(W.clog, coord_load, NULL)) < 0) {
@@ -734,11 +746,11 @@ static void machine_start(void)
 				violation("coordinator %s: transaction %d recovered as %s after it was decided otherwise", m->id, t,
 				          txn_state_name(m->state));
 			W.t[t].decided = d;
-			m->busy = true;
-			m->op = OP_RESUME;
+			drv_of(m)->busy = true;
+			drv_of(m)->op = OP_RESUME;
 			/* Sent a few steps later (step()), as the coordinator's log load and fan-out take a
 			 * while in the broker: readers fetch in between. */
-			m->markers_sent = false;
+			drv_of(m)->markers_sent = false;
 			m->markers_left = 0;
 		}
 	}
@@ -1408,7 +1420,7 @@ static bool quiet(void)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(W.coord, &cur)))
-		if (m->busy || m->state == TXN_ONGOING || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+		if (drv_of(m)->busy || m->state == TXN_ONGOING || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 			return false;
 	return true;
 }
@@ -1443,7 +1455,7 @@ static void step(void)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(W.coord, &cur)))
-		if ((m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) && !m->markers_sent &&
+		if ((m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) && !drv_of(m)->markers_sent &&
 		    m->markers_left == 0 && !m->writes && sim_below(10) == 0)
 			coord_markers(m);
 	if (W.crash_in < 0 && any_log_failed())
