@@ -395,16 +395,40 @@ static void dupwait_run(struct part *p)
 		}
 }
 
+static void snapshot_written(void *arg, int status, int64_t offset)
+{
+	struct part *p = arg;
+	if (status == 0) {
+		note("%s: producer snapshot at %" PRId64 " durable (log durable %" PRId64 ")", p->dir, offset,
+		     st_log_durable_offset(p->log));
+		p->snap_offset = offset;
+	}
+}
+
+/*
+ * As dataplane/shard/partition.c's snapshot_producers_async (and its timer, which skips offline
+ * logs): the snapshot goes through the core's io_uring (storage/fop.c on the simulated ring:
+ * presync of the aborted index, temp file, write, fdatasync, close, rename, directory fsync,
+ * unlink of the oldest), with its completions delayed and reordered like appends'.
+ */
 static void snapshot(struct part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
-	/* As dataplane/shard.c's snapshot_producers (and its timer, which skips offline logs). */
-	if (end == p->snap_offset || p->markers_writing || st_log_failed(p->log) || txn_lso_sync(p->lso) < 0)
+	int fd;
+	if (txn_pstate_snapshot_busy(p->ps))
+		return;   /* the last one is still being written */
+	if (txn_lso_sync_fd(p->lso, &fd) == -EAGAIN)
+		return;   /* aborts still being appended: an fdatasync now would not cover them */
+#ifndef SIM_PLANT_SNAPSHOT_DURING_MARKER
+	if (p->markers_writing)
+		return;   /* the state closed a transaction whose abort the index has not got yet */
+#endif
+	if (end == p->snap_offset || st_log_failed(p->log) || txn_lso_sync_fd(p->lso, &fd) < 0)
 		return;
-	if (txn_pstate_snapshot_save(p->ps, p->dir, end) == 0) {
-		note("%s: producer snapshot at %" PRId64 " (durable %" PRId64 ")", p->dir, end, st_log_durable_offset(p->log));
-		p->snap_offset = end;
-	}
+	/* Every abort below the snapshot's offset must be on disk before the snapshot is: fd first. */
+	int rc = txn_pstate_snapshot_start(p->ps, W.io, st_log_dirfd(p->log), end, fd, snapshot_written, p);
+	if (rc < 0)
+		note("%s: producer snapshot at %" PRId64 " not started: %s", p->dir, end, strerror(-rc));
 }
 
 /* ---- the coordinator's driver (dataplane/txncoord.c's shape) ---------------- */
@@ -685,7 +709,7 @@ static void machine_start(void)
 	/* Recovery runs on a disk without I/O errors (an open that fails would keep the partition
 	 * offline, which the simulator does not model); tears and lost pages still apply. */
 	struct sim_faults f = W.faults;
-	f.write_eio_ppm = f.sync_eio_ppm = 0;
+	f.write_eio_ppm = f.sync_eio_ppm = f.meta_eio_ppm = 0;
 	if (!W.settling)
 		sim_disk_set_faults(&f);
 	struct st_io_config ic = { .fsync = true, .on_append = on_append };
@@ -713,6 +737,8 @@ static void machine_start(void)
 		}
 		note("%s: recovered: log end %" PRId64 ", snapshot %" PRId64 ", %u open", p->dir, st_log_end_offset(p->log),
 		     p->snap_offset, txn_lso_open_count(p->lso));
+		/* As recover_producers: the index's appends, syncs and rewrite go through the io_uring now. */
+		txn_lso_attach_io(p->lso, W.io, st_log_dirfd(p->log));
 	}
 	struct st_log_config cc = log_cfg;
 	cc.scan_sealed = true;
@@ -1481,6 +1507,7 @@ static void run(uint64_t seed)
 		.write_short_ppm = faulty ? 20000 : 0,
 		.write_eio_ppm = faulty > 1 ? 2000 : 0,
 		.sync_eio_ppm = faulty > 1 ? 2000 : 0,
+		.meta_eio_ppm = faulty > 1 ? 2000 : 0,   /* a submitted create, rename or unlink (storage/fop.c) */
 		.page_keep_ppm = (uint32_t)sim_below(1000000),
 		.scattered = W.scattered,
 		.capacity_bytes = faulty == 3 ? 200000 + sim_below(400000) : 0,
