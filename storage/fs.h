@@ -6,7 +6,7 @@
  *
  * Two implementations, chosen when a file is compiled, never at run time:
  *   - the normal build: every st_fs_* below is a static inline call of the
- *     POSIX function of the same name, and the two submission calls prepare
+ *     POSIX function of the same name, and the submission calls prepare
  *     SQEs on the core's io_uring, exactly as the code did before this
  *     interface existed (no indirect call, no copy, nothing per byte);
  *   - -DST_FS_SIM (tests/sim only): the same names are extern functions of
@@ -16,9 +16,14 @@
  *     space, all from one seed.
  * The contract is POSIX's: -1 and errno for the synchronous calls; the
  * submitted operations complete through st_io_complete() with a CQE whose
- * res is a byte count or -errno. A write submitted with link set is
- * followed by the sync submitted next, which runs only if the write wrote
- * everything (else it completes -ECANCELED), as IOSQE_IO_LINK does.
+ * res is a byte count, a descriptor (openat) or -errno. An operation
+ * submitted with link ST_FS_LINK is followed by the one submitted next,
+ * which runs only if this one succeeded (a write: wrote everything), else
+ * it completes -ECANCELED, as IOSQE_IO_LINK does; ST_FS_HARDLINK keeps the
+ * order but runs the next one whatever this one returned (IOSQE_IO_HARDLINK).
+ * Every io_uring operation the storage and transaction files submit (the
+ * appends in storage/log.c, the engine in storage/fop.c) goes through a
+ * st_fs_prep_* here, so the simulator sees each of them.
  */
 #ifndef SLUICE_STORAGE_FS_H
 #define SLUICE_STORAGE_FS_H
@@ -33,6 +38,10 @@
 #include <unistd.h>
 
 struct io_uring;
+
+/* How a submission is chained to the next one (the link argument of st_fs_prep_*). */
+#define ST_FS_LINK 1u       /* the next runs after this one, only if it succeeded */
+#define ST_FS_HARDLINK 2u   /* the next runs after this one, whatever it returned */
 
 #ifndef ST_FS_SIM
 
@@ -90,6 +99,79 @@ static inline void st_fs_prep_fdatasync(struct io_uring *ring, int fd, uint64_t 
 	io_uring_sqe_set_data64(sqe, user_data);
 }
 
+/* Submit what is queued on ring (it does not wait for completions): frees SQ slots. */
+static inline void st_fs_submit(struct io_uring *ring) { io_uring_submit(ring); }
+
+/* The SQE for st_fs_prep_* below. */
+static inline struct io_uring_sqe *st_fs_sqe(struct io_uring *ring)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	assert(sqe); /* callers check st_fs_sq_space first (or st_fs_submit) */
+	return sqe;
+}
+/* After the prep (which clears the flags): the CQE's user_data and the chaining. */
+static inline void st_fs_sqe_done(struct io_uring_sqe *sqe, uint64_t user_data, unsigned link)
+{
+	io_uring_sqe_set_data64(sqe, user_data);
+	if (link & ST_FS_LINK)
+		sqe->flags |= IOSQE_IO_LINK;
+	if (link & ST_FS_HARDLINK)
+		sqe->flags |= IOSQE_IO_HARDLINK;
+}
+/* Queue a write of buf[0, len) at pos of fd. */
+static inline void st_fs_prep_write(struct io_uring *ring, int fd, const void *buf, unsigned len, uint64_t pos,
+                                    uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_write(sqe, fd, buf, len, pos);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue an fdatasync (datasync) or fsync (a directory: the names in it) of fd. */
+static inline void st_fs_prep_sync(struct io_uring *ring, int fd, bool datasync, uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_fsync(sqe, fd, datasync ? IORING_FSYNC_DATASYNC : 0);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue openat(dirfd, name, flags, mode); res is the new descriptor. name stays valid until done. */
+static inline void st_fs_prep_openat(struct io_uring *ring, int dirfd, const char *name, int flags, mode_t mode,
+                                     uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_openat(sqe, dirfd, name, flags, mode);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue renameat(dirfd, from, dirfd, to). */
+static inline void st_fs_prep_renameat(struct io_uring *ring, int dirfd, const char *from, const char *to,
+                                       uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_renameat(sqe, dirfd, from, dirfd, to, 0);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue unlinkat(dirfd, name, 0). */
+static inline void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const char *name, uint64_t user_data,
+                                       unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_unlinkat(sqe, dirfd, name, 0);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue close(fd). */
+static inline void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_close(sqe, fd);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+/* Queue an operation that does nothing and completes 0 (an injected fault's stand-in, storage/fop.c). */
+static inline void st_fs_prep_nop(struct io_uring *ring, uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_nop(sqe);
+	st_fs_sqe_done(sqe, user_data, link);
+}
+
 #else /* ST_FS_SIM: tests/sim/sim_disk.c */
 
 int st_fs_open(const char *path, int flags, mode_t mode);
@@ -117,6 +199,17 @@ unsigned st_fs_sq_space(struct io_uring *ring);
 void st_fs_prep_writev(struct io_uring *ring, int fd, const struct iovec *iov, unsigned n, uint64_t pos,
                        uint64_t user_data, bool link);
 void st_fs_prep_fdatasync(struct io_uring *ring, int fd, uint64_t user_data);
+void st_fs_submit(struct io_uring *ring);
+void st_fs_prep_write(struct io_uring *ring, int fd, const void *buf, unsigned len, uint64_t pos, uint64_t user_data,
+                      unsigned link);
+void st_fs_prep_sync(struct io_uring *ring, int fd, bool datasync, uint64_t user_data, unsigned link);
+void st_fs_prep_openat(struct io_uring *ring, int dirfd, const char *name, int flags, mode_t mode,
+                       uint64_t user_data, unsigned link);
+void st_fs_prep_renameat(struct io_uring *ring, int dirfd, const char *from, const char *to, uint64_t user_data,
+                         unsigned link);
+void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const char *name, uint64_t user_data, unsigned link);
+void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link);
+void st_fs_prep_nop(struct io_uring *ring, uint64_t user_data, unsigned link);
 
 #endif
 

@@ -8,8 +8,11 @@
  *                   log's pending list, put the log on the core's dirty list;
  *   st_io_flush     per dirty log: form ONE group (a prefix of its pending
  *                   appends in one segment), prepare ONE writev at their file
- *                   position linked (IOSQE_IO_LINK) to ONE fdatasync;
- *   st_io_complete  when the group's last CQE arrives: resubmit the rest of a
+ *                   position linked (IOSQE_IO_LINK) to ONE fdatasync (after a
+ *                   roll, a directory fsync linked before them: the new
+ *                   segment's name is durable before anything in it is acked);
+ *   st_io_complete  (CQEs of file operations go to fop.c)
+ *                   when the group's last CQE arrives: resubmit the rest of a
  *                   short write, or fail the partition on an error, or
  *                   advance the durable offset and call back every append in
  *                   order. One group per log is in flight at a time; appends
@@ -34,6 +37,7 @@
 #include "batch.h"
 #include "crc32c.h"
 #include "fs.h"
+#include "fop.h"
 
 #define ST_LOG_SUFFIX ".log"
 #define ST_INDEX_SUFFIX ".index"
@@ -175,19 +179,15 @@ static uint32_t log_seg_find(const struct st_log *log, int64_t offset)
 /* ------------------------------------------------------------------------ */
 /* Index files                                                               */
 
-static int index_write(struct st_log *log, struct st_seg *seg)
+static size_t index_bytes(const struct st_seg *seg)
 {
-	size_t bytes = ST_INDEX_HEADER_BYTES + (size_t)seg->index_n * ST_INDEX_ENTRY_BYTES;
-	uint8_t *buf = malloc(bytes); /* roll/close/recovery only, never per append */
-	char name[ST_LOG_NAME_BYTES];
-	int fd, rc;
+	return ST_INDEX_HEADER_BYTES + (size_t)seg->index_n * ST_INDEX_ENTRY_BYTES;
+}
 
-	if (seg->ndmg || seg->damage_seen) {
-		free(buf);
-		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
-	}
-	if (!buf)
-		return -ENOMEM;
+static void index_encode(const struct st_seg *seg, uint8_t *buf)
+{
+	size_t bytes = index_bytes(seg);
+
 	st_put_be32(buf + 0, ST_INDEX_MAGIC);
 	st_put_be32(buf + 4, ST_INDEX_VERSION);
 	st_put_be64(buf + 8, (uint64_t)seg->base);
@@ -201,7 +201,21 @@ static int index_write(struct st_log *log, struct st_seg *seg)
 	}
 	uint32_t crc = crc32c(0, buf, 44);
 	st_put_be32(buf + 44, crc32c(crc, buf + ST_INDEX_HEADER_BYTES, bytes - ST_INDEX_HEADER_BYTES));
+}
 
+/* Synchronous: recovery and close (seg_seal writes through io_uring). */
+static int index_write(struct st_log *log, struct st_seg *seg)
+{
+	size_t bytes = index_bytes(seg);
+	uint8_t *buf;
+	char name[ST_LOG_NAME_BYTES];
+	int fd, rc;
+
+	if (seg->ndmg || seg->damage_seen)
+		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
+	if (!(buf = malloc(bytes))) /* recovery/close only, never per append */
+		return -ENOMEM;
+	index_encode(seg, buf);
 	seg_name(name, seg->base, ST_INDEX_SUFFIX);
 	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
 	fd = st_fs_openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -305,6 +319,7 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 		return -ENOMEM;
 	seg->base = seg->end = base;
 	seg->max_ts = -1;
+	seg->name_durable = true; /* at open (recovery syncs the directory itself); log_roll says otherwise */
 	seg_name(name, base, ST_LOG_SUFFIX);
 	seg->fd = st_fs_openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
 	if (seg->fd < 0 || st_fs_fstat(seg->fd, &st) < 0) {
@@ -333,7 +348,8 @@ static int log_segs_push(struct st_log *log, struct st_seg *seg)
 	return 0;
 }
 
-/* Make the directory entries of created/removed files durable. */
+/* Make the directory entries of created/removed files durable (recovery only: a roll's goes
+ * through io_uring, log_prep). */
 static int log_sync_dir(struct st_log *log)
 {
 	if (st_fs_fsync(log->dirfd) < 0) {
@@ -344,19 +360,72 @@ static int log_sync_dir(struct st_log *log)
 	return 0;
 }
 
+/* A sealed segment's index being written through the core's io_uring (seg_seal): one block, the
+ * operation and then the bytes. Locality: owner core. */
+struct st_index_job {
+	struct st_fop fop;        /* first: malloc's 16-byte alignment */
+	struct st_log *log;       /* the log waits for it (st_log_idle); its segment may go meanwhile */
+	int64_t base;             /* the segment's */
+	char name[ST_LOG_NAME_BYTES];
+	uint8_t buf[];
+};
+
+static void seg_index_unlink(struct st_log *log, int64_t base);
+static uint32_t log_seg_find(const struct st_log *log, int64_t offset);
+
+static void index_written(void *arg, int status)
+{
+	struct st_index_job *j = arg;
+	struct st_log *log = j->log;
+	struct st_seg *seg = NULL;
+
+	if (log->nsegs && log->segs[0]->base <= j->base) {
+		struct st_seg *s = log->segs[log_seg_find(log, j->base)];
+		seg = s->base == j->base ? s : NULL;
+	}
+	if (status < 0)
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n", log->dir,
+		        j->name, strerror(-status));
+	else if (!seg || seg->damage_seen)
+		seg_index_unlink(log, j->base); /* dropped, or a read met damage, meanwhile (rare): no stale index */
+	else
+		seg->index_dirty = false;
+	assert(log->index_writes > 0);
+	log->index_writes--;
+	free(j);
+}
+
 /*
  * Write a sealed segment's index once all its bytes are durable, so that a
- * trusted index never describes data that a crash could still lose.
+ * trusted index never describes data that a crash could still lose. Through
+ * the core's io_uring (open, write, close; no sync: recovery validates it);
+ * best effort: a missing index is rebuilt at open, and one not written
+ * (no memory) stays dirty for st_log_close.
  */
 static void seg_seal(struct st_log *log, struct st_seg *seg)
 {
 	assert(seg != log_active(log) && seg->durable_size == seg->size);
-	index_write(log, seg); /* best effort: a missing index is rebuilt at open */
+	if (!seg->ndmg && !seg->damage_seen) {
+		size_t bytes = index_bytes(seg);
+		struct st_index_job *j = malloc(sizeof(*j) + bytes); /* once per segment, not per append */
+		if (j) {
+			memset(&j->fop, 0, sizeof(j->fop)); /* an idle operation (fop.h) */
+			index_encode(seg, j->buf);
+			seg_name(j->name, seg->base, ST_INDEX_SUFFIX);
+			j->log = log;
+			j->base = seg->base;
+			log->index_writes++;
+			st_fop_create(log->io, &j->fop, log->dirfd, j->name, j->buf, bytes, index_written, j);
+		}
+	}
 	seg_index_trim(seg);
 }
 
 /*
- * Start a new active segment at the LEO (called from append: rare, synchronous).
+ * Start a new active segment at the LEO (called from append: rare). The file is
+ * created here (openat: a directory entry in memory, no wait for the disk); its
+ * name is made durable by a directory fsync at the head of its first group's
+ * chain (log_prep), and the old segment's index is written through io_uring.
  * The old segment keeps its fd: its group may still be in flight, and readers
  * need it until retention removes it.
  */
@@ -376,8 +445,10 @@ static int log_roll(struct st_log *log)
 		seg_free(seg);
 		return rc;
 	}
-	/* The new file's name must be durable before any append in it is acknowledged. */
-	if ((log->io->cfg.fsync && (rc = log_sync_dir(log)) < 0) || (rc = log_segs_push(log, seg)) < 0) {
+	/* The new file's name must be durable before any append in it is acknowledged: its first
+	 * group's chain starts with a directory fsync (log_prep), never a wait here. */
+	seg->name_durable = !log->io->cfg.fsync;
+	if ((rc = log_segs_push(log, seg)) < 0) {
 		seg_unlink(log, seg->base);
 		seg_free(seg);
 		return rc;
@@ -992,7 +1063,7 @@ void st_log_close(struct st_log *log)
 {
 	if (!log)
 		return;
-	assert(!log->pend_head && !log->grp.active && !log->on_dirty);
+	assert(st_log_idle(log));
 	/* A failed log's LEO ran ahead of its file; let recovery rebuild from the bytes. */
 	for (uint32_t i = 0; i < log->nsegs && !log->failed; i++)
 		if (log->segs[i]->index_dirty || i == log->nsegs - 1)
@@ -1006,7 +1077,7 @@ int st_log_delete(struct st_log *log)
 	DIR *d;
 	struct dirent *de;
 
-	assert(log && !log->pend_head && !log->grp.active && !log->on_dirty);
+	assert(log && st_log_idle(log));
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		seg_free(log->segs[i]);
 		log->segs[i] = NULL;
@@ -1041,7 +1112,10 @@ int st_log_delete(struct st_log *log)
 	return rc;
 }
 
-bool st_log_idle(const struct st_log *log) { return !log->pend_head && !log->grp.active && !log->on_dirty; }
+bool st_log_idle(const struct st_log *log)
+{
+	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes;
+}
 int st_log_failed(const struct st_log *log) { return log->failed; }
 int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
@@ -1077,7 +1151,8 @@ void st_io_destroy(struct st_io *io)
 	free(io);
 }
 
-uint32_t st_io_pending(const struct st_io *io) { return io->pending; }
+int st_log_dirfd(const struct st_log *log) { return log->dirfd; }
+uint32_t st_io_pending(const struct st_io *io) { return io->pending + io->fops; }
 
 static void dirty_push(struct st_io *io, struct st_log *log)
 {
@@ -1193,7 +1268,9 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	struct st_group *g = &log->grp;
 	bool fsync = io->cfg.fsync;
 	bool write = !g->active || g->written < g->total;
-	unsigned need = (unsigned)write + (unsigned)fsync;
+	struct st_seg *seg = g->active ? g->seg : log->pend_head->seg;
+	bool dirsync = fsync && !seg->name_durable;
+	unsigned need = (unsigned)dirsync + (unsigned)write + (unsigned)fsync;
 
 	assert(!g->active || (g->ops_left == 0 && !g->err));
 	assert(need > 0);
@@ -1201,6 +1278,9 @@ static int log_prep(struct st_io *io, struct st_log *log)
 		return -EBUSY;
 	if (!g->active)
 		group_form(log);
+	/* The segment's name first: a failure cancels the write and sync linked after it. */
+	if (dirsync)
+		st_fs_prep_sync(io->ring, log->dirfd, false, op_user_data(log, ST_OP_DIRSYNC), ST_FS_LINK);
 	/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
 	if (write)
 		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->iov_n - g->iov_first,
@@ -1277,6 +1357,7 @@ static void log_fail(struct st_io *io, struct st_log *log, int err)
 	assert(err < 0 && !log->on_dirty);
 	fprintf(stderr, "sluice storage: %s: %s of segment %020" PRId64 " at byte %" PRIu64
 	        " failed: %s; partition is offline, its appends now fail with EIO\n", log->dir,
+	        !g->seg->name_durable ? "directory fsync before the first write" :
 	        g->written < g->total ? "write" : "fdatasync", g->seg->base, g->pos + g->written, strerror(-err));
 	log->failed = err;
 	g->active = false;
@@ -1295,7 +1376,7 @@ static void group_settle(struct st_io *io, struct st_log *log)
 		log_fail(io, log, g->err);
 		return;
 	}
-	if (g->written < g->total || (io->cfg.fsync && !g->synced)) {
+	if (g->written < g->total || (io->cfg.fsync && (!g->synced || !g->seg->name_durable))) {
 		if (++g->retries > ST_IO_RETRIES_MAX) {
 			log_fail(io, log, -EIO);
 			return;
@@ -1309,7 +1390,7 @@ static void group_settle(struct st_io *io, struct st_log *log)
 	g->seg->durable_size = g->pos + g->total;
 	log->durable = g->end;
 	if (g->seg != log_active(log) && g->seg->durable_size == g->seg->size)
-		seg_seal(log, g->seg); /* its last group after a roll: rare, synchronous */
+		seg_seal(log, g->seg); /* its last group after a roll: rare */
 	g->active = false;
 	g->head = g->tail = NULL;
 	if (log->pend_head)
@@ -1321,23 +1402,35 @@ static void group_settle(struct st_io *io, struct st_log *log)
 void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 {
 	uint64_t payload = cqe->user_data >> 4;
-	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)1);
-	unsigned op = (unsigned)(payload & 1);
-	struct st_group *g = &log->grp;
+	unsigned op = (unsigned)(payload & ST_OP_MASK);
 	int res = cqe->res;
 
-	assert((cqe->user_data & 0xf) == ST_URING_TAG && log && log->io == io);
+	assert((cqe->user_data & 0xf) == ST_URING_TAG);
+	if (op == ST_OP_FOP) {
+		st_fop_complete(io, (struct st_fop *)(uintptr_t)(payload & ~(uint64_t)15), (unsigned)(payload >> 2) & 1u,
+		                res);
+		return;
+	}
+	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)ST_OP_MASK);
+	struct st_group *g = &log->grp;
+
+	assert(log && log->io == io);
 	assert(g->active && g->ops_left > 0);
 	g->ops_left--;
-	if (op == ST_OP_WRITE) {
+	if (op == ST_OP_DIRSYNC) {
+		if (res == 0)
+			g->seg->name_durable = true;
+		else if (res != -EAGAIN && res != -EINTR && !g->err)
+			g->err = res; /* the write and sync linked after it come back cancelled */
+	} else if (op == ST_OP_WRITE) {
 		if (res > 0) {
 			assert(g->written + (uint64_t)res <= g->total);
 			g->written += (uint64_t)res;
 			group_consume(log, (uint64_t)res);
 			g->retries = 0;
-		} else if (res < 0 && res != -EAGAIN && res != -EINTR && !g->err) {
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED && !g->err) {
 			g->err = res;
-		} /* 0, -EAGAIN, -EINTR: no progress, resubmit */
+		} /* 0, -EAGAIN, -EINTR, -ECANCELED (the dirsync before it failed): no progress, resubmit */
 	} else {
 		/* The link runs the sync only after the whole write succeeded. */
 		if (res == 0)

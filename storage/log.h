@@ -6,7 +6,8 @@
  * needs to be.
  *
  * Batches are stored exactly as received, with only the base offset (bytes
- * 0..7, not covered by the CRC) patched. Appends are written with io_uring
+ * 0..7, not covered by the CRC) patched. Appends (and a roll's directory
+ * fsync, and a sealed segment's index) are written with io_uring
  * on the owner core's ring; a group of appends is made durable by ONE
  * fdatasync per segment (group commit). An append is reported complete
  * (callback) only after the fdatasync that covers it has completed, unless
@@ -71,6 +72,10 @@ int  st_log_open(struct st_io *io, const char *dir, const struct st_log_config *
 void st_log_close(struct st_log *log);
 /* Close and remove the directory and all its files (topic deletion). */
 int  st_log_delete(struct st_log *log);
+
+/* The partition directory, open for the log's life: files beside the log are made there
+ * (storage/fop.h takes it). Locality: owner core. */
+int  st_log_dirfd(const struct st_log *log);
 
 /* No append of this log queued or in flight: it may be closed or deleted now. */
 bool st_log_idle(const struct st_log *log);
@@ -152,7 +157,8 @@ uint32_t st_log_damage_count(const struct st_log *log, int64_t *offsets_lost);
 
 /*
  * Compaction by rewrite (internal logs): st_log_roll starts a new segment at
- * the LEO (synchronous; no-op if the active one is empty); once everything
+ * the LEO (the file is created at once; no-op if the active one is empty;
+ * its directory fsync is linked before its first append); once everything
  * worth keeping has been appended again after that point and is durable,
  * st_log_drop_before deletes every whole segment that ends at or before
  * offset (never the active one, never one with writes in flight). Returns

@@ -121,6 +121,7 @@ struct st_seg {
 	int fd;
 	bool index_dirty;         /* in-memory index newer than the .index file */
 	uint32_t queued;          /* appends of this segment queued or in flight */
+	bool name_durable;        /* its directory entry is synced: false after a roll until the dirsync */
 	struct st_index_entry *index;
 	uint32_t index_n, index_cap;
 	struct st_damage *dmg;    /* ndmg ranges, ascending; set by the recovery scan only */
@@ -170,6 +171,7 @@ struct st_io {
 	struct st_slot *slots;             /* ST_IO_APPENDS_MAX, allocated at create */
 	struct st_log *dirty_head, *dirty_tail; /* logs with SQEs to prepare, FIFO */
 	uint32_t pending;                  /* appends queued or in flight */
+	uint32_t fops;                     /* file operations (fop.h) in flight */
 };
 
 /* One partition. Locality: shard core (owner). */
@@ -187,12 +189,21 @@ struct st_log {
 	struct st_group grp;
 	struct st_log *dirty_next;
 	bool on_dirty;
+	uint32_t index_writes;             /* sealed segments' indexes being written (seg_seal) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 
-/* user_data payload: the log pointer (16-byte aligned) with the op in bit 0. */
+/* user_data payload: the log pointer (64-byte aligned) with the op in bits 0..1; or, for
+ * ST_OP_FOP, a struct st_fop (16-byte aligned) with the SQE's place in its step in bit 2. */
 #define ST_OP_WRITE 0u
 #define ST_OP_SYNC 1u
+#define ST_OP_DIRSYNC 2u                   /* fsync of the directory after a roll, linked before the write */
+#define ST_OP_FOP 3u
+#define ST_OP_MASK 3u
+
+struct st_fop;
+/* fop.c: one CQE of a file operation. */
+void st_fop_complete(struct st_io *io, struct st_fop *f, unsigned idx, int res);
 
 /* Number of segments (tests, tools). Locality: shard core (owner). */
 static inline uint32_t st_log_segment_count(const struct st_log *log) { return log->nsegs; }

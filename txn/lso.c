@@ -50,7 +50,9 @@
  *       16    8 last_offset         offset of the ABORT marker
  *       24    4 crc                 CRC-32C of bytes [0, 24) of this entry
  *
- * Entries are appended with pwrite as aborts happen; txn_lso_sync
+ * Entries are appended as aborts happen (pwrite at start-up and in tests; on
+ * a poll core through its io_uring, one write of up to TXN_LSO_WRITE_ENTRIES
+ * at a time, so the file still grows in marker order); txn_lso_sync
  * (fdatasync) runs before every producer-state snapshot, so the index holds
  * every abort below the newest snapshot, and recovery's replay from that
  * snapshot re-adds the later ones (those above txn_lso_last_marker). At open,
@@ -70,8 +72,10 @@
  * Retention trims entries in memory; once the file holds many more entries
  * than memory (txn_lso_compact_index), it is rewritten with the live ones:
  * a new file next to it, synced, renamed over the old one, and the directory
- * synced. A crash before the rename leaves the old file, which open reads as
- * before (its dead entries are trimmed again after retention).
+ * synced (on a poll core through its io_uring: the new file stays open
+ * across the rename and takes the appends made meanwhile). A crash before
+ * the rename leaves the old file, which open reads as before (its dead
+ * entries are trimmed again after retention).
  */
 #include "lso.h"
 
@@ -88,6 +92,7 @@
 #include "batch.h"
 #include "crc32c.h"
 #include "fs.h"
+#include "fop.h"
 
 /* Limits (units last). */
 #define TXN_LSO_OPEN_INIT 16u                 /* open transactions at create */
@@ -96,6 +101,7 @@
 #define TXN_LSO_BLOCK_ENTRIES 64u             /* aborted entries per block of the walk's skip table */
 #define TXN_LSO_READ_ENTRIES 2048u            /* entries per read at open (57 KiB buffer) */
 #define TXN_LSO_PATH_BYTES 4096u
+#define TXN_LSO_WRITE_ENTRIES 64u             /* entries per asynchronous append write (1.8 KiB buffer) */
 
 #define TXN_LSO_MAGIC 0x534c5441u             /* "SLTA" */
 #define TXN_LSO_VERSION 1u
@@ -136,6 +142,17 @@ struct txn_lso {
 	uint64_t file_entries;        /* entries in the file: the next append goes after them */
 	int file_err;                 /* first failed append (-errno), reported by sync; 0 none */
 	bool rebuild;                 /* the file is damaged: rebuild from the log, then txn_lso_rebuilt */
+	struct st_io *io;             /* appends go through its io_uring (txn_lso_attach_io); NULL: pwrite */
+	int dirfd;                    /* with io: the directory the file is in */
+	uint32_t unsent;              /* the newest entries of ab not yet handed to a write */
+	uint32_t sending;             /* entries in the write in flight (wbuf) */
+	struct st_fop wfop;
+	struct st_fop cfop;           /* the rewrite of txn_lso_compact_index through io (then the old fd's close) */
+	uint8_t *cbuf;                /* its bytes: header + the live entries */
+	uint64_t rw_entries;          /* entries in the rewrite */
+	uint32_t rw_unsent;           /* of those, how many were unsent when it started */
+	bool rewriting;               /* the rewrite is in flight: appends wait (unsent) */
+	uint8_t wbuf[TXN_LSO_WRITE_ENTRIES * TXN_LSO_ENTRY_BYTES];
 	char path[TXN_LSO_PATH_BYTES];
 };
 
@@ -325,6 +342,42 @@ static void entry_encode(uint8_t *q, const struct txn_aborted *a)
 	st_put_be32(q + TXN_LSO_ENTRY_CRC_AT, crc32c(0, q, TXN_LSO_ENTRY_CRC_AT));
 }
 
+static void file_send(struct txn_lso *l);
+
+/* The asynchronous append of l->sending entries completed. */
+static void file_sent(void *arg, int status)
+{
+	struct txn_lso *l = arg;
+	uint32_t n = l->sending;
+
+	l->sending = 0;
+	if (status < 0) {
+		l->file_err = status;
+		l->unsent = 0; /* later entries would leave a hole: the replay re-adds them */
+		fprintf(stderr, "txn lso: %s: append failed (%s): no snapshot until reopened\n", l->path,
+		        strerror(-status));
+		return;
+	}
+	l->file_entries += n;
+	file_send(l);
+}
+
+/* Hand the oldest unsent entries (up to TXN_LSO_WRITE_ENTRIES) to one write; one in flight at a time,
+ * so the file grows in marker order with no hole. */
+static void file_send(struct txn_lso *l)
+{
+	if (l->sending || !l->unsent || l->fd < 0 || l->file_err || l->rebuild || l->rewriting)
+		return;   /* a rewrite switches files: what arrives meanwhile goes to the new one */
+	uint32_t n = l->unsent < TXN_LSO_WRITE_ENTRIES ? l->unsent : TXN_LSO_WRITE_ENTRIES;
+	uint32_t first = l->nab - l->unsent;
+	for (uint32_t k = 0; k < n; k++)
+		entry_encode(l->wbuf + k * TXN_LSO_ENTRY_BYTES, &l->ab[first + k]);
+	l->unsent -= n;
+	l->sending = n;
+	uint64_t pos = TXN_LSO_HEADER_BYTES + l->file_entries * TXN_LSO_ENTRY_BYTES;
+	st_fop_write(l->io, &l->wfop, l->fd, l->wbuf, (size_t)n * TXN_LSO_ENTRY_BYTES, pos, file_sent, l);
+}
+
 /* Append one entry to the file (when open and healthy); a failure becomes sticky. */
 static void file_append(struct txn_lso *l, const struct txn_aborted *a)
 {
@@ -333,6 +386,12 @@ static void file_append(struct txn_lso *l, const struct txn_aborted *a)
 	if (l->fd < 0 || l->file_err || l->rebuild)
 		return; /* after a failure, later entries would leave a hole: the replay re-adds them;
 		         * during a rebuild, txn_lso_rebuilt writes them all */
+	if (l->io) {
+		/* On a poll core: no pwrite there. The entry is the newest in ab; it goes when its turn comes. */
+		l->unsent++;
+		file_send(l);
+		return;
+	}
 	entry_encode(q, a);
 	off_t pos = (off_t)(TXN_LSO_HEADER_BYTES + l->file_entries * TXN_LSO_ENTRY_BYTES);
 	ssize_t r;
@@ -503,6 +562,8 @@ void txn_lso_trim(struct txn_lso *l, int64_t log_start)
 		return;
 	memmove(l->ab, l->ab + k, (l->nab - k) * sizeof(*l->ab));
 	l->nab -= k;
+	if (l->unsent > l->nab)
+		l->unsent = l->nab; /* below the log start: the file need not have them */
 	blocks_rebuild(l); /* the trimmed ones may have been the long ones: the walk shortens */
 }
 
@@ -689,13 +750,98 @@ fail:
 /* Locality: shard core (owner); before every producer-state snapshot. */
 int txn_lso_sync(struct txn_lso *l)
 {
+	int fd, rc = txn_lso_sync_fd(l, &fd);
+	if (rc < 0 || fd < 0)
+		return rc;
+	return st_fs_fdatasync(fd) < 0 ? -errno : 0;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_sync_fd(const struct txn_lso *l, int *fd)
+{
+	*fd = -1;
 	if (l->fd < 0)
 		return 0;
 	if (l->file_err)
 		return l->file_err;
 	if (l->rebuild)
 		return -EBADMSG; /* the file lacks what memory holds until txn_lso_rebuilt */
-	return st_fs_fdatasync(l->fd) < 0 ? -errno : 0;
+	if (l->unsent || l->sending || l->rewriting)
+		return -EAGAIN;  /* an fdatasync now would not cover them (or the file is being replaced) */
+	*fd = l->fd;
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+void txn_lso_attach_io(struct txn_lso *l, struct st_io *io, int dirfd)
+{
+	assert(!l->unsent && !l->sending && dirfd >= 0);
+	l->io = io;
+	l->dirfd = dirfd;
+}
+
+/* Locality: shard core (owner). */
+bool txn_lso_busy(const struct txn_lso *l)
+{
+	return l->sending != 0 || st_fop_busy(&l->cfop);
+}
+
+static void old_closed(void *arg, int status)
+{
+	struct txn_lso *l = arg;
+	if (status < 0)
+		fprintf(stderr, "txn lso: %s: close of the replaced file: %s\n", l->path, strerror(-status));
+}
+
+/* The rewrite through io finished: switch to the new file (it stays open), or keep the old one. */
+static void rewritten(void *arg, int status)
+{
+	struct txn_lso *l = arg;
+	int nfd = st_fop_fd(&l->cfop);
+
+	free(l->cbuf);
+	l->cbuf = NULL;
+	l->rewriting = false;
+	if (nfd < 0) {
+		/* Before the rename: the old file stands, without the entries that were unsent. */
+		fprintf(stderr, "txn lso: %s: rewrite failed (%s); the old file stays\n", l->path, strerror(-status));
+		l->unsent += l->rw_unsent;
+		if (l->unsent > l->nab)
+			l->unsent = l->nab;
+	} else {
+		/* The name is the new file's (durable unless status says the directory fsync failed). */
+		int old = l->fd;
+		l->fd = nfd;
+		l->file_entries = l->rw_entries;
+		if (status < 0) {
+			l->file_err = status;   /* as the synchronous rewrite: no snapshot until reopened */
+			fprintf(stderr, "txn lso: %s: rewrite: %s: no snapshot until reopened\n", l->path, strerror(-status));
+		} else {
+			fprintf(stderr, "txn lso: %s: rewritten with %" PRIu64 " live entries\n", l->path, l->rw_entries);
+		}
+		st_fop_close(l->io, &l->cfop, old, old_closed, l);
+	}
+	file_send(l);
+}
+
+/* txn_lso_compact_index with io attached: the same file, written through the core's io_uring. */
+static int compact_async(struct txn_lso *l)
+{
+	size_t len = TXN_LSO_HEADER_BYTES + (size_t)l->nab * TXN_LSO_ENTRY_BYTES;
+	if (st_fop_busy(&l->cfop) || !(l->cbuf = malloc(len)))   /* rare: after retention trimmed thousands */
+		return st_fop_busy(&l->cfop) ? 0 : -ENOMEM;
+	st_put_be32(l->cbuf, TXN_LSO_MAGIC);
+	st_put_be16(l->cbuf + 4, TXN_LSO_VERSION);
+	st_put_be16(l->cbuf + 6, TXN_LSO_ENTRY_BYTES);
+	for (uint32_t k = 0; k < l->nab; k++)
+		entry_encode(l->cbuf + TXN_LSO_HEADER_BYTES + (size_t)k * TXN_LSO_ENTRY_BYTES, &l->ab[k]);
+	l->rw_entries = l->nab;
+	l->rw_unsent = l->unsent;   /* they are in the new file */
+	l->unsent = 0;
+	l->rewriting = true;
+	st_fop_replace_open(l->io, &l->cfop, l->dirfd, TXN_LSO_FILE_NAME ".new", TXN_LSO_FILE_NAME, l->cbuf, len,
+	                    rewritten, l);
+	return 0;
 }
 
 /* Write header + the live entries to path, synced. */
@@ -760,15 +906,20 @@ static int index_replace(struct txn_lso *l)
 	st_fs_close(l->fd);
 	l->fd = fd;
 	l->file_entries = l->nab;
+	l->unsent = 0; /* the new file holds every entry in memory */
 	return rc;
 }
 
 /* Locality: shard core (owner); after retention trimmed the entries in memory. */
 int txn_lso_compact_index(struct txn_lso *l)
 {
-	if (l->fd < 0 || l->file_err || l->rebuild || l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
+	/* Not while an append is in flight to the file being replaced: the next retention pass does it. */
+	if (l->fd < 0 || l->file_err || l->rebuild || l->sending || l->rewriting ||
+	    l->file_entries < (uint64_t)l->nab + TXN_LSO_COMPACT_MIN_DEAD ||
 	    l->file_entries < (uint64_t)l->nab * TXN_LSO_COMPACT_RATIO)
 		return 0;
+	if (l->io)
+		return compact_async(l);
 	uint64_t dropped = l->file_entries - l->nab;
 	int rc = index_replace(l);
 	if (rc == 0)
@@ -799,6 +950,8 @@ int txn_lso_rebuilt(struct txn_lso *l)
 /* Locality: shard core (owner). */
 void txn_lso_close_index(struct txn_lso *l)
 {
+	assert(!txn_lso_busy(l)); /* the owner waits for it: its completion names l */
+	l->unsent = 0;
 	if (l->fd >= 0)
 		st_fs_close(l->fd);
 	l->fd = -1;

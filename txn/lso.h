@@ -76,7 +76,7 @@ void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_m
 
 /*
  * The persisted index, DIR/aborted.txnindex (byte table in lso.c): fixed-size
- * entries appended as aborts happen (pwrite, no sync); txn_lso_sync() makes
+ * entries appended as aborts happen (no sync; pwrite, or io_uring below); txn_lso_sync() makes
  * them durable and is called before every producer-state snapshot, so every
  * abort below a snapshot's offset is on disk. open loads it (a torn or
  * damaged tail is cut; entries whose marker is at or past log_end are dropped,
@@ -96,10 +96,28 @@ bool txn_lso_needs_rebuild(const struct txn_lso *l);
 int  txn_lso_rebuilt(struct txn_lso *l);
 int  txn_lso_sync(struct txn_lso *l);
 /*
+ * On a poll core, appends go through the core's io_uring (storage/fop.h)
+ * once txn_lso_attach_io is called (after recovery): one write in flight,
+ * the entries in marker order, none lost when one is pending (they stay in
+ * memory until their write). txn_lso_sync_fd gives the file to fdatasync
+ * so that every abort indexed so far is durable (*fd -1: no file, nothing
+ * to sync): 0, -EAGAIN while entries are not all written yet (try later),
+ * or txn_lso_sync's errors. txn_lso_sync also says -EAGAIN then. A struct
+ * txn_lso with a write in flight (txn_lso_busy) is not closed or destroyed.
+ */
+struct st_io;
+void txn_lso_attach_io(struct txn_lso *l, struct st_io *io, int dirfd);
+int  txn_lso_sync_fd(const struct txn_lso *l, int *fd);
+bool txn_lso_busy(const struct txn_lso *l);
+/*
  * After txn_lso_trim: rewrite the file with the live entries only, when
  * trimmed ones make up most of it (at least 4096 of them and half the file).
  * Atomic (new file, sync, rename, directory sync). Returns 0 (also when
- * nothing was due) or -errno; the old file stays on failure.
+ * nothing was due) or -errno; the old file stays on failure. With io
+ * attached (txn_lso_attach_io, dirfd: the file's directory) the rewrite goes
+ * through the core's io_uring and 0 means started: appends made meanwhile
+ * wait in memory and go to the new file; txn_lso_sync_fd says -EAGAIN until
+ * it is done; a failure before the rename keeps the old file (logged).
  */
 int  txn_lso_compact_index(struct txn_lso *l);
 void txn_lso_close_index(struct txn_lso *l);

@@ -70,6 +70,7 @@
 #include "batch.h"
 #include "crc32c.h"
 #include "fs.h"
+#include "fop.h"
 
 /* Limits (units last). */
 #define TXN_PSTATE_SLOTS_INIT 16u              /* table slots at create (power of two) */
@@ -98,10 +99,29 @@ _Static_assert((TXN_PSTATE_SLOTS_MAX & (TXN_PSTATE_SLOTS_MAX - 1)) == 0, "power 
 _Static_assert(TXN_PSTATE_BATCHES < 256, "nbatches is a u8");
 _Static_assert(TXN_SNAP_BYTES_MAX < (uint64_t)1 << 31, "a snapshot fits one read");
 
+#define TXN_SNAP_NAME_BYTES (TXN_SNAP_DIGITS + sizeof(TXN_SNAP_TMP_SUFFIX))
+
+/* One snapshot being written through the core's io_uring (txn_pstate_snapshot_start): the state
+ * encoded when it started, and the file names relative to the partition directory. Its buffer
+ * is kept for the next snapshot and grows only when a larger one needs it. Locality: shard core. */
+struct snap_job {
+	struct st_fop fop;            /* first: 16-byte aligned like the malloc'd job */
+	uint8_t *buf;
+	size_t cap;
+	int64_t offset;
+	int64_t drop_offset;          /* the snapshot this one pushes out of the kept ones, -1 none */
+	txn_snap_cb cb;
+	void *arg;
+	char tmp[TXN_SNAP_NAME_BYTES], name[TXN_SNAP_NAME_BYTES], drop[TXN_SNAP_NAME_BYTES];
+};
+
 /* The table. Locality: shard core (owner of the partition). */
 struct txn_pstate {
 	struct txn_htab tab;          /* slots: struct txn_producer in place, pid -1 free */
 	uint32_t max;                 /* TXN_PSTATE_PRODUCERS_MAX, or less (txn_pstate_set_limit) */
+	struct snap_job *job;         /* allocated by the first txn_pstate_snapshot_start */
+	int64_t kept[TXN_PSTATE_KEEP_FILES]; /* snapshot files on disk, newest first (-1: none): recovery
+	                                      * finds them, each asynchronous snapshot shifts them */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -150,6 +170,8 @@ int txn_pstate_create(struct txn_pstate **out)
 		return -ENOMEM;
 	}
 	ps->max = TXN_PSTATE_PRODUCERS_MAX;
+	for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++)
+		ps->kept[k] = -1;
 	*out = ps;
 	return 0;
 }
@@ -166,6 +188,10 @@ void txn_pstate_destroy(struct txn_pstate *ps)
 {
 	if (!ps)
 		return;
+	assert(!txn_pstate_snapshot_busy(ps)); /* the owner waits for it: its completion names ps */
+	if (ps->job)
+		free(ps->job->buf);
+	free(ps->job);
 	txn_htab_free(&ps->tab);
 	free(ps);
 }
@@ -506,9 +532,8 @@ static int sync_dir(const char *dir)
  * that was since truncated: loading them later would be wrong) and leftover
  * temp files. Two passes over the directory, no allocation.
  */
-static void snap_prune(const char *dir, int64_t offset)
+static void snap_prune(const char *dir, int64_t offset, int64_t keep[TXN_PSTATE_KEEP_FILES])
 {
-	int64_t keep[TXN_PSTATE_KEEP_FILES];
 	char path[TXN_PSTATE_PATH_BYTES];
 	struct dirent *de;
 	DIR *d = st_fs_opendir(dir);
@@ -588,7 +613,65 @@ int txn_pstate_snapshot_save(const struct txn_pstate *ps, const char *dir, int64
 		st_fs_unlink(tmp);
 		return rc;
 	}
-	snap_prune(dir, offset);
+	int64_t keep[TXN_PSTATE_KEEP_FILES];
+	snap_prune(dir, offset, keep);
+	return 0;
+}
+
+/* ---- asynchronous snapshots ---------------------------------------------------- */
+
+bool txn_pstate_snapshot_busy(const struct txn_pstate *ps)
+{
+	return ps->job && st_fop_busy(&ps->job->fop);
+}
+
+static void snap_done(void *arg, int status)
+{
+	struct txn_pstate *ps = arg;
+	struct snap_job *j = ps->job;
+
+	if (status < 0) {
+		fprintf(stderr, "pstate: snapshot %s: save failed: %s\n", j->name, strerror(-status));
+	} else if (ps->kept[0] != j->offset) {
+		/* Newest first; the one pushed out was unlinked by the operation (drop). */
+		memmove(&ps->kept[1], &ps->kept[0], (TXN_PSTATE_KEEP_FILES - 1) * sizeof(ps->kept[0]));
+		ps->kept[0] = j->offset;
+	}
+	j->cb(j->arg, status, j->offset);
+}
+
+/* Locality: shard core (owner); the periodic snapshot, on a poll core: nothing here waits. */
+int txn_pstate_snapshot_start(struct txn_pstate *ps, struct st_io *io, int dirfd, int64_t offset, int presync_fd,
+                              txn_snap_cb cb, void *arg)
+{
+	assert(offset >= 0 && cb);
+	if (txn_pstate_snapshot_busy(ps))
+		return -EBUSY;
+	if (!ps->job && !(ps->job = calloc(1, sizeof(*ps->job))))
+		return -ENOMEM;
+	struct snap_job *j = ps->job;
+	size_t size = txn_pstate_snapshot_size(ps);
+	if (size > j->cap) {
+		uint8_t *b = realloc(j->buf, size);
+		if (!b)
+			return -ENOMEM;
+		j->buf = b;
+		j->cap = size;
+	}
+	size_t n = txn_pstate_snapshot_write(ps, offset, j->buf, j->cap);
+	assert(n == size);
+	snprintf(j->tmp, sizeof(j->tmp), "%0*" PRId64 "%s", TXN_SNAP_DIGITS, offset, TXN_SNAP_TMP_SUFFIX);
+	snprintf(j->name, sizeof(j->name), "%0*" PRId64 "%s", TXN_SNAP_DIGITS, offset, TXN_SNAP_SUFFIX);
+	/* Keep the newest TXN_PSTATE_KEEP_FILES as save does: this one and the newest before it. */
+	int64_t drop = ps->kept[0] == offset ? -1 : ps->kept[TXN_PSTATE_KEEP_FILES - 1]; /* a rewrite keeps all */
+	if (drop >= 0 && drop != offset)
+		snprintf(j->drop, sizeof(j->drop), "%0*" PRId64 "%s", TXN_SNAP_DIGITS, drop, TXN_SNAP_SUFFIX);
+	j->offset = offset;
+	j->drop_offset = drop;
+	j->cb = cb;
+	j->arg = arg;
+	st_fop_replace(io, &j->fop, dirfd, j->tmp, j->name, drop >= 0 && drop != offset ? j->drop : NULL, j->buf, n,
+	               presync_fd, snap_done, ps);
 	return 0;
 }
 
@@ -829,6 +912,10 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 			snap = -1;
 		}
 	}
+	/* The files the asynchronous snapshots keep count of (and none above the log end: a log cut
+	 * under them makes them wrong; snap_drop_above removed them). Start-up only: this lists the
+	 * directory. */
+	snap_prune(dir, st_log_end_offset(log), ps->kept);
 	if (lso && txn_lso_needs_rebuild(lso)) {
 		/* The index file was damaged: every abort from the markers of the whole log. */
 		struct replay markers = { .ps = NULL, .lso = lso };

@@ -3,12 +3,14 @@
  * rules of KIP-98 as Kafka 3.x applies them, and their snapshots.
  *
  * Locality: one struct txn_pstate per partition, owned by the partition's
- * shard core; no locks. Pure logic except the two snapshot file helpers
- * (synchronous, rare: start-up, periodic snapshot, clean shutdown).
+ * shard core; no locks. Pure logic except the snapshot files: save and load
+ * are synchronous (start-up, clean shutdown, tests), the periodic snapshot
+ * goes through the core's io_uring (txn_pstate_snapshot_start).
  */
 #ifndef SLUICE_TXN_PSTATE_H
 #define SLUICE_TXN_PSTATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -111,6 +113,25 @@ int    txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_
  */
 int txn_pstate_snapshot_save(const struct txn_pstate *ps, const char *dir, int64_t offset);
 int txn_pstate_snapshot_load(struct txn_pstate *ps, const char *dir, int64_t max_offset, int64_t *offset);
+
+/*
+ * The periodic snapshot without a wait on the poll core: the state is encoded
+ * now (as of `offset`), then, on the core's io_uring (storage/fop.h), the
+ * file presync_fd is fdatasync'd (-1: none; the aborted index, so that every
+ * abort below offset is durable before the snapshot is: txn_lso_sync_fd),
+ * the snapshot is written as txn_pstate_snapshot_save writes it (temp file,
+ * fdatasync, rename, directory fsync, in dirfd: the partition directory),
+ * and the oldest of the snapshots recovery found or this wrote is removed
+ * so that TXN_PSTATE_KEEP_FILES stay. cb(arg, 0 or -errno, offset) runs on
+ * the core from the completion. Returns 0 (started), -EBUSY (one is in
+ * flight: txn_pstate_snapshot_busy) or -ENOMEM; on an error nothing started.
+ * The state may change meanwhile; it is destroyed only when none is in flight.
+ */
+struct st_io;
+typedef void (*txn_snap_cb)(void *arg, int status, int64_t offset);
+int  txn_pstate_snapshot_start(struct txn_pstate *ps, struct st_io *io, int dirfd, int64_t offset, int presync_fd,
+                               txn_snap_cb cb, void *arg);
+bool txn_pstate_snapshot_busy(const struct txn_pstate *ps);
 
 struct st_log;
 struct txn_lso;

@@ -41,14 +41,18 @@ struct dp_ctrl_op {
 };
 
 /* Control core: the producer-id allocator (pid.c). */
+struct dp_pid_write;
 struct dp_pids {
 	const char *dir;
 	int64_t next, end;            /* ids [next, end) are recorded and unused */
+	int dirfd;                    /* the data directory, where the file lives */
+	int64_t writing;              /* the block end being recorded (io_uring), -1 none */
+	struct dp_pid_write *w;       /* that write (pid.c), allocated at init */
 };
 
 /* pid.c */
 int  dp_pid_init(struct dp_pids *p, const char *dir);
-int64_t dp_pid_alloc(struct dp_pids *p);   /* -1 on storage error */
+int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io);   /* -EAGAIN: no id recorded yet (retriable) */
 
 /* clog.c: a coordinator's own log (__transaction_state, __consumer_offsets). */
 struct dp_clog {

@@ -4,7 +4,8 @@
  * it is given to a client. After a crash the next block starts past every
  * id that may have been issued. Locality: control core.
  *
- * File DATA/__producer_ids (written atomically: temp, fdatasync, rename):
+ * File DATA/__producer_ids (written atomically: temp, fdatasync, rename, directory fsync;
+ * at start-up synchronously, then ahead of need through the core's io_uring, storage/fop.h):
  *   offset  size  field
  *        0     4  magic "SLPI"
  *        4     8  next block start (int64, big-endian): no id >= this was issued
@@ -13,14 +14,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "fop.h"
 #include "kerr.h"
 #include "control_internal.h"
 
 #define DP_PID_BLOCK 1000
+#define DP_PID_FILE "__producer_ids"
+#define DP_PID_TMP "__producer_ids.tmp"
+#define DP_PID_FILE_BYTES 16
+
+/* The block record being written through the core's io_uring. Locality: control core. */
+struct dp_pid_write {
+	struct st_fop fop;
+	uint8_t buf[DP_PID_FILE_BYTES];
+};
 #define DP_EPOCH_MAX 32766   /* Kafka bumps to a new id when the epoch would reach Short.MAX_VALUE */
 
 static void put_be64(uint8_t *p, uint64_t v)
@@ -37,65 +49,89 @@ static uint64_t get_be64(const uint8_t *p)
 	return v;
 }
 
-static int write_block(const char *dir, int64_t next)
+static void encode_block(uint8_t b[DP_PID_FILE_BYTES], int64_t next)
 {
-	char path[1024], tmp[1040];
-	snprintf(path, sizeof(path), "%s/__producer_ids", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	uint8_t b[16];
 	memcpy(b, "SLPI", 4);
 	put_be64(b + 4, (uint64_t)next);
 	uint32_t crc = crc32c(0, b, 12);
 	b[12] = (uint8_t)(crc >> 24), b[13] = (uint8_t)(crc >> 16), b[14] = (uint8_t)(crc >> 8), b[15] = (uint8_t)crc;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+/* Synchronous: start-up only (the first block, before any core runs). */
+static int write_block(struct dp_pids *p, int64_t next)
+{
+	uint8_t b[DP_PID_FILE_BYTES];
+	encode_block(b, next);
+	int fd = openat(p->dirfd, DP_PID_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	int rc = write(fd, b, sizeof(b)) == (ssize_t)sizeof(b) && fdatasync(fd) == 0 ? 0 : -EIO;
 	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
+	if (rc == 0 && renameat(p->dirfd, DP_PID_TMP, p->dirfd, DP_PID_FILE) < 0)
 		rc = -errno;
-	if (rc == 0) {
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-	}
+	if (rc == 0 && fsync(p->dirfd) < 0)
+		rc = -errno;
 	return rc;
 }
 
-/* init only: read the next block start; a missing file starts at 0. */
+/* init only: read the next block start (a missing file starts at 0) and record the first block. */
 int dp_pid_init(struct dp_pids *p, const char *dir)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/__producer_ids", dir);
 	p->dir = dir;
 	p->next = p->end = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	uint8_t b[16];
-	ssize_t n = read(fd, b, sizeof(b));
-	close(fd);
-	uint32_t crc = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
-	if (n != (ssize_t)sizeof(b) || memcmp(b, "SLPI", 4) || crc32c(0, b, 12) != crc) {
-		DP_ERR("%s is damaged; refusing to start (ids could be reused)", path);
-		return -EBADMSG;
+	p->writing = -1;
+	if (!p->w && !(p->w = calloc(1, sizeof(*p->w))))
+		return -ENOMEM;
+	p->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->dirfd < 0)
+		return -errno;
+	int fd = openat(p->dirfd, DP_PID_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return -errno;
+	if (fd >= 0) {
+		uint8_t b[DP_PID_FILE_BYTES];
+		ssize_t n = read(fd, b, sizeof(b));
+		close(fd);
+		uint32_t crc = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+		if (n != (ssize_t)sizeof(b) || memcmp(b, "SLPI", 4) || crc32c(0, b, 12) != crc) {
+			DP_ERR("%s/%s is damaged; refusing to start (ids could be reused)", dir, DP_PID_FILE);
+			return -EBADMSG;
+		}
+		p->next = p->end = (int64_t)get_be64(b + 4);
 	}
-	p->next = p->end = (int64_t)get_be64(b + 4);
+	/* The first block now, so that the control core's first InitProducerId has an id at hand. */
+	int rc = write_block(p, p->end + DP_PID_BLOCK);
+	if (rc < 0) {
+		DP_ERR("cannot record producer id block: %s", strerror(-rc));
+		return rc;
+	}
+	p->end += DP_PID_BLOCK;
 	return 0;
 }
 
-int64_t dp_pid_alloc(struct dp_pids *p)
+static void block_written(void *arg, int status)
 {
-	if (p->next == p->end) {
-		/* Record the block before handing out any id in it. */
-		if (write_block(p->dir, p->end + DP_PID_BLOCK) < 0) {
-			DP_ERR("cannot record producer id block: storage error");
-			return -1;
-		}
-		p->end += DP_PID_BLOCK;
+	struct dp_pids *p = arg;
+	if (status < 0)
+		DP_ERR("cannot record producer id block: %s (InitProducerId answers "
+		       "COORDINATOR_LOAD_IN_PROGRESS until a write succeeds)", strerror(-status));
+	else
+		p->end = p->writing;   /* durable: its ids may be handed out */
+	p->writing = -1;
+}
+
+int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io)
+{
+	/* The next block is recorded ahead, through the core's io_uring, when half of this one is gone:
+	 * a block is on disk before any id in it is handed out, and no InitProducerId waits for a disk. */
+	if (p->writing < 0 && p->end - p->next <= DP_PID_BLOCK / 2) {
+		p->writing = p->end + DP_PID_BLOCK;
+		encode_block(p->w->buf, p->writing);
+		st_fop_replace(io, &p->w->fop, p->dirfd, DP_PID_TMP, DP_PID_FILE, NULL, p->w->buf, sizeof(p->w->buf), -1,
+		               block_written, p);
 	}
+	if (p->next == p->end)
+		return -EAGAIN;   /* the next block is not durable yet: the client retries */
 	return p->next++;
 }
 
@@ -115,10 +151,11 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 		r.u.pid.pid = pid;
 		r.u.pid.epoch = (int16_t)(epoch + 1);
 	} else {
-		r.u.pid.pid = dp_pid_alloc(p);
+		int64_t pid = dp_pid_alloc(p, c->io);
+		r.u.pid.pid = pid;
 		r.u.pid.epoch = 0;
-		if (r.u.pid.pid < 0)
-			r.err = KERR_KAFKA_STORAGE_ERROR;
+		if (pid < 0)
+			r.err = KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* as Kafka without an id block: retriable */
 	}
 	dp_answer(c, m, &r);
 }

@@ -598,9 +598,9 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 		return DP_ANSWER_LATER;
 	}
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
-		int64_t pid = dp_pid_alloc(c->ctrl_pids);
+		int64_t pid = dp_pid_alloc(c->ctrl_pids, c->io);
 		if (pid < 0)
-			return KERR_KAFKA_STORAGE_ERROR;
+			return KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* the next id block is being recorded */
 		m->prev_pid = m->pid;
 		m->prev_epoch = m->epoch;
 		m->pid = pid;

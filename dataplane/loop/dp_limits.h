@@ -139,6 +139,10 @@
 #define DP_SLEEP_MAX_MS         10
 #define DP_URING_ENTRIES        2048
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
+/* Producer-state snapshots being written (io_uring) per data core: each is an fdatasync, a rename
+ * and a directory fsync, and a thousand at once would stand in front of the appends' own
+ * fdatasyncs in the disk's queue and the file system's journal. The rest wait their turn. */
+#define DP_SNAPSHOTS_INFLIGHT_MAX 4
 
 /* Fetch, produce checks, descriptors, failed disks. */
 #define DP_FETCH_RESPONSE_MAX_BYTES (55u << 20) /* Kafka's fetch.max.bytes: MaxBytes and PartitionMaxBytes clamp here */

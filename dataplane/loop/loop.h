@@ -241,6 +241,8 @@ struct dp_core {
 	uint64_t appends_refused;     /* batches refused for an empty append pool */
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
+	uint32_t snaps_inflight;      /* producer snapshots being written (<= DP_SNAPSHOTS_INFLIGHT_MAX) */
+	bool snap_round_open;         /* a partition still waits for this round's snapshot */
 	uint32_t ndel_wait;           /* topics with del_wait set (a flag per catalog slot: no queue) */
 	struct dp_read *reads;        /* [DP_READS_MAX] cold fetch reads (shard.c) */
 	struct dp_read *read_free;

@@ -31,9 +31,55 @@ static int recover_producers(struct dp_part *p)
 		txn_lso_set_limits(p->lso, cfg->test_txn_open_max, 0);
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
-	return rc < 0 ? rc : txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset);
+	if (rc == 0 && (rc = txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset)) == 0)
+		txn_lso_attach_io(p->lso, dp_core_self()->io, st_log_dirfd(p->log));   /* its writes: io_uring from now on */
+	return rc;
 }
 
+/* A partition's state is in a write on the core's io_uring: it is not freed or replaced meanwhile. */
+static bool part_files_busy(const struct dp_part *p)
+{
+	return (p->ps && txn_pstate_snapshot_busy(p->ps)) || (p->lso && txn_lso_busy(p->lso));
+}
+
+static void snapshot_written(void *arg, int status, int64_t offset)
+{
+	struct dp_part *p = arg;
+	assert(dp_core_self()->snaps_inflight > 0);
+	dp_core_self()->snaps_inflight--;
+	if (status == 0)
+		p->snap_offset = offset;   /* failures are logged by pstate; the next interval tries again */
+}
+
+/* The periodic snapshot, written through the core's io_uring (txn_pstate_snapshot_start): the timer
+ * never waits for the disk. One per partition and round; due until it could start, at most
+ * DP_SNAPSHOTS_INFLIGHT_MAX at a time on the core. */
+static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
+{
+	int64_t end = st_log_end_offset(p->log);
+	int fd;
+	if (txn_pstate_snapshot_busy(p->ps) || c->snaps_inflight >= DP_SNAPSHOTS_INFLIGHT_MAX)
+		return;   /* the last one is still being written, or the core's writes are all taken */
+	if (txn_lso_sync_fd(p->lso, &fd) == -EAGAIN)
+		return;   /* aborts still being appended: an fdatasync now would not cover them */
+	/* A marker still in flight (or failed with its log) has closed its transaction in the
+	 * producer state but not in the index (dp_shard_on_marker): a snapshot encoded now would
+	 * hold an abort the index lacks. Still due: the next timer tries again. */
+	if (p->markers_writing || st_log_failed(p->log))
+		return;
+	p->snap_due = false;
+	txn_pstate_expire(p->ps, dp_wall_ms(), c->b->cfg.producer_expiration_ms);
+	if (end == p->snap_offset || txn_lso_sync_fd(p->lso, &fd) < 0)
+		return;   /* nothing new; or the index cannot be made durable: no snapshot past its aborts */
+	/* Every abort below the snapshot's offset must be on disk before the snapshot is: fd first. */
+	int rc = txn_pstate_snapshot_start(p->ps, c->io, st_log_dirfd(p->log), end, fd, snapshot_written, p);
+	if (rc == 0)
+		c->snaps_inflight++;
+	else
+		DP_WARN("producer snapshot at %lld not started: %s", (long long)end, strerror(-rc));
+}
+
+/* Synchronous: clean shutdown only (the loop has stopped; nothing else waits for this core). */
 static void snapshot_producers(struct dp_core *c, struct dp_part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
@@ -213,7 +259,7 @@ static void part_state_free(struct dp_part *p)
 static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct dp_part *p)
 {
 	int err = st_log_failed(p->log);
-	if (!st_log_idle(p->log) || p->reads || p->dupwait) {
+	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p)) {
 		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
 		return;
 	}
@@ -254,9 +300,12 @@ void dp_shard_timer(struct dp_core *c)
 	bool retain = c->now_ms >= c->next_retention_ms && !c->reads_inflight;
 	if (retain)
 		c->next_retention_ms = c->now_ms + 30000;
-	bool snap = c->now_ms >= c->next_snapshot_ms;
+	/* A round starts once the last one reached every partition: each gets its snapshot, however
+	 * long a round takes (the interval is the least time between two of a partition's). */
+	bool snap = c->now_ms >= c->next_snapshot_ms && !c->snap_round_open;
 	if (snap)
 		c->next_snapshot_ms = c->now_ms + c->b->cfg.producer_snapshot_ms;
+	bool due = false;
 	for (uint32_t id = 0; id < c->topics_end; id++) {
 		struct dp_topic *t = &c->topics[id];
 		if (!t->live || t->deleting)
@@ -278,15 +327,20 @@ void dp_shard_timer(struct dp_core *c)
 			if (p->dupwait)
 				dupwait_check(p);
 			if (snap)
-				snapshot_producers(c, p);
+				p->snap_due = true;
+			if (p->snap_due)
+				snapshot_producers_async(c, p);
+			due |= p->snap_due;
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
-				txn_lso_compact_index(p->lso);
+				if (!txn_pstate_snapshot_busy(p->ps))   /* its chain syncs the index file first */
+					txn_lso_compact_index(p->lso);
 				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
 				        (long long)st_log_start_offset(p->log));
 			}
 		}
 	}
+	c->snap_round_open = due;
 }
 
 /*
@@ -301,7 +355,7 @@ static bool topic_idle(const struct dp_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts; i++) {
 		const struct dp_part *p = t->parts[i];
-		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads))
+		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads || part_files_busy(p)))
 			return false;
 	}
 	return true;

@@ -52,6 +52,7 @@ struct dp_part {
 	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
 	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
 	uint32_t markers_writing;     /* markers appended, not yet durable: no snapshot meanwhile */
+	bool snap_due;                /* the interval's snapshot has not started yet */
 	char *dir;
 	int64_t notified_hw;          /* HW last reported to waiters */
 	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */

@@ -52,7 +52,7 @@ static void check_meta(const struct txn_meta *m)
 	}
 	for (uint32_t i = 0; i < m->ngroups; i++)
 		fuzz_check(m->groups[i].len <= TXN_GROUP_BYTES_MAX, "a group name out of bounds");
-	fuzz_check(!m->busy && m->writes == 0 && !m->has_queued && !m->retry_listed, "driver state restored");
+	fuzz_check(!txn_busy(m) && m->writes == 0 && !m->has_queued && !m->retry_listed, "driver state restored");
 }
 
 /* Compaction's rewrite: each entry as one record; replayed into a fresh table it must come back the same. */

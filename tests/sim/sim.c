@@ -167,11 +167,11 @@ static struct {
 	struct st_log *clog;
 	struct txn_coord *coord;
 	int coord_txn[SIM_CLIENTS_MAX];   /* model txn the coordinator has Ongoing for a client */
-	struct sim_drive {                /* the modelled driver's own progress (txncoord.c's), per client */
-		int op;                       /* OP_*: the continuation */
-		bool busy;                    /* a write or a marker fan-out is under way */
-		bool markers_sent;
-	} drive[SIM_CLIENTS_MAX];
+	struct coord_drv {                /* the model driver's progress per client's id (not persisted) */
+		uint8_t op;                   /* OP_* under way */
+		bool busy;
+		bool markers_sent;            /* the current Prepare's markers went out */
+	} drv[SIM_CLIENTS_MAX];
 	bool up;
 	uint32_t gen;                /* machine incarnation: responses of a dead one are lost */
 	int crash_in;                /* steps until a planned crash, -1 none */
@@ -395,16 +395,40 @@ static void dupwait_run(struct part *p)
 		}
 }
 
+static void snapshot_written(void *arg, int status, int64_t offset)
+{
+	struct part *p = arg;
+	if (status == 0) {
+		note("%s: producer snapshot at %" PRId64 " durable (log durable %" PRId64 ")", p->dir, offset,
+		     st_log_durable_offset(p->log));
+		p->snap_offset = offset;
+	}
+}
+
+/*
+ * As dataplane/shard/partition.c's snapshot_producers_async (and its timer, which skips offline
+ * logs): the snapshot goes through the core's io_uring (storage/fop.c on the simulated ring:
+ * presync of the aborted index, temp file, write, fdatasync, close, rename, directory fsync,
+ * unlink of the oldest), with its completions delayed and reordered like appends'.
+ */
 static void snapshot(struct part *p)
 {
 	int64_t end = st_log_end_offset(p->log);
-	/* As dataplane/shard.c's snapshot_producers (and its timer, which skips offline logs). */
-	if (end == p->snap_offset || p->markers_writing || st_log_failed(p->log) || txn_lso_sync(p->lso) < 0)
+	int fd;
+	if (txn_pstate_snapshot_busy(p->ps))
+		return;   /* the last one is still being written */
+	if (txn_lso_sync_fd(p->lso, &fd) == -EAGAIN)
+		return;   /* aborts still being appended: an fdatasync now would not cover them */
+#ifndef SIM_PLANT_SNAPSHOT_DURING_MARKER
+	if (p->markers_writing)
+		return;   /* the state closed a transaction whose abort the index has not got yet */
+#endif
+	if (end == p->snap_offset || st_log_failed(p->log) || txn_lso_sync_fd(p->lso, &fd) < 0)
 		return;
-	if (txn_pstate_snapshot_save(p->ps, p->dir, end) == 0) {
-		note("%s: producer snapshot at %" PRId64 " (durable %" PRId64 ")", p->dir, end, st_log_durable_offset(p->log));
-		p->snap_offset = end;
-	}
+	/* Every abort below the snapshot's offset must be on disk before the snapshot is: fd first. */
+	int rc = txn_pstate_snapshot_start(p->ps, W.io, st_log_dirfd(p->log), end, fd, snapshot_written, p);
+	if (rc < 0)
+		note("%s: producer snapshot at %" PRId64 " not started: %s", p->dir, end, strerror(-rc));
 }
 
 /* ---- the coordinator's driver (dataplane/txncoord.c's shape) ---------------- */
@@ -420,7 +444,10 @@ static struct txn_meta *meta_of(int client)
 }
 
 static int client_of(const struct txn_meta *m) { return atoi(m->id + 1); }
-static struct sim_drive *D(const struct txn_meta *m) { return &W.drive[client_of(m)]; }
+
+/* The model driver keeps its own progress: txn_meta's driver fields are the real driver's
+ * (control/txncoord.c, through txn_set_drive's checked table), which this model does not run. */
+static struct coord_drv *drv_of(const struct txn_meta *m) { return &W.drv[client_of(m)]; }
 
 /* Persist m as it would be with state `to`, epoch and pid; the entry changes only when durable. */
 static int coord_persist(struct txn_meta *m, int stage, enum txn_state to, int64_t pid, int16_t epoch)
@@ -457,9 +484,9 @@ static int coord_persist(struct txn_meta *m, int stage, enum txn_state to, int64
 static void coord_finish(struct txn_meta *m, int err)
 {
 	int client = client_of(m);
-	int op = D(m)->op;
-	D(m)->busy = false;
-	D(m)->op = OP_NONE;
+	int op = drv_of(m)->op;
+	drv_of(m)->busy = false;
+	drv_of(m)->op = OP_NONE;
 	if (op == OP_RESUME || op == OP_NONE)
 		return;
 	respond(client, op == OP_END ? R_END : op == OP_ADD ? R_ADD : R_INIT, err, -1, -1, m->pid, m->epoch);
@@ -482,10 +509,10 @@ static void coord_markers(struct txn_meta *m)
 	if (err) {
 		/* A partition is offline: the machine restarts soon and recovery sends them again. */
 		note("coordinator %s: marker refused (%d): resent after restart", m->id, err);
-		D(m)->markers_sent = false;
+		drv_of(m)->markers_sent = false;
 		return;
 	}
-	D(m)->markers_sent = true;
+	drv_of(m)->markers_sent = true;
 	if (m->markers_left == 0)
 		coord_persist(m, S_COMPLETE, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT, m->pid, m->epoch);
 }
@@ -493,11 +520,11 @@ static void coord_markers(struct txn_meta *m)
 static void coord_marker_done(struct txn_meta *m, int status)
 {
 	if (status < 0) {
-		D(m)->markers_sent = false;
+		drv_of(m)->markers_sent = false;
 		return;
 	}
 	assert(m->markers_left > 0);
-	if (--m->markers_left == 0 && D(m)->markers_sent) {
+	if (--m->markers_left == 0 && drv_of(m)->markers_sent) {
 		bool commit = m->state == TXN_PREPARE_COMMIT;
 		coord_persist(m, S_COMPLETE, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT, m->pid, m->epoch);
 	}
@@ -539,7 +566,7 @@ static void coord_write_done(struct cookie *ck, int status)
 		W.t[W.coord_txn[client]].decided = to == TXN_PREPARE_COMMIT ? D_COMMIT : D_ABORT;
 		note("coordinator %s: %s durable (txn %d)", m->id, txn_state_name(to), W.coord_txn[client]);
 #ifdef SIM_PLANT_MARKER_BEFORE_DURABLE
-		if (D(m)->markers_sent || m->markers_left)
+		if (drv_of(m)->markers_sent || m->markers_left)
 			break; /* sent already (the planted bug) */
 #endif
 		coord_markers(m);
@@ -551,9 +578,9 @@ static void coord_write_done(struct cookie *ck, int status)
 			W.aborts++;
 		txn_meta_clear_txn(m);
 		W.coord_txn[client] = -1;
-		if (D(m)->op == OP_INIT_FENCE) {
+		if (drv_of(m)->op == OP_INIT_FENCE) {
 			/* The fenced transaction is aborted: now the new epoch's Empty (InitProducerId). */
-			D(m)->op = OP_INIT;
+			drv_of(m)->op = OP_INIT;
 			coord_persist(m, S_EMPTY, TXN_EMPTY, m->pid, m->epoch);
 			break;
 		}
@@ -583,19 +610,19 @@ static void coord_init(int client)
 		m->prev_epoch = -1;
 		m->timeout_ms = 60000;
 	}
-	if (D(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_INIT, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
-	D(m)->busy = true;
+	drv_of(m)->busy = true;
 	if (m->state == TXN_ONGOING) {
 		/* Fence the old instance: abort its transaction with a bumped epoch. */
-		D(m)->op = OP_INIT_FENCE;
+		drv_of(m)->op = OP_INIT_FENCE;
 		if (coord_persist(m, S_PREPARE, TXN_PREPARE_ABORT, m->pid, (int16_t)(m->epoch + 1)) < 0)
 			coord_finish(m, ERR_STORAGE);
 		return;
 	}
-	D(m)->op = OP_INIT;
+	drv_of(m)->op = OP_INIT;
 	int64_t pid = m->pid < 0 ? W.next_pid++ : m->pid;
 	int16_t epoch = (int16_t)(m->epoch + 1);
 	if (coord_persist(m, S_EMPTY, TXN_EMPTY, pid, epoch) < 0)
@@ -609,7 +636,7 @@ static void coord_add(int client, int64_t pid, int16_t epoch, uint32_t mask)
 		respond(client, R_ADD, ERR_FENCED, -1, -1, 0, 0);
 		return;
 	}
-	if (D(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_ADD, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
@@ -618,8 +645,8 @@ static void coord_add(int client, int64_t pid, int16_t epoch, uint32_t mask)
 	for (uint32_t i = 0; i < W.nparts; i++)
 		if ((mask & (1u << i)) && !txn_meta_has_tp(m, "t", 1, (int32_t)i))
 			txn_meta_add_tp(m, "t", 1, (int32_t)i);
-	D(m)->busy = true;
-	D(m)->op = OP_ADD;
+	drv_of(m)->busy = true;
+	drv_of(m)->op = OP_ADD;
 	W.coord_txn[client] = W.cl[client].txn;
 	if (coord_persist(m, S_ONGOING, TXN_ONGOING, m->pid, m->epoch) < 0)
 		coord_finish(m, ERR_STORAGE);
@@ -632,7 +659,7 @@ static void coord_end(int client, int64_t pid, int16_t epoch, bool commit)
 		respond(client, R_END, ERR_FENCED, -1, -1, 0, 0);
 		return;
 	}
-	if (D(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+	if (drv_of(m)->busy || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
 		respond(client, R_END, ERR_CONCURRENT, -1, -1, 0, 0);
 		return;
 	}
@@ -645,8 +672,8 @@ static void coord_end(int client, int64_t pid, int16_t epoch, bool commit)
 		respond(client, R_END, ERR_TXN_STATE, -1, -1, 0, 0);
 		return;
 	}
-	D(m)->busy = true;
-	D(m)->op = OP_END;
+	drv_of(m)->busy = true;
+	drv_of(m)->op = OP_END;
 	if (coord_persist(m, S_PREPARE, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT, m->pid, m->epoch) < 0) {
 		coord_finish(m, ERR_STORAGE);
 		return;
@@ -682,11 +709,13 @@ static void machine_start(void)
 	/* Recovery runs on a disk without I/O errors (an open that fails would keep the partition
 	 * offline, which the simulator does not model); tears and lost pages still apply. */
 	struct sim_faults f = W.faults;
-	f.write_eio_ppm = f.sync_eio_ppm = 0;
+	f.write_eio_ppm = f.sync_eio_ppm = f.meta_eio_ppm = 0;
 	if (!W.settling)
 		sim_disk_set_faults(&f);
 	struct st_io_config ic = { .fsync = true, .on_append = on_append };
-	W.ring = sim_ring_create(2 + (unsigned)sim_below(30));
+	/* At least 3: a roll's group is a directory fsync, a write and an fdatasync, prepared together
+	 * (storage/log.c log_prep); the simulator never submits, so the depth bounds what is in flight. */
+	W.ring = sim_ring_create(3 + (unsigned)sim_below(30));
 	int rc = st_io_create(&ic, W.ring, &W.io);
 	assert(rc == 0);
 	for (uint32_t i = 0; i < W.nparts; i++) {
@@ -708,6 +737,8 @@ static void machine_start(void)
 		}
 		note("%s: recovered: log end %" PRId64 ", snapshot %" PRId64 ", %u open", p->dir, st_log_end_offset(p->log),
 		     p->snap_offset, txn_lso_open_count(p->lso));
+		/* As recover_producers: the index's appends, syncs and rewrite go through the io_uring now. */
+		txn_lso_attach_io(p->lso, W.io, st_log_dirfd(p->log));
 	}
 	struct st_log_config cc = log_cfg;
 	cc.scan_sealed = true;
@@ -715,7 +746,7 @@ static void machine_start(void)
 		violation("coordinator log open failed: %s", strerror(-rc));
 		exit(1);
 	}
-	memset(W.drive, 0, sizeof(W.drive));   /* a new incarnation: nothing under way (txn_meta's drive too) */
+	memset(W.drv, 0, sizeof(W.drv)); /* a restarted coordinator drives nothing yet */
 	rc = txn_coord_create(&W.coord);
 	assert(rc == 0);
 	if ((rc = st_log_read_batches(W.clog, coord_load, NULL)) < 0) {
@@ -741,11 +772,11 @@ static void machine_start(void)
 				violation("coordinator %s: transaction %d recovered as %s after it was decided otherwise", m->id, t,
 				          txn_state_name(m->state));
 			W.t[t].decided = d;
-			D(m)->busy = true;
-			D(m)->op = OP_RESUME;
+			drv_of(m)->busy = true;
+			drv_of(m)->op = OP_RESUME;
 			/* Sent a few steps later (step()), as the coordinator's log load and fan-out take a
 			 * while in the broker: readers fetch in between. */
-			D(m)->markers_sent = false;
+			drv_of(m)->markers_sent = false;
 			m->markers_left = 0;
 		}
 	}
@@ -1415,7 +1446,7 @@ static bool quiet(void)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(W.coord, &cur)))
-		if (D(m)->busy || m->state == TXN_ONGOING || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+		if (drv_of(m)->busy || m->state == TXN_ONGOING || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 			return false;
 	return true;
 }
@@ -1450,7 +1481,7 @@ static void step(void)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(W.coord, &cur)))
-		if ((m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) && !D(m)->markers_sent &&
+		if ((m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) && !drv_of(m)->markers_sent &&
 		    m->markers_left == 0 && !m->writes && sim_below(10) == 0)
 			coord_markers(m);
 	if (W.crash_in < 0 && any_log_failed())
@@ -1476,6 +1507,7 @@ static void run(uint64_t seed)
 		.write_short_ppm = faulty ? 20000 : 0,
 		.write_eio_ppm = faulty > 1 ? 2000 : 0,
 		.sync_eio_ppm = faulty > 1 ? 2000 : 0,
+		.meta_eio_ppm = faulty > 1 ? 2000 : 0,   /* a submitted create, rename or unlink (storage/fop.c) */
 		.page_keep_ppm = (uint32_t)sim_below(1000000),
 		.scattered = W.scattered,
 		.capacity_bytes = faulty == 3 ? 200000 + sim_below(400000) : 0,

@@ -27,6 +27,7 @@
 #define SIM_PATH_BYTES 128u
 #define SIM_PAGE_BYTES 4096u        /* = ST_LOG_PAGE_BYTES: the unit a crash keeps or loses */
 #define SIM_RING_DEPTH_MAX 256u
+#define SIM_RING_OPS_MAX 1024u      /* queued + submitted operations not yet completed */
 
 /* ------------------------------------------------------------------------ */
 /* Random numbers: splitmix64, one stream for the whole run.                 */
@@ -80,20 +81,28 @@ struct sim_dirstream {
 	struct dirent de;
 };
 
+/* What a queued submission does (storage/fs.h's st_fs_prep_*). */
+enum sim_op_kind { OP_WRITE, OP_SYNC, OP_OPENAT, OP_RENAMEAT, OP_UNLINKAT, OP_CLOSE, OP_NOP };
+
 struct sim_op {
 	uint32_t id;
-	uint32_t after;           /* id of the op this one is linked behind, 0 none */
-	bool sync, link, cancel;
-	int fd;
+	uint32_t after;           /* id of the op this one is chained behind, 0 none */
+	enum sim_op_kind kind;
+	bool link, hard;          /* chained to the next: ST_FS_LINK (cancelled by a failure) / ST_FS_HARDLINK */
+	bool cancel;              /* an earlier op of its chain failed: completes -ECANCELED */
+	bool submitted;           /* st_fs_submit has passed it to the "kernel": no SQ slot any more */
+	int fd;                   /* write, sync, close; the directory of openat/renameat/unlinkat */
+	int flags;                /* openat */
+	char name[SIM_PATH_BYTES], name2[SIM_PATH_BYTES]; /* openat/unlinkat; renameat from, to */
 	struct iovec *iov;
 	unsigned n;
 	uint64_t pos, ud;
 };
 
 struct sim_ring {
-	unsigned depth, nops;
-	struct sim_op ops[SIM_RING_DEPTH_MAX];
-	uint32_t last_id;         /* id of the last submission (a sync links behind it) */
+	unsigned depth, nops, unsubmitted;
+	struct sim_op ops[SIM_RING_OPS_MAX];
+	uint32_t last_id;         /* id of the last submission (the next one chains behind it if linked) */
 	bool last_link;
 };
 
@@ -197,10 +206,12 @@ static struct sim_fd *fd_get(int fd)
 
 static int fd_new(int ino, const char *path)
 {
+	char p[SIM_PATH_BYTES]; /* path may be another descriptor's (st_fs_dup): copied before D changes */
+	snprintf(p, sizeof(p), "%s", path);
 	for (uint32_t i = 0; i < SIM_FDS_MAX; i++)
 		if (!D.fds[i].used) {
 			D.fds[i] = (struct sim_fd){ .used = true, .ino = ino };
-			snprintf(D.fds[i].path, SIM_PATH_BYTES, "%s", path);
+			memcpy(D.fds[i].path, p, sizeof(p));
 			return SIM_FD_BASE + (int)i;
 		}
 	return fail(EMFILE);
@@ -754,25 +765,41 @@ unsigned sim_ring_queued(const struct io_uring *ring) { return ((const struct si
 unsigned st_fs_sq_space(struct io_uring *ring)
 {
 	struct sim_ring *r = (struct sim_ring *)ring;
-	return r->depth - r->nops;
+	return r->depth - r->unsubmitted;
 }
 
-static struct sim_op *op_push(struct sim_ring *r)
+/* The queued operations go to the "kernel": their SQ slots are free, they still complete late. */
+void st_fs_submit(struct io_uring *ring)
 {
-	assert(r->nops < r->depth); /* callers check st_fs_sq_space */
+	struct sim_ring *r = (struct sim_ring *)ring;
+	for (unsigned i = 0; i < r->nops; i++)
+		r->ops[i].submitted = true;
+	r->unsubmitted = 0;
+}
+
+static struct sim_op *op_push(struct sim_ring *r, enum sim_op_kind kind, uint64_t user_data, unsigned link)
+{
+	assert(r->unsubmitted < r->depth); /* callers check st_fs_sq_space */
+	if (r->nops == SIM_RING_OPS_MAX) {
+		fprintf(stderr, "sim_disk: more than %u operations in flight\n", SIM_RING_OPS_MAX);
+		abort();
+	}
 	struct sim_op *o = &r->ops[r->nops++];
 	memset(o, 0, sizeof(*o));
+	r->unsubmitted++;
 	o->id = ++D.next_id;
 	o->after = r->last_link ? r->last_id : 0;
+	o->kind = kind;
+	o->ud = user_data;
+	o->link = (link & ST_FS_LINK) != 0;
+	o->hard = (link & ST_FS_HARDLINK) != 0;
 	r->last_id = o->id;
+	r->last_link = o->link || o->hard;
 	return o;
 }
 
-void st_fs_prep_writev(struct io_uring *ring, int fd, const struct iovec *iov, unsigned n, uint64_t pos,
-                       uint64_t user_data, bool link)
+static void op_iov(struct sim_op *o, int fd, const struct iovec *iov, unsigned n, uint64_t pos)
 {
-	struct sim_ring *r = (struct sim_ring *)ring;
-	struct sim_op *o = op_push(r);
 	/* The kernel copies the iovec array at submission; the buffers must stay until completion. */
 	o->iov = malloc(n * sizeof(*iov));
 	assert(o->iov);
@@ -780,19 +807,67 @@ void st_fs_prep_writev(struct io_uring *ring, int fd, const struct iovec *iov, u
 	o->n = n;
 	o->fd = fd;
 	o->pos = pos;
-	o->ud = user_data;
-	o->link = link;
-	r->last_link = link;
+}
+
+void st_fs_prep_writev(struct io_uring *ring, int fd, const struct iovec *iov, unsigned n, uint64_t pos,
+                       uint64_t user_data, bool link)
+{
+	struct sim_op *o = op_push((struct sim_ring *)ring, OP_WRITE, user_data, link ? ST_FS_LINK : 0);
+	op_iov(o, fd, iov, n, pos);
+}
+
+void st_fs_prep_write(struct io_uring *ring, int fd, const void *buf, unsigned len, uint64_t pos, uint64_t user_data,
+                      unsigned link)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+	op_iov(op_push((struct sim_ring *)ring, OP_WRITE, user_data, link), fd, &v, 1, pos);
 }
 
 void st_fs_prep_fdatasync(struct io_uring *ring, int fd, uint64_t user_data)
 {
-	struct sim_ring *r = (struct sim_ring *)ring;
-	struct sim_op *o = op_push(r);
-	o->sync = true;
-	o->fd = fd;
-	o->ud = user_data;
-	r->last_link = false;
+	op_push((struct sim_ring *)ring, OP_SYNC, user_data, 0)->fd = fd;
+}
+
+/* fdatasync and fsync are one here: a file's sync copies its cache, a directory's forces the journal. */
+void st_fs_prep_sync(struct io_uring *ring, int fd, bool datasync, uint64_t user_data, unsigned link)
+{
+	op_push((struct sim_ring *)ring, OP_SYNC, user_data, link)->fd = fd;
+}
+
+/* Names are copied now: the kernel reads them at submission (the callers' stay valid anyway). */
+void st_fs_prep_openat(struct io_uring *ring, int dirfd, const char *name, int flags, mode_t mode,
+                       uint64_t user_data, unsigned link)
+{
+	struct sim_op *o = op_push((struct sim_ring *)ring, OP_OPENAT, user_data, link);
+	o->fd = dirfd;
+	o->flags = flags;
+	snprintf(o->name, SIM_PATH_BYTES, "%s", name);
+}
+
+void st_fs_prep_renameat(struct io_uring *ring, int dirfd, const char *from, const char *to, uint64_t user_data,
+                         unsigned link)
+{
+	struct sim_op *o = op_push((struct sim_ring *)ring, OP_RENAMEAT, user_data, link);
+	o->fd = dirfd;
+	snprintf(o->name, SIM_PATH_BYTES, "%s", from);
+	snprintf(o->name2, SIM_PATH_BYTES, "%s", to);
+}
+
+void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const char *name, uint64_t user_data, unsigned link)
+{
+	struct sim_op *o = op_push((struct sim_ring *)ring, OP_UNLINKAT, user_data, link);
+	o->fd = dirfd;
+	snprintf(o->name, SIM_PATH_BYTES, "%s", name);
+}
+
+void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link)
+{
+	op_push((struct sim_ring *)ring, OP_CLOSE, user_data, link)->fd = fd;
+}
+
+void st_fs_prep_nop(struct io_uring *ring, uint64_t user_data, unsigned link)
+{
+	op_push((struct sim_ring *)ring, OP_NOP, user_data, link);
 }
 
 static bool op_waiting(const struct sim_ring *r, const struct sim_op *o)
@@ -805,21 +880,57 @@ static bool op_waiting(const struct sim_ring *r, const struct sim_op *o)
 	return false;
 }
 
-static int op_run(struct sim_ring *r, struct sim_op *o)
+static size_t op_bytes(const struct sim_op *o)
 {
-	struct sim_fd *d = fd_get(o->fd);
-	if (D.dead || !d)
-		return D.dead ? -EIO : -EBADF;
-	if (o->cancel)
-		return -ECANCELED;
-	if (o->sync)
-		return ino_sync(d->ino);
-	if (sim_chance_ppm(D.f.write_eio_ppm))
-		return -EIO;
 	size_t total = 0;
 	for (unsigned i = 0; i < o->n; i++)
 		total += o->iov[i].iov_len;
-	size_t want = total;
+	return total;
+}
+
+/* A synchronous fs.h call's result as a CQE's. */
+static int cqe_res(int rc) { return rc < 0 ? -errno : rc; }
+
+static int op_run(struct sim_ring *r, struct sim_op *o)
+{
+	if (D.dead)
+		return -EIO;
+	if (o->cancel)
+		return -ECANCELED;
+	switch (o->kind) {
+	case OP_NOP:
+		return 0;
+	case OP_CLOSE:
+		return cqe_res(st_fs_close(o->fd));
+	case OP_OPENAT:
+	case OP_RENAMEAT:
+	case OP_UNLINKAT: {
+		/* Names go to the ordered journal (name_set): durable with the next directory fsync. */
+		if (sim_chance_ppm(D.f.meta_eio_ppm))
+			return -EIO;
+		if (o->kind == OP_OPENAT)
+			return cqe_res(st_fs_openat(o->fd, o->name, o->flags, 0644));
+		if (o->kind == OP_UNLINKAT)
+			return cqe_res(st_fs_unlinkat(o->fd, o->name, 0));
+		char from[SIM_PATH_BYTES], to[SIM_PATH_BYTES];
+		if (at_path(o->fd, o->name, from) < 0 || at_path(o->fd, o->name2, to) < 0)
+			return -errno;
+		return cqe_res(st_fs_rename(from, to));
+	}
+	case OP_SYNC:
+	case OP_WRITE:
+		break;
+	}
+	struct sim_fd *d = fd_get(o->fd);
+	if (!d)
+		return -EBADF;
+	if (o->kind == OP_SYNC)
+		return ino_sync(d->ino);
+	if (D.ino[d->ino].dir)
+		return -EISDIR;
+	if (sim_chance_ppm(D.f.write_eio_ppm))
+		return -EIO;
+	size_t total = op_bytes(o), want = total;
 	if (total > 1 && sim_chance_ppm(D.f.write_short_ppm))
 		want = 1 + (size_t)sim_below(total - 1);
 	return (int)ino_write(d->ino, o->iov, o->n, o->pos, want);
@@ -831,7 +942,7 @@ unsigned sim_ring_step(struct io_uring *ring, unsigned max, sim_cqe_cb cb, void 
 	unsigned done = 0;
 
 	while (done < max && r->nops) {
-		unsigned ready[SIM_RING_DEPTH_MAX], nready = 0;
+		unsigned ready[SIM_RING_OPS_MAX], nready = 0;
 		for (unsigned i = 0; i < r->nops; i++)
 			if (!op_waiting(r, &r->ops[i]))
 				ready[nready++] = i;
@@ -840,16 +951,16 @@ unsigned sim_ring_step(struct io_uring *ring, unsigned max, sim_cqe_cb cb, void 
 		struct sim_op o = r->ops[k];
 		memmove(&r->ops[k], &r->ops[k + 1], (r->nops - k - 1) * sizeof(r->ops[0]));
 		r->nops--;
+		if (!o.submitted)
+			r->unsubmitted--;
 		int res = op_run(r, &o);
-		if (o.link && !o.sync) {
-			size_t total = 0;
-			for (unsigned i = 0; i < o.n; i++)
-				total += o.iov[i].iov_len;
-			if (res != (int)total)
-				for (unsigned i = 0; i < r->nops; i++)
-					if (r->ops[i].after == o.id)
-						r->ops[i].cancel = true;
-		}
+		/* A chain stops at a failure (IOSQE_IO_LINK: a short write is one) unless the link is hard;
+		 * a cancelled op cancels the rest of its chain whatever its link. */
+		bool failed = res < 0 || (o.kind == OP_WRITE && res != (int)op_bytes(&o));
+		if ((o.link && failed) || (o.cancel && (o.link || o.hard)))
+			for (unsigned i = 0; i < r->nops; i++)
+				if (r->ops[i].after == o.id)
+					r->ops[i].cancel = true;
 		free(o.iov);
 		struct io_uring_cqe cqe = { .user_data = o.ud, .res = res };
 		cb(arg, &cqe);

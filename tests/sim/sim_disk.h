@@ -19,11 +19,16 @@
  *     a sector; with `scattered`, each page on its own (holes of zeros,
  *     later pages kept while an earlier one is lost); the file length is
  *     the synced one or reaches up to a kept page;
- *   - submissions (st_fs_prep_*) wait in a per-ring queue and complete in
- *     a seeded order when the simulator steps the ring: chains (a write
- *     and its linked sync) keep their order, different chains reorder;
- *     writes may be short, fail (-EIO) or hit the capacity (-ENOSPC); a
- *     sync may fail (-EIO);
+ *   - submissions (st_fs_prep_*: writes, syncs, and storage/fop.c's
+ *     openat, renameat, unlinkat, close) wait in a per-ring queue and
+ *     complete in a seeded order when the simulator steps the ring: chains
+ *     (a write and its linked sync, a directory fsync before a roll's first
+ *     write, a rename and its directory fsync) keep their order, different
+ *     chains reorder; a failure in a chain cancels the rest (-ECANCELED)
+ *     unless the link is hard; writes may be short, fail (-EIO) or hit the
+ *     capacity (-ENOSPC); a sync may fail (-EIO); an openat, renameat or
+ *     unlinkat may fail (-EIO); their names go to the metadata journal as
+ *     the synchronous calls' do, at completion;
  *   - between the crash and the restart the machine is "dead": every call
  *     fails with EIO and changes nothing, so the real code's teardown runs
  *     (and frees its memory) without touching the disk.
@@ -42,6 +47,7 @@ struct sim_faults {
 	uint32_t write_short_ppm;    /* a write writes a random prefix */
 	uint32_t write_eio_ppm;      /* a write fails with -EIO */
 	uint32_t sync_eio_ppm;       /* an fdatasync/fsync fails with -EIO (and drops the dirty pages) */
+	uint32_t meta_eio_ppm;       /* a submitted openat, renameat or unlinkat fails with -EIO (changes nothing) */
 	uint32_t page_keep_ppm;      /* at a crash, unsynced pages are kept (see scattered) */
 	bool scattered;              /* false: a prefix of a file's unsynced pages is kept, its last page torn at
 	                              * a 512-byte sector; true: each page kept or lost on its own (later pages

@@ -1049,6 +1049,7 @@ static void test_compaction(void)
 	CU_ASSERT_EQUAL(st_compaction_end(log, &k), 2);
 	CU_ASSERT_EQUAL(st_log_start_offset(log), 13);
 	CU_ASSERT_EQUAL(st_log_end_offset(log), 13);
+	ut_drive();   /* the rolls' index writes (io_uring) finish before the close */
 	st_log_close(log);
 	ut_teardown();
 }
@@ -1212,6 +1213,99 @@ static void test_short_write_and_errors(void)
 	ut_teardown(); /* the unsubmitted SQEs die with the ring */
 }
 
+/*
+ * A roll makes the new segment's name durable without a wait in st_log_append: its first
+ * group's chain starts with a directory fsync, linked before the write and its fdatasync,
+ * and no append in it is acknowledged before that fsync completed. A failed one takes the
+ * partition offline (its appends fail), as a failed write does.
+ */
+/* Run the ring until the log's index writes (seg_seal, through io_uring) are done, preparing
+ * nothing else: the appends' SQEs are then the last ones in the SQ. */
+static void ut_index_writes_done(struct st_log *log)
+{
+	for (int guard = 0; log->index_writes && guard < 1000; guard++) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		io_uring_submit_and_wait(&ring, 1);
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			st_io_complete(io, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&ring, n);
+	}
+	CU_ASSERT_EQUAL(log->index_writes, 0);
+}
+
+static void test_roll_dirsync_in_chain(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+
+	cfg.segment_bytes = 2048;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	ut_append(log, 0, 1, 0, 1500);
+	ut_drive();
+	CU_ASSERT_EQUAL_FATAL(cb.n, 1);
+	ut_append(log, 1, 1, 0, 1500);   /* does not fit: rolls */
+	CU_ASSERT_EQUAL_FATAL(st_log_segment_count(log), 2);
+	ut_index_writes_done(log);       /* the sealed segment's index */
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	struct io_uring_sqe d = *ut_sqe(3), w = *ut_sqe(2), s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(d.opcode, IORING_OP_FSYNC);
+	CU_ASSERT_EQUAL(d.fd, log->dirfd);
+	CU_ASSERT_EQUAL(d.fsync_flags, 0);
+	CU_ASSERT(d.flags & IOSQE_IO_LINK);
+	CU_ASSERT_EQUAL(w.opcode, IORING_OP_WRITEV);
+	CU_ASSERT_EQUAL(w.fd, log->segs[1]->fd);
+	CU_ASSERT(w.flags & IOSQE_IO_LINK);
+	CU_ASSERT_EQUAL(s.opcode, IORING_OP_FSYNC);
+	/* The directory fsync hit -EINTR: the write and sync were cancelled; all three go again. */
+	ut_cqe(d.user_data, -EINTR);
+	ut_cqe(w.user_data, -ECANCELED);
+	ut_cqe(s.user_data, -ECANCELED);
+	ring.sq.sqe_tail -= 3;   /* answered above: never submitted */
+	CU_ASSERT_EQUAL(cb.n, 1);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	d = *ut_sqe(3), w = *ut_sqe(2), s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(d.fd, log->dirfd);
+	ut_cqe(d.user_data, 0);
+	ut_cqe(w.user_data, (int)lens[1]);
+	CU_ASSERT_EQUAL(cb.n, 1);   /* not before its fdatasync */
+	ut_cqe(s.user_data, 0);
+	ring.sq.sqe_tail -= 3;
+	CU_ASSERT_EQUAL(cb.n, 2);
+	CU_ASSERT_EQUAL(cb.status[1], 0);
+	CU_ASSERT_EQUAL(st_log_durable_offset(log), 2);
+	/* The next group of that segment needs no directory fsync. */
+	ut_append(log, 2, 1, 0, 10);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 2);
+	w = *ut_sqe(2), s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(w.opcode, IORING_OP_WRITEV);
+	ut_cqe(w.user_data, (int)lens[2]);
+	ut_cqe(s.user_data, 0);
+	ring.sq.sqe_tail -= 2;
+	CU_ASSERT_EQUAL(cb.n, 3);
+	/* Another roll whose directory fsync fails: its appends fail, the partition is offline. */
+	ut_append(log, 3, 1, 0, 1500);
+	CU_ASSERT_EQUAL_FATAL(st_log_segment_count(log), 3);
+	ut_index_writes_done(log);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	d = *ut_sqe(3), w = *ut_sqe(2), s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(d.fd, log->dirfd);
+	ut_cqe(d.user_data, -EIO);
+	ut_cqe(w.user_data, -ECANCELED);
+	ut_cqe(s.user_data, -ECANCELED);
+	ring.sq.sqe_tail -= 3;
+	CU_ASSERT_EQUAL(cb.n, 4);
+	CU_ASSERT_EQUAL(cb.status[3], -EIO);
+	CU_ASSERT_EQUAL(st_log_failed(log), -EIO);
+	CU_ASSERT_EQUAL(st_log_durable_offset(log), 3);
+	CU_ASSERT_EQUAL(st_io_pending(io), 0);
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* A real write error from the kernel: the segment fd made read-only underneath. */
 static void test_real_write_error(void)
 {
@@ -1352,6 +1446,7 @@ int main(void)
 	CU_add_test(s, "fsync disabled", test_no_fsync);
 	CU_add_test(s, "short write, EINTR, errors", test_short_write_and_errors);
 	CU_add_test(s, "real write error", test_real_write_error);
+	CU_add_test(s, "roll: directory fsync in the first group's chain", test_roll_dirsync_in_chain);
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);
 	CU_add_test(s, "bad config", test_bad_config);
