@@ -56,7 +56,7 @@ static int conn_flush(struct dp_core *c)
 /* A parked fetch's deadline is checked by the timer: the core must not sleep through it. */
 static bool conn_ticking(struct dp_core *c)
 {
-	return c->parked != NULL;
+	return c->parked != NULL || c->npool_wait;   /* paused connections resume on the timer */
 }
 
 static void conn_quiesce(struct dp_core *c)

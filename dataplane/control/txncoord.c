@@ -457,7 +457,9 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 {
 	struct dp_txnc *t = c->txnc;
 	int64_t now = dp_wall_ms();
-	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS)
+	/* CONCURRENT_TRANSACTIONS: another marker for it (a client's WriteTxnMarkers) is in flight there. */
+	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS &&
+	    !(msg->err == KERR_CONCURRENT_TRANSACTIONS && msg->type == DP_MSG_TXN_MARKER_DONE))
 		return false;
 	/* A grant (TXN_ADD) is sent again only when it was never sent (no credit):
 	 * an owner's own refusal of a grant is answered as before. */

@@ -264,6 +264,15 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		 */
 		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
 			return KERR_INVALID_TXN_STATE;
+		/*
+		 * This producer's last marker here is written, not yet durable: its
+		 * transaction is closed in the producer state and still open in the
+		 * LSO (dp_shard_on_marker ends it). A batch of a next transaction now
+		 * would join the old one's LSO entry; it comes back in a moment.
+		 */
+		const struct txn_producer *pr = txnl ? txn_pstate_find(p->ps, h->producer_id) : NULL;
+		if (pr && pr->txn_first_offset < 0 && txn_lso_open_first(p->lso, h->producer_id) >= 0)
+			return KERR_NOT_ENOUGH_REPLICAS;
 		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
 		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
 			return KERR_INVALID_TXN_STATE;
@@ -430,6 +439,15 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	int64_t pid = m->u.txn.pid;
 	if (!p) {
 		marker_reply(c, m, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		return;
+	}
+	/*
+	 * Offline (its log failed, perhaps under this very marker): the state in
+	 * memory is not the log's until part_probe rebuilds it, so the marker is
+	 * refused, retriably, and the coordinator sends it again until then.
+	 */
+	if (p->offline_ms || st_log_failed(p->log)) {
+		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
 	allow_drop(p, pid);
