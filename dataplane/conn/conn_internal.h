@@ -54,6 +54,7 @@ struct dp_fetch_part {
 	uint32_t cap;                 /* 0: no buffer, only offsets and watermarks asked (max_bytes 0) */
 	bool min_one;                 /* may read its first batch whole past max_bytes (KIP-74: first with records) */
 	bool cut;                     /* records cut to MaxBytes (fetch_limit_response): more would not fit */
+	bool ready;                   /* fetch_round: prepared, to be asked of its owner */
 };
 
 

@@ -130,6 +130,20 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 		fp->out->Records = (struct kbytes){ fp->buf, 0 };
 		fp->out->AbortedTransactions_n = r->isolation == 1 ? 0 : -1;   /* the last round's pointed into buf */
 		fp->cut = false;
+		fp->ready = true;
+	}
+	/*
+	 * Owners are asked starting at a point that moves on with every round:
+	 * without credit toward an owner (dp_limits.h) the parts asked last are
+	 * the ones refused, and in a fixed order the same partitions would be
+	 * refused every time (a consumer starved of its last partitions).
+	 */
+	uint32_t n = r->nfparts, from = n ? c->fetch_rot++ % n : 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (from + k) % n;
+		if (!r->fparts[i].ready)
+			continue;
+		r->fparts[i].ready = false;
 		fetch_send(c, r, i);
 	}
 }

@@ -217,6 +217,7 @@ struct dp_core {
 	struct dp_req *parked;        /* fetches waiting (long poll) */
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
+	uint32_t fetch_rot;           /* where fetch_round starts asking owners (round robin) */
 
 	/* loop/: messages that did not fit in a full ring, per destination: a
 	 * fixed queue of backlog_cap[dst] each (allocated at start-up), bounded
