@@ -19,10 +19,12 @@
  *            broker); its constructor and completion feed are nic_uring_*.
  *   nic_sim  nic_sim.c: an in-memory network for the simulator and tests,
  *            created with nic_sim_create() (nic_sim.h).
- * Both implement nic_poll, nic_rx_release, nic_send, nic_pause,
- * nic_conn_peer, nic_close, nic_flush, nic_local_port and nic_destroy with
- * the same event contract; the nic_uring_* functions and nic_port_probe
- * exist only in nic.
+ * Both implement nic_rx_release, nic_send, nic_pause, nic_conn_peer,
+ * nic_close, nic_flush and nic_destroy with the same event contract, over
+ * one shared half (nic_common.h: event queue, connection slots, send
+ * queues; nic_common.c, compiled into each, defines nic_poll and
+ * nic_local_port); the nic_uring_* functions and nic_port_probe exist only
+ * in nic.
  */
 #ifndef SLUICE_NIC_H
 #define SLUICE_NIC_H

@@ -1,10 +1,12 @@
 /*
  * nic_backend.h - what the NIC backends share (nic/ and its tests only):
  * limits, the connection-handle layout, a queued send and a queued event.
- * Each backend defines its own struct nic on top: nic_internal.h (io_uring)
- * and nic_sim.c (in memory). Both keep the lifecycles and the event-queue
- * bound written out at the top of nic_internal.h:
- *     evq_cap = conns_max * (2 + NIC_TXQ_MAX) + rx_bufs
+ * nic_common.h builds the shared half of every backend on these (event
+ * queue, slots, send queues, with the lifecycles and the event-queue bound
+ * written out at its top:
+ *     evq_cap = conns_max * (2 + NIC_TXQ_MAX) + rx_bufs);
+ * each backend defines its own struct nic over that: nic_internal.h
+ * (io_uring) and nic_sim.c (in memory).
  *
  * Locality: NIC core (one backend instance per core; nothing shared).
  */

@@ -6,14 +6,13 @@
  * Locality: the simulator's thread. One struct nic_sim_net per simulated
  * network; one struct nic per simulated core (a listener on it).
  *
- * Same contract as nic_uring.c, kept the same way: a connection slot goes
- * FREE -> OPEN -> CLOSED (CLOSED queued, every unsent buffer's SENT queued
- * before it) -> FREE when nic_poll delivers CLOSED; a send entry is reused
- * only once its SENT was delivered; a receive buffer is lent from the fixed
- * pool for each DATA until nic_rx_release. So the event queue has the bound
- * nic_internal.h proves, conns_max * (2 + NIC_TXQ_MAX) + rx_bufs. There are
- * no operations in flight (the "kernel" runs inside nic_flush), so there is
- * no CLOSING state.
+ * Same contract as nic_uring.c, from the same code: the slots, send queues,
+ * event queue and receive-buffer lending are nic_common.h's (nic_poll and
+ * nic_local_port are nic_common.c's), so the lifecycles and the event-queue
+ * bound written there hold here as they do for nic_uring. There are no
+ * operations in flight (the "kernel" runs inside nic_flush), so a slot goes
+ * OPEN -> CLOSED with no CLOSING between; receive buffers live on the free
+ * stack of nic_common.
  */
 #include <assert.h>
 #include <errno.h>
@@ -22,12 +21,9 @@
 #include <string.h>
 
 #include "nic.h"
-#include "nic_backend.h"
+#include "nic_common.h"
 #include "nic_sim.h"
 
-#define NIC_TXQ_MASK  (NIC_TXQ_MAX - 1u)
-#define NIC_GEN_MASK  ((1u << NIC_CONN_GEN_BITS) - 1u)
-#define NIC_IDX_MASK  (NIC_CONNS_LIMIT - 1u)
 #define NIC_SIM_NEVER UINT64_MAX
 #define NIC_SIM_PIPE_BYTES_LIMIT (1u << 30)
 #define NIC_SIM_PORT_FIRST 30000u          /* ports the network picks for port 0 */
@@ -96,53 +92,34 @@ struct nic_sim_net {
 	uint32_t nlisteners;
 };
 
-enum nic_sim_conn_state {
-	NIC_SIM_CONN_FREE = 0,
-	NIC_SIM_CONN_OPEN,
-	NIC_SIM_CONN_CLOSED,     /* CLOSED queued, not yet polled */
-};
-
 /* One server connection slot. Locality: simulator thread (the core's side). */
 struct nic_sim_conn {
-	uint16_t gen;            /* 1..4095 */
-	uint8_t state;           /* enum nic_sim_conn_state */
+	struct nic_slot s;       /* first (nic_common.h): gen, state, send queue counters */
 	bool paused;
 	uint32_t pipe;
-	uint32_t open_pos;                   /* OPEN: its place in nic->open */
-	uint32_t tx_head, tx_done, tx_tail;  /* as nic_internal.h's send queue */
-	uint32_t tx_off;                     /* bytes of tx[tx_done] already moved */
-	struct nic_tx tx[NIC_TXQ_MAX];
+	uint32_t open_pos;       /* OPEN: its place in nic->open */
 };
 
 /* The listener, one per simulated core. Locality: simulator thread. */
 struct nic {
+	struct nic_common cm;        /* first (nic_common.h): slots, send queues, events, rx buffers */
 	struct nic_sim_net *net;
-	uint16_t port;
 	bool reuseport;
 	bool shutting_down;
-	uint32_t conns_max, rx_bufs, rx_buf_bytes;
 	uint32_t syn_pending;        /* pipes in SYN towards this listener */
 	uint32_t cursor;             /* first of open[] nic_flush serves: rotates for fairness */
-	uint32_t pushed;             /* events queued, for nic_flush's count */
 
-	struct nic_sim_conn *conns;
-	uint32_t *free_slots;        /* stack */
-	uint32_t free_n;
+	struct nic_sim_conn *conns;  /* = cm.slots, typed */
 	uint32_t *open;              /* slots in OPEN, unordered: what nic_flush visits */
 	uint32_t open_n;
 	uint32_t *visit;             /* nic_flush's copy of open[] (steps may close) */
 
-	struct nic_iev *evq;         /* FIFO, bound in nic_internal.h */
-	uint32_t evq_cap, evq_head, evq_n;
-
-	uint8_t *rx_mem;             /* rx_bufs * rx_buf_bytes */
-	uint8_t *rx_out;             /* per buffer: 1 while queued or with the app */
-	uint32_t rx_held;
-	uint16_t *rx_free;           /* stack */
-	uint32_t rx_free_n;
-
 	struct nic_sim_stats stats;
 };
+
+/* nic_poll and nic_local_port (nic_common.c) reach the shared half this way */
+_Static_assert(offsetof(struct nic, cm) == 0, "struct nic_common comes first");
+_Static_assert(offsetof(struct nic_sim_conn, s) == 0, "struct nic_slot comes first");
 
 /* ---- PRNG and faults ------------------------------------------------------ */
 
@@ -264,20 +241,17 @@ static void nic_sim_stream_fin(struct nic_sim_net *net, struct nic_sim_stream *s
 
 /* ---- pipes ---------------------------------------------------------------- */
 
-static uint32_t nic_handle(uint32_t idx, uint32_t gen)
-{
-	return idx | gen << NIC_CONN_IDX_BITS;
-}
-
-static uint16_t nic_gen_next(uint16_t gen)
-{
-	gen = (uint16_t)((gen + 1u) & NIC_GEN_MASK);
-	return gen ? gen : 1u;
-}
-
 static bool nic_sim_reset_due(const struct nic_sim_net *net, const struct nic_sim_pipe *p)
 {
 	return p->reset_at_us <= net->now_us;
+}
+
+/* A reset of the pipe, taking effect when it arrives (the earliest one wins). */
+static void nic_sim_reset_on_arrival(struct nic_sim_net *net, struct nic_sim_pipe *p)
+{
+	uint64_t at = nic_sim_arrival(net);
+	if (at < p->reset_at_us)
+		p->reset_at_us = at;
 }
 
 static void nic_sim_pipe_maybe_free(struct nic_sim_net *net, struct nic_sim_pipe *p)
@@ -302,39 +276,15 @@ static struct nic_sim_pipe *nic_sim_client_lookup(struct nic_sim_net *net, uint3
 	return p;
 }
 
-/* ---- events ---------------------------------------------------------------- */
-
-static void nic_ev_push(struct nic *n, uint8_t kind, uint32_t idx, uint16_t bid, uint32_t len,
-			int status)
-{
-	assert(n->evq_n < n->evq_cap); /* bound proven in nic_internal.h */
-	uint32_t at = n->evq_head + n->evq_n;
-	if (at >= n->evq_cap)
-		at -= n->evq_cap;
-	n->evq[at] = (struct nic_iev){ .kind = kind, .bid = bid, .idx = idx, .len = len,
-				       .status = status };
-	n->evq_n++;
-	n->pushed++;
-}
-
-static uint8_t *nic_rx_addr(const struct nic *n, uint32_t bid)
-{
-	return n->rx_mem + (size_t)bid * n->rx_buf_bytes;
-}
-
 /* OPEN -> CLOSED: unsent buffers reported, CLOSED queued, the pipe let go.
  * status 0 or -ECANCELED: the client gets a FIN after what is in its stream;
  * -ECONNRESET: the pipe is reset already. */
 static void nic_sim_conn_close(struct nic *n, struct nic_sim_conn *c, int status)
 {
-	assert(c->state == NIC_SIM_CONN_OPEN && status <= 0);
+	assert(c->s.state == NIC_CONN_OPEN);
 	struct nic_sim_net *net = n->net;
 	uint32_t idx = (uint32_t)(c - n->conns);
-	for (; c->tx_done != c->tx_tail; c->tx_done++)
-		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, -ECANCELED);
-	c->tx_off = 0;
-	c->state = NIC_SIM_CONN_CLOSED;
-	nic_ev_push(n, NIC_EV_CLOSED, idx, 0, 0, status);
+	nic_slot_closed(&n->cm, &c->s, idx, status);
 	assert(n->open_n > 0 && n->open[c->open_pos] == idx);
 	uint32_t last = n->open[--n->open_n];
 	n->open[c->open_pos] = last;
@@ -346,9 +296,7 @@ static void nic_sim_conn_close(struct nic *n, struct nic_sim_conn *c, int status
 		 * arriving) answers with RST, not FIN: the client may lose the
 		 * server's last bytes, those not yet arrived when the RST does. */
 		if (p->up.head != p->up.tail && !p->client_gone) {
-			uint64_t at = nic_sim_arrival(net);
-			if (at < p->reset_at_us)
-				p->reset_at_us = at;
+			nic_sim_reset_on_arrival(net, p);
 			n->stats.close_resets++;
 		} else {
 			nic_sim_stream_fin(net, &p->down);
@@ -372,7 +320,7 @@ static void nic_sim_accept(struct nic *n, struct nic_sim_pipe *p)
 		nic_sim_pipe_maybe_free(net, p);
 		return;
 	}
-	if (n->free_n == 0 || n->shutting_down || nic_sim_roll(net, net->f.reject_ppm)) {
+	if (n->cm.free_n == 0 || n->shutting_down || nic_sim_roll(net, net->f.reject_ppm)) {
 		/* as nic_uring: accepted and closed at once; the client sees a reset */
 		n->stats.accepts_rejected++;
 		p->reset_at_us = net->now_us;
@@ -381,21 +329,16 @@ static void nic_sim_accept(struct nic *n, struct nic_sim_pipe *p)
 		nic_sim_pipe_maybe_free(net, p);
 		return;
 	}
-	uint32_t idx = n->free_slots[--n->free_n];
+	uint32_t idx = nic_slot_open(&n->cm);
 	struct nic_sim_conn *c = &n->conns[idx];
-	assert(c->state == NIC_SIM_CONN_FREE && c->tx_head == c->tx_tail);
-	c->state = NIC_SIM_CONN_OPEN;
 	c->paused = false;
 	c->pipe = (uint32_t)(p - net->pipes);
-	c->tx_head = c->tx_done = c->tx_tail = 0;
-	c->tx_off = 0;
-	assert(n->open_n < n->conns_max);
+	assert(n->open_n < n->cm.conns_max);
 	c->open_pos = n->open_n;
 	n->open[n->open_n++] = idx;
 	p->state = NIC_SIM_PIPE_LIVE;
 	p->srv_idx = idx;
 	n->stats.accepts++;
-	nic_ev_push(n, NIC_EV_OPEN, idx, 0, 0, 0);
 }
 
 /* Arrived client bytes into receive buffers, one DATA each. */
@@ -405,23 +348,20 @@ static void nic_sim_deliver(struct nic *n, struct nic_sim_conn *c, struct nic_si
 	uint32_t idx = (uint32_t)(c - n->conns);
 	struct nic_sim_stream *s = &p->up;
 	while (s->arrived > s->head) {
-		if (n->rx_free_n == 0) {
+		if (n->cm.rx_free_n == 0) {
 			n->stats.rx_starved++;
 			return;
 		}
 		uint64_t len = s->arrived - s->head;
-		if (len > n->rx_buf_bytes)
-			len = n->rx_buf_bytes;
+		if (len > n->cm.rx_buf_bytes)
+			len = n->cm.rx_buf_bytes;
 		bool cut;
 		len = nic_sim_cut(net, net->f.short_read_ppm, len, &cut);
 		n->stats.short_reads += cut;
-		uint16_t bid = n->rx_free[--n->rx_free_n];
-		assert(!n->rx_out[bid]);
-		nic_sim_stream_copy_out(net, s, nic_rx_addr(n, bid), len);
-		n->rx_out[bid] = 1;
-		n->rx_held++;
+		uint16_t bid = nic_rx_free_pop(&n->cm);
+		nic_sim_stream_copy_out(net, s, nic_rx_addr(&n->cm, bid), len);
 		n->stats.rx_bytes += len;
-		nic_ev_push(n, NIC_EV_DATA, idx, bid, (uint32_t)len, 0);
+		nic_rx_lend(&n->cm, idx, bid, (uint32_t)len);
 	}
 }
 
@@ -432,12 +372,9 @@ static void nic_sim_transmit(struct nic *n, struct nic_sim_conn *c, struct nic_s
 	struct nic_sim_net *net = n->net;
 	uint32_t idx = (uint32_t)(c - n->conns);
 	struct nic_sim_stream *s = &p->down;
-	uint32_t cnt = c->tx_tail - c->tx_done;
-	if (cnt > NIC_SEND_IOV_MAX)
-		cnt = NIC_SEND_IOV_MAX;
-	uint64_t want = 0;
-	for (uint32_t i = 0; i < cnt; i++)
-		want += c->tx[(c->tx_done + i) & NIC_TXQ_MASK].len - (i == 0 ? c->tx_off : 0u);
+	struct iovec iov[NIC_SEND_IOV_MAX];
+	uint64_t want;
+	uint32_t cnt = nic_txq_gather(&n->cm, &c->s, idx, iov, NIC_SEND_IOV_MAX, &want);
 	/* A client that closed reads nothing more: its bytes go nowhere (its
 	 * FIN, on its way, closes the connection). */
 	bool sink = p->client_gone;
@@ -456,23 +393,15 @@ static void nic_sim_transmit(struct nic *n, struct nic_sim_conn *c, struct nic_s
 	if (take < want)
 		n->stats.sends_partial++;
 	n->stats.tx_bytes += take;
-	uint64_t left = take;
-	for (uint32_t i = 0; i < cnt; i++) {
-		const struct nic_tx *tx = &c->tx[c->tx_done & NIC_TXQ_MASK];
-		uint64_t rest = tx->len - c->tx_off;
-		uint64_t k = left < rest ? left : rest;
-		if (!sink)
-			nic_sim_stream_copy_in(net, s, tx->data + c->tx_off, k);
-		left -= k;
-		if (k < rest) {
-			c->tx_off += (uint32_t)k; /* the rest goes out in a later flush, in order */
-			break;
-		}
-		c->tx_off = 0;
-		c->tx_done++;
-		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, 0);
+	uint64_t moved = 0;
+	for (uint32_t i = 0; !sink && moved < take; i++) {
+		assert(i < cnt);
+		uint64_t k = take - moved < iov[i].iov_len ? take - moved : iov[i].iov_len;
+		nic_sim_stream_copy_in(net, s, iov[i].iov_base, k);
+		moved += k;
 	}
-	assert(left == 0);
+	/* SENT for each finished buffer; the rest goes out in a later flush, in order */
+	nic_txq_sent(&n->cm, &c->s, idx, cnt, take);
 	if (!sink && take > 0)
 		nic_sim_stream_seal(net, p, s);
 }
@@ -502,7 +431,7 @@ static void nic_sim_conn_step(struct nic *n, struct nic_sim_conn *c)
 			return;
 		}
 	}
-	if (c->tx_done != c->tx_tail)
+	if (c->s.tx_done != c->s.tx_tail)
 		nic_sim_transmit(n, c, p);
 }
 
@@ -510,13 +439,8 @@ static void nic_sim_conn_step(struct nic *n, struct nic_sim_conn *c)
 
 static struct nic_sim_conn *nic_conn_lookup(struct nic *n, uint32_t handle)
 {
-	uint32_t idx = handle & NIC_IDX_MASK;
-	if (idx >= n->conns_max)
-		return NULL;
-	struct nic_sim_conn *c = &n->conns[idx];
-	if (c->gen != handle >> NIC_CONN_IDX_BITS || c->state != NIC_SIM_CONN_OPEN)
-		return NULL;
-	return c;
+	uint32_t idx = nic_slot_find(&n->cm, handle);
+	return idx == NIC_SLOT_NONE ? NULL : &n->conns[idx];
 }
 
 /* Locality: simulator thread (the core's side). */
@@ -524,7 +448,8 @@ int nic_flush(struct nic *n)
 {
 	assert(n);
 	struct nic_sim_net *net = n->net;
-	uint32_t before = n->pushed;
+	/* nothing is polled inside a flush, so the queue's growth is what it queued */
+	uint32_t before = n->cm.evq_n;
 	/* connects due: the scan ends once every pending one was seen */
 	uint32_t syn_left = n->syn_pending;
 	for (uint32_t i = 0; syn_left > 0 && i < net->pipes_max; i++) {
@@ -541,84 +466,28 @@ int nic_flush(struct nic *n)
 	for (uint32_t k = 0; k < cnt; k++) {
 		uint32_t at = (n->cursor + k) % cnt;
 		struct nic_sim_conn *c = &n->conns[n->visit[at]];
-		if (c->state == NIC_SIM_CONN_OPEN)
+		if (c->s.state == NIC_CONN_OPEN)
 			nic_sim_conn_step(n, c);
 	}
 	n->cursor = cnt > 0 ? (n->cursor + 1u) % cnt : 0;
-	return (int)(n->pushed - before);
-}
-
-/* Locality: simulator thread (the core's side). */
-int nic_poll(struct nic *n, struct nic_ev *ev, int max)
-{
-	assert(n && (ev || max <= 0));
-	int k = 0;
-	while (k < max && n->evq_n > 0) {
-		const struct nic_iev ie = n->evq[n->evq_head];
-		if (++n->evq_head == n->evq_cap)
-			n->evq_head = 0;
-		n->evq_n--;
-		assert(ie.idx < n->conns_max);
-		struct nic_sim_conn *c = &n->conns[ie.idx];
-		assert(c->state != NIC_SIM_CONN_FREE);
-		struct nic_ev *e = &ev[k++];
-		*e = (struct nic_ev){ .kind = ie.kind, .conn = nic_handle(ie.idx, c->gen),
-				      .status = ie.status };
-		switch (ie.kind) {
-		case NIC_EV_OPEN:
-			break;
-		case NIC_EV_DATA:
-			assert(n->rx_out[ie.bid]);
-			e->data = nic_rx_addr(n, ie.bid);
-			e->len = ie.len;
-			e->buf_id = ie.bid;
-			break;
-		case NIC_EV_SENT:
-			assert(c->tx_head != c->tx_done);
-			e->cookie = c->tx[c->tx_head & NIC_TXQ_MASK].cookie;
-			c->tx_head++;
-			break;
-		case NIC_EV_CLOSED:
-			assert(c->state == NIC_SIM_CONN_CLOSED && c->tx_head == c->tx_tail);
-			c->state = NIC_SIM_CONN_FREE;
-			c->gen = nic_gen_next(c->gen);
-			assert(n->free_n < n->conns_max);
-			n->free_slots[n->free_n++] = ie.idx;
-			break;
-		default:
-			assert(!"unknown event kind");
-		}
-	}
-	return k;
+	return (int)(n->cm.evq_n - before);
 }
 
 /* Locality: simulator thread (the core's side). */
 void nic_rx_release(struct nic *n, const struct nic_ev *ev)
 {
-	assert(n && ev && ev->kind == NIC_EV_DATA);
-	uint32_t bid = ev->buf_id;
-	assert(bid < n->rx_bufs);
-	assert(n->rx_out[bid]); /* double release */
-	assert(ev->data == nic_rx_addr(n, bid));
-	n->rx_out[bid] = 0;
-	assert(n->rx_held > 0 && n->rx_free_n < n->rx_bufs);
-	n->rx_held--;
-	n->rx_free[n->rx_free_n++] = (uint16_t)bid;
+	assert(n);
+	nic_rx_free_push(&n->cm, nic_rx_unlend(&n->cm, ev));
 }
 
 /* Locality: simulator thread (the core's side). */
 int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie)
 {
 	assert(n && (data || len == 0));
-	struct nic_sim_conn *c = nic_conn_lookup(n, conn);
-	if (!c)
+	uint32_t idx = nic_slot_find(&n->cm, conn);
+	if (idx == NIC_SLOT_NONE)
 		return -ENOTCONN;
-	if (c->tx_tail - c->tx_head == NIC_TXQ_MAX)
-		return -ENOBUFS;
-	c->tx[c->tx_tail & NIC_TXQ_MASK] = (struct nic_tx){ .data = data, .cookie = cookie,
-							    .len = len };
-	c->tx_tail++;
-	return 0;
+	return nic_txq_put(&n->cm, &n->conns[idx].s, idx, data, len, cookie);
 }
 
 /* Locality: simulator thread (the core's side). */
@@ -649,19 +518,12 @@ void nic_close(struct nic *n, uint32_t conn)
 		nic_sim_conn_close(n, c, 0);
 }
 
-/* Locality: any. */
-uint16_t nic_local_port(const struct nic *n)
-{
-	assert(n);
-	return n->port;
-}
-
 /* ---- listener create / shutdown / destroy --------------------------------- */
 
 static bool nic_sim_port_taken(const struct nic_sim_net *net, uint16_t port, bool reuseport)
 {
 	for (uint32_t i = 0; i < net->nlisteners; i++)
-		if (net->listeners[i]->port == port && !(reuseport && net->listeners[i]->reuseport))
+		if (net->listeners[i]->cm.port == port && !(reuseport && net->listeners[i]->reuseport))
 			return true;
 	return false;
 }
@@ -669,11 +531,7 @@ static bool nic_sim_port_taken(const struct nic_sim_net *net, uint16_t port, boo
 /* Locality: init only. */
 int nic_sim_create(const struct nic_config *cfg, struct nic_sim_net *net, struct nic **out)
 {
-	if (!cfg || !net || !out)
-		return -EINVAL;
-	if (cfg->conns_max == 0 || cfg->conns_max > NIC_CONNS_LIMIT || cfg->rx_bufs == 0 ||
-	    cfg->rx_bufs > NIC_RX_BUFS_LIMIT || cfg->rx_buf_bytes == 0 ||
-	    cfg->rx_buf_bytes > (uint32_t)INT32_MAX)
+	if (!cfg || !net || !out || nic_config_check(cfg) < 0)
 		return -EINVAL;
 	if (net->nlisteners == NIC_SIM_LISTENERS_MAX)
 		return -ENOSPC;
@@ -688,36 +546,18 @@ int nic_sim_create(const struct nic_config *cfg, struct nic_sim_net *net, struct
 	if (!n)
 		return -ENOMEM;
 	n->net = net;
-	n->port = port;
 	n->reuseport = cfg->reuseport != 0;
-	n->conns_max = cfg->conns_max;
-	n->rx_bufs = cfg->rx_bufs;
-	n->rx_buf_bytes = cfg->rx_buf_bytes;
-	/* itemised event bound: see nic_internal.h */
-	n->evq_cap = cfg->conns_max * (2u + NIC_TXQ_MAX) + cfg->rx_bufs;
-	n->conns = calloc(n->conns_max, sizeof(*n->conns));
-	n->free_slots = calloc(n->conns_max, sizeof(uint32_t));
-	n->open = calloc(n->conns_max, sizeof(uint32_t));
-	n->visit = calloc(n->conns_max, sizeof(uint32_t));
-	n->evq = calloc(n->evq_cap, sizeof(*n->evq));
-	n->rx_mem = calloc(n->rx_bufs, n->rx_buf_bytes);
-	n->rx_out = calloc(n->rx_bufs, 1);
-	n->rx_free = calloc(n->rx_bufs, sizeof(uint16_t));
-	if (!n->conns || !n->free_slots || !n->open || !n->visit || !n->evq || !n->rx_mem ||
-	    !n->rx_out || !n->rx_free) {
-		free(n->conns), free(n->free_slots), free(n->open), free(n->visit), free(n->evq);
-		free(n->rx_mem), free(n->rx_out), free(n->rx_free);
+	int rc = nic_common_init(&n->cm, cfg, sizeof(struct nic_sim_conn));
+	n->cm.port = port;
+	n->conns = n->cm.slots;
+	n->open = calloc(cfg->conns_max, sizeof(uint32_t));
+	n->visit = calloc(cfg->conns_max, sizeof(uint32_t));
+	if (rc < 0 || !n->open || !n->visit) {
+		nic_common_free(&n->cm);
+		free(n->open), free(n->visit);
 		free(n);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < n->conns_max; i++) {
-		n->conns[i].gen = 1;
-		n->free_slots[i] = n->conns_max - 1 - i; /* slot 0 is handed out first */
-	}
-	n->free_n = n->conns_max;
-	for (uint32_t i = 0; i < n->rx_bufs; i++)
-		n->rx_free[i] = (uint16_t)(n->rx_bufs - 1 - i);
-	n->rx_free_n = n->rx_bufs;
 	net->listeners[net->nlisteners++] = n;
 	*out = n;
 	return 0;
@@ -758,14 +598,9 @@ void nic_destroy(struct nic *n)
 			net->listeners[i] = net->listeners[--net->nlisteners];
 			break;
 		}
-	free(n->conns);
-	free(n->free_slots);
+	nic_common_free(&n->cm);
 	free(n->open);
 	free(n->visit);
-	free(n->evq);
-	free(n->rx_mem);
-	free(n->rx_out);
-	free(n->rx_free);
 	free(n);
 }
 
@@ -776,22 +611,20 @@ const struct nic_sim_stats *nic_sim_stats(const struct nic *n)
 
 uint32_t nic_sim_rx_held(const struct nic *n)
 {
-	return n->rx_held;
+	return n->cm.rx_held;
 }
 
 uint32_t nic_sim_conns_used(const struct nic *n)
 {
-	return n->conns_max - n->free_n;
+	return n->cm.conns_max - n->cm.free_n;
 }
 
 int nic_sim_conn_client(const struct nic *n, uint32_t conn, uint32_t *client)
 {
-	uint32_t idx = conn & NIC_IDX_MASK;
-	if (idx >= n->conns_max)
+	uint32_t idx = nic_slot_find(&n->cm, conn);
+	if (idx == NIC_SLOT_NONE)
 		return -ENOTCONN;
 	const struct nic_sim_conn *c = &n->conns[idx];
-	if (c->gen != conn >> NIC_CONN_IDX_BITS || c->state != NIC_SIM_CONN_OPEN)
-		return -ENOTCONN;
 	const struct nic_sim_pipe *p = &n->net->pipes[c->pipe];
 	if (p->client_gone)
 		return -ENOTCONN;
@@ -898,7 +731,7 @@ int nic_sim_connect(struct nic_sim_net *net, uint16_t port, uint32_t *client)
 	struct nic *cand[NIC_SIM_LISTENERS_MAX];
 	uint32_t nc = 0;
 	for (uint32_t i = 0; i < net->nlisteners; i++)
-		if (net->listeners[i]->port == port)
+		if (net->listeners[i]->cm.port == port)
 			cand[nc++] = net->listeners[i];
 	if (nc == 0)
 		return -ECONNREFUSED;
@@ -1007,18 +840,13 @@ void nic_sim_client_reset(struct nic_sim_net *net, uint32_t client)
 	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
 	if (!p)
 		return;
-	uint64_t at = nic_sim_arrival(net);
-	if (at < p->reset_at_us)
-		p->reset_at_us = at;
+	nic_sim_reset_on_arrival(net, p);
 	nic_sim_client_leave(net, p);
 }
 
 void nic_sim_client_inject_reset(struct nic_sim_net *net, uint32_t client)
 {
 	struct nic_sim_pipe *p = nic_sim_client_lookup(net, client);
-	if (!p)
-		return;
-	uint64_t at = nic_sim_arrival(net);
-	if (at < p->reset_at_us)
-		p->reset_at_us = at;
+	if (p)
+		nic_sim_reset_on_arrival(net, p);
 }

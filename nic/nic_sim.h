@@ -42,8 +42,8 @@
  * A server close (nic_close, shutdown) sends FIN after the bytes already
  * handed over, or, as a kernel does, RST when client bytes are unread: the
  * client then loses what had not arrived before the RST.
- * Events follow nic_uring's contract exactly (nic_internal.h: lifecycles and
- * the event-queue bound): OPEN first, DATA*, one SENT per accepted nic_send
+ * Events follow nic_uring's contract exactly, from the same code
+ * (nic_common.h: lifecycles and the event-queue bound): OPEN first, DATA*, one SENT per accepted nic_send
  * in order, CLOSED last after every SENT; no event names a handle after its
  * CLOSED; a slot is reused only once its CLOSED was polled.
  *

@@ -28,9 +28,9 @@
 #include "nic.h"
 #include "nic_internal.h"
 
-#define NIC_TXQ_MASK (NIC_TXQ_MAX - 1u)
-#define NIC_GEN_MASK ((1u << NIC_CONN_GEN_BITS) - 1u)
-#define NIC_IDX_MASK (NIC_CONNS_LIMIT - 1u)
+/* nic_poll and nic_local_port (nic_common.c) reach the shared half this way */
+_Static_assert(offsetof(struct nic, cm) == 0, "struct nic_common comes first");
+_Static_assert(offsetof(struct nic_conn, s) == 0, "struct nic_slot comes first");
 
 /* ---- user_data ---------------------------------------------------------- */
 
@@ -39,11 +39,6 @@ static uint64_t nic_ud(enum nic_op op, uint32_t idx, uint32_t gen)
 	assert(idx < NIC_CONNS_LIMIT && gen <= NIC_GEN_MASK);
 	uint64_t payload = (uint64_t)op | (uint64_t)idx << 4 | (uint64_t)gen << 24;
 	return payload << 4 | NIC_URING_TAG;
-}
-
-static uint32_t nic_handle(uint32_t idx, uint32_t gen)
-{
-	return idx | gen << NIC_CONN_IDX_BITS;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -60,23 +55,11 @@ static struct io_uring_sqe *nic_get_sqe(struct nic *n)
 	return io_uring_get_sqe(n->ring);
 }
 
-static void nic_ev_push(struct nic *n, uint8_t kind, uint32_t idx, uint16_t bid, uint32_t len,
-			int status)
-{
-	assert(n->evq_n < n->evq_cap); /* bound proven in nic_internal.h */
-	uint32_t at = n->evq_head + n->evq_n;
-	if (at >= n->evq_cap)
-		at -= n->evq_cap;
-	n->evq[at] = (struct nic_iev){ .kind = kind, .bid = bid, .idx = idx, .len = len,
-				       .status = status };
-	n->evq_n++;
-}
-
 static void nic_mark_dirty(struct nic *n, struct nic_conn *c)
 {
 	if (c->flags & NIC_CF_ON_DIRTY)
 		return;
-	assert(n->dirty_n < n->conns_max);
+	assert(n->dirty_n < n->cm.conns_max);
 	c->flags |= NIC_CF_ON_DIRTY;
 	n->dirty[n->dirty_n++] = (uint32_t)(c - n->conns);
 }
@@ -86,62 +69,51 @@ static void nic_mark_starved(struct nic *n, struct nic_conn *c)
 	c->flags |= NIC_CF_RX_STARVED;
 	if (c->flags & NIC_CF_ON_STARVED)
 		return;
-	assert(n->starved_n < n->conns_max);
+	assert(n->starved_n < n->cm.conns_max);
 	c->flags |= NIC_CF_ON_STARVED;
 	uint32_t at = n->starved_head + n->starved_n;
-	if (at >= n->conns_max)
-		at -= n->conns_max;
+	if (at >= n->cm.conns_max)
+		at -= n->cm.conns_max;
 	n->starved[at] = (uint32_t)(c - n->conns);
 	n->starved_n++;
-}
-
-static uint8_t *nic_rx_addr(const struct nic *n, uint32_t bid)
-{
-	return n->rx_mem + (size_t)bid * n->rx_buf_bytes;
 }
 
 /* Give a buffer back to whoever hands them to the kernel. */
 static void nic_rx_recycle(struct nic *n, uint16_t bid)
 {
-	assert(bid < n->rx_bufs);
+	assert(bid < n->cm.rx_bufs);
 	if (n->multishot) {
-		io_uring_buf_ring_add(n->br, nic_rx_addr(n, bid), n->rx_buf_bytes, bid,
+		io_uring_buf_ring_add(n->br, nic_rx_addr(&n->cm, bid), n->cm.rx_buf_bytes, bid,
 				      (int)n->br_mask, 0);
 		/* store-release of the tail: pairs with the kernel's acquire when
 		 * it picks the next buffer. */
 		io_uring_buf_ring_advance(n->br, 1);
 	} else {
-		assert(n->rx_free_n < n->rx_bufs);
-		n->rx_free[n->rx_free_n++] = bid;
+		nic_rx_free_push(&n->cm, bid);
 	}
 }
 
 /* Buffers the kernel could fill right now (multishot) or that we can lend. */
 static uint32_t nic_rx_avail(const struct nic *n)
 {
-	return n->multishot ? n->rx_bufs - n->rx_held : n->rx_free_n;
+	return n->multishot ? n->cm.rx_bufs - n->cm.rx_held : n->cm.rx_free_n;
 }
 
 /* ---- connection lifecycle ----------------------------------------------- */
 
 static struct nic_conn *nic_conn_lookup(struct nic *n, uint32_t handle)
 {
-	uint32_t idx = handle & NIC_IDX_MASK;
-	if (idx >= n->conns_max)
-		return NULL;
-	struct nic_conn *c = &n->conns[idx];
-	if (c->gen != handle >> NIC_CONN_IDX_BITS || c->state != NIC_CONN_OPEN)
-		return NULL;
-	return c;
+	uint32_t idx = nic_slot_find(&n->cm, handle);
+	return idx == NIC_SLOT_NONE ? NULL : &n->conns[idx];
 }
 
 /* OPEN -> CLOSING. Ops in flight are cancelled; the slot finishes closing
  * when the last of them has completed (nic_conn_maybe_finish). */
 static void nic_conn_begin_close(struct nic *n, struct nic_conn *c, int status)
 {
-	assert(c->state == NIC_CONN_OPEN && c->fd >= 0);
+	assert(c->s.state == NIC_CONN_OPEN && c->fd >= 0);
 	assert(status <= 0);
-	c->state = NIC_CONN_CLOSING;
+	c->s.state = NIC_CONN_CLOSING;
 	c->close_status = status;
 	c->flags &= (uint8_t)~(NIC_CF_WANT_RECV | NIC_CF_RX_STARVED);
 	/* shutdown wakes a poll-armed recv/send at once even where cancel by fd
@@ -153,22 +125,17 @@ static void nic_conn_begin_close(struct nic *n, struct nic_conn *c, int status)
 	}
 }
 
-/* CLOSING -> CLOSED once nothing is in flight: report the unsent buffers,
- * close the fd, queue CLOSED (the slot is freed when CLOSED is delivered). */
+/* CLOSING -> CLOSED once nothing is in flight: close the fd, report the
+ * unsent buffers and queue CLOSED (the slot is freed when CLOSED is delivered). */
 static void nic_conn_maybe_finish(struct nic *n, struct nic_conn *c)
 {
-	if (c->state != NIC_CONN_CLOSING || c->inflight > 0)
+	if (c->s.state != NIC_CONN_CLOSING || c->inflight > 0)
 		return;
 	assert(!(c->flags & (NIC_CF_RECV_ARMED | NIC_CF_SEND_ARMED)));
-	uint32_t idx = (uint32_t)(c - n->conns);
-	for (; c->tx_done != c->tx_tail; c->tx_done++)
-		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, -ECANCELED);
-	c->tx_off = 0;
 	close(c->fd);
 	c->fd = -1;
 	c->flags &= (uint8_t)(NIC_CF_ON_DIRTY | NIC_CF_ON_STARVED);
-	c->state = NIC_CONN_CLOSED;
-	nic_ev_push(n, NIC_EV_CLOSED, idx, 0, 0, c->close_status);
+	nic_slot_closed(&n->cm, &c->s, (uint32_t)(c - n->conns), c->close_status);
 }
 
 /* ---- completions -------------------------------------------------------- */
@@ -187,27 +154,21 @@ static void nic_accept_complete(struct nic *n, const struct io_uring_cqe *cqe)
 		return;
 	}
 	int fd = cqe->res;
-	if (n->free_n == 0 || n->shutting_down) {
+	if (n->cm.free_n == 0 || n->shutting_down) {
 		close(fd); /* over conns_max: the client sees a reset/EOF at once */
 		n->stats.accepts_rejected++;
 		return;
 	}
 	int one = 1;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	uint32_t idx = n->free_slots[--n->free_n];
-	struct nic_conn *c = &n->conns[idx];
-	assert(c->state == NIC_CONN_FREE && c->inflight == 0);
-	assert(c->tx_head == c->tx_tail);
+	struct nic_conn *c = &n->conns[nic_slot_open(&n->cm)];
+	assert(c->inflight == 0);
 	c->fd = fd;
-	c->state = NIC_CONN_OPEN;
 	c->flags = (uint8_t)((c->flags & (NIC_CF_ON_DIRTY | NIC_CF_ON_STARVED)) | NIC_CF_WANT_RECV);
 	c->close_status = 0;
-	c->tx_head = c->tx_done = c->tx_tail = 0;
-	c->tx_off = 0;
 	c->tx_sending = 0;
 	n->stats.accepts++;
 	nic_mark_dirty(n, c);
-	nic_ev_push(n, NIC_EV_OPEN, idx, 0, 0, 0);
 }
 
 static void nic_recv_complete(struct nic *n, struct nic_conn *c, const struct io_uring_cqe *cqe)
@@ -232,18 +193,15 @@ static void nic_recv_complete(struct nic *n, struct nic_conn *c, const struct io
 		n->inflight--;
 	}
 	if (bid != UINT16_MAX) {
-		assert(bid < n->rx_bufs && !n->rx_out[bid]);
-		if (res > 0 && c->state == NIC_CONN_OPEN) {
-			assert((uint32_t)res <= n->rx_buf_bytes);
-			n->rx_out[bid] = 1;
-			n->rx_held++;
+		assert(bid < n->cm.rx_bufs && !n->cm.rx_out[bid]);
+		if (res > 0 && c->s.state == NIC_CONN_OPEN) {
 			n->stats.rx_bytes += (uint64_t)res;
-			nic_ev_push(n, NIC_EV_DATA, idx, bid, (uint32_t)res, 0);
+			nic_rx_lend(&n->cm, idx, bid, (uint32_t)res);
 		} else {
 			nic_rx_recycle(n, bid); /* closing, EOF or error: nobody wants it */
 		}
 	}
-	if (c->state != NIC_CONN_OPEN)
+	if (c->s.state != NIC_CONN_OPEN)
 		return;
 	if (res > 0) {
 		if (!more) {
@@ -280,37 +238,22 @@ static void nic_send_complete(struct nic *n, struct nic_conn *c, const struct io
 	uint32_t sending = c->tx_sending;
 	c->tx_sending = 0;
 	if (res < 0) {
-		if (c->state == NIC_CONN_OPEN)
+		if (c->s.state == NIC_CONN_OPEN)
 			nic_conn_begin_close(n, c, res);
 		return;
 	}
 	assert((uint64_t)res <= c->tx_sending_bytes);
 	if (res == 0 && c->tx_sending_bytes > 0) {
 		/* a stream socket never sends 0 of >0 bytes; do not spin on it */
-		if (c->state == NIC_CONN_OPEN)
+		if (c->s.state == NIC_CONN_OPEN)
 			nic_conn_begin_close(n, c, -EIO);
 		return;
 	}
 	n->stats.tx_bytes += (uint64_t)res;
-	uint64_t left = (uint64_t)res;
-	for (uint32_t i = 0; i < sending; i++) {
-		assert(c->tx_done != c->tx_tail);
-		const struct nic_tx *tx = &c->tx[c->tx_done & NIC_TXQ_MASK];
-		uint64_t rest = tx->len - c->tx_off;
-		if (left < rest) {
-			/* partial: the rest goes out in the next SENDMSG, in order */
-			c->tx_off += (uint32_t)left;
-			left = 0;
-			n->stats.sends_partial++;
-			break;
-		}
-		left -= rest;
-		c->tx_off = 0;
-		c->tx_done++;
-		nic_ev_push(n, NIC_EV_SENT, idx, 0, 0, 0);
-	}
-	assert(left == 0);
-	if (c->state == NIC_CONN_OPEN && c->tx_done != c->tx_tail)
+	/* partial: the rest goes out in the next SENDMSG, in order */
+	if (nic_txq_sent(&n->cm, &c->s, idx, sending, (uint64_t)res))
+		n->stats.sends_partial++;
+	if (c->s.state == NIC_CONN_OPEN && c->s.tx_done != c->s.tx_tail)
 		nic_mark_dirty(n, c);
 }
 
@@ -333,11 +276,11 @@ void nic_uring_complete(struct nic *n, const struct io_uring_cqe *cqe)
 		n->listen_inflight--;
 		return;
 	}
-	assert(idx < n->conns_max);
+	assert(idx < n->cm.conns_max);
 	struct nic_conn *c = &n->conns[idx];
 	/* every op completes before its slot is reused, so a stale CQE is a bug */
-	assert(c->gen == gen);
-	assert(c->state == NIC_CONN_OPEN || c->state == NIC_CONN_CLOSING);
+	assert(c->s.gen == gen);
+	assert(c->s.state == NIC_CONN_OPEN || c->s.state == NIC_CONN_CLOSING);
 	assert(c->inflight > 0 && n->inflight > 0);
 	switch (op) {
 	case NIC_OP_RECV:
@@ -360,82 +303,23 @@ void nic_uring_complete(struct nic *n, const struct io_uring_cqe *cqe)
 /* ---- application side --------------------------------------------------- */
 
 /* Locality: NIC core. */
-int nic_poll(struct nic *n, struct nic_ev *ev, int max)
-{
-	assert(n && (ev || max <= 0));
-	int k = 0;
-	while (k < max && n->evq_n > 0) {
-		const struct nic_iev ie = n->evq[n->evq_head];
-		if (++n->evq_head == n->evq_cap)
-			n->evq_head = 0;
-		n->evq_n--;
-		assert(ie.idx < n->conns_max);
-		struct nic_conn *c = &n->conns[ie.idx];
-		assert(c->state != NIC_CONN_FREE);
-		struct nic_ev *e = &ev[k++];
-		*e = (struct nic_ev){ .kind = ie.kind, .conn = nic_handle(ie.idx, c->gen),
-				      .status = ie.status };
-		switch (ie.kind) {
-		case NIC_EV_OPEN:
-			break;
-		case NIC_EV_DATA:
-			assert(n->rx_out[ie.bid]);
-			e->data = nic_rx_addr(n, ie.bid);
-			e->len = ie.len;
-			e->buf_id = ie.bid;
-			break;
-		case NIC_EV_SENT:
-			/* SENT events of a slot are queued in tx order */
-			assert(c->tx_head != c->tx_done);
-			e->cookie = c->tx[c->tx_head & NIC_TXQ_MASK].cookie;
-			c->tx_head++;
-			break;
-		case NIC_EV_CLOSED:
-			assert(c->state == NIC_CONN_CLOSED && c->inflight == 0);
-			assert(c->tx_head == c->tx_tail);
-			c->state = NIC_CONN_FREE;
-			c->gen = (uint16_t)((c->gen + 1u) & NIC_GEN_MASK);
-			if (c->gen == 0)
-				c->gen = 1;
-			assert(n->free_n < n->conns_max);
-			n->free_slots[n->free_n++] = ie.idx;
-			break;
-		default:
-			assert(!"unknown event kind");
-		}
-	}
-	return k;
-}
-
-/* Locality: NIC core. */
 void nic_rx_release(struct nic *n, const struct nic_ev *ev)
 {
-	assert(n && ev && ev->kind == NIC_EV_DATA);
-	uint32_t bid = ev->buf_id;
-	assert(bid < n->rx_bufs);
-	assert(n->rx_out[bid]); /* double release */
-	assert(ev->data == nic_rx_addr(n, bid));
-	n->rx_out[bid] = 0;
-	assert(n->rx_held > 0);
-	n->rx_held--;
-	nic_rx_recycle(n, (uint16_t)bid);
+	assert(n);
+	nic_rx_recycle(n, nic_rx_unlend(&n->cm, ev));
 }
 
 /* Locality: NIC core. */
 int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void *cookie)
 {
 	assert(n && (data || len == 0));
-	struct nic_conn *c = nic_conn_lookup(n, conn);
-	if (!c)
+	uint32_t idx = nic_slot_find(&n->cm, conn);
+	if (idx == NIC_SLOT_NONE)
 		return -ENOTCONN;
-	if (c->tx_tail - c->tx_head == NIC_TXQ_MAX)
-		return -ENOBUFS;
-	c->tx[c->tx_tail & NIC_TXQ_MASK] = (struct nic_tx){ .data = data, .cookie = cookie,
-							    .len = len };
-	c->tx_tail++;
-	if (!(c->flags & NIC_CF_SEND_ARMED))
-		nic_mark_dirty(n, c);
-	return 0;
+	int rc = nic_txq_put(&n->cm, &n->conns[idx].s, idx, data, len, cookie);
+	if (rc == 0 && !(n->conns[idx].flags & NIC_CF_SEND_ARMED))
+		nic_mark_dirty(n, &n->conns[idx]);
+	return rc;
 }
 
 /* Locality: NIC core. */
@@ -459,8 +343,8 @@ void nic_pause(struct nic *n, uint32_t conn, bool paused)
 	if (!sqe)
 		return;   /* no room: it stays armed; what arrives is still delivered */
 	uint32_t idx = (uint32_t)(c - n->conns);
-	io_uring_prep_cancel64(sqe, nic_ud(NIC_OP_RECV, idx, c->gen), 0);
-	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->gen));
+	io_uring_prep_cancel64(sqe, nic_ud(NIC_OP_RECV, idx, c->s.gen), 0);
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->s.gen));
 	c->inflight++;
 	n->inflight++;
 }
@@ -512,11 +396,10 @@ static bool nic_prep_recv(struct nic *n, struct nic_conn *c)
 		sqe->flags |= IOSQE_BUFFER_SELECT;
 		sqe->buf_group = NIC_BGID;
 	} else {
-		assert(n->rx_free_n > 0);
-		c->rx_bid = n->rx_free[--n->rx_free_n];
-		io_uring_prep_recv(sqe, c->fd, nic_rx_addr(n, c->rx_bid), n->rx_buf_bytes, 0);
+		c->rx_bid = nic_rx_free_pop(&n->cm);
+		io_uring_prep_recv(sqe, c->fd, nic_rx_addr(&n->cm, c->rx_bid), n->cm.rx_buf_bytes, 0);
 	}
-	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_RECV, idx, c->gen));
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_RECV, idx, c->s.gen));
 	c->flags = (uint8_t)((c->flags | NIC_CF_RECV_ARMED) & ~NIC_CF_WANT_RECV);
 	c->inflight++;
 	n->inflight++;
@@ -529,22 +412,12 @@ static bool nic_prep_send(struct nic *n, struct nic_conn *c)
 	struct io_uring_sqe *sqe = nic_get_sqe(n);
 	if (!sqe)
 		return false;
-	uint32_t cnt = c->tx_tail - c->tx_done;
-	if (cnt > NIC_SEND_IOV_MAX)
-		cnt = NIC_SEND_IOV_MAX;
-	uint64_t bytes = 0;
-	for (uint32_t i = 0; i < cnt; i++) {
-		const struct nic_tx *tx = &c->tx[(c->tx_done + i) & NIC_TXQ_MASK];
-		uint32_t skip = i == 0 ? c->tx_off : 0;
-		assert(skip <= tx->len);
-		c->iov[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)(tx->data + skip),
-					    .iov_len = tx->len - skip };
-		bytes += tx->len - skip;
-	}
+	uint64_t bytes;
+	uint32_t cnt = nic_txq_gather(&n->cm, &c->s, idx, c->iov, NIC_SEND_IOV_MAX, &bytes);
 	c->msg = (struct msghdr){ .msg_iov = c->iov, .msg_iovlen = cnt };
 	/* MSG_NOSIGNAL: a peer reset is an -EPIPE completion, not a SIGPIPE */
 	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
-	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_SEND, idx, c->gen));
+	io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_SEND, idx, c->s.gen));
 	c->tx_sending = cnt;
 	c->tx_sending_bytes = bytes;
 	c->flags |= NIC_CF_SEND_ARMED;
@@ -558,19 +431,19 @@ static bool nic_prep_send(struct nic *n, struct nic_conn *c)
 static bool nic_conn_flush(struct nic *n, struct nic_conn *c, int *prepared)
 {
 	uint32_t idx = (uint32_t)(c - n->conns);
-	if (c->state == NIC_CONN_CLOSING && (c->flags & NIC_CF_WANT_CANCEL)) {
+	if (c->s.state == NIC_CONN_CLOSING && (c->flags & NIC_CF_WANT_CANCEL)) {
 		struct io_uring_sqe *sqe = nic_get_sqe(n);
 		if (!sqe)
 			return false;
 		io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
-		io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->gen));
+		io_uring_sqe_set_data64(sqe, nic_ud(NIC_OP_CANCEL, idx, c->s.gen));
 		c->flags &= (uint8_t)~NIC_CF_WANT_CANCEL;
 		c->inflight++;
 		n->inflight++;
 		(*prepared)++;
 		return true;
 	}
-	if (c->state != NIC_CONN_OPEN)
+	if (c->s.state != NIC_CONN_OPEN)
 		return true;
 	if ((c->flags & NIC_CF_WANT_RECV) && !(c->flags & (NIC_CF_RECV_ARMED | NIC_CF_PAUSED))) {
 		uint32_t before = c->inflight;
@@ -578,7 +451,7 @@ static bool nic_conn_flush(struct nic *n, struct nic_conn *c, int *prepared)
 			return false;
 		*prepared += (int)(c->inflight - before);
 	}
-	if (!(c->flags & NIC_CF_SEND_ARMED) && c->tx_done != c->tx_tail) {
+	if (!(c->flags & NIC_CF_SEND_ARMED) && c->s.tx_done != c->s.tx_tail) {
 		if (!nic_prep_send(n, c))
 			return false;
 		(*prepared)++;
@@ -612,13 +485,13 @@ int nic_flush(struct nic *n)
 	uint32_t avail = nic_rx_avail(n);
 	while (n->starved_n > 0 && avail > 0) {
 		uint32_t idx = n->starved[n->starved_head];
-		if (++n->starved_head == n->conns_max)
+		if (++n->starved_head == n->cm.conns_max)
 			n->starved_head = 0;
 		n->starved_n--;
 		struct nic_conn *c = &n->conns[idx];
 		assert(c->flags & NIC_CF_ON_STARVED);
 		c->flags &= (uint8_t)~NIC_CF_ON_STARVED;
-		if (c->state != NIC_CONN_OPEN || !(c->flags & NIC_CF_RX_STARVED))
+		if (c->s.state != NIC_CONN_OPEN || !(c->flags & NIC_CF_RX_STARVED))
 			continue;
 		c->flags = (uint8_t)((c->flags | NIC_CF_WANT_RECV) & ~NIC_CF_RX_STARVED);
 		nic_mark_dirty(n, c);
@@ -697,7 +570,7 @@ static int nic_listen(struct nic *n, const struct nic_config *cfg)
 	sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
 		goto fail;
-	n->port = ntohs(ss.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
+	n->cm.port = ntohs(ss.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
 	n->listen_fd = fd;
 	return 0;
 fail:;
@@ -720,7 +593,7 @@ static bool nic_kernel_has_multishot(void)
 static int nic_setup_buf_ring(struct nic *n)
 {
 	uint32_t entries = 1;
-	while (entries < n->rx_bufs)
+	while (entries < n->cm.rx_bufs)
 		entries <<= 1;
 	n->br_bytes = (size_t)entries * sizeof(struct io_uring_buf);
 	/* page aligned, as the kernel requires for the ring */
@@ -741,10 +614,10 @@ static int nic_setup_buf_ring(struct nic *n)
 		return ret;
 	}
 	n->br_mask = entries - 1;
-	for (uint32_t i = 0; i < n->rx_bufs; i++)
-		io_uring_buf_ring_add(n->br, nic_rx_addr(n, i), n->rx_buf_bytes, (uint16_t)i,
+	for (uint32_t i = 0; i < n->cm.rx_bufs; i++)
+		io_uring_buf_ring_add(n->br, nic_rx_addr(&n->cm, i), n->cm.rx_buf_bytes, (uint16_t)i,
 				      (int)n->br_mask, (int)i);
-	io_uring_buf_ring_advance(n->br, (int)n->rx_bufs);
+	io_uring_buf_ring_advance(n->br, (int)n->cm.rx_bufs);
 	return 0;
 }
 
@@ -752,56 +625,29 @@ static int nic_setup_buf_ring(struct nic *n)
 int nic_uring_create_ex(const struct nic_config *cfg, struct io_uring *ring, unsigned flags,
 			struct nic **out)
 {
-	if (!cfg || !ring || !out)
-		return -EINVAL;
-	if (cfg->conns_max == 0 || cfg->conns_max > NIC_CONNS_LIMIT || cfg->rx_bufs == 0 ||
-	    cfg->rx_bufs > NIC_RX_BUFS_LIMIT || cfg->rx_buf_bytes == 0 ||
-	    cfg->rx_buf_bytes > (uint32_t)INT32_MAX)
+	if (!cfg || !ring || !out || nic_config_check(cfg) < 0)
 		return -EINVAL;
 	struct nic *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	n->ring = ring;
 	n->listen_fd = -1;
-	n->conns_max = cfg->conns_max;
-	n->rx_bufs = cfg->rx_bufs;
-	n->rx_buf_bytes = cfg->rx_buf_bytes;
-	/* itemised event bound: see nic_internal.h */
-	n->evq_cap = cfg->conns_max * (2u + NIC_TXQ_MAX) + cfg->rx_bufs;
-	n->conns = calloc(n->conns_max, sizeof(*n->conns));
-	n->free_slots = calloc(n->conns_max, sizeof(uint32_t));
-	n->dirty = calloc(n->conns_max, sizeof(uint32_t));
-	n->starved = calloc(n->conns_max, sizeof(uint32_t));
-	n->evq = calloc(n->evq_cap, sizeof(*n->evq));
-	n->rx_out = calloc(n->rx_bufs, 1);
-	n->rx_free = calloc(n->rx_bufs, sizeof(uint16_t));
-	n->rx_mem_bytes = (size_t)n->rx_bufs * n->rx_buf_bytes;
-	n->rx_mem = mmap(NULL, n->rx_mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
-	int ret = -ENOMEM;
-	if (n->rx_mem == MAP_FAILED) {
-		n->rx_mem = NULL;
+	int ret = nic_common_init(&n->cm, cfg, sizeof(struct nic_conn));
+	n->conns = n->cm.slots;
+	n->dirty = calloc(cfg->conns_max, sizeof(uint32_t));
+	n->starved = calloc(cfg->conns_max, sizeof(uint32_t));
+	if (ret < 0 || !n->dirty || !n->starved) {
+		ret = -ENOMEM;
 		goto fail;
 	}
-	if (!n->conns || !n->free_slots || !n->dirty || !n->starved || !n->evq || !n->rx_out ||
-	    !n->rx_free)
-		goto fail;
-	for (uint32_t i = 0; i < n->conns_max; i++) {
+	for (uint32_t i = 0; i < n->cm.conns_max; i++)
 		n->conns[i].fd = -1;
-		n->conns[i].gen = 1;
-		n->free_slots[i] = n->conns_max - 1 - i; /* slot 0 is handed out first */
-	}
-	n->free_n = n->conns_max;
 	ret = nic_listen(n, cfg);
 	if (ret < 0)
 		goto fail;
+	/* single-shot mode lends from the free stack nic_common_init filled */
 	n->multishot = !(flags & NIC_URING_F_SINGLESHOT) && nic_kernel_has_multishot() &&
 		       nic_setup_buf_ring(n) == 0;
-	if (!n->multishot) {
-		for (uint32_t i = 0; i < n->rx_bufs; i++)
-			n->rx_free[i] = (uint16_t)(n->rx_bufs - 1 - i);
-		n->rx_free_n = n->rx_bufs;
-	}
 	*out = n;
 	return 0;
 fail:
@@ -832,9 +678,9 @@ void nic_uring_shutdown(struct nic *n)
 		}
 	}
 	shutdown(n->listen_fd, SHUT_RDWR);
-	for (uint32_t i = 0; i < n->conns_max; i++) {
+	for (uint32_t i = 0; i < n->cm.conns_max; i++) {
 		struct nic_conn *c = &n->conns[i];
-		if (c->state == NIC_CONN_OPEN) {
+		if (c->s.state == NIC_CONN_OPEN) {
 			nic_conn_begin_close(n, c, -ECANCELED);
 			nic_conn_maybe_finish(n, c);
 		}
@@ -858,28 +704,17 @@ void nic_destroy(struct nic *n)
 	if (n->br && n->shutting_down && nic_uring_inflight(n) == 0)
 		io_uring_unregister_buf_ring(n->ring, NIC_BGID);
 	if (n->conns)
-		for (uint32_t i = 0; i < n->conns_max; i++)
-			if (n->conns[i].state == NIC_CONN_OPEN || n->conns[i].state == NIC_CONN_CLOSING)
+		for (uint32_t i = 0; i < n->cm.conns_max; i++)
+			if (n->conns[i].s.state == NIC_CONN_OPEN ||
+			    n->conns[i].s.state == NIC_CONN_CLOSING)
 				close(n->conns[i].fd);
 	if (n->listen_fd >= 0)
 		close(n->listen_fd);
 	if (n->br)
 		munmap(n->br, n->br_bytes);
-	if (n->rx_mem)
-		munmap(n->rx_mem, n->rx_mem_bytes);
-	free(n->conns);
-	free(n->free_slots);
+	nic_common_free(&n->cm);
 	free(n->dirty);
 	free(n->starved);
-	free(n->evq);
-	free(n->rx_out);
-	free(n->rx_free);
 	free(n);
 }
 
-/* Locality: any. */
-uint16_t nic_local_port(const struct nic *n)
-{
-	assert(n);
-	return n->port;
-}

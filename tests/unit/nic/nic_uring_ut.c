@@ -446,9 +446,9 @@ static void run_echo(uint32_t nconns, uint64_t bytes, uint32_t msg_max, uint32_t
 	CU_ASSERT_EQUAL(s.opens, nconns);
 	CU_ASSERT_EQUAL(s.closes, nconns);
 	CU_ASSERT_EQUAL(s.rx_total, (uint64_t)nconns * bytes);
-	CU_ASSERT_EQUAL(s.n->rx_held, 0);        /* every DATA buffer came back */
+	CU_ASSERT_EQUAL(s.n->cm.rx_held, 0);        /* every DATA buffer came back */
 	CU_ASSERT_EQUAL(s.n->inflight, 0);
-	CU_ASSERT_EQUAL(s.n->free_n, UT_CONNS_MAX);
+	CU_ASSERT_EQUAL(s.n->cm.free_n, UT_CONNS_MAX);
 	for (uint32_t i = 0; i < UT_CONNS_MAX; i++) {
 		CU_ASSERT(!s.ac[i].order_bad);
 		if (s.ac[i].closed)
@@ -648,7 +648,7 @@ static void test_peer_close_and_stale_handle(void)
 	CU_ASSERT_EQUAL(ut_send(s.n, b, "x", 1, NULL), -ENOTCONN);
 	cli_join(&c);
 	CU_ASSERT_EQUAL(s.opens, 2);
-	CU_ASSERT_EQUAL(s.n->rx_held, 0);
+	CU_ASSERT_EQUAL(s.n->cm.rx_held, 0);
 	srv_close(&s);
 }
 
@@ -828,7 +828,7 @@ static void test_rx_exhaustion(void)
 				continue;
 		} else {
 			/* pool empty: nothing can arrive until we give buffers back */
-			CU_ASSERT_EQUAL(s.n->rx_held, bufs);
+			CU_ASSERT_EQUAL(s.n->cm.rx_held, bufs);
 			datas = s.datas;
 			for (int i = 0; i < 5; i++)
 				srv_step(&s, 1);
@@ -851,7 +851,7 @@ static void test_rx_exhaustion(void)
 	uint32_t n = RX_CONNS;
 	CU_ASSERT(srv_run_until(&s, pred_closes, &n, UT_TIMEOUT_MS));
 	cli_join(&c);
-	CU_ASSERT_EQUAL(s.n->rx_held, 0);
+	CU_ASSERT_EQUAL(s.n->cm.rx_held, 0);
 	for (uint32_t i = 0; i < UT_CONNS_MAX; i++)
 		CU_ASSERT(!s.ac[i].order_bad);
 	srv_close(&s);
@@ -920,7 +920,7 @@ static void test_pause(void)
 	CU_ASSERT_EQUAL(s.ac[0].closed_status, 0);
 	nic_pause(s.n, h, true);   /* stale handle: ignored */
 	CU_ASSERT(!s.ac[0].order_bad);
-	CU_ASSERT_EQUAL(s.n->rx_held, 0);
+	CU_ASSERT_EQUAL(s.n->cm.rx_held, 0);
 	srv_close(&s);
 }
 
