@@ -6,6 +6,7 @@
 #ifndef SLUICE_DP_CONN_INTERNAL_H
 #define SLUICE_DP_CONN_INTERNAL_H
 
+#include "kerr.h"
 #include "conn.h"
 #include "shard.h"
 
@@ -76,6 +77,77 @@ void *dp_req_alloc(struct dp_req *r, size_t bytes);
 /* A pool buffer held by r (counted against its connection's and core's budget), and its return. */
 void *dp_req_buf_try_get(struct dp_core *c, struct dp_req *r, size_t bytes);   /* NULL if none */
 void  dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes);
+
+/*
+ * Response shaping: the answers whose shape follows the request, topic by
+ * topic and partition by partition (Produce, Fetch, ListOffsets,
+ * WriteTxnMarkers, DescribeProducers), each partition either refused here or
+ * asked of its owner shard. Memory comes from the request's arena, which is
+ * bounded (DP_ARENA_BYTES_MAX): a client's counts never size anything else.
+ */
+
+/* A request array's count as a response count: a null array (-1) has none. */
+static inline int32_t dp_count(int32_t n)
+{
+	return n > 0 ? n : 0;
+}
+
+/*
+ * obj->Field becomes an array of count entries (a request's count; negative
+ * is none) from r's arena, and obj->Field_n its length: true, or false when
+ * the arena is spent (the handler returns -1: the connection is closed). An
+ * empty array takes nothing (NULL; the encoders never read it).
+ */
+#define DP_RESP_ARRAY(r, obj, Field, count)                                                 \
+	(((obj)->Field##_n = dp_count(count)) == 0                                          \
+	 ? ((obj)->Field = NULL, true)                                                      \
+	 : ((obj)->Field = dp_req_alloc((r), sizeof(*(obj)->Field) * (size_t)(obj)->Field##_n)) != NULL)
+
+/* The live topic a request names, and its catalog slot in *id; NULL (and -1)
+ * when there is none (an empty or null name names none). */
+static inline struct dp_topic *dp_topic_named(struct dp_core *c, struct kstr name, int32_t *id)
+{
+	*id = name.len > 0 ? dp_topic_find(c, name.ptr, (size_t)name.len) : -1;
+	return *id >= 0 ? &c->topics[*id] : NULL;
+}
+
+/* Whether partition part of t (NULL: no such topic) exists. */
+static inline bool dp_part_known(const struct dp_topic *t, int32_t part)
+{
+	return t && part >= 0 && part < t->nparts;
+}
+
+/*
+ * Where a per-partition ask goes: KERR_NONE with its owner core in *owner and
+ * credit toward it for one message; KERR_UNKNOWN_TOPIC_OR_PARTITION; or busy
+ * (the API's retriable code) when there is no credit toward the owner
+ * (dp_limits.h): that partition is answered busy, not queued.
+ */
+static inline enum kerr dp_part_route(struct dp_core *c, const struct dp_topic *t, int32_t part,
+                                      enum kerr busy, int *owner)
+{
+	if (!dp_part_known(t, part))
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	*owner = dp_owner_core(c->b, t->hash, part);
+	return dp_send_room(c, *owner, 1) ? KERR_NONE : busy;
+}
+
+/* A per-partition ask of r about partition part of topic t (slot id). */
+static inline struct dp_msg dp_part_msg(struct dp_req *r, uint16_t type, int32_t id,
+                                        const struct dp_topic *t, int32_t part)
+{
+	return (struct dp_msg){ .type = type, .ctx = r, .topic_id = (uint32_t)id, .gen = t->gen,
+	                        .partition = part };
+}
+
+/* Ask the owner (dp_part_route said there is credit); the answer comes back
+ * through dp_req_complete_part, and r waits for it. */
+static inline void dp_ask_part(struct dp_core *c, struct dp_req *r, int owner, dp_msg_fn fn,
+                               struct dp_msg *m)
+{
+	r->pending++;
+	dp_ask(c, owner, fn, dp_req_complete_part, m);
+}
 
 /*
  * NIC core: lend a decoded request to the control core, which fills r->resp

@@ -161,30 +161,27 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	r->isolation = req->IsolationLevel;
 	r->deadline_ms = c->now_ms + (req->MaxWaitMs > 0 ? req->MaxWaitMs : 0);
 
-	int32_t nt = req->Topics_n > 0 ? req->Topics_n : 0;
+	if (!DP_RESP_ARRAY(r, resp, Responses, req->Topics_n))
+		return -1;
+	int32_t nt = resp->Responses_n;
 	uint32_t total = 0;
 	for (int32_t i = 0; i < nt; i++)
-		total += req->Topics[i].Partitions_n > 0 ? (uint32_t)req->Topics[i].Partitions_n : 0;
-	resp->Responses = dp_req_alloc(r, sizeof(*resp->Responses) * (size_t)(nt + 1));
+		total += (uint32_t)dp_count(req->Topics[i].Partitions_n);
 	r->fparts = dp_req_alloc(r, sizeof(*r->fparts) * (size_t)(total + 1));
-	if (!resp->Responses || !r->fparts)
+	if (!r->fparts)
 		return -1;
-	resp->Responses_n = nt;
 	resp->SessionId = 0;
 
 	uint32_t k = 0;
 	for (int32_t i = 0; i < nt; i++) {
 		struct FetchRequest_FetchTopic *ft = &req->Topics[i];
 		struct FetchResponse_FetchableTopicResponse *tr = &resp->Responses[i];
-		int32_t np = ft->Partitions_n > 0 ? ft->Partitions_n : 0;
 		tr->Topic = ft->Topic;
-		tr->Partitions = np ? dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)np) : NULL;
-		if (np && !tr->Partitions)
+		if (!DP_RESP_ARRAY(r, tr, Partitions, ft->Partitions_n))
 			return -1;
-		tr->Partitions_n = np;
-		int32_t id = ft->Topic.len > 0 ? dp_topic_find(c, ft->Topic.ptr, (size_t)ft->Topic.len) : -1;
-		struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
-		for (int32_t j = 0; j < np; j++, k++) {
+		int32_t id;
+		struct dp_topic *t = dp_topic_named(c, ft->Topic, &id);
+		for (int32_t j = 0; j < tr->Partitions_n; j++, k++) {
 			struct FetchRequest_FetchPartition *in = &ft->Partitions[j];
 			struct FetchResponse_PartitionData *out = &tr->Partitions[j];
 			struct dp_fetch_part *fp = &r->fparts[k];
@@ -203,7 +200,7 @@ int dp_fetch_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			out->Records = (struct kbytes){ NULL, 0 };
 			fp->out = out;
 			fp->owner = -1;
-			if (!t || in->Partition < 0 || in->Partition >= t->nparts) {
+			if (!dp_part_known(t, in->Partition)) {
 				out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
@@ -497,23 +494,20 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 	if (!req || !resp || ListOffsetsRequest_decode(rd, v, req, &r->arena) < 0)
 		return -1;
 	r->resp = resp;
-	int32_t nt = req->Topics_n > 0 ? req->Topics_n : 0;
-	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));
-	if (!resp->Topics)
+	if (!DP_RESP_ARRAY(r, resp, Topics, req->Topics_n))
 		return -1;
-	resp->Topics_n = nt;
-	for (int32_t i = 0; i < nt; i++) {
+	for (int32_t i = 0; i < resp->Topics_n; i++) {
 		struct ListOffsetsRequest_ListOffsetsTopic *in = &req->Topics[i];
 		struct ListOffsetsResponse_ListOffsetsTopicResponse *out = &resp->Topics[i];
-		int32_t np = in->Partitions_n > 0 ? in->Partitions_n : 0;
 		out->Name = in->Name;
-		out->Partitions = np ? dp_req_alloc(r, sizeof(*out->Partitions) * (size_t)np) : NULL;
-		int64_t *old = np ? dp_req_alloc(r, sizeof(int64_t) * (size_t)np) : NULL;
-		if (np && (!out->Partitions || !old))
+		if (!DP_RESP_ARRAY(r, out, Partitions, in->Partitions_n))
 			return -1;
-		out->Partitions_n = np;
-		int32_t id = in->Name.len > 0 ? dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) : -1;
-		struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
+		int32_t np = out->Partitions_n;
+		int64_t *old = np ? dp_req_alloc(r, sizeof(int64_t) * (size_t)np) : NULL;   /* v0: one offset each */
+		if (np && !old)
+			return -1;
+		int32_t id;
+		struct dp_topic *t = dp_topic_named(c, in->Name, &id);
 		for (int32_t j = 0; j < np; j++) {
 			struct ListOffsetsRequest_ListOffsetsPartition *ip = &in->Partitions[j];
 			struct ListOffsetsResponse_ListOffsetsPartitionResponse *op = &out->Partitions[j];
@@ -523,24 +517,15 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 			op->LeaderEpoch = -1;
 			op->OldStyleOffsets = &old[j];
 			op->OldStyleOffsets_n = 0;
-			if (!t || ip->PartitionIndex < 0 || ip->PartitionIndex >= t->nparts) {
-				op->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			int owner;   /* no credit: retriable (dp_limits.h) */
+			op->ErrorCode = dp_part_route(c, t, ip->PartitionIndex, KERR_LEADER_NOT_AVAILABLE, &owner);
+			if (op->ErrorCode)
 				continue;
-			}
-			int owner = dp_owner_core(c->b, t->hash, ip->PartitionIndex);
-			if (!dp_send_room(c, owner, 1)) {
-				op->ErrorCode = KERR_LEADER_NOT_AVAILABLE;   /* retriable: no credit (dp_limits.h) */
-				continue;
-			}
-			struct dp_msg m = {
-				.type = DP_MSG_LIST, .ctx = r, .topic_id = (uint32_t)id, .gen = t->gen,
-				.partition = ip->PartitionIndex,
-			};
+			struct dp_msg m = dp_part_msg(r, DP_MSG_LIST, id, t, ip->PartitionIndex);
 			m.u.list.timestamp = ip->Timestamp;
 			m.u.list.isolation = req->IsolationLevel;
 			m.u.list.out = op;
-			r->pending++;
-			dp_ask(c, owner, dp_shard_msg, dp_req_complete_part, &m);
+			dp_ask_part(c, r, owner, dp_shard_msg, &m);
 		}
 	}
 	return 0;

@@ -91,26 +91,20 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	r->req = req;
 	r->resp = resp;
 	r->no_response = req->Acks == 0;
-	int32_t nt = req->TopicData_n > 0 ? req->TopicData_n : 0;
-	resp->Responses = dp_req_alloc(r, sizeof(*resp->Responses) * (size_t)(nt + 1));
-	if (!resp->Responses)
+	if (!DP_RESP_ARRAY(r, resp, Responses, req->TopicData_n))
 		return -1;
-	resp->Responses_n = nt;
 	uint32_t inflate_left = DP_PRODUCE_DECOMPRESSED_BYTES_MAX;   /* this request's decompression budget */
 
-	for (int32_t i = 0; i < nt; i++) {
+	for (int32_t i = 0; i < resp->Responses_n; i++) {
 		struct ProduceRequest_TopicProduceData *td = &req->TopicData[i];
 		struct ProduceResponse_TopicProduceResponse *tr = &resp->Responses[i];
-		int32_t np = td->PartitionData_n > 0 ? td->PartitionData_n : 0;
 		tr->Name = td->Name;
-		tr->PartitionResponses = dp_req_alloc(r, sizeof(*tr->PartitionResponses) * (size_t)(np + 1));
-		if (!tr->PartitionResponses)
+		if (!DP_RESP_ARRAY(r, tr, PartitionResponses, td->PartitionData_n))
 			return -1;
-		tr->PartitionResponses_n = np;
-		int32_t id = td->Name.len > 0 ? dp_topic_find(c, td->Name.ptr, (size_t)td->Name.len) : -1;
-		struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
+		int32_t id;
+		struct dp_topic *t = dp_topic_named(c, td->Name, &id);
 
-		for (int32_t j = 0; j < np; j++) {
+		for (int32_t j = 0; j < tr->PartitionResponses_n; j++) {
 			struct ProduceRequest_PartitionProduceData *pd = &td->PartitionData[j];
 			struct ProduceResponse_PartitionProduceResponse *pr = &tr->PartitionResponses[j];
 			pr->Index = pd->Index;
@@ -125,7 +119,7 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 				pr->ErrorCode = KERR_INVALID_REQUIRED_ACKS;
 			else if (td->Name.len > 0 && dp_topic_internal(td->Name.ptr, (size_t)td->Name.len))
 				pr->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;   /* Kafka: no appends to internal topics */
-			else if (!t || pd->Index < 0 || pd->Index >= t->nparts)
+			else if (!dp_part_known(t, pd->Index))
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (v < 3)
 				pr->ErrorCode = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT; /* magic 0/1 message sets */
@@ -133,28 +127,22 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch, &inflate_left);
 			if (pr->ErrorCode)
 				continue;
-			int owner = dp_owner_core(c->b, t->hash, pd->Index);
-			if (!dp_send_room(c, owner, 1)) {
-				/* No credit toward its owner (dp_limits.h): not appended, the client retries. */
-				pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;
+			/* No credit toward its owner (dp_limits.h): not appended, the client retries. */
+			int owner;
+			pr->ErrorCode = dp_part_route(c, t, pd->Index, KERR_NOT_ENOUGH_REPLICAS, &owner);
+			if (pr->ErrorCode)
 				continue;
-			}
 			/*
 			 * The bytes stay in this request's frame until the owner has
 			 * made them durable: it writes straight from here, after
 			 * patching the base offset in place.
 			 */
-			struct dp_msg m = {
-				.type = DP_MSG_PRODUCE,
-				.topic_id = (uint32_t)id, .gen = t->gen, .partition = pd->Index,
-			};
+			struct dp_msg m = dp_part_msg(r, DP_MSG_PRODUCE, id, t, pd->Index);
 			m.u.produce.ptr = (void *)pd->Records.ptr;
 			m.u.produce.len = (uint32_t)pd->Records.len;
 			m.u.produce.nbatch = nbatch;
 			m.u.produce.out = pr;   /* comes back in the reply */
-			m.ctx = r;
-			r->pending++;
-			dp_ask(c, owner, dp_shard_msg, dp_req_complete_part, &m);
+			dp_ask_part(c, r, owner, dp_shard_msg, &m);
 		}
 	}
 	return 0;

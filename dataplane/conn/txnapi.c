@@ -67,53 +67,39 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 	if (!q || !resp || WriteTxnMarkersRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
 		return -1;
 	r->resp = resp;
-	int32_t nm = q->Markers_n > 0 ? q->Markers_n : 0;
-	resp->Markers = dp_req_alloc(r, sizeof(*resp->Markers) * (size_t)(nm + 1));
-	if (!resp->Markers)
+	if (!DP_RESP_ARRAY(r, resp, Markers, q->Markers_n))
 		return -1;
-	resp->Markers_n = nm;
-	for (int32_t i = 0; i < nm; i++) {
+	for (int32_t i = 0; i < resp->Markers_n; i++) {
 		struct WriteTxnMarkersRequest_WritableTxnMarker *mk = &q->Markers[i];
 		struct WriteTxnMarkersResponse_WritableTxnMarkerResult *mr = &resp->Markers[i];
-		int32_t nt = mk->Topics_n > 0 ? mk->Topics_n : 0;
 		mr->ProducerId = mk->ProducerId;
-		mr->Topics = dp_req_alloc(r, sizeof(*mr->Topics) * (size_t)(nt + 1));
-		if (!mr->Topics)
+		if (!DP_RESP_ARRAY(r, mr, Topics, mk->Topics_n))
 			return -1;
-		mr->Topics_n = nt;
-		for (int32_t j = 0; j < nt; j++) {
+		for (int32_t j = 0; j < mr->Topics_n; j++) {
 			struct WriteTxnMarkersRequest_WritableTxnMarkerTopic *tq = &mk->Topics[j];
 			struct WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *tr = &mr->Topics[j];
-			int32_t np = tq->PartitionIndexes_n > 0 ? tq->PartitionIndexes_n : 0;
 			tr->Name = tq->Name;
-			tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-			if (!tr->Partitions)
+			if (!DP_RESP_ARRAY(r, tr, Partitions, tq->PartitionIndexes_n))
 				return -1;
-			tr->Partitions_n = np;
-			int32_t id = tq->Name.len > 0 ? dp_topic_find(c, tq->Name.ptr, (size_t)tq->Name.len) : -1;
-			struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
-			for (int32_t k = 0; k < np; k++) {
+			int32_t id;
+			struct dp_topic *t = dp_topic_named(c, tq->Name, &id);
+			for (int32_t k = 0; k < tr->Partitions_n; k++) {
 				struct WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *pr = &tr->Partitions[k];
 				int32_t part = tq->PartitionIndexes[k];
+				int owner;
 				pr->PartitionIndex = part;
-				if (!t || part < 0 || part >= t->nparts) {
-					pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				/* no credit: not written; retriable (dp_limits.h) */
+				pr->ErrorCode = dp_part_route(c, t, part, KERR_NOT_ENOUGH_REPLICAS, &owner);
+				if (pr->ErrorCode)
 					continue;
-				}
-				int owner = dp_owner_core(c->b, t->hash, part);
-				if (!dp_send_room(c, owner, 1)) {
-					pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;   /* not written; retriable (dp_limits.h) */
-					continue;
-				}
-				struct dp_msg m = { .type = DP_MSG_TXN_MARKER, .flags = DP_F_WIRE, .ctx = r,
-				                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
+				struct dp_msg m = dp_part_msg(r, DP_MSG_TXN_MARKER, id, t, part);
+				m.flags = DP_F_WIRE;
 				m.u.txn.pid = mk->ProducerId;
 				m.u.txn.epoch = mk->ProducerEpoch;
 				m.u.txn.commit = mk->TransactionResult;
 				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
 				m.u.txn.ptr = pr;
-				r->pending++;
-				dp_ask(c, owner, dp_shard_txn_msg, dp_req_complete_part, &m);
+				dp_ask_part(c, r, owner, dp_shard_txn_msg, &m);
 			}
 		}
 	}
@@ -129,15 +115,12 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 	if (!q || !resp || DescribeProducersRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
 		return -1;
 	r->resp = resp;
-	int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;
-	resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));
-	if (!resp->Topics)
+	if (!DP_RESP_ARRAY(r, resp, Topics, q->Topics_n))
 		return -1;
-	resp->Topics_n = nt;
 	/* The lent arrays come from one pool buffer, sized for every partition asked. */
 	size_t nparts = 0;
-	for (int32_t i = 0; i < nt; i++)
-		nparts += q->Topics[i].PartitionIndexes_n > 0 ? (size_t)q->Topics[i].PartitionIndexes_n : 0;
+	for (int32_t i = 0; i < resp->Topics_n; i++)
+		nparts += (size_t)dp_count(q->Topics[i].PartitionIndexes_n);
 	if (nparts > DP_DESCRIBE_PRODUCERS_PARTS_MAX)
 		return -1;
 	struct DescribeProducersResponse_ProducerState *space =
@@ -145,40 +128,32 @@ static int describe_producers(struct dp_core *c, struct dp_req *r, struct kreade
 	if (nparts && !space)
 		return -1;   /* no memory: the connection is closed, the broker goes on */
 	r->slots_mem = space;
-	for (int32_t i = 0; i < nt; i++) {
+	for (int32_t i = 0; i < resp->Topics_n; i++) {
 		struct DescribeProducersRequest_TopicRequest *tq = &q->Topics[i];
 		struct DescribeProducersResponse_TopicResponse *tr = &resp->Topics[i];
-		int32_t np = tq->PartitionIndexes_n > 0 ? tq->PartitionIndexes_n : 0;
 		tr->Name = tq->Name;
-		tr->Partitions = dp_req_alloc(r, sizeof(*tr->Partitions) * (size_t)(np + 1));
-		if (!tr->Partitions)
+		if (!DP_RESP_ARRAY(r, tr, Partitions, tq->PartitionIndexes_n))
 			return -1;
-		tr->Partitions_n = np;
-		int32_t id = tq->Name.len > 0 ? dp_topic_find(c, tq->Name.ptr, (size_t)tq->Name.len) : -1;
-		struct dp_topic *t = id >= 0 ? &c->topics[id] : NULL;
-		for (int32_t k = 0; k < np; k++) {
+		int32_t id;
+		struct dp_topic *t = dp_topic_named(c, tq->Name, &id);
+		for (int32_t k = 0; k < tr->Partitions_n; k++) {
 			struct DescribeProducersResponse_PartitionResponse *pr = &tr->Partitions[k];
 			int32_t part = tq->PartitionIndexes[k];
+			int owner;
 			pr->PartitionIndex = part;
 			pr->ErrorMessage = (struct kstr){ NULL, -1 };
-			if (!t || part < 0 || part >= t->nparts) {
-				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			/* no credit: retriable (dp_limits.h) */
+			pr->ErrorCode = dp_part_route(c, t, part, KERR_REQUEST_TIMED_OUT, &owner);
+			if (pr->ErrorCode)
 				continue;
-			}
-			int owner = dp_owner_core(c->b, t->hash, part);
-			if (!dp_send_room(c, owner, 1)) {
-				pr->ErrorCode = KERR_REQUEST_TIMED_OUT;   /* retriable: no credit (dp_limits.h) */
-				continue;
-			}
 			/* A lent array: the owner fills it and says how many (bounded). */
 			pr->ActiveProducers = space;
 			space += DP_DESCRIBE_PRODUCERS_MAX;
-			struct dp_msg m = { .type = DP_MSG_DESCRIBE_PRODUCERS, .flags = DP_F_WIRE, .ctx = r,
-			                    .topic_id = (uint32_t)id, .gen = t->gen, .partition = part };
+			struct dp_msg m = dp_part_msg(r, DP_MSG_DESCRIBE_PRODUCERS, id, t, part);
+			m.flags = DP_F_WIRE;
 			m.u.txn.ptr = pr;
 			m.u.txn.cap = DP_DESCRIBE_PRODUCERS_MAX;
-			r->pending++;
-			dp_ask(c, owner, dp_shard_txn_msg, dp_req_complete_part, &m);
+			dp_ask_part(c, r, owner, dp_shard_txn_msg, &m);
 		}
 	}
 	return 0;
