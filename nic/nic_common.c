@@ -53,6 +53,7 @@ int nic_common_init(struct nic_common *cm, const struct nic_config *cfg, size_t 
 		return -ENOMEM;
 	for (uint32_t i = 0; i < cm->conns_max; i++) {
 		nic_slot_at(cm, i)->gen = 1;
+		nic_slot_at(cm, i)->tx = &cm->txq[(size_t)i * NIC_TXQ_MAX];
 		cm->free_slots[i] = cm->conns_max - 1 - i; /* slot 0 is handed out first */
 	}
 	cm->free_n = cm->conns_max;
@@ -105,7 +106,7 @@ int nic_poll(struct nic *n, struct nic_ev *ev, int max)
 		case NIC_EV_SENT:
 			/* SENT events of a slot are queued in tx order */
 			assert(s->tx_head != s->tx_done);
-			e->cookie = nic_txq_at(cm, ie.idx, s->tx_head)->cookie;
+			e->cookie = nic_txq_at(s, s->tx_head)->cookie;
 			s->tx_head++;
 			break;
 		case NIC_EV_CLOSED:

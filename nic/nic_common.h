@@ -86,6 +86,7 @@ struct nic_slot {
 	uint8_t pad;
 	uint32_t tx_head, tx_done, tx_tail;   /* see top of file */
 	uint32_t tx_off;
+	struct nic_tx *tx;       /* its ring of NIC_TXQ_MAX in cm.txq (set at init) */
 };
 
 /* What every backend's struct nic starts with. Locality: NIC core. */
@@ -204,34 +205,32 @@ static inline void nic_slot_closed(struct nic_common *cm, struct nic_slot *s, ui
 
 /* ---- send queue ----------------------------------------------------------- */
 
-static inline struct nic_tx *nic_txq_at(const struct nic_common *cm, uint32_t idx, uint32_t pos)
+static inline struct nic_tx *nic_txq_at(const struct nic_slot *s, uint32_t pos)
 {
-	return &cm->txq[(size_t)idx * NIC_TXQ_MAX + (pos & NIC_TXQ_MASK)];
+	return &s->tx[pos & NIC_TXQ_MASK];
 }
 
 /* nic_send's queueing: 0, or -ENOBUFS when the ring is full. */
-static inline int nic_txq_put(struct nic_common *cm, struct nic_slot *s, uint32_t idx,
-			      const void *data, uint32_t len, void *cookie)
+static inline int nic_txq_put(struct nic_slot *s, const void *data, uint32_t len, void *cookie)
 {
 	if (s->tx_tail - s->tx_head == NIC_TXQ_MAX)
 		return -ENOBUFS;
-	*nic_txq_at(cm, idx, s->tx_tail) = (struct nic_tx){ .data = data, .cookie = cookie,
-							    .len = len };
+	*nic_txq_at(s, s->tx_tail) = (struct nic_tx){ .data = data, .cookie = cookie, .len = len };
 	s->tx_tail++;
 	return 0;
 }
 
 /* The unfinished entries, at most max, as a gather list starting tx_off into
  * the first; *bytes their sum. Returns how many entries it covers. */
-static inline uint32_t nic_txq_gather(const struct nic_common *cm, const struct nic_slot *s,
-				      uint32_t idx, struct iovec *iov, uint32_t max, uint64_t *bytes)
+static inline uint32_t nic_txq_gather(const struct nic_slot *s, struct iovec *iov, uint32_t max,
+				      uint64_t *bytes)
 {
 	uint32_t cnt = s->tx_tail - s->tx_done;
 	if (cnt > max)
 		cnt = max;
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < cnt; i++) {
-		const struct nic_tx *tx = nic_txq_at(cm, idx, s->tx_done + i);
+		const struct nic_tx *tx = nic_txq_at(s, s->tx_done + i);
 		uint32_t skip = i == 0 ? s->tx_off : 0;
 		assert(skip <= tx->len);
 		iov[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)(tx->data + skip),
@@ -252,7 +251,7 @@ static inline bool nic_txq_sent(struct nic_common *cm, struct nic_slot *s, uint3
 	bool partial = false;
 	for (uint32_t i = 0; i < cnt; i++) {
 		assert(s->tx_done != s->tx_tail);
-		uint64_t rest = nic_txq_at(cm, idx, s->tx_done)->len - s->tx_off;
+		uint64_t rest = nic_txq_at(s, s->tx_done)->len - s->tx_off;
 		if (left < rest) {
 			s->tx_off += (uint32_t)left;
 			left = 0;

@@ -374,7 +374,7 @@ static void nic_sim_transmit(struct nic *n, struct nic_sim_conn *c, struct nic_s
 	struct nic_sim_stream *s = &p->down;
 	struct iovec iov[NIC_SEND_IOV_MAX];
 	uint64_t want;
-	uint32_t cnt = nic_txq_gather(&n->cm, &c->s, idx, iov, NIC_SEND_IOV_MAX, &want);
+	uint32_t cnt = nic_txq_gather(&c->s, iov, NIC_SEND_IOV_MAX, &want);
 	/* A client that closed reads nothing more: its bytes go nowhere (its
 	 * FIN, on its way, closes the connection). */
 	bool sink = p->client_gone;
@@ -487,7 +487,7 @@ int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void 
 	uint32_t idx = nic_slot_find(&n->cm, conn);
 	if (idx == NIC_SLOT_NONE)
 		return -ENOTCONN;
-	return nic_txq_put(&n->cm, &n->conns[idx].s, idx, data, len, cookie);
+	return nic_txq_put(&n->conns[idx].s, data, len, cookie);
 }
 
 /* Locality: simulator thread (the core's side). */

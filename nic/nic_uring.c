@@ -195,8 +195,8 @@ static void nic_recv_complete(struct nic *n, struct nic_conn *c, const struct io
 	if (bid != UINT16_MAX) {
 		assert(bid < n->cm.rx_bufs && !n->cm.rx_out[bid]);
 		if (res > 0 && c->s.state == NIC_CONN_OPEN) {
-			n->stats.rx_bytes += (uint64_t)res;
 			nic_rx_lend(&n->cm, idx, bid, (uint32_t)res);
+			n->stats.rx_bytes += (uint64_t)res;
 		} else {
 			nic_rx_recycle(n, bid); /* closing, EOF or error: nobody wants it */
 		}
@@ -316,7 +316,7 @@ int nic_send(struct nic *n, uint32_t conn, const void *data, uint32_t len, void 
 	uint32_t idx = nic_slot_find(&n->cm, conn);
 	if (idx == NIC_SLOT_NONE)
 		return -ENOTCONN;
-	int rc = nic_txq_put(&n->cm, &n->conns[idx].s, idx, data, len, cookie);
+	int rc = nic_txq_put(&n->conns[idx].s, data, len, cookie);
 	if (rc == 0 && !(n->conns[idx].flags & NIC_CF_SEND_ARMED))
 		nic_mark_dirty(n, &n->conns[idx]);
 	return rc;
@@ -413,7 +413,7 @@ static bool nic_prep_send(struct nic *n, struct nic_conn *c)
 	if (!sqe)
 		return false;
 	uint64_t bytes;
-	uint32_t cnt = nic_txq_gather(&n->cm, &c->s, idx, c->iov, NIC_SEND_IOV_MAX, &bytes);
+	uint32_t cnt = nic_txq_gather(&c->s, c->iov, NIC_SEND_IOV_MAX, &bytes);
 	c->msg = (struct msghdr){ .msg_iov = c->iov, .msg_iovlen = cnt };
 	/* MSG_NOSIGNAL: a peer reset is an -EPIPE completion, not a SIGPIPE */
 	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
