@@ -1,11 +1,11 @@
 /*
  * group.c - the consumer-group coordinator, on the control core: drives
- * txn/group.c (membership, rebalances, committed offsets) for the requests
- * the NIC cores lend it (groupapi.c), and answers each with
+ * txn/group.c (membership, rebalances, committed offsets) for the calls
+ * the NIC cores send it (groupapi.c; the contract is loop/call.h), and answers each with
  * DP_MSG_GROUP_DONE once the response is filled. JoinGroup and SyncGroup
- * are kept until the rebalance lets them be answered, as txncoord.c keeps
- * its op_ctx; a request whose connection closed meanwhile still comes back
- * to its NIC core, which drops the answer.
+ * calls are kept until the rebalance lets them be answered, as txncoord.c
+ * keeps its op_ctx; a call whose connection closed meanwhile still goes
+ * back to its NIC core, which drops the answer.
  *
  * Committed offsets are appended to the coordinator's own log,
  * DATA/__consumer_offsets (one RecordBatch per partition: key = group,
@@ -49,7 +49,7 @@
 #include "group.h"
 #include "kerr.h"
 #include "log.h"
-#include "conn.h"
+#include "call.h"
 #include "control_internal.h"
 
 #define DP_GRP_TIMER_MS    100
@@ -107,7 +107,7 @@ struct grp_owrite_part {
 };
 
 struct grp_owrite {
-	struct dp_req *r;
+	struct dp_call *r;
 	struct kstr group;
 	int64_t pid;                  /* TxnOffsetCommit: the producer staging them; -1 OffsetCommit */
 	uint16_t core;
@@ -140,14 +140,14 @@ struct grp_end {
 	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
 };
 
-static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
+/* Hand call r back to its caller with its answer (call.h). */
+static void reply(struct dp_core *c, struct dp_call *r)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
-	dp_answer_to(c, core, dp_req_complete_part, &m);   /* the lent request's answer */
+	dp_call_answer(c, r, DP_MSG_GROUP_DONE);
 }
 
-/* A copy in the request's arena: the group may change before the NIC core encodes. */
-static const void *acopy(struct dp_req *r, const void *p, size_t len)
+/* A copy in the call's arena: the group may change before the NIC core encodes. */
+static const void *acopy(struct dp_call *r, const void *p, size_t len)
 {
 	void *d = karena_alloc(&r->arena, len ? len : 1);
 	if (d && len)
@@ -155,7 +155,7 @@ static const void *acopy(struct dp_req *r, const void *p, size_t len)
 	return d;
 }
 
-static struct kstr astr(struct dp_req *r, const char *p, size_t len, bool *ok)
+static struct kstr astr(struct dp_call *r, const char *p, size_t len, bool *ok)
 {
 	const char *d = acopy(r, p, len);
 	*ok &= d != NULL;
@@ -163,24 +163,19 @@ static struct kstr astr(struct dp_req *r, const char *p, size_t len, bool *ok)
 }
 
 /* An error answer; MEMBER_ID_REQUIRED carries the id to join again with (given_id). */
-static void join_error(struct dp_req *r, int16_t err, const char *given_id, uint16_t given_len)
+static void join_error(struct dp_call *r, int16_t err, const char *given_id, uint16_t given_len)
 {
-	struct JoinGroupRequest *q = r->req;
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
-	resp->ErrorCode = err;
-	resp->GenerationId = -1;
-	resp->ProtocolName = (struct kstr){ "", 0 };
-	resp->Leader = (struct kstr){ "", 0 };
-	resp->MemberId = given_len ? astr(r, given_id, given_len, &ok) :
-	                 q->MemberId.len > 0 ? q->MemberId : (struct kstr){ "", 0 };
+	dp_call_error(r, err);
+	if (given_len)
+		resp->MemberId = astr(r, given_id, given_len, &ok);
 	if (!ok)
 		resp->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
-	resp->Members_n = 0;
 }
 
 /* The metadata member m sent for the group's chosen protocol (empty if none). */
-static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
+static struct kbytes member_meta(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
 {
 	for (uint32_t p = 0; p < m->nprotocols; p++)
 		if (m->protocols[p].name_len == g->protocol_name_len &&
@@ -192,7 +187,7 @@ static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, co
 	return (struct kbytes){ (const uint8_t *)"", 0 };
 }
 
-static void fill_join(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool follower)
+static void fill_join(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, bool follower)
 {
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
@@ -223,7 +218,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 	}
 }
 
-static void fill_sync(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, int16_t err)
+static void fill_sync(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, int16_t err)
 {
 	struct SyncGroupResponse *resp = r->resp;
 	resp->ErrorCode = err;
@@ -246,7 +241,7 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 	struct grp_outs *o = &c->grp->outs;
 	for (uint32_t i = 0; i < o->n; i++) {
 		struct grp_out *x = &o->o[i];
-		struct dp_req *r = x->w.ctx;
+		struct dp_call *r = x->w.ctx;
 		if (x->kind == GRP_OUT_JOIN) {
 			if (x->err)
 				join_error(r, x->err, x->member_id, x->member_id_len);
@@ -255,7 +250,7 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 		} else {
 			fill_sync(r, g, x->m, x->err);
 		}
-		reply(c, x->w.core, r, x->w.gen);
+		reply(c, r);
 	}
 	o->n = 0;
 	if (g->state != GRP_EMPTY)
@@ -276,7 +271,7 @@ static int16_t fenced(const struct grp_group *g, struct kstr member, struct kstr
 	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : KERR_NONE;
 }
 
-static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct JoinGroupRequest *q = r->req;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
@@ -317,7 +312,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	return DP_ANSWER_LATER;
 }
 
-static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct SyncGroupRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
@@ -344,7 +339,7 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	return DP_ANSWER_LATER;
 }
 
-static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
+static int16_t heartbeat(struct dp_core *c, struct dp_call *r)
 {
 	struct HeartbeatRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
@@ -356,7 +351,7 @@ static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
 	                     dp_wall_ms());
 }
 
-static int16_t leave_group(struct dp_core *c, struct dp_req *r)
+static int16_t leave_group(struct dp_core *c, struct dp_call *r)
 {
 	struct LeaveGroupRequest *q = r->req;
 	struct LeaveGroupResponse *resp = r->resp;
@@ -554,13 +549,13 @@ static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status
 	}
 	if (--op->left)
 		return;
-	reply(c, op->core, op->r, op->gen);
+	reply(c, op->r);
 	dp_buf_put(op->buf);
 	dp_buf_put(op);
 }
 
 /* An op for n partitions and bytes of batches (COMMIT_SIZE); NULL if out of memory. */
-static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_req *r, struct kstr group, int64_t pid,
+static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_call *r, struct kstr group, int64_t pid,
                                      uint32_t n, size_t bytes)
 {
 	struct grp_owrite *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
@@ -645,7 +640,7 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 	return DP_ANSWER_LATER;
 }
 
-static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct OffsetCommitRequest *q = r->req;
 	struct OffsetCommitResponse *resp = r->resp;
@@ -699,7 +694,7 @@ static bool offset_in_group(const struct grp_offset *o, const char *gid, size_t 
 	return gl == glen && !memcmp(gp, gid, gl);
 }
 
-static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
+static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 {
 	struct OffsetFetchRequest *q = r->req;
 	struct OffsetFetchResponse *resp = r->resp;
@@ -805,7 +800,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 /* ---- transactional offsets --------------------------------------------------------- */
 
 /* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
-static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
+static int16_t tcommit_check(struct dp_core *c, struct dp_call *r)
 {
 	struct TxnOffsetCommitRequest *q = r->req;
 	int16_t v = r->hdr.api_version;
@@ -827,7 +822,7 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 	return KERR_NONE;
 }
 
-static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct TxnOffsetCommitRequest *q = r->req;
 	struct TxnOffsetCommitResponse *resp = r->resp;
@@ -1151,7 +1146,7 @@ static bool listed(const struct ListGroupsResponse *resp, uint32_t n, const char
  * type. Dead groups are left out. The offsets walk dedups against the list
  * so far: quadratic in groups, fine for an admin call.
  */
-static int16_t list_groups(struct dp_core *c, struct dp_req *r)
+static int16_t list_groups(struct dp_core *c, struct dp_call *r)
 {
 	struct ListGroupsRequest *q = r->req;
 	struct ListGroupsResponse *resp = r->resp;
@@ -1208,7 +1203,7 @@ static bool has_offsets(const struct grp_offsets *t, const char *g, size_t glen)
  * one with only committed offsets is Empty; the protocol (assignor) name and
  * each member's metadata and assignment are sent only while Stable.
  */
-static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
+static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 {
 	struct DescribeGroupsRequest *q = r->req;
 	struct DescribeGroupsResponse *resp = r->resp;
@@ -1262,42 +1257,9 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
-static void set_error(struct dp_req *r, int16_t err)
+static void set_error(struct dp_call *r, int16_t err)
 {
-	switch (r->hdr.api_key) {
-	case KAPI_OFFSET_COMMIT: commit_fill_all(r->resp, err); return;
-	case KAPI_OFFSET_FETCH: {
-		struct OffsetFetchResponse *resp = r->resp;
-		resp->ErrorCode = err;
-		resp->Topics_n = 0;
-		return;
-	}
-	case KAPI_JOIN_GROUP: join_error(r, err, NULL, 0); return;
-	case KAPI_HEARTBEAT: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
-	case KAPI_LEAVE_GROUP: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
-	case KAPI_SYNC_GROUP: fill_sync(r, NULL, NULL, err); return;
-	case KAPI_DESCRIBE_GROUPS: {
-		/* Every asked group gets the error (Kafka answers per group). */
-		struct DescribeGroupsRequest *q = r->req;
-		struct DescribeGroupsResponse *resp = r->resp;
-		int32_t ng = q->Groups_n > 0 ? q->Groups_n : 0;
-		resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (size_t)(ng + 1));
-		resp->Groups_n = resp->Groups ? ng : 0;
-		for (int32_t i = 0; i < resp->Groups_n; i++)
-			resp->Groups[i] = (struct DescribeGroupsResponse_DescribedGroup){
-				.ErrorCode = err, .GroupId = q->Groups[i].len >= 0 ? q->Groups[i] : (struct kstr){ "", 0 },
-				.GroupState = { "", 0 }, .ProtocolType = { "", 0 }, .ProtocolData = { "", 0 },
-				.AuthorizedOperations = INT32_MIN };
-		return;
-	}
-	case KAPI_LIST_GROUPS: {
-		struct ListGroupsResponse *resp = r->resp;
-		resp->ErrorCode = err;
-		resp->Groups_n = 0;
-		return;
-	}
-	case KAPI_TXN_OFFSET_COMMIT: tcommit_fill_all(r->resp, err); return;
-	}
+	dp_call_error(r, err);
 }
 
 /*
@@ -1311,7 +1273,7 @@ static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
 	uint32_t cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(c->grp->coord, &cur)))
-		if (grp_waiter_gone(g, msg->ctx, msg->gen, dp_wall_ms(), &c->grp->outs)) {
+		if (grp_waiter_gone(g, msg->u.call.call, msg->gen, dp_wall_ms(), &c->grp->outs)) {
 			DP_DBG("group %.*s: a waiting request's client left; %u members, %s", g->id_len, g->id,
 			       g->nmembers, grp_state_name(g->state));
 			send_outs(c, g);
@@ -1326,7 +1288,7 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 		return;
 	}
 	assert(msg->type == DP_MSG_GROUP_REQ);
-	struct dp_req *r = msg->ctx;
+	struct dp_call *r = dp_call_take(msg);
 	int16_t err;
 	switch (r->hdr.api_key) {
 	case KAPI_OFFSET_COMMIT: err = offset_commit(c, msg, r); break;
@@ -1344,7 +1306,7 @@ void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
-	reply(c, msg->src, r, msg->gen);
+	reply(c, r);
 }
 
 /*
