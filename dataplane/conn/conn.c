@@ -250,7 +250,7 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	for (uint32_t i = 0; i < ngone; i++) {
 		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .gen = gone[i].gen };
 		m.u.call.call = gone[i].call;   /* a name only: the coordinator holds the call */
-		dp_tell_service(c, DP_SVC_GROUP, &m);   /* no answer, so no credit (dp_limits.h) */
+		dp_tell_service(c, DP_SVC_GROUP_GONE, &m);   /* no answer, so no credit (dp_limits.h) */
 	}
 }
 

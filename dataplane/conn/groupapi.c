@@ -56,15 +56,15 @@
 		dp_call_send(c, r, call, (svc), DP_MSG_GROUP_REQ);                             \
 		return 0;                                                                      \
 	}
-COMMIT_HANDLER(OffsetCommit, offset_commit, DP_SVC_GROUP)
-COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit, DP_SVC_GROUP)
+COMMIT_HANDLER(OffsetCommit, offset_commit, DP_SVC_GROUP_OFFSET_COMMIT)
+COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit, DP_SVC_GROUP_TXN_OFFSET_COMMIT)
 
-DP_CALL_HANDLER(OffsetFetch, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
-DP_CALL_HANDLER(DescribeGroups, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
-DP_CALL_HANDLER(ListGroups, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
-DP_CALL_HANDLER(Heartbeat, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
-DP_CALL_HANDLER(LeaveGroup, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
-DP_CALL_HANDLER(SyncGroup, DP_SVC_GROUP, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(OffsetFetch, DP_SVC_GROUP_OFFSET_FETCH, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(DescribeGroups, DP_SVC_GROUP_DESCRIBE, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(ListGroups, DP_SVC_GROUP_LIST, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(Heartbeat, DP_SVC_GROUP_HEARTBEAT, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(LeaveGroup, DP_SVC_GROUP_LEAVE, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(SyncGroup, DP_SVC_GROUP_SYNC, DP_MSG_GROUP_REQ)
 
 static int join_group(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
@@ -83,7 +83,7 @@ static int join_group(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		call->peer = peer;
 	call->req = q;
 	call->resp = resp;
-	dp_call_send(c, r, call, DP_SVC_GROUP, DP_MSG_GROUP_REQ);
+	dp_call_send(c, r, call, DP_SVC_GROUP_JOIN, DP_MSG_GROUP_REQ);
 	return 0;
 }
 

@@ -11,7 +11,8 @@
 /* The services' handlers (dp_control_provide): control.c, txncoord.c, group.c. */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
-void dp_group_msg(struct dp_core *c, struct dp_msg *m);
+/* init only: the group coordinator's services (a handler per kind of call, call.h) run on core. */
+void dp_group_provide(struct dp_broker *b, int core);
 void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* The coordinators' parts in the loop (control_role.c). */

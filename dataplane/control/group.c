@@ -1,7 +1,8 @@
 /*
  * group.c - the consumer-group coordinator, on the control core: drives
  * txn/group.c (membership, rebalances, committed offsets) for the calls
- * the NIC cores send it (groupapi.c; the contract is loop/call.h), and answers each with
+ * the NIC cores send it (groupapi.c; the contract is loop/call.h), a
+ * handler per kind of call (dp_group_provide), and answers each with
  * DP_MSG_GROUP_DONE once the response is filled. JoinGroup and SyncGroup
  * calls are kept until the rebalance lets them be answered, as txncoord.c
  * keeps its op_ctx; a call whose connection closed meanwhile still goes
@@ -1281,32 +1282,56 @@ static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
 		}
 }
 
-void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
+/* Answer call r with err now, unless its handler answers it later (DP_ANSWER_LATER). */
+static void answer(struct dp_core *c, struct dp_call *r, int16_t err)
 {
-	if (msg->type == DP_MSG_GROUP_GONE) {
-		waiter_gone(c, msg);
-		return;
-	}
-	assert(msg->type == DP_MSG_GROUP_REQ);
-	struct dp_call *r = dp_call_take(msg);
-	int16_t err;
-	switch (r->hdr.api_key) {
-	case KAPI_OFFSET_COMMIT: err = offset_commit(c, msg, r); break;
-	case KAPI_OFFSET_FETCH: err = offset_fetch(c, r); break;
-	case KAPI_JOIN_GROUP: err = join_group(c, msg, r); break;
-	case KAPI_HEARTBEAT: err = heartbeat(c, r); break;
-	case KAPI_LEAVE_GROUP: err = leave_group(c, r); break;
-	case KAPI_SYNC_GROUP: err = sync_group(c, msg, r); break;
-	case KAPI_DESCRIBE_GROUPS: err = describe_groups(c, r); break;
-	case KAPI_LIST_GROUPS: err = list_groups(c, r); break;
-	case KAPI_TXN_OFFSET_COMMIT: err = txn_offset_commit(c, msg, r); break;
-	default: err = KERR_INVALID_REQUEST; break;
-	}
 	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
 	reply(c, r);
+}
+
+/* Each kind of call has its own handler: the message carries it (dp_group_provide). */
+#define GRP_CALL(name, ...)                                                         \
+	static void name##_msg(struct dp_core *c, struct dp_msg *msg)              \
+	{                                                                          \
+		assert(msg->type == DP_MSG_GROUP_REQ);                             \
+		struct dp_call *r = dp_call_take(msg);                             \
+		answer(c, r, name(__VA_ARGS__));                                   \
+	}
+GRP_CALL(offset_commit, c, msg, r)
+GRP_CALL(offset_fetch, c, r)
+GRP_CALL(join_group, c, msg, r)
+GRP_CALL(heartbeat, c, r)
+GRP_CALL(leave_group, c, r)
+GRP_CALL(sync_group, c, msg, r)
+GRP_CALL(describe_groups, c, r)
+GRP_CALL(list_groups, c, r)
+GRP_CALL(txn_offset_commit, c, msg, r)
+
+static void waiter_gone_msg(struct dp_core *c, struct dp_msg *msg)
+{
+	assert(msg->type == DP_MSG_GROUP_GONE);
+	waiter_gone(c, msg);
+}
+
+void dp_group_provide(struct dp_broker *b, int core)
+{
+	static const struct { enum dp_service svc; dp_msg_fn fn; } h[] = {
+		{ DP_SVC_GROUP_JOIN, join_group_msg },
+		{ DP_SVC_GROUP_SYNC, sync_group_msg },
+		{ DP_SVC_GROUP_HEARTBEAT, heartbeat_msg },
+		{ DP_SVC_GROUP_LEAVE, leave_group_msg },
+		{ DP_SVC_GROUP_OFFSET_COMMIT, offset_commit_msg },
+		{ DP_SVC_GROUP_OFFSET_FETCH, offset_fetch_msg },
+		{ DP_SVC_GROUP_TXN_OFFSET_COMMIT, txn_offset_commit_msg },
+		{ DP_SVC_GROUP_DESCRIBE, describe_groups_msg },
+		{ DP_SVC_GROUP_LIST, list_groups_msg },
+		{ DP_SVC_GROUP_GONE, waiter_gone_msg },
+	};
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		b->services[h[i].svc] = (struct dp_service_at){ .core = core, .fn = h[i].fn };
 }
 
 /*

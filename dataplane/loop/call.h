@@ -36,8 +36,8 @@
  * coordinator request is small, and holds no record data.
  *
  * Messages: DP_MSG_TXN_REQ to the transaction coordinator's service
- * (DP_SVC_TXN), DP_MSG_GROUP_REQ to the group coordinator's (DP_SVC_GROUP),
- * each with u.call; the
+ * (DP_SVC_TXN), DP_MSG_GROUP_REQ to one service per kind of group request
+ * (DP_SVC_GROUP_*: each runs its own handler), each with u.call; the
  * answer (DP_MSG_TXN_DONE, DP_MSG_GROUP_DONE) carries the call back.
  * Locality: a call belongs to the core that holds it (see above).
  */

@@ -263,7 +263,17 @@ struct dp_core {
 enum dp_service {
 	DP_SVC_CONTROL,   /* topic create/delete, idempotent InitProducerId */
 	DP_SVC_TXN,       /* the transaction coordinator: a call (call.h) */
-	DP_SVC_GROUP,     /* the group coordinator: a call (call.h), or its client gone */
+	/* The group coordinator: a service, so a handler, per kind of call (call.h). */
+	DP_SVC_GROUP_JOIN,
+	DP_SVC_GROUP_SYNC,
+	DP_SVC_GROUP_HEARTBEAT,
+	DP_SVC_GROUP_LEAVE,
+	DP_SVC_GROUP_OFFSET_COMMIT,
+	DP_SVC_GROUP_OFFSET_FETCH,
+	DP_SVC_GROUP_TXN_OFFSET_COMMIT,
+	DP_SVC_GROUP_DESCRIBE,
+	DP_SVC_GROUP_LIST,
+	DP_SVC_GROUP_GONE,   /* a JoinGroup/SyncGroup call's client left (no answer) */
 	DP_SVCS
 };
 struct dp_service_at {
