@@ -23,9 +23,8 @@ void dp_txnc_stop(struct dp_core *c);
 int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
 void dp_group_timer(struct dp_core *c);
 void dp_group_stop(struct dp_core *c);
-/* Their log writes' completions (st_log_append_cb). */
+/* The transaction log's write completions (st_log_append_cb; group.c has one per kind of write). */
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset);
-void dp_group_on_write(void *cookie, int status, int64_t base_offset);
 
 /* Control core: a topic create/delete waiting for every data core's ack. */
 struct dp_ctrl_op {

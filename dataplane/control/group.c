@@ -60,6 +60,7 @@
 
 /* A write completion held back by --fault-offsets-delay-ms (test only). */
 struct grp_held {
+	void (*done)(void *cookie, int status);   /* what it runs once released */
 	void *cookie;
 	int status;
 	int64_t due_ms;
@@ -80,13 +81,9 @@ struct dp_grp {
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
-	uint8_t what;                 /* GRP_W_REWRITE, GRP_W_META or GRP_W_EXPIRE */
 	uint8_t *buf;
-	struct grp_group *g;          /* GRP_W_META: groups are never freed */
+	struct grp_group *g;          /* meta_written: groups are never freed */
 };
-
-/* What a group write's cookie is (its first byte). */
-enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
 /*
  * One OffsetCommit or TxnOffsetCommit in flight: a record per partition,
@@ -97,7 +94,6 @@ enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_
  */
 struct grp_owrite;
 struct grp_owrite_part {
-	uint8_t what;                 /* GRP_W_COMMIT or GRP_W_STAGE */
 	struct grp_owrite *op;
 	int16_t *err;                 /* the response partition's error code */
 	struct kstr topic;            /* the offset (into the request: it lives until the answer) */
@@ -127,7 +123,6 @@ struct grp_owrite {
  * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
-	uint8_t what;                 /* GRP_W_END */
 	bool commit, failed;
 	uint8_t left;
 	uint8_t *buf;
@@ -460,15 +455,13 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status);
 static void end_done(struct dp_core *c, struct grp_end *w, int status);
 
-static void on_write(void *cookie, int status);
-
 /* Act on the oldest held completion. */
 static void held_release(struct dp_grp *t)
 {
 	struct grp_held h = t->held[t->held_head];
 	t->held_head = (t->held_head + 1) % DP_GRP_HELD_MAX;
 	t->nheld--;
-	on_write(h.cookie, h.status);
+	h.done(h.cookie, h.status);
 }
 
 /* Release the held completions that are due, oldest first (the log's order). */
@@ -478,54 +471,77 @@ static void held_tick(struct dp_grp *t, int64_t now)
 		held_release(t);
 }
 
-void dp_group_on_write(void *cookie, int status, int64_t base_offset)
+/*
+ * Fault injection (--fault-offsets-delay-ms): the write is durable, but the
+ * coordinator learns it late, which widens every window between a write
+ * and its effect. True if done(cookie, status) is held back for later.
+ */
+static bool held_back(void (*done)(void *, int), void *cookie, int status, const char *what)
 {
 	struct dp_core *c = dp_core_self();
-	uint8_t what = ((uint8_t *)cookie)[0];
 	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
-	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
-		/* Fault injection: the write is durable, but the coordinator learns it
-		 * late, which widens every window between a write and its effect. */
-		struct dp_grp *t = c->grp;
-		if (t->nheld == DP_GRP_HELD_MAX)
-			held_release(t);   /* keeps the order: the oldest goes first */
-		t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
-			(struct grp_held){ .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
-		DP_INFO("fault injection: acting on a %s write %d ms late",
-		        what == GRP_W_STAGE ? "staged-offset" : "transaction-end", delay);
-		return;
-	}
-	on_write(cookie, status);
+	if (delay <= 0)
+		return false;
+	struct dp_grp *t = c->grp;
+	if (t->nheld == DP_GRP_HELD_MAX)
+		held_release(t);   /* keeps the order: the oldest goes first */
+	t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
+		(struct grp_held){ .done = done, .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
+	DP_INFO("fault injection: acting on a %s write %d ms late", what, delay);
+	return true;
 }
 
-static void on_write(void *cookie, int status)
+/* The log writes' completions (st_append_cb), one per kind of write: the cookie is its record. */
+static void rewrite_written(void *cookie, int status, int64_t base_offset)
 {
-	struct dp_core *dp_this_core = dp_core_self();
-	switch (((uint8_t *)cookie)[0]) {
-	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
-	case GRP_W_EXPIRE: {
-		struct grp_rewrite *w = cookie;
-		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
-			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
-		dp_buf_put(w->buf);
-		dp_buf_put(w);
-		return;
+	rewrite_done(dp_core_self(), cookie, status);
+}
+
+static void expire_written(void *cookie, int status, int64_t base_offset)
+{
+	struct grp_rewrite *w = cookie;
+	if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
+		DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
+	dp_buf_put(w->buf);
+	dp_buf_put(w);
+}
+
+static void meta_written(void *cookie, int status, int64_t base_offset)
+{
+	struct grp_rewrite *w = cookie;
+	if (status < 0) {
+		DP_ERR("group %.*s: membership write failed: %s", w->g->id_len, w->g->id, strerror(-status));
+		w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
 	}
-	case GRP_W_META: {
-		struct grp_rewrite *w = cookie;
-		if (status < 0) {
-			DP_ERR("group %.*s: membership write failed: %s", w->g->id_len, w->g->id, strerror(-status));
-			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
-		}
-		dp_buf_put(w->buf);
-		dp_buf_put(w);
-		return;
-	}
-	case GRP_W_STAGE: owrite_done(dp_this_core, cookie, status); return;
-	case GRP_W_END: end_done(dp_this_core, cookie, status); return;
-	}
-	assert(((uint8_t *)cookie)[0] == GRP_W_COMMIT);
-	owrite_done(dp_this_core, cookie, status);
+	dp_buf_put(w->buf);
+	dp_buf_put(w);
+}
+
+static void commit_written(void *cookie, int status, int64_t base_offset)
+{
+	owrite_done(dp_core_self(), cookie, status);
+}
+
+static void stage_acted(void *cookie, int status)
+{
+	owrite_done(dp_core_self(), cookie, status);
+}
+
+static void stage_written(void *cookie, int status, int64_t base_offset)
+{
+	if (!held_back(stage_acted, cookie, status, "staged-offset"))
+		stage_acted(cookie, status);
+}
+
+static void end_acted(void *cookie, int status)
+{
+	end_done(dp_core_self(), cookie, status);
+}
+
+static void end_written(void *cookie, int status, int64_t base_offset)
+{
+	if (!held_back(end_acted, cookie, status, "transaction-end"))
+		end_acted(cookie, status);
 }
 
 /*
@@ -584,7 +600,7 @@ static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_call *r, stru
 			if (*pe_)                                                                      \
 				continue;                                                              \
 			(op)->parts[(op)->n++] = (struct grp_owrite_part){                             \
-				.what = (op)->pid < 0 ? GRP_W_COMMIT : GRP_W_STAGE, .op = (op), .err = pe_,  \
+				.op = (op), .err = pe_,                                                  \
 				.topic = (q)->Topics[i_].Name,                                           \
 				.partition = (q)->Topics[i_].Partitions[j_].PartitionIndex,               \
 				.offset = (q)->Topics[i_].Partitions[j_].CommittedOffset,                 \
@@ -622,7 +638,8 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 			*p->err = KERR_UNKNOWN_SERVER_ERROR;
 			continue;
 		}
-		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn, dp_group_on_write, p);
+		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn,
+		                                              op->pid < 0 ? commit_written : stage_written, p);
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 			*p->err = KERR_KAFKA_STORAGE_ERROR;   /* a staged one stays: the client's abort drops it */
@@ -888,7 +905,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	}
 	if (meta)
 		memcpy(meta, o->meta, (size_t)o->meta_len);
-	*w = (struct grp_end){ .what = GRP_W_END, .commit = commit, .buf = buf,
+	*w = (struct grp_end){ .commit = commit, .buf = buf,
 	                       .offset = o->offset, .commit_ms = o->commit_ms, .leader_epoch = o->leader_epoch,
 	                       .meta_len = o->meta_len, .meta = meta };
 	/* The committed key is the pending key less its producer id, version 1. */
@@ -920,7 +937,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	for (int i = 0; i < 2; i++) {
 		if (!bn[i])
 			continue;
-		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], dp_group_on_write, w);
+		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], end_written, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
@@ -1024,14 +1041,15 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 	dp_clog_compact_done(&c->grp->clog, status);
 }
 
-/* Append one record with its own cookie (what: GRP_W_REWRITE, _META or _EXPIRE); val NULL: a tombstone. */
+/* Append one record with its own cookie, done runs once it is durable
+ * (rewrite_written, meta_written or expire_written); val NULL: a tombstone. */
 static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, const uint8_t *val, int vn,
-                         uint8_t what, struct grp_group *g)
+                         st_append_cb done, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
 	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
-	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
+	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, done, w)
 	          : -ENOMEM;
 	if (n < 0) {
 		if (buf)
@@ -1039,7 +1057,7 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 		dp_buf_put(w);
 		return n;
 	}
-	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
+	*w = (struct grp_rewrite){ .buf = buf, .g = g };
 	return 0;
 }
 
@@ -1048,7 +1066,7 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 	uint8_t val[GRP_VALUE_BYTES_MAX];
 	int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
 	                                 o->meta_len);
-	int rc = append_record(c, key, klen, val, vn, GRP_W_REWRITE, NULL);
+	int rc = append_record(c, key, klen, val, vn, rewrite_written, NULL);
 	if (rc == 0)
 		st_compaction_queued(&c->grp->clog.compact);
 	return rc;
@@ -1074,7 +1092,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
 	int vn = val ? grp_group_value_encode(g, val, vsize) : -1;
 	int rc = !val ? -ENOMEM : kn < 0 || vn < 0 ? -EINVAL :
-	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
+	         append_record(c, key, (size_t)kn, val, vn, compaction ? rewrite_written : meta_written, g);
 	dp_buf_put(val);
 	if (rc < 0) {
 		DP_ERR("group %.*s: cannot write its membership: %s", g->id_len, g->id, strerror(-rc));
@@ -1367,7 +1385,7 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 	uint32_t done = 0;
 	for (; done < n; done++) {
 		/* The tombstone copies the key first: deleting frees the entry. */
-		if (append_record(c, dead[done]->key, dead[done]->key_len, NULL, -1, GRP_W_EXPIRE, NULL) < 0)
+		if (append_record(c, dead[done]->key, dead[done]->key_len, NULL, -1, expire_written, NULL) < 0)
 			break;
 		grp_offset_del(t->offsets, dead[done]->key, dead[done]->key_len);
 	}
