@@ -81,7 +81,7 @@ struct dp_call *dp_call_begin(struct dp_core *c, struct dp_req *r, const struct 
 	size_t bytes = dp_call_bytes(r->frame_len, body);
 	if (bytes > DP_BUF_MAX_BYTES)
 		return NULL;   /* no retry would fit: closed, as a request past DP_ARENA_BYTES_MAX is */
-	void *mem = dp_req_buf_try_get(c, r, bytes);
+	void *mem = dp_fault(c, c->b->cfg.fault_call_refuse_permille) ? NULL : dp_req_buf_try_get(c, r, bytes);
 	if (mem) {
 		r->call = mem;   /* r holds it whatever follows: dp_req_release frees it */
 		r->call_bytes = bytes;

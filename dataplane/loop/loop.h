@@ -70,6 +70,7 @@ struct dp_config {
 	 * drop its response, or close the connection, with these per-mille odds. */
 	uint32_t fault_drop_permille, fault_close_permille;
 	uint32_t fault_marker_fail_permille; /* a marker answered as a failed write (not written), N/1000 */
+	uint32_t fault_call_refuse_permille; /* a coordinator call's buffer refused (call.h), N/1000 */
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
