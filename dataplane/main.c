@@ -56,6 +56,8 @@ static void usage(FILE *f)
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
 	"  --fault-seed N          seed of the fault dice (default 1)\n"
 	"  --fault-marker-fail N   answer a COMMIT/ABORT marker as a failed write, not writing it, N/1000\n"
+	"  --fault-call-refuse N   refuse a coordinator request's buffer, N/1000: answered\n"
+	"                          COORDINATOR_LOAD_IN_PROGRESS by the connection's core\n"
 	"  --fault-prepare-fail N  the first N PrepareCommit/PrepareAbort writes of the transaction\n"
 	"                          coordinator fail (in turn refused, and reported failed once durable)\n"
 	"  --fault-add-fail N      the same for the first N AddPartitionsToTxn writes\n"
@@ -97,7 +99,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET,
-	       O_FMARKER, O_FPREP, O_FADD, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -112,6 +114,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-close-produce", required_argument, 0, O_FCLOSE },
 		{ "fault-seed", required_argument, 0, O_FSEED },
 		{ "fault-marker-fail", required_argument, 0, O_FMARKER },
+		{ "fault-call-refuse", required_argument, 0, O_FCALL },
 		{ "fault-prepare-fail", required_argument, 0, O_FPREP },
 		{ "fault-add-fail", required_argument, 0, O_FADD },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
@@ -208,11 +211,12 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			*(o == O_FDROP ? &cfg->fault_drop_permille : &cfg->fault_close_permille) = (uint32_t)v;
 			break;
 		}
-		case O_FMARKER: {
+		case O_FMARKER:
+		case O_FCALL: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v > 1000)
 				goto bad;
-			cfg->fault_marker_fail_permille = (uint32_t)v;
+			*(o == O_FMARKER ? &cfg->fault_marker_fail_permille : &cfg->fault_call_refuse_permille) = (uint32_t)v;
 			break;
 		}
 		case O_FPREP:

@@ -429,19 +429,14 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	struct InitProducerIdRequest req;
+	struct kreader body = *rd;
 	struct InitProducerIdResponse *resp = dp_req_alloc(r, sizeof(*resp));
 	if (!resp || InitProducerIdRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
 		return -1;
 	InitProducerIdResponse_init(resp);
 	r->resp = resp;
-	if (req.TransactionalId.len >= 0) {
-		struct InitProducerIdRequest *q = dp_req_alloc(r, sizeof(*q));
-		if (!q)
-			return -1;
-		*q = req;
-		r->req = q;
-		return dp_txn_init_producer(c, r);   /* the transaction coordinator */
-	}
+	if (req.TransactionalId.len >= 0)
+		return dp_txn_init_producer(c, r, &body);   /* the transaction coordinator: a call of its own */
 	struct dp_msg m = { .type = DP_MSG_INIT_PID, .ctx = r, .gen = r->gen };
 	m.u.pid.pid = req.ProducerId;
 	m.u.pid.epoch = req.ProducerEpoch;
@@ -528,7 +523,8 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		return;
 	case DP_MSG_TXN_DONE:
 	case DP_MSG_GROUP_DONE:
-		return;   /* the coordinator filled the response */
+		dp_call_done(r, m);   /* the coordinator answered in the call */
+		return;
 	case DP_MSG_TXN_MARKER_DONE:
 	case DP_MSG_DESCRIBE_PRODUCERS_DONE:
 		dp_txn_part(c, r, m);
@@ -564,6 +560,10 @@ void dp_req_release(struct dp_core *c, struct dp_req *r)
 	if (r->slots_mem) {
 		dp_buf_put(r->slots_mem);
 		r->slots_mem = NULL;
+	}
+	if (r->call) {   /* after its answer is encoded, or dropped */
+		dp_req_buf_put(c, r, r->call, r->call_bytes);
+		r->call = NULL;
 	}
 }
 

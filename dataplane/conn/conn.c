@@ -75,13 +75,67 @@ void dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes)
 	hold(c, r, -(int64_t)bytes);
 }
 
+struct dp_call *dp_call_begin(struct dp_core *c, struct dp_req *r, const struct kreader *rd, struct kreader *crd)
+{
+	size_t body = rd->p < rd->end ? (size_t)(rd->end - rd->p) : 0;
+	size_t bytes = dp_call_bytes(r->frame_len, body);
+	if (bytes > DP_BUF_MAX_BYTES)
+		return NULL;   /* no retry would fit: closed, as a request past DP_ARENA_BYTES_MAX is */
+	void *mem = dp_fault(c, c->b->cfg.fault_call_refuse_permille) ? NULL : dp_req_buf_try_get(c, r, bytes);
+	if (mem) {
+		r->call = mem;   /* r holds it whatever follows: dp_req_release frees it */
+		r->call_bytes = bytes;
+		struct dp_call *call = dp_call_init(mem, bytes, r->hdr.api_key, r->hdr.api_version,
+		                                    r->hdr.client_id, rd->p, body);
+		if (!call)
+			return NULL;
+		call->ctx = r;
+		call->gen = r->gen;
+		kr_init(crd, call->body, call->body_len);
+		return call;
+	}
+	/* Refused: shaped in what is left of r's own arena, decoded from r's frame, never sent. */
+	DP_WARN_RL("connection %u: no memory for a %zu-byte coordinator call: answered COORDINATOR_LOAD_IN_PROGRESS",
+	           r->conn->handle, bytes);
+	size_t at = (r->arena.used + 7) & ~(size_t)7;
+	size_t room = at < r->arena.cap ? (r->arena.cap - at) & ~(size_t)7 : 0;
+	mem = room ? karena_alloc(&r->arena, room) : NULL;
+	struct dp_call *call = mem ? dp_call_init(mem, room, r->hdr.api_key, r->hdr.api_version,
+	                                          r->hdr.client_id, NULL, 0) : NULL;
+	if (!call)
+		return NULL;
+	*crd = *rd;
+	return call;
+}
+
+void dp_call_send(struct dp_core *c, struct dp_req *r, struct dp_call *call, enum dp_service svc, uint16_t type)
+{
+	if (!r->call) {
+		/* The pool refused it (dp_call_begin): the coordinators' retriable answer, given here. */
+		dp_call_error(call, KERR_COORDINATOR_LOAD_IN_PROGRESS);
+		r->resp = call->resp;
+		return;
+	}
+	assert(call == r->call);
+	struct dp_msg m = { .type = type, .ctx = r, .gen = r->gen };
+	m.u.call.call = call;
+	r->pending++;
+	dp_ask_service(c, svc, dp_req_complete_part, &m);
+}
+
+void dp_call_done(struct dp_req *r, const struct dp_msg *m)
+{
+	assert(m->u.call.call == r->call);
+	r->resp = r->call->resp;   /* encoded from the call's arena; the call is freed after (dp_req_release) */
+}
+
 /*
  * Over the core's byte budget, or past half the credit toward another data
  * core (dp_limits.h): new requests wait (their connections pause, and
  * dp_conn_timer resumes them), so that a request's fan-out finds the other
  * half free and its partitions are asked, not refused; only a request with
  * more than that for one core is refused some. Credit toward the control
- * core is left out: requests lent there may wait long (a JoinGroup for its
+ * core is left out: calls there may wait long (a JoinGroup for its
  * rebalance), and the next member's must not wait behind them.
  */
 static bool credit_over(const struct dp_core *c)
@@ -151,10 +205,13 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	 * slot is free: on this core (--cores 1) it answers inside dp_send, and
 	 * the rebalance that completes may finish more of this connection's
 	 * requests, which would come back here and free the slot a second time.
-	 * What it is told is (request, generation): one finished meanwhile is
-	 * not found, and ignored.
+	 * What it is told is (call, generation): one finished meanwhile is not
+	 * found, and ignored. A call's buffer is freed only once its answer is
+	 * here, and a later call in the same buffer goes out behind this
+	 * message (one ring per core pair, in order), so the pair names no
+	 * other call.
 	 */
-	struct { struct dp_req *r; uint32_t gen; } gone[DP_CONN_REQS_MAX + 1];
+	struct { struct dp_call *call; uint32_t gen; } gone[DP_CONN_REQS_MAX + 1];
 	uint32_t ngone = 0;
 	while (k->q_head) {
 		struct dp_req *r = k->q_head;
@@ -169,10 +226,10 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 		r->conn = c->detached;
 		c->detached->held_bytes += r->held_bytes;
 		c->detached->nreqs++;
-		if (r->hdr.api_key == KAPI_JOIN_GROUP || r->hdr.api_key == KAPI_SYNC_GROUP) {
+		if ((r->hdr.api_key == KAPI_JOIN_GROUP || r->hdr.api_key == KAPI_SYNC_GROUP) && r->call) {
 			/* The coordinator may hold it for a whole rebalance: ask for it back. */
 			assert(ngone < sizeof(gone) / sizeof(gone[0]));
-			gone[ngone].r = r;
+			gone[ngone].call = r->call;
 			gone[ngone++].gen = r->gen;
 		}
 	}
@@ -191,8 +248,9 @@ static void conn_free_if_idle(struct dp_core *c, struct dp_conn *k)
 	assert(c->conn_free_n < DP_CONN_SLOTS);
 	c->conn_free[c->conn_free_n++] = (uint16_t)slot;
 	for (uint32_t i = 0; i < ngone; i++) {
-		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .ctx = gone[i].r, .gen = gone[i].gen };
-		dp_tell_service(c, DP_SVC_GROUP, &m);   /* no answer, so no credit (dp_limits.h) */
+		struct dp_msg m = { .type = DP_MSG_GROUP_GONE, .gen = gone[i].gen };
+		m.u.call.call = gone[i].call;   /* a name only: the coordinator holds the call */
+		dp_tell_service(c, DP_SVC_GROUP_GONE, &m);   /* no answer, so no credit (dp_limits.h) */
 	}
 }
 

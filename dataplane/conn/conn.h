@@ -5,14 +5,14 @@
  * One Kafka request in flight: it owns its frame buffer and a bump arena for
  * the decoded structs; parts of it travel to owner cores as dp_msg and come
  * back. When nothing is pending the response is encoded, and responses
- * leave in arrival order. A coordinator request is lent whole to the control
- * core (DP_MSG_TXN_REQ, DP_MSG_GROUP_REQ), which fills r->resp from r->req
- * and answers with a *_DONE message: the fields below are that contract.
+ * leave in arrival order. A coordinator request goes as a call (loop/call.h),
+ * which owns a copy of what the coordinator needs; nothing here is lent.
  */
 #ifndef SLUICE_DP_CONN_H
 #define SLUICE_DP_CONN_H
 
 #include "loop.h"
+#include "call.h"
 #include "kwire.h"
 #include "kmsg.h"
 
@@ -51,21 +51,16 @@ struct dp_req {
 	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
 	uint32_t topups;              /* partitions read again with more of MaxBytes (fetch_topup) */
 
-	/* JoinGroup: the client's address ("/127.0.0.1"), in the arena; NULL unknown. */
-	const char *peer;
+	/* A coordinator request: its call (call.h), a pool buffer of call_bytes
+	 * held by r (NULL: none, or refused and shaped in r's arena). */
+	struct dp_call *call;
+	size_t call_bytes;
 
 	/* Produce/ListOffsets: flat slot -> response partition. */
 	void **slots;
 	uint32_t nslots;
 	void *slots_mem;              /* pool buffer for large responses (Metadata) */
 };
-
-/*
- * What a coordinator handler (txncoord.c, group.c) returns when the answer
- * comes later or was already sent: not -1, which is UNKNOWN_SERVER_ERROR and
- * must be answered now (taking it for "later" left such requests unanswered).
- */
-#define DP_ANSWER_LATER INT16_MIN
 
 
 /* conn_role.c: main.c gives it to every data core (dp_core_add_role). */

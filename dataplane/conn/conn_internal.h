@@ -150,35 +150,44 @@ static inline void dp_ask_part(struct dp_core *c, struct dp_req *r, int owner, d
 }
 
 /*
- * NIC core: lend a decoded request to the control core, which fills r->resp
- * and answers with a *_DONE message (type: DP_MSG_TXN_REQ or DP_MSG_GROUP_REQ).
+ * NIC core: a coordinator call for r (loop/call.h), a pool buffer held by r
+ * with r's header fields and the body rd has left copied in; *crd reads
+ * that copy. The pool refusing, the call is laid out in r's own arena
+ * instead (decoded from r's frame), and dp_call_send answers it here with
+ * the retriable COORDINATOR_LOAD_IN_PROGRESS. NULL: not even that fits,
+ * or the call could never be had (over DP_BUF_MAX_BYTES, a frame near
+ * --max-frame-bytes' top): the connection is closed, as for any arena that
+ * runs out. (r's own arena, sized by conn.c before the request is known,
+ * is then used only by such a refusal.)
  */
-static inline void dp_lend_to_control(struct dp_core *c, struct dp_req *r, uint16_t type)
-{
-	struct dp_msg m = { .type = type, .ctx = r, .gen = r->gen };
-	r->pending++;
-	dp_ask_service(c, type == DP_MSG_TXN_REQ ? DP_SVC_TXN : DP_SVC_GROUP, dp_req_complete_part, &m);
-}
+struct dp_call *dp_call_begin(struct dp_core *c, struct dp_req *r, const struct kreader *rd, struct kreader *crd);
+/* NIC core: send the shaped call to the service svc runs (type: DP_MSG_TXN_REQ or DP_MSG_GROUP_REQ). */
+void dp_call_send(struct dp_core *c, struct dp_req *r, struct dp_call *call, enum dp_service svc, uint16_t type);
+/* NIC core: the call's answer is in: r's response is the call's (encoded from it, then freed). */
+void dp_call_done(struct dp_req *r, const struct dp_msg *m);
 
-/* A handler that only decodes Name##Request, starts Name##Response from its
- * schema defaults, and lends both to the control core. */
-
-#define DP_LEND_HANDLER(Name, type)                                                        \
+/* A handler that only decodes Name##Request into a call, starts
+ * Name##Response there from its schema defaults, and sends the call. */
+#define DP_CALL_HANDLER(Name, svc, type)                                                   \
 	static int Name##_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)    \
 	{                                                                                  \
-		struct Name##Request *q = dp_req_alloc(r, sizeof(*q));                     \
-		struct Name##Response *resp = dp_req_alloc(r, sizeof(*resp));              \
-		if (!q || !resp || Name##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
+		struct kreader crd;                                                        \
+		struct dp_call *call = dp_call_begin(c, r, rd, &crd);                      \
+		if (!call)                                                                 \
+			return -1;                                                         \
+		struct Name##Request *q = dp_call_alloc(call, sizeof(*q));                 \
+		struct Name##Response *resp = dp_call_alloc(call, sizeof(*resp));          \
+		if (!q || !resp || Name##Request_decode(&crd, call->hdr.api_version, q, &call->arena) < 0) \
 			return -1;                                                         \
 		Name##Response_init(resp);                                                 \
-		r->req = q;                                                                \
-		r->resp = resp;                                                            \
-		dp_lend_to_control(c, r, type);                                            \
+		call->req = q;                                                             \
+		call->resp = resp;                                                         \
+		dp_call_send(c, r, call, svc, type);                                       \
 		return 0;                                                                  \
 	}
 
 /* txnapi.c */
-int  dp_txn_init_producer(struct dp_core *c, struct dp_req *r);
+int  dp_txn_init_producer(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 int  dp_txn_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
 

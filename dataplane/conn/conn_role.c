@@ -85,9 +85,13 @@ static void conn_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "DP_REQS_MAX per data core");
 	dp_budget_add(bd, "requests' held bytes", ndata, DP_CORE_HELD_BYTES_MAX,
 	              "DP_CORE_HELD_BYTES_MAX of frames, arenas, fetch buffers, answers per data core");
+	/* Past its frame and arena, a fetch holds its MaxBytes, a coordinator request its call (call.h). */
+	unsigned long long call = dp_call_bytes(cfg->max_frame_bytes, cfg->max_frame_bytes);
 	dp_budget_add(bd, "one request past it", ndata,
-	              (unsigned long long)cfg->max_frame_bytes + DP_ARENA_BYTES_MAX + DP_FETCH_RESPONSE_MAX_BYTES,
-	              "the request that crosses the limit: --max-frame-bytes, its arena, a fetch's MaxBytes");
+	              (unsigned long long)cfg->max_frame_bytes + DP_ARENA_BYTES_MAX +
+	              (call > DP_FETCH_RESPONSE_MAX_BYTES ? call : DP_FETCH_RESPONSE_MAX_BYTES),
+	              "the request that crosses the limit: --max-frame-bytes, its arena, a fetch's MaxBytes "
+	              "or a coordinator call");
 	dp_budget_add(bd, "NIC receive buffers", ndata, (unsigned long long)DP_NIC_RX_BUFS * DP_NIC_RX_BUF_BYTES,
 	              "DP_NIC_RX_BUFS of DP_NIC_RX_BUF_BYTES per data core");
 }

@@ -1,11 +1,11 @@
 /*
- * groupapi.c - consumer-group APIs on the NIC core: decode, shape the
- * response where its shape follows the request (OffsetCommit), and lend the
- * request to the group coordinator on the control core (JoinGroup,
- * SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
- * TxnOffsetCommit, DescribeGroups, ListGroups), which fills
- * the response and answers DP_MSG_GROUP_DONE, possibly much later
- * (JoinGroup and SyncGroup wait for the rebalance).
+ * groupapi.c - consumer-group APIs on the NIC core: decode into a
+ * coordinator call (loop/call.h), shape the response where its shape
+ * follows the request (OffsetCommit), and send the call to the group
+ * coordinator's service for its kind (JoinGroup, SyncGroup, Heartbeat,
+ * LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit, DescribeGroups,
+ * ListGroups), which fills the response and answers DP_MSG_GROUP_DONE,
+ * possibly much later (JoinGroup and SyncGroup wait for the rebalance).
  * Locality: NIC core.
  */
 #include <errno.h>
@@ -20,16 +20,20 @@
  * topics and partitions, so it is shaped here and the coordinator only fills
  * in the error codes.
  */
-#define COMMIT_HANDLER(Msg, fn)                                                               \
+#define COMMIT_HANDLER(Msg, fn, svc)                                                          \
 	static int fn(struct dp_core *c, struct dp_req *r, struct kreader *rd)                  \
 	{                                                                                      \
-		struct Msg##Request *q = dp_req_alloc(r, sizeof(*q));                         \
-		struct Msg##Response *resp = dp_req_alloc(r, sizeof(*resp));                  \
-		if (!q || !resp || Msg##Request_decode(rd, r->hdr.api_version, q, &r->arena) < 0) \
+		struct kreader crd;                                                            \
+		struct dp_call *call = dp_call_begin(c, r, rd, &crd);                          \
+		if (!call)                                                                     \
+			return -1;                                                             \
+		struct Msg##Request *q = dp_call_alloc(call, sizeof(*q));                     \
+		struct Msg##Response *resp = dp_call_alloc(call, sizeof(*resp));              \
+		if (!q || !resp || Msg##Request_decode(&crd, call->hdr.api_version, q, &call->arena) < 0) \
 			return -1;                                                             \
 		Msg##Response_init(resp);                                                     \
 		int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;                                \
-		resp->Topics = dp_req_alloc(r, sizeof(*resp->Topics) * (size_t)(nt + 1));     \
+		resp->Topics = dp_call_alloc(call, sizeof(*resp->Topics) * (size_t)(nt + 1)); \
 		if (!resp->Topics)                                                             \
 			return -1;                                                             \
 		resp->Topics_n = nt;                                                           \
@@ -38,7 +42,7 @@
 			q->Topics[i].Partitions_n = np;                                        \
 			resp->Topics[i].Name = q->Topics[i].Name;                              \
 			resp->Topics[i].Partitions =                                           \
-				dp_req_alloc(r, sizeof(*resp->Topics[i].Partitions) * (size_t)(np + 1)); \
+				dp_call_alloc(call, sizeof(*resp->Topics[i].Partitions) * (size_t)(np + 1)); \
 			if (!resp->Topics[i].Partitions)                                       \
 				return -1;                                                     \
 			resp->Topics[i].Partitions_n = np;                                     \
@@ -47,34 +51,48 @@
 					q->Topics[i].Partitions[j].PartitionIndex;             \
 		}                                                                              \
 		q->Topics_n = nt;                                                              \
-		r->req = q;                                                                    \
-		r->resp = resp;                                                                \
-		dp_lend_to_control(c, r, DP_MSG_GROUP_REQ);                                   \
+		call->req = q;                                                                 \
+		call->resp = resp;                                                             \
+		dp_call_send(c, r, call, (svc), DP_MSG_GROUP_REQ);                             \
 		return 0;                                                                      \
 	}
-COMMIT_HANDLER(OffsetCommit, offset_commit)
-COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit)
+COMMIT_HANDLER(OffsetCommit, offset_commit, DP_SVC_GROUP_OFFSET_COMMIT)
+COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit, DP_SVC_GROUP_TXN_OFFSET_COMMIT)
 
-DP_LEND_HANDLER(OffsetFetch, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(JoinGroup, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(DescribeGroups, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(ListGroups, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(Heartbeat, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(LeaveGroup, DP_MSG_GROUP_REQ)
-DP_LEND_HANDLER(SyncGroup, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(OffsetFetch, DP_SVC_GROUP_OFFSET_FETCH, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(DescribeGroups, DP_SVC_GROUP_DESCRIBE, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(ListGroups, DP_SVC_GROUP_LIST, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(Heartbeat, DP_SVC_GROUP_HEARTBEAT, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(LeaveGroup, DP_SVC_GROUP_LEAVE, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(SyncGroup, DP_SVC_GROUP_SYNC, DP_MSG_GROUP_REQ)
+
+static int join_group(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct kreader crd;
+	struct dp_call *call = dp_call_begin(c, r, rd, &crd);
+	if (!call)
+		return -1;
+	struct JoinGroupRequest *q = dp_call_alloc(call, sizeof(*q));
+	struct JoinGroupResponse *resp = dp_call_alloc(call, sizeof(*resp));
+	if (!q || !resp || JoinGroupRequest_decode(&crd, call->hdr.api_version, q, &call->arena) < 0)
+		return -1;
+	JoinGroupResponse_init(resp);
+	/* The member's address, for DescribeGroups: only the NIC core knows the connection. */
+	char *peer = dp_call_alloc(call, NIC_PEER_BYTES_MAX);
+	if (peer && nic_conn_peer(c->nic, r->conn->handle, peer, NIC_PEER_BYTES_MAX) > 0)
+		call->peer = peer;
+	call->req = q;
+	call->resp = resp;
+	dp_call_send(c, r, call, DP_SVC_GROUP_JOIN, DP_MSG_GROUP_REQ);
+	return 0;
+}
 
 int dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	switch (r->hdr.api_key) {
 	case KAPI_OFFSET_COMMIT: return offset_commit(c, r, rd);
 	case KAPI_OFFSET_FETCH: return OffsetFetch_start(c, r, rd);
-	case KAPI_JOIN_GROUP: {
-		/* The member's address, for DescribeGroups: only the NIC core knows the connection. */
-		char *peer = dp_req_alloc(r, NIC_PEER_BYTES_MAX);
-		if (peer && nic_conn_peer(c->nic, r->conn->handle, peer, NIC_PEER_BYTES_MAX) > 0)
-			r->peer = peer;
-		return JoinGroup_start(c, r, rd);
-	}
+	case KAPI_JOIN_GROUP: return join_group(c, r, rd);
 	case KAPI_DESCRIBE_GROUPS: return DescribeGroups_start(c, r, rd);
 	case KAPI_LIST_GROUPS: return ListGroups_start(c, r, rd);
 	case KAPI_HEARTBEAT: return Heartbeat_start(c, r, rd);

@@ -1,7 +1,8 @@
 /*
- * txnapi.c - transaction APIs on the NIC core: decode, shape the response
- * so the coordinator only fills in error codes, and lend the request to the
- * control core (InitProducerId with a transactional id, AddPartitionsToTxn,
+ * txnapi.c - transaction APIs on the NIC core: decode into a coordinator
+ * call (loop/call.h), shape the response so the coordinator only fills in
+ * error codes, and send the call to the transaction coordinator
+ * (InitProducerId with a transactional id, AddPartitionsToTxn,
  * AddOffsetsToTxn, EndTxn, ListTransactions, DescribeTransactions); or ask
  * owner shards directly (WriteTxnMarkers, DescribeProducers).
  * Locality: NIC core.
@@ -15,21 +16,26 @@
 #define DP_DESCRIBE_PRODUCERS_MAX 1024        /* producers listed per partition */
 #define DP_DESCRIBE_PRODUCERS_PARTS_MAX 1024  /* partitions per request */
 
-int dp_txn_init_producer(struct dp_core *c, struct dp_req *r)
+DP_CALL_HANDLER(InitProducerId, DP_SVC_TXN, DP_MSG_TXN_REQ)
+
+int dp_txn_init_producer(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
-	dp_lend_to_control(c, r, DP_MSG_TXN_REQ);
-	return 0;
+	return InitProducerId_start(c, r, rd);
 }
 
 static int add_partitions(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
-	struct AddPartitionsToTxnRequest *q = dp_req_alloc(r, sizeof(*q));
-	struct AddPartitionsToTxnResponse *resp = dp_req_alloc(r, sizeof(*resp));
-	if (!q || !resp || AddPartitionsToTxnRequest_decode(rd, r->hdr.api_version, q, &r->arena) < 0)
+	struct kreader crd;
+	struct dp_call *call = dp_call_begin(c, r, rd, &crd);
+	if (!call)
+		return -1;
+	struct AddPartitionsToTxnRequest *q = dp_call_alloc(call, sizeof(*q));
+	struct AddPartitionsToTxnResponse *resp = dp_call_alloc(call, sizeof(*resp));
+	if (!q || !resp || AddPartitionsToTxnRequest_decode(&crd, call->hdr.api_version, q, &call->arena) < 0)
 		return -1;
 	AddPartitionsToTxnResponse_init(resp);
 	int32_t nt = q->V3AndBelowTopics_n > 0 ? q->V3AndBelowTopics_n : 0;
-	resp->ResultsByTopicV3AndBelow = dp_req_alloc(r, sizeof(*resp->ResultsByTopicV3AndBelow) * (size_t)(nt + 1));
+	resp->ResultsByTopicV3AndBelow = dp_call_alloc(call, sizeof(*resp->ResultsByTopicV3AndBelow) * (size_t)(nt + 1));
 	if (!resp->ResultsByTopicV3AndBelow)
 		return -1;
 	resp->ResultsByTopicV3AndBelow_n = nt;
@@ -38,7 +44,7 @@ static int add_partitions(struct dp_core *c, struct dp_req *r, struct kreader *r
 		struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *tr = &resp->ResultsByTopicV3AndBelow[i];
 		int32_t np = tq->Partitions_n > 0 ? tq->Partitions_n : 0;
 		tr->Name = tq->Name;
-		tr->ResultsByPartition = dp_req_alloc(r, sizeof(*tr->ResultsByPartition) * (size_t)(np + 1));
+		tr->ResultsByPartition = dp_call_alloc(call, sizeof(*tr->ResultsByPartition) * (size_t)(np + 1));
 		if (!tr->ResultsByPartition)
 			return -1;
 		tr->ResultsByPartition_n = np;
@@ -47,16 +53,16 @@ static int add_partitions(struct dp_core *c, struct dp_req *r, struct kreader *r
 		if (tq->Partitions_n < 0)
 			tq->Partitions_n = 0;
 	}
-	r->req = q;
-	r->resp = resp;
-	dp_lend_to_control(c, r, DP_MSG_TXN_REQ);
+	call->req = q;
+	call->resp = resp;
+	dp_call_send(c, r, call, DP_SVC_TXN, DP_MSG_TXN_REQ);
 	return 0;
 }
 
-DP_LEND_HANDLER(AddOffsetsToTxn, DP_MSG_TXN_REQ)
-DP_LEND_HANDLER(EndTxn, DP_MSG_TXN_REQ)
-DP_LEND_HANDLER(ListTransactions, DP_MSG_TXN_REQ)
-DP_LEND_HANDLER(DescribeTransactions, DP_MSG_TXN_REQ)
+DP_CALL_HANDLER(AddOffsetsToTxn, DP_SVC_TXN, DP_MSG_TXN_REQ)
+DP_CALL_HANDLER(EndTxn, DP_SVC_TXN, DP_MSG_TXN_REQ)
+DP_CALL_HANDLER(ListTransactions, DP_SVC_TXN, DP_MSG_TXN_REQ)
+DP_CALL_HANDLER(DescribeTransactions, DP_SVC_TXN, DP_MSG_TXN_REQ)
 
 /* ---- WriteTxnMarkers: markers written by the owners, as the coordinator does it ---- */
 

@@ -14,7 +14,7 @@
 
 /* control_role.c: main.c gives it to core 0 (dp_core_add_role). */
 extern const struct dp_role dp_control_role;
-/* init only, before the cores start: where DP_SVC_CONTROL, DP_SVC_TXN and DP_SVC_GROUP run. */
+/* init only, before the cores start: where DP_SVC_CONTROL, DP_SVC_TXN and the DP_SVC_GROUP_* run. */
 void dp_control_provide(struct dp_broker *b);
 
 int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */

@@ -11,7 +11,8 @@
 /* The services' handlers (dp_control_provide): control.c, txncoord.c, group.c. */
 void dp_control_msg(struct dp_core *c, struct dp_msg *m);
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m);
-void dp_group_msg(struct dp_core *c, struct dp_msg *m);
+/* init only: the group coordinator's services (a handler per kind of call, call.h) run on core. */
+void dp_group_provide(struct dp_broker *b, int core);
 void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m);
 
 /* The coordinators' parts in the loop (control_role.c). */
@@ -22,9 +23,8 @@ void dp_txnc_stop(struct dp_core *c);
 int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
 void dp_group_timer(struct dp_core *c);
 void dp_group_stop(struct dp_core *c);
-/* Their log writes' completions (st_log_append_cb). */
+/* The transaction log's write completions (st_log_append_cb; group.c has one per kind of write). */
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset);
-void dp_group_on_write(void *cookie, int status, int64_t base_offset);
 
 /* Control core: a topic create/delete waiting for every data core's ack. */
 struct dp_ctrl_op {

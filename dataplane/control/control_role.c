@@ -46,5 +46,5 @@ void dp_control_provide(struct dp_broker *b)
 {
 	b->services[DP_SVC_CONTROL] = (struct dp_service_at){ .core = 0, .fn = dp_control_msg };
 	b->services[DP_SVC_TXN] = (struct dp_service_at){ .core = 0, .fn = dp_txnc_msg };
-	b->services[DP_SVC_GROUP] = (struct dp_service_at){ .core = 0, .fn = dp_group_msg };
+	dp_group_provide(b, 0);
 }

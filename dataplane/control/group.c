@@ -1,11 +1,12 @@
 /*
  * group.c - the consumer-group coordinator, on the control core: drives
- * txn/group.c (membership, rebalances, committed offsets) for the requests
- * the NIC cores lend it (groupapi.c), and answers each with
+ * txn/group.c (membership, rebalances, committed offsets) for the calls
+ * the NIC cores send it (groupapi.c; the contract is loop/call.h), a
+ * handler per kind of call (dp_group_provide), and answers each with
  * DP_MSG_GROUP_DONE once the response is filled. JoinGroup and SyncGroup
- * are kept until the rebalance lets them be answered, as txncoord.c keeps
- * its op_ctx; a request whose connection closed meanwhile still comes back
- * to its NIC core, which drops the answer.
+ * calls are kept until the rebalance lets them be answered, as txncoord.c
+ * keeps its op_ctx; a call whose connection closed meanwhile still goes
+ * back to its NIC core, which drops the answer.
  *
  * Committed offsets are appended to the coordinator's own log,
  * DATA/__consumer_offsets (one RecordBatch per partition: key = group,
@@ -49,7 +50,7 @@
 #include "group.h"
 #include "kerr.h"
 #include "log.h"
-#include "conn.h"
+#include "call.h"
 #include "control_internal.h"
 
 #define DP_GRP_TIMER_MS    100
@@ -59,6 +60,7 @@
 
 /* A write completion held back by --fault-offsets-delay-ms (test only). */
 struct grp_held {
+	void (*done)(void *cookie, int status);   /* what it runs once released */
 	void *cookie;
 	int status;
 	int64_t due_ms;
@@ -79,13 +81,9 @@ struct dp_grp {
 
 /* One record written on its own: a compaction rewrite, or a group's metadata. */
 struct grp_rewrite {
-	uint8_t what;                 /* GRP_W_REWRITE, GRP_W_META or GRP_W_EXPIRE */
 	uint8_t *buf;
-	struct grp_group *g;          /* GRP_W_META: groups are never freed */
+	struct grp_group *g;          /* meta_written: groups are never freed */
 };
-
-/* What a group write's cookie is (its first byte). */
-enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_W_EXPIRE };
 
 /*
  * One OffsetCommit or TxnOffsetCommit in flight: a record per partition,
@@ -96,7 +94,6 @@ enum { GRP_W_COMMIT = 1, GRP_W_REWRITE, GRP_W_STAGE, GRP_W_END, GRP_W_META, GRP_
  */
 struct grp_owrite;
 struct grp_owrite_part {
-	uint8_t what;                 /* GRP_W_COMMIT or GRP_W_STAGE */
 	struct grp_owrite *op;
 	int16_t *err;                 /* the response partition's error code */
 	struct kstr topic;            /* the offset (into the request: it lives until the answer) */
@@ -107,7 +104,7 @@ struct grp_owrite_part {
 };
 
 struct grp_owrite {
-	struct dp_req *r;
+	struct dp_call *r;
 	struct kstr group;
 	int64_t pid;                  /* TxnOffsetCommit: the producer staging them; -1 OffsetCommit */
 	uint16_t core;
@@ -126,7 +123,6 @@ struct grp_owrite {
  * replaces it in one step (grp_pending_end_apply).
  */
 struct grp_end {
-	uint8_t what;                 /* GRP_W_END */
 	bool commit, failed;
 	uint8_t left;
 	uint8_t *buf;
@@ -140,14 +136,14 @@ struct grp_end {
 	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
 };
 
-static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
+/* Hand call r back to its caller with its answer (call.h). */
+static void reply(struct dp_core *c, struct dp_call *r)
 {
-	struct dp_msg m = { .type = DP_MSG_GROUP_DONE, .ctx = ctx, .gen = gen };
-	dp_answer_to(c, core, dp_req_complete_part, &m);   /* the lent request's answer */
+	dp_call_answer(c, r, DP_MSG_GROUP_DONE);
 }
 
-/* A copy in the request's arena: the group may change before the NIC core encodes. */
-static const void *acopy(struct dp_req *r, const void *p, size_t len)
+/* A copy in the call's arena: the group may change before the NIC core encodes. */
+static const void *acopy(struct dp_call *r, const void *p, size_t len)
 {
 	void *d = karena_alloc(&r->arena, len ? len : 1);
 	if (d && len)
@@ -155,7 +151,7 @@ static const void *acopy(struct dp_req *r, const void *p, size_t len)
 	return d;
 }
 
-static struct kstr astr(struct dp_req *r, const char *p, size_t len, bool *ok)
+static struct kstr astr(struct dp_call *r, const char *p, size_t len, bool *ok)
 {
 	const char *d = acopy(r, p, len);
 	*ok &= d != NULL;
@@ -163,24 +159,19 @@ static struct kstr astr(struct dp_req *r, const char *p, size_t len, bool *ok)
 }
 
 /* An error answer; MEMBER_ID_REQUIRED carries the id to join again with (given_id). */
-static void join_error(struct dp_req *r, int16_t err, const char *given_id, uint16_t given_len)
+static void join_error(struct dp_call *r, int16_t err, const char *given_id, uint16_t given_len)
 {
-	struct JoinGroupRequest *q = r->req;
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
-	resp->ErrorCode = err;
-	resp->GenerationId = -1;
-	resp->ProtocolName = (struct kstr){ "", 0 };
-	resp->Leader = (struct kstr){ "", 0 };
-	resp->MemberId = given_len ? astr(r, given_id, given_len, &ok) :
-	                 q->MemberId.len > 0 ? q->MemberId : (struct kstr){ "", 0 };
+	dp_call_error(r, err);
+	if (given_len)
+		resp->MemberId = astr(r, given_id, given_len, &ok);
 	if (!ok)
 		resp->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
-	resp->Members_n = 0;
 }
 
 /* The metadata member m sent for the group's chosen protocol (empty if none). */
-static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
+static struct kbytes member_meta(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, bool *ok)
 {
 	for (uint32_t p = 0; p < m->nprotocols; p++)
 		if (m->protocols[p].name_len == g->protocol_name_len &&
@@ -192,7 +183,7 @@ static struct kbytes member_meta(struct dp_req *r, const struct grp_group *g, co
 	return (struct kbytes){ (const uint8_t *)"", 0 };
 }
 
-static void fill_join(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, bool follower)
+static void fill_join(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, bool follower)
 {
 	struct JoinGroupResponse *resp = r->resp;
 	bool ok = true;
@@ -223,7 +214,7 @@ static void fill_join(struct dp_req *r, const struct grp_group *g, const struct 
 	}
 }
 
-static void fill_sync(struct dp_req *r, const struct grp_group *g, const struct grp_member *m, int16_t err)
+static void fill_sync(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, int16_t err)
 {
 	struct SyncGroupResponse *resp = r->resp;
 	resp->ErrorCode = err;
@@ -246,7 +237,7 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 	struct grp_outs *o = &c->grp->outs;
 	for (uint32_t i = 0; i < o->n; i++) {
 		struct grp_out *x = &o->o[i];
-		struct dp_req *r = x->w.ctx;
+		struct dp_call *r = x->w.ctx;
 		if (x->kind == GRP_OUT_JOIN) {
 			if (x->err)
 				join_error(r, x->err, x->member_id, x->member_id_len);
@@ -255,7 +246,7 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 		} else {
 			fill_sync(r, g, x->m, x->err);
 		}
-		reply(c, x->w.core, r, x->w.gen);
+		reply(c, r);
 	}
 	o->n = 0;
 	if (g->state != GRP_EMPTY)
@@ -276,7 +267,7 @@ static int16_t fenced(const struct grp_group *g, struct kstr member, struct kstr
 	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : KERR_NONE;
 }
 
-static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct JoinGroupRequest *q = r->req;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
@@ -317,7 +308,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	return DP_ANSWER_LATER;
 }
 
-static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct SyncGroupRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
@@ -344,7 +335,7 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_req *
 	return DP_ANSWER_LATER;
 }
 
-static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
+static int16_t heartbeat(struct dp_core *c, struct dp_call *r)
 {
 	struct HeartbeatRequest *q = r->req;
 	struct grp_group *g = q->GroupId.len > 0 ? grp_find(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len) : NULL;
@@ -356,7 +347,7 @@ static int16_t heartbeat(struct dp_core *c, struct dp_req *r)
 	                     dp_wall_ms());
 }
 
-static int16_t leave_group(struct dp_core *c, struct dp_req *r)
+static int16_t leave_group(struct dp_core *c, struct dp_call *r)
 {
 	struct LeaveGroupRequest *q = r->req;
 	struct LeaveGroupResponse *resp = r->resp;
@@ -464,15 +455,13 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status);
 static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status);
 static void end_done(struct dp_core *c, struct grp_end *w, int status);
 
-static void on_write(void *cookie, int status);
-
 /* Act on the oldest held completion. */
 static void held_release(struct dp_grp *t)
 {
 	struct grp_held h = t->held[t->held_head];
 	t->held_head = (t->held_head + 1) % DP_GRP_HELD_MAX;
 	t->nheld--;
-	on_write(h.cookie, h.status);
+	h.done(h.cookie, h.status);
 }
 
 /* Release the held completions that are due, oldest first (the log's order). */
@@ -482,54 +471,77 @@ static void held_tick(struct dp_grp *t, int64_t now)
 		held_release(t);
 }
 
-void dp_group_on_write(void *cookie, int status, int64_t base_offset)
+/*
+ * Fault injection (--fault-offsets-delay-ms): the write is durable, but the
+ * coordinator learns it late, which widens every window between a write
+ * and its effect. True if done(cookie, status) is held back for later.
+ */
+static bool held_back(void (*done)(void *, int), void *cookie, int status, const char *what)
 {
 	struct dp_core *c = dp_core_self();
-	uint8_t what = ((uint8_t *)cookie)[0];
 	int32_t delay = c->b->cfg.fault_offsets_delay_ms;
-	if (delay > 0 && (what == GRP_W_STAGE || what == GRP_W_END)) {
-		/* Fault injection: the write is durable, but the coordinator learns it
-		 * late, which widens every window between a write and its effect. */
-		struct dp_grp *t = c->grp;
-		if (t->nheld == DP_GRP_HELD_MAX)
-			held_release(t);   /* keeps the order: the oldest goes first */
-		t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
-			(struct grp_held){ .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
-		DP_INFO("fault injection: acting on a %s write %d ms late",
-		        what == GRP_W_STAGE ? "staged-offset" : "transaction-end", delay);
-		return;
-	}
-	on_write(cookie, status);
+	if (delay <= 0)
+		return false;
+	struct dp_grp *t = c->grp;
+	if (t->nheld == DP_GRP_HELD_MAX)
+		held_release(t);   /* keeps the order: the oldest goes first */
+	t->held[(t->held_head + t->nheld++) % DP_GRP_HELD_MAX] =
+		(struct grp_held){ .done = done, .cookie = cookie, .status = status, .due_ms = dp_wall_ms() + delay };
+	DP_INFO("fault injection: acting on a %s write %d ms late", what, delay);
+	return true;
 }
 
-static void on_write(void *cookie, int status)
+/* The log writes' completions (st_append_cb), one per kind of write: the cookie is its record. */
+static void rewrite_written(void *cookie, int status, int64_t base_offset)
 {
-	struct dp_core *dp_this_core = dp_core_self();
-	switch (((uint8_t *)cookie)[0]) {
-	case GRP_W_REWRITE: rewrite_done(dp_this_core, cookie, status); return;
-	case GRP_W_EXPIRE: {
-		struct grp_rewrite *w = cookie;
-		if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
-			DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
-		dp_buf_put(w->buf);
-		dp_buf_put(w);
-		return;
+	rewrite_done(dp_core_self(), cookie, status);
+}
+
+static void expire_written(void *cookie, int status, int64_t base_offset)
+{
+	struct grp_rewrite *w = cookie;
+	if (status < 0)   /* the offset is gone from memory; a restart may bring it back, no harm */
+		DP_ERR("offsets log: an expiry tombstone failed: %s", strerror(-status));
+	dp_buf_put(w->buf);
+	dp_buf_put(w);
+}
+
+static void meta_written(void *cookie, int status, int64_t base_offset)
+{
+	struct grp_rewrite *w = cookie;
+	if (status < 0) {
+		DP_ERR("group %.*s: membership write failed: %s", w->g->id_len, w->g->id, strerror(-status));
+		w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
 	}
-	case GRP_W_META: {
-		struct grp_rewrite *w = cookie;
-		if (status < 0) {
-			DP_ERR("group %.*s: membership write failed: %s", w->g->id_len, w->g->id, strerror(-status));
-			w->g->saved_changes = w->g->changes - 1;   /* written again at its next settle */
-		}
-		dp_buf_put(w->buf);
-		dp_buf_put(w);
-		return;
-	}
-	case GRP_W_STAGE: owrite_done(dp_this_core, cookie, status); return;
-	case GRP_W_END: end_done(dp_this_core, cookie, status); return;
-	}
-	assert(((uint8_t *)cookie)[0] == GRP_W_COMMIT);
-	owrite_done(dp_this_core, cookie, status);
+	dp_buf_put(w->buf);
+	dp_buf_put(w);
+}
+
+static void commit_written(void *cookie, int status, int64_t base_offset)
+{
+	owrite_done(dp_core_self(), cookie, status);
+}
+
+static void stage_acted(void *cookie, int status)
+{
+	owrite_done(dp_core_self(), cookie, status);
+}
+
+static void stage_written(void *cookie, int status, int64_t base_offset)
+{
+	if (!held_back(stage_acted, cookie, status, "staged-offset"))
+		stage_acted(cookie, status);
+}
+
+static void end_acted(void *cookie, int status)
+{
+	end_done(dp_core_self(), cookie, status);
+}
+
+static void end_written(void *cookie, int status, int64_t base_offset)
+{
+	if (!held_back(end_acted, cookie, status, "transaction-end"))
+		end_acted(cookie, status);
 }
 
 /*
@@ -554,13 +566,13 @@ static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status
 	}
 	if (--op->left)
 		return;
-	reply(c, op->core, op->r, op->gen);
+	reply(c, op->r);
 	dp_buf_put(op->buf);
 	dp_buf_put(op);
 }
 
 /* An op for n partitions and bytes of batches (COMMIT_SIZE); NULL if out of memory. */
-static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_req *r, struct kstr group, int64_t pid,
+static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_call *r, struct kstr group, int64_t pid,
                                      uint32_t n, size_t bytes)
 {
 	struct grp_owrite *op = dp_buf_try_get(sizeof(*op) + n * sizeof(op->parts[0]));
@@ -588,7 +600,7 @@ static struct grp_owrite *owrite_new(struct dp_msg *msg, struct dp_req *r, struc
 			if (*pe_)                                                                      \
 				continue;                                                              \
 			(op)->parts[(op)->n++] = (struct grp_owrite_part){                             \
-				.what = (op)->pid < 0 ? GRP_W_COMMIT : GRP_W_STAGE, .op = (op), .err = pe_,  \
+				.op = (op), .err = pe_,                                                  \
 				.topic = (q)->Topics[i_].Name,                                           \
 				.partition = (q)->Topics[i_].Partitions[j_].PartitionIndex,               \
 				.offset = (q)->Topics[i_].Partitions[j_].CommittedOffset,                 \
@@ -626,7 +638,8 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 			*p->err = KERR_UNKNOWN_SERVER_ERROR;
 			continue;
 		}
-		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn, dp_group_on_write, p);
+		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn,
+		                                              op->pid < 0 ? commit_written : stage_written, p);
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 			*p->err = KERR_KAFKA_STORAGE_ERROR;   /* a staged one stays: the client's abort drops it */
@@ -645,7 +658,7 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 	return DP_ANSWER_LATER;
 }
 
-static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct OffsetCommitRequest *q = r->req;
 	struct OffsetCommitResponse *resp = r->resp;
@@ -699,7 +712,7 @@ static bool offset_in_group(const struct grp_offset *o, const char *gid, size_t 
 	return gl == glen && !memcmp(gp, gid, gl);
 }
 
-static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
+static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 {
 	struct OffsetFetchRequest *q = r->req;
 	struct OffsetFetchResponse *resp = r->resp;
@@ -805,7 +818,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_req *r)
 /* ---- transactional offsets --------------------------------------------------------- */
 
 /* The producer checks of TxnOffsetCommit (KIP-447 for v3's member fields). */
-static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
+static int16_t tcommit_check(struct dp_core *c, struct dp_call *r)
 {
 	struct TxnOffsetCommitRequest *q = r->req;
 	int16_t v = r->hdr.api_version;
@@ -827,7 +840,7 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_req *r)
 	return KERR_NONE;
 }
 
-static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t txn_offset_commit(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct TxnOffsetCommitRequest *q = r->req;
 	struct TxnOffsetCommitResponse *resp = r->resp;
@@ -892,7 +905,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	}
 	if (meta)
 		memcpy(meta, o->meta, (size_t)o->meta_len);
-	*w = (struct grp_end){ .what = GRP_W_END, .commit = commit, .buf = buf,
+	*w = (struct grp_end){ .commit = commit, .buf = buf,
 	                       .offset = o->offset, .commit_ms = o->commit_ms, .leader_epoch = o->leader_epoch,
 	                       .meta_len = o->meta_len, .meta = meta };
 	/* The committed key is the pending key less its producer id, version 1. */
@@ -924,7 +937,7 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 	for (int i = 0; i < 2; i++) {
 		if (!bn[i])
 			continue;
-		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], dp_group_on_write, w);
+		int64_t off = dp_clog_append(&t->clog, buf + at, (uint32_t)bn[i], end_written, w);
 		at += (size_t)bn[i];
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
@@ -1028,14 +1041,15 @@ static void rewrite_done(struct dp_core *c, struct grp_rewrite *w, int status)
 	dp_clog_compact_done(&c->grp->clog, status);
 }
 
-/* Append one record with its own cookie (what: GRP_W_REWRITE, _META or _EXPIRE); val NULL: a tombstone. */
+/* Append one record with its own cookie, done runs once it is durable
+ * (rewrite_written, meta_written or expire_written); val NULL: a tombstone. */
 static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, const uint8_t *val, int vn,
-                         uint8_t what, struct grp_group *g)
+                         st_append_cb done, struct grp_group *g)
 {
 	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen + (vn > 0 ? (size_t)vn : 0);
 	uint8_t *buf = val && vn < 0 ? NULL : dp_buf_try_get(cap);
 	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
-	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, dp_group_on_write, w)
+	int n = w ? dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, val, vn, done, w)
 	          : -ENOMEM;
 	if (n < 0) {
 		if (buf)
@@ -1043,7 +1057,7 @@ static int append_record(struct dp_core *c, const uint8_t *key, size_t klen, con
 		dp_buf_put(w);
 		return n;
 	}
-	*w = (struct grp_rewrite){ .what = what, .buf = buf, .g = g };
+	*w = (struct grp_rewrite){ .buf = buf, .g = g };
 	return 0;
 }
 
@@ -1052,7 +1066,7 @@ static int rewrite_one(struct dp_core *c, const uint8_t *key, size_t klen, const
 	uint8_t val[GRP_VALUE_BYTES_MAX];
 	int vn = grp_offset_value_encode(val, sizeof(val), o->offset, o->leader_epoch, o->commit_ms, o->meta,
 	                                 o->meta_len);
-	int rc = append_record(c, key, klen, val, vn, GRP_W_REWRITE, NULL);
+	int rc = append_record(c, key, klen, val, vn, rewrite_written, NULL);
 	if (rc == 0)
 		st_compaction_queued(&c->grp->clog.compact);
 	return rc;
@@ -1078,7 +1092,7 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
 	int vn = val ? grp_group_value_encode(g, val, vsize) : -1;
 	int rc = !val ? -ENOMEM : kn < 0 || vn < 0 ? -EINVAL :
-	         append_record(c, key, (size_t)kn, val, vn, compaction ? GRP_W_REWRITE : GRP_W_META, g);
+	         append_record(c, key, (size_t)kn, val, vn, compaction ? rewrite_written : meta_written, g);
 	dp_buf_put(val);
 	if (rc < 0) {
 		DP_ERR("group %.*s: cannot write its membership: %s", g->id_len, g->id, strerror(-rc));
@@ -1151,7 +1165,7 @@ static bool listed(const struct ListGroupsResponse *resp, uint32_t n, const char
  * type. Dead groups are left out. The offsets walk dedups against the list
  * so far: quadratic in groups, fine for an admin call.
  */
-static int16_t list_groups(struct dp_core *c, struct dp_req *r)
+static int16_t list_groups(struct dp_core *c, struct dp_call *r)
 {
 	struct ListGroupsRequest *q = r->req;
 	struct ListGroupsResponse *resp = r->resp;
@@ -1208,7 +1222,7 @@ static bool has_offsets(const struct grp_offsets *t, const char *g, size_t glen)
  * one with only committed offsets is Empty; the protocol (assignor) name and
  * each member's metadata and assignment are sent only while Stable.
  */
-static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
+static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 {
 	struct DescribeGroupsRequest *q = r->req;
 	struct DescribeGroupsResponse *resp = r->resp;
@@ -1262,42 +1276,9 @@ static int16_t describe_groups(struct dp_core *c, struct dp_req *r)
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
-static void set_error(struct dp_req *r, int16_t err)
+static void set_error(struct dp_call *r, int16_t err)
 {
-	switch (r->hdr.api_key) {
-	case KAPI_OFFSET_COMMIT: commit_fill_all(r->resp, err); return;
-	case KAPI_OFFSET_FETCH: {
-		struct OffsetFetchResponse *resp = r->resp;
-		resp->ErrorCode = err;
-		resp->Topics_n = 0;
-		return;
-	}
-	case KAPI_JOIN_GROUP: join_error(r, err, NULL, 0); return;
-	case KAPI_HEARTBEAT: ((struct HeartbeatResponse *)r->resp)->ErrorCode = err; return;
-	case KAPI_LEAVE_GROUP: ((struct LeaveGroupResponse *)r->resp)->ErrorCode = err; return;
-	case KAPI_SYNC_GROUP: fill_sync(r, NULL, NULL, err); return;
-	case KAPI_DESCRIBE_GROUPS: {
-		/* Every asked group gets the error (Kafka answers per group). */
-		struct DescribeGroupsRequest *q = r->req;
-		struct DescribeGroupsResponse *resp = r->resp;
-		int32_t ng = q->Groups_n > 0 ? q->Groups_n : 0;
-		resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (size_t)(ng + 1));
-		resp->Groups_n = resp->Groups ? ng : 0;
-		for (int32_t i = 0; i < resp->Groups_n; i++)
-			resp->Groups[i] = (struct DescribeGroupsResponse_DescribedGroup){
-				.ErrorCode = err, .GroupId = q->Groups[i].len >= 0 ? q->Groups[i] : (struct kstr){ "", 0 },
-				.GroupState = { "", 0 }, .ProtocolType = { "", 0 }, .ProtocolData = { "", 0 },
-				.AuthorizedOperations = INT32_MIN };
-		return;
-	}
-	case KAPI_LIST_GROUPS: {
-		struct ListGroupsResponse *resp = r->resp;
-		resp->ErrorCode = err;
-		resp->Groups_n = 0;
-		return;
-	}
-	case KAPI_TXN_OFFSET_COMMIT: tcommit_fill_all(r->resp, err); return;
-	}
+	dp_call_error(r, err);
 }
 
 /*
@@ -1311,7 +1292,7 @@ static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
 	uint32_t cur = 0;
 	struct grp_group *g;
 	while ((g = grp_next(c->grp->coord, &cur)))
-		if (grp_waiter_gone(g, msg->ctx, msg->gen, dp_wall_ms(), &c->grp->outs)) {
+		if (grp_waiter_gone(g, msg->u.call.call, msg->gen, dp_wall_ms(), &c->grp->outs)) {
 			DP_DBG("group %.*s: a waiting request's client left; %u members, %s", g->id_len, g->id,
 			       g->nmembers, grp_state_name(g->state));
 			send_outs(c, g);
@@ -1319,32 +1300,56 @@ static void waiter_gone(struct dp_core *c, struct dp_msg *msg)
 		}
 }
 
-void dp_group_msg(struct dp_core *c, struct dp_msg *msg)
+/* Answer call r with err now, unless its handler answers it later (DP_ANSWER_LATER). */
+static void answer(struct dp_core *c, struct dp_call *r, int16_t err)
 {
-	if (msg->type == DP_MSG_GROUP_GONE) {
-		waiter_gone(c, msg);
-		return;
-	}
-	assert(msg->type == DP_MSG_GROUP_REQ);
-	struct dp_req *r = msg->ctx;
-	int16_t err;
-	switch (r->hdr.api_key) {
-	case KAPI_OFFSET_COMMIT: err = offset_commit(c, msg, r); break;
-	case KAPI_OFFSET_FETCH: err = offset_fetch(c, r); break;
-	case KAPI_JOIN_GROUP: err = join_group(c, msg, r); break;
-	case KAPI_HEARTBEAT: err = heartbeat(c, r); break;
-	case KAPI_LEAVE_GROUP: err = leave_group(c, r); break;
-	case KAPI_SYNC_GROUP: err = sync_group(c, msg, r); break;
-	case KAPI_DESCRIBE_GROUPS: err = describe_groups(c, r); break;
-	case KAPI_LIST_GROUPS: err = list_groups(c, r); break;
-	case KAPI_TXN_OFFSET_COMMIT: err = txn_offset_commit(c, msg, r); break;
-	default: err = KERR_INVALID_REQUEST; break;
-	}
 	if (err == DP_ANSWER_LATER)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
-	reply(c, msg->src, r, msg->gen);
+	reply(c, r);
+}
+
+/* Each kind of call has its own handler: the message carries it (dp_group_provide). */
+#define GRP_CALL(name, ...)                                                         \
+	static void name##_msg(struct dp_core *c, struct dp_msg *msg)              \
+	{                                                                          \
+		assert(msg->type == DP_MSG_GROUP_REQ);                             \
+		struct dp_call *r = dp_call_take(msg);                             \
+		answer(c, r, name(__VA_ARGS__));                                   \
+	}
+GRP_CALL(offset_commit, c, msg, r)
+GRP_CALL(offset_fetch, c, r)
+GRP_CALL(join_group, c, msg, r)
+GRP_CALL(heartbeat, c, r)
+GRP_CALL(leave_group, c, r)
+GRP_CALL(sync_group, c, msg, r)
+GRP_CALL(describe_groups, c, r)
+GRP_CALL(list_groups, c, r)
+GRP_CALL(txn_offset_commit, c, msg, r)
+
+static void waiter_gone_msg(struct dp_core *c, struct dp_msg *msg)
+{
+	assert(msg->type == DP_MSG_GROUP_GONE);
+	waiter_gone(c, msg);
+}
+
+void dp_group_provide(struct dp_broker *b, int core)
+{
+	static const struct { enum dp_service svc; dp_msg_fn fn; } h[] = {
+		{ DP_SVC_GROUP_JOIN, join_group_msg },
+		{ DP_SVC_GROUP_SYNC, sync_group_msg },
+		{ DP_SVC_GROUP_HEARTBEAT, heartbeat_msg },
+		{ DP_SVC_GROUP_LEAVE, leave_group_msg },
+		{ DP_SVC_GROUP_OFFSET_COMMIT, offset_commit_msg },
+		{ DP_SVC_GROUP_OFFSET_FETCH, offset_fetch_msg },
+		{ DP_SVC_GROUP_TXN_OFFSET_COMMIT, txn_offset_commit_msg },
+		{ DP_SVC_GROUP_DESCRIBE, describe_groups_msg },
+		{ DP_SVC_GROUP_LIST, list_groups_msg },
+		{ DP_SVC_GROUP_GONE, waiter_gone_msg },
+	};
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		b->services[h[i].svc] = (struct dp_service_at){ .core = core, .fn = h[i].fn };
 }
 
 /*
@@ -1380,7 +1385,7 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 	uint32_t done = 0;
 	for (; done < n; done++) {
 		/* The tombstone copies the key first: deleting frees the entry. */
-		if (append_record(c, dead[done]->key, dead[done]->key_len, NULL, -1, GRP_W_EXPIRE, NULL) < 0)
+		if (append_record(c, dead[done]->key, dead[done]->key_len, NULL, -1, expire_written, NULL) < 0)
 			break;
 		grp_offset_del(t->offsets, dead[done]->key, dead[done]->key_len);
 	}

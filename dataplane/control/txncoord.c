@@ -29,7 +29,7 @@
 #include "coord.h"
 #include "kerr.h"
 #include "log.h"
-#include "conn.h"
+#include "call.h"
 #include "control_internal.h"
 #include "shard.h"
 
@@ -111,41 +111,22 @@ static void fault_point(struct dp_core *c, int point, const char *what)
 
 /* ---- replies ------------------------------------------------------------------ */
 
-static void reply(struct dp_core *c, uint16_t core, void *ctx, uint32_t gen)
+/* Hand call r back to its caller with its answer (call.h). */
+static void reply(struct dp_core *c, struct dp_call *r)
 {
-	struct dp_msg r = { .type = DP_MSG_TXN_DONE, .ctx = ctx, .gen = gen };
-	dp_answer_to(c, core, dp_req_complete_part, &r);   /* the lent request's answer */
+	dp_call_answer(c, r, DP_MSG_TXN_DONE);
 }
 
 /* Fill the error of whatever coordinator response r carries. */
-static void set_error(struct dp_req *r, int16_t err)
+static void set_error(struct dp_call *r, int16_t err)
 {
-	switch (r->hdr.api_key) {
-	case KAPI_INIT_PRODUCER_ID: {
-		struct InitProducerIdResponse *resp = r->resp;
-		resp->ErrorCode = err;
-		resp->ProducerId = -1;
-		resp->ProducerEpoch = -1;
-		return;
-	}
-	case KAPI_ADD_PARTITIONS_TO_TXN: {
-		struct AddPartitionsToTxnResponse *resp = r->resp;
-		for (int32_t i = 0; i < resp->ResultsByTopicV3AndBelow_n; i++) {
-			struct AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *t = &resp->ResultsByTopicV3AndBelow[i];
-			for (int32_t j = 0; j < t->ResultsByPartition_n; j++)
-				t->ResultsByPartition[j].PartitionErrorCode = err;
-		}
-		return;
-	}
-	case KAPI_ADD_OFFSETS_TO_TXN: ((struct AddOffsetsToTxnResponse *)r->resp)->ErrorCode = err; return;
-	case KAPI_END_TXN: ((struct EndTxnResponse *)r->resp)->ErrorCode = err; return;
-	}
+	dp_call_error(r, err);
 }
 
 /* Answer the client of the current op, if it still waits. */
 static void op_answer(struct dp_core *c, struct txn_meta *m, int16_t err)
 {
-	struct dp_req *r = m->op_ctx;
+	struct dp_call *r = m->op_ctx;
 	if (!r)
 		return;
 	if (err)
@@ -155,7 +136,7 @@ static void op_answer(struct dp_core *c, struct txn_meta *m, int16_t err)
 		resp->ProducerId = m->pid;
 		resp->ProducerEpoch = m->epoch;
 	}
-	reply(c, m->op_core, r, m->op_gen);
+	reply(c, r);
 	m->op_ctx = NULL;
 }
 
@@ -549,7 +530,7 @@ static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *w
 
 /* ---- requests --------------------------------------------------------------------- */
 
-static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, struct dp_req *r)
+static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, struct dp_call *r)
 {
 	m->op_ctx = r;
 	m->op_core = msg->src;
@@ -559,7 +540,7 @@ static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, 
 	txn_set_drive(m, op);
 }
 
-static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct InitProducerIdRequest *q = r->req;
 	struct dp_txnc *t = c->txnc;
@@ -625,7 +606,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 }
 
 /* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */
-static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr id, int64_t pid,
+static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr id, int64_t pid,
                               int16_t epoch, struct txn_meta **out)
 {
 	struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
@@ -649,7 +630,7 @@ static void begin_if_new(struct txn_meta *m)
 	}
 }
 
-static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct AddPartitionsToTxnRequest *q = r->req;
 	struct AddPartitionsToTxnResponse *resp = r->resp;
@@ -686,7 +667,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 				if (!t->ResultsByPartition[j].PartitionErrorCode)
 					t->ResultsByPartition[j].PartitionErrorCode = KERR_OPERATION_NOT_ATTEMPTED;
 		}
-		reply(c, msg->src, r, msg->gen);
+		reply(c, r);
 		return DP_ANSWER_LATER;
 	}
 	if (all_in)
@@ -707,7 +688,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_r
 	return DP_ANSWER_LATER;
 }
 
-static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct AddOffsetsToTxnRequest *q = r->req;
 	struct txn_meta *m;
@@ -730,7 +711,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_req 
 	return DP_ANSWER_LATER;
 }
 
-static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
+static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct EndTxnRequest *q = r->req;
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
@@ -767,7 +748,7 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 }
 
 /* ListTransactions / DescribeTransactions: read-only views of the table. */
-static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
+static int16_t list_transactions(struct dp_core *c, struct dp_call *r)
 {
 	struct ListTransactionsRequest *q = r->req;
 	struct ListTransactionsResponse *resp = r->resp;
@@ -788,7 +769,10 @@ static int16_t list_transactions(struct dp_core *c, struct dp_req *r)
 		if (!keep || m->pid < 0)
 			continue;
 		struct ListTransactionsResponse_TransactionState *s = &resp->TransactionStates[k++];
-		s->TransactionalId = (struct kstr){ m->id, m->id_len };
+		bool ok = true;   /* a copy: the table is the coordinator's (call.h) */
+		s->TransactionalId = dp_call_str(r, m->id, (size_t)m->id_len, &ok);
+		if (!ok)
+			return KERR_UNKNOWN_SERVER_ERROR;
 		s->ProducerId = m->pid;
 		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
 	}
@@ -817,7 +801,7 @@ static int16_t describe_failed(const struct DescribeTransactionsRequest *q,
 	return KERR_NONE;
 }
 
-static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
+static int16_t describe_transactions(struct dp_core *c, struct dp_call *r)
 {
 	struct DescribeTransactionsRequest *q = r->req;
 	struct DescribeTransactionsResponse *resp = r->resp;
@@ -856,7 +840,10 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 				if (s->Topics[k].Topic.len == tp->topic_len && !memcmp(s->Topics[k].Topic.ptr, tp->topic, tp->topic_len))
 					break;
 			if (k == nt) {
-				s->Topics[nt].Topic = (struct kstr){ tp->topic, tp->topic_len };
+				bool ok = true;   /* a copy: the table is the coordinator's (call.h) */
+				s->Topics[nt].Topic = dp_call_str(r, tp->topic, (size_t)tp->topic_len, &ok);
+				if (!ok)
+					return describe_failed(q, resp, i);
 				s->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(int32_t) * (m->ntps + 1));
 				if (!s->Topics[nt].Partitions)
 					return describe_failed(q, resp, i);
@@ -871,7 +858,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_req *r)
 }
 
 /* The transactional id a coordinator request is about, if any. */
-static struct kstr request_txn_id(const struct dp_req *r)
+static struct kstr request_txn_id(const struct dp_call *r)
 {
 	switch (r->hdr.api_key) {
 	case KAPI_INIT_PRODUCER_ID: return ((const struct InitProducerIdRequest *)r->req)->TransactionalId;
@@ -884,7 +871,7 @@ static struct kstr request_txn_id(const struct dp_req *r)
 
 static void txn_request(struct dp_core *c, struct dp_msg *msg)
 {
-	struct dp_req *r = msg->ctx;
+	struct dp_call *r = dp_call_take(msg);
 	int16_t err;
 	struct kstr id = request_txn_id(r);
 	struct txn_meta *busy = id.len > 0 && c->txnc->loaded ?
@@ -913,9 +900,7 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 		return;   /* answered later, or already */
 	if (err)
 		set_error(r, err);
-	if (r->hdr.api_key == KAPI_LIST_TRANSACTIONS && err)
-		((struct ListTransactionsResponse *)r->resp)->ErrorCode = err;
-	reply(c, msg->src, r, msg->gen);
+	reply(c, r);
 }
 
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m)

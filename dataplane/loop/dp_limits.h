@@ -64,20 +64,20 @@
  * DP_XMSG_CREDITS (the partition gets a retriable error; the coordinator
  * sends again on its timer). Before that, past half of the credit toward
  * another data core, a NIC core starts no new request (its connections
- * pause, conn.c), so a request's fan-out normally finds room. A request lent whole to the control core
- * (coordinator requests, InitProducerId) is counted but never refused: a
+ * pause, conn.c), so a request's fan-out normally finds room. A request to the control core
+ * (coordinator calls, call.h, and InitProducerId) is counted but never refused: a
  * NIC core has at most DP_REQS_MAX requests. So a backlog (X -> Y) holds at
  * most, itemised:
- *   X's requests to Y           DP_XMSG_CREDITS + DP_REQS_MAX (lends) + 2 (catalog fan-out)
+ *   X's requests to Y           DP_XMSG_CREDITS + DP_REQS_MAX (calls) + 2 (catalog fan-out)
  *   X's replies to Y's requests the same, Y's
- *   GROUP_GONE                  DP_REQS_MAX (one per lent group request)
+ *   GROUP_GONE                  DP_REQS_MAX (one per group call)
  *   watches and their fires     DP_BACKLOG_WATCH_MSGS (advisory: past it a fire
  *                               is dropped and the fetch answers at MaxWaitMs)
  */
 #define DP_XMSG_CREDITS         4096      /* refusable requests outstanding per (src, dst) */
 #define DP_BACKLOG_WATCH_MSGS   4096
 #define DP_BACKLOG_MSGS         (2u * (DP_XMSG_CREDITS + DP_REQS_MAX + 2u) + DP_REQS_MAX + DP_BACKLOG_WATCH_MSGS)
-/* (lends and GROUP_GONE go only to and from the control core: a backlog
+/* (calls and GROUP_GONE go only to and from the control core: a backlog
  * between two data cores is DP_REQS_MAX-free, dp_backlog_msgs in loop.h) */
 
 /* Catalog. */

@@ -70,6 +70,7 @@ struct dp_config {
 	 * drop its response, or close the connection, with these per-mille odds. */
 	uint32_t fault_drop_permille, fault_close_permille;
 	uint32_t fault_marker_fail_permille; /* a marker answered as a failed write (not written), N/1000 */
+	uint32_t fault_call_refuse_permille; /* a coordinator call's buffer refused (call.h), N/1000 */
 	uint64_t fault_seed;
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
@@ -109,7 +110,7 @@ enum dp_msg_type {
 	DP_MSG_TOPIC_DEL_ACK,
 	DP_MSG_INIT_PID,        /* data core -> control: InitProducerId (idempotent) */
 	DP_MSG_INIT_PID_DONE,
-	DP_MSG_TXN_REQ,         /* data core -> control: a coordinator request (req lent until the reply) */
+	DP_MSG_TXN_REQ,         /* data core -> control: a transaction coordinator call (call.h) */
 	DP_MSG_TXN_DONE,
 	DP_MSG_TXN_ADD,         /* control -> owner: pid/epoch may write this partition in its txn */
 	DP_MSG_TXN_ADD_ACK,
@@ -117,9 +118,9 @@ enum dp_msg_type {
 	DP_MSG_TXN_MARKER_DONE,
 	DP_MSG_DESCRIBE_PRODUCERS, /* data core -> owner: list this partition's producers */
 	DP_MSG_DESCRIBE_PRODUCERS_DONE,
-	DP_MSG_GROUP_REQ,       /* data core -> control: a group request (req lent until the reply) */
+	DP_MSG_GROUP_REQ,       /* data core -> control: a group coordinator call (call.h) */
 	DP_MSG_GROUP_DONE,
-	DP_MSG_GROUP_GONE,      /* data core -> control: a lent JoinGroup/SyncGroup's client left */
+	DP_MSG_GROUP_GONE,      /* data core -> control: the client of a JoinGroup/SyncGroup call left */
 };
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
@@ -262,8 +263,18 @@ struct dp_core {
  */
 enum dp_service {
 	DP_SVC_CONTROL,   /* topic create/delete, idempotent InitProducerId */
-	DP_SVC_TXN,       /* the transaction coordinator: a lent request */
-	DP_SVC_GROUP,     /* the group coordinator: a lent request, or its client gone */
+	DP_SVC_TXN,       /* the transaction coordinator: a call (call.h) */
+	/* The group coordinator: a service, so a handler, per kind of call (call.h). */
+	DP_SVC_GROUP_JOIN,
+	DP_SVC_GROUP_SYNC,
+	DP_SVC_GROUP_HEARTBEAT,
+	DP_SVC_GROUP_LEAVE,
+	DP_SVC_GROUP_OFFSET_COMMIT,
+	DP_SVC_GROUP_OFFSET_FETCH,
+	DP_SVC_GROUP_TXN_OFFSET_COMMIT,
+	DP_SVC_GROUP_DESCRIBE,
+	DP_SVC_GROUP_LIST,
+	DP_SVC_GROUP_GONE,   /* a JoinGroup/SyncGroup call's client left (no answer) */
 	DP_SVCS
 };
 struct dp_service_at {
@@ -390,10 +401,10 @@ static inline void dp_ask_service(struct dp_core *c, enum dp_service svc, dp_msg
 }
 /*
  * The answer to a request answered later, whose core and reply handler the
- * handler kept (an append, a topic delete, a lent request): it gives back
+ * handler kept (an append, a topic delete, a coordinator call): it gives back
  * the credit the request held. Only for requests sent with dp_ask and not
  * advisory (every kept one is: produces, TOPIC_DEL, creates and deletes,
- * lent coordinator requests).
+ * coordinator calls).
  */
 static inline void dp_answer_to(struct dp_core *c, int core, dp_msg_fn reply, struct dp_msg *out)
 {
@@ -413,7 +424,7 @@ static inline void dp_tell_service(struct dp_core *c, enum dp_service svc, struc
 	dp_send(c, s->core, m);
 }
 /* init only: the capacity a backlog needs for credits requests (dp_limits.h's
- * sum); requests lent whole, and GROUP_GONE, only go to and from the control
+ * sum); coordinator calls, and GROUP_GONE, only go to and from the control
  * core (core 0), so a backlog between two data cores needs no room for them. */
 static inline uint32_t dp_backlog_msgs(uint32_t credits, bool control_pair)
 {

@@ -39,6 +39,7 @@
 
 struct dp_core;
 struct dp_msg;
+struct dp_call;
 /* What a message runs on the core it reaches (SPDK's message: function + context). */
 typedef void (*dp_msg_fn)(struct dp_core *c, struct dp_msg *m);
 
@@ -65,6 +66,7 @@ struct dp_msg {
 		struct { int64_t pid; int16_t epoch; } pid;
 		struct { int64_t pid; int16_t epoch; bool commit; int32_t coord_epoch; void *ptr; uint32_t cap; } txn;
 		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; } topic;
+		struct { struct dp_call *call; } call;   /* a coordinator call and its answer (call.h) */
 		uint8_t raw[32];
 	} u;
 };
