@@ -60,7 +60,8 @@ struct st_log_config {
  * Open (creating if needed) the partition log in dir and recover it: every
  * batch of the tail after the last clean point is checked (length, magic,
  * CRC32C); a torn tail (a bad end of the newest data, nothing valid after
- * it) is truncated; damage anywhere else is set aside as a range and logged,
+ * it, or any bad batch past the recovery point: the part not known durable)
+ * is truncated; damage anywhere else is set aside as a range and logged,
  * never truncated (log_internal.h); indexes are rebuilt. -EBADMSG: the
  * damage cannot be set aside (segments that do not continue each other,
  * too many ranges); the files are left as they are.
