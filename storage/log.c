@@ -1581,18 +1581,34 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 /* Reads: locate, time lookup, retention                                     */
 
 /* Read the batch header at pos of seg; returns the batch's total size or -errno. */
-static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h)
+/*
+ * The header of the batch at pos. nowait (the owner's poll core): only from the
+ * page cache, -EAGAIN when any of it is not there (the caller brings it in
+ * through its ring); a file system without RWF_NOWAIT reads as before.
+ */
+static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h, bool nowait)
 {
 	uint8_t hdr[ST_BATCH_HEADER_BYTES];
-	size_t got;
-	int rc;
+	size_t got = 0;
+	int rc = 0;
 
 	/* Recovery leaves whole batches, but a sealed segment its index vouched for was not
 	 * scanned: a damaged length there can end a batch less than a header before the end
 	 * (an assertion here took the broker down on a fetch; found by fuzz_segindex). */
 	if (pos + ST_BATCH_HEADER_BYTES > seg->durable_size)
 		return -EBADMSG;
-	if ((rc = pread_full(seg->fd, hdr, sizeof(hdr), pos, &got)) < 0)
+	if (nowait) {
+		ssize_t n = st_fs_pread_nowait(seg->fd, hdr, sizeof(hdr), (off_t)pos);
+		if (n >= 0 && (size_t)n < sizeof(hdr))
+			return -EAGAIN; /* its second page is not cached */
+		if (n < 0 && errno == EAGAIN)
+			return -EAGAIN;
+		if (n < 0 && errno != EOPNOTSUPP)
+			return -errno;
+		got = n < 0 ? 0 : (size_t)n;
+		nowait = n >= 0;
+	}
+	if (!nowait && (rc = pread_full(seg->fd, hdr, sizeof(hdr), pos, &got)) < 0)
 		return rc;
 	if (got != sizeof(hdr))
 		return -EIO;
@@ -1630,8 +1646,18 @@ static int seg_damage_met(struct st_log *log, struct st_seg *seg, uint64_t pos, 
 	return -EBADMSG;
 }
 
-int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
-                  uint64_t *pos, uint32_t *len)
+/* The bytes to bring in for a lookup that met an uncached header at pos of seg (-EAGAIN). */
+static int log_warm(const struct st_seg *seg, uint64_t pos, int *fd, uint64_t *at, uint32_t *len)
+{
+	uint64_t n = seg->durable_size - pos;
+	*fd = seg->fd;
+	*at = pos;
+	*len = n < ST_LOG_WARM_BYTES ? (uint32_t)n : ST_LOG_WARM_BYTES;
+	return -EAGAIN;
+}
+
+static int log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                      uint64_t *pos, uint32_t *len, bool nowait)
 {
 	struct st_batch_hdr h;
 	int total;
@@ -1661,7 +1687,9 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 			expect = d->to;
 			continue;
 		}
-		if ((total = seg_read_header(seg, p, &h)) < 0)
+		if ((total = seg_read_header(seg, p, &h, nowait)) == -EAGAIN)
+			return log_warm(seg, p, fd, pos, len);
+		if (total < 0)
 			return total == -EBADMSG ? seg_damage_met(log, seg, p, expect) : total;
 		if (h.base_offset != expect)
 			return seg_damage_met(log, seg, p, expect);
@@ -1675,9 +1703,10 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 		return 0; /* the batch holding offset is not wholly below the limit */
 	uint64_t end = p + (uint64_t)total; /* KIP-74: the first batch goes whole */
 	expect = h.base_offset + h.last_offset_delta + 1;
-	/* The range stops before damage (known or met now): a fetch from there reports it. */
+	/* The range stops before damage (known or met now): a fetch from there reports it; and
+	 * before a header not in the page cache (nowait): the next fetch starts there. */
 	while (end < seg->durable_size && !(seg->ndmg && seg_damage_at(seg, end))) {
-		if (seg_read_header(seg, end, &h) < 0 || h.base_offset != expect)
+		if (seg_read_header(seg, end, &h, nowait) < 0 || h.base_offset != expect)
 			break;
 		total = (int)(12 + (int64_t)h.batch_length);
 		if (h.base_offset + h.last_offset_delta >= lim || end + (uint64_t)total - p > max_bytes)
@@ -1688,6 +1717,18 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	assert(end - p <= UINT32_MAX);
 	*len = (uint32_t)(end - p);
 	return 0;
+}
+
+int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                  uint64_t *pos, uint32_t *len)
+{
+	return log_locate(log, offset, limit, max_bytes, fd, pos, len, false);
+}
+
+int st_log_locate_nowait(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                         uint64_t *pos, uint32_t *len)
+{
+	return log_locate(log, offset, limit, max_bytes, fd, pos, len, true);
 }
 
 _Static_assert(ST_SCAN_RAW_BYTES >= ST_MARKER_BATCH_BYTES, "a scanned marker can be decoded");
@@ -1752,7 +1793,8 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	return 0;
 }
 
-int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
+static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
+                               uint32_t *len, bool nowait)
 {
 	struct st_batch_hdr h;
 
@@ -1768,13 +1810,37 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 				p = d->end; /* its timestamps are lost with it */
 				continue;
 			}
-			if ((total = seg_read_header(seg, p, &h)) < 0)
-				return log->leo; /* logged nowhere: reads retry; the header is checked again then */
-			if (h.max_timestamp >= ts_ms)
-				return h.base_offset;
+			if ((total = seg_read_header(seg, p, &h, nowait)) == -EAGAIN)
+				return log_warm(seg, p, fd, pos, len);
+			if (total < 0) {
+				*offset = log->leo; /* logged nowhere: reads retry; the header is checked again then */
+				return 0;
+			}
+			if (h.max_timestamp >= ts_ms) {
+				*offset = h.base_offset;
+				return 0;
+			}
 		}
 	}
-	return log->leo;
+	*offset = log->leo;
+	return 0;
+}
+
+int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
+{
+	int64_t off = log->leo;
+	int fd;
+	uint64_t pos;
+	uint32_t len;
+
+	log_offset_for_time(log, ts_ms, &off, &fd, &pos, &len, false);
+	return off;
+}
+
+int st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
+                                  uint32_t *len)
+{
+	return log_offset_for_time(log, ts_ms, offset, fd, pos, len, true);
 }
 
 #define ST_READ_ALL_BYTES (4u << 20)

@@ -924,6 +924,69 @@ static void test_offset_for_time(void)
 	ut_teardown();
 }
 
+/* Drop every segment file of the log from the page cache (synced: the kernel lets the pages go). */
+static void ut_evict(struct st_log *log)
+{
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		CU_ASSERT_EQUAL(posix_fadvise(log->segs[i]->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+}
+
+/* What a poll core does with -EAGAIN: read the bytes named (its ring; here pread), then ask again. */
+static void ut_warm(int fd, uint64_t pos, uint32_t len, int *warms)
+{
+	static uint8_t sink[ST_LOG_WARM_BYTES];
+	CU_ASSERT_FATAL(len > 0 && len <= ST_LOG_WARM_BYTES);
+	CU_ASSERT(pread(fd, sink, len, (off_t)pos) > 0);
+	(*warms)++;
+}
+
+/*
+ * The poll core's lookups read batch headers only from the page cache: on
+ * evicted segments they say which bytes to bring in (-EAGAIN), and once those
+ * are read give what the blocking lookups give, for every offset and time.
+ */
+static void test_lookup_nowait(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	int warms = 0;
+
+	cfg.segment_bytes = 64 << 10;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 400; i++) /* batch i: offsets 2i, 2i+1; timestamps 1000i, 1000i+1; ~600 bytes */
+		ut_append(log, i, 2, 1000 * i, 250);
+	ut_drive();
+	CU_ASSERT_FATAL(st_log_segment_count(log) > 3);
+	for (int64_t o = 0; o < 800; o += 37) {
+		int fd, fd2;
+		uint64_t pos, pos2;
+		uint32_t len, len2;
+		int rc, tries = 0;
+		ut_evict(log);
+		while ((rc = st_log_locate_nowait(log, o, 800, 8192, &fd, &pos, &len)) == -EAGAIN && tries++ < 64)
+			ut_warm(fd, pos, len, &warms);
+		CU_ASSERT_EQUAL(rc, 0);
+		CU_ASSERT_EQUAL(st_log_locate(log, o, 800, 8192, &fd2, &pos2, &len2), 0);
+		CU_ASSERT(fd == fd2 && pos == pos2);
+		CU_ASSERT(len > 0 && len <= len2);  /* the range may stop before a header not yet cached */
+	}
+	for (int64_t ts = 0; ts < 401000; ts += 9999) {
+		int fd, tries = 0, rc;
+		uint64_t pos;
+		uint32_t len;
+		int64_t off = -1;
+		ut_evict(log);
+		while ((rc = st_log_offset_for_time_nowait(log, ts, &off, &fd, &pos, &len)) == -EAGAIN && tries++ < 64)
+			ut_warm(fd, pos, len, &warms);
+		CU_ASSERT_EQUAL(rc, 0);
+		CU_ASSERT_EQUAL(off, st_log_offset_for_time(log, ts));
+	}
+	CU_ASSERT(warms > 0); /* the evictions took: the lookups did meet cold headers */
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* What st_log_scan reported, and when to stop. */
 struct ut_scan {
 	int n, stop_after;
@@ -1540,6 +1603,7 @@ int main(void)
 	CU_add_test(s, "empty segments", test_empty_segments);
 	CU_add_test(s, "locate limit and max_bytes", test_locate_limits);
 	CU_add_test(s, "offset for time", test_offset_for_time);
+	CU_add_test(s, "lookups from the page cache only (nowait)", test_lookup_nowait);
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
