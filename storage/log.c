@@ -523,7 +523,10 @@ static void rp_synced(void *arg, int status)
 
 	if (status < 0) {
 		/* The file holds the old record or the new one, both true: the next interval tries again. */
-		fprintf(stderr, "sluice storage: %s: cannot sync %s: %s\n", log->dir, ST_RP_NAME, strerror(-status));
+		if (!log->rp_warned)
+			fprintf(stderr, "sluice storage: %s: cannot write %s: %s (recovery trusts less of the log until "
+			        "it can)\n", log->dir, ST_RP_NAME, strerror(-status));
+		log->rp_warned = true;
 		return;
 	}
 	log->rp_base = log->rp_next_base;
@@ -1049,7 +1052,10 @@ static int log_recover(struct st_log *log)
 		}
 		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], cut_from, &good,
 		              &why, &repaired);
-		if (rc == 0 && repaired && st_fs_fdatasync(seg->fd) < 0)
+		/* What the scan kept is served and counted durable from now on, and may be named by the
+		 * recovery point: after a crash of the process alone, the last write can still be only in
+		 * the page cache (a segment trusted from its index was synced before that was written). */
+		if (rc == 0 && (repaired || (log->io->cfg.fsync && good == size)) && st_fs_fdatasync(seg->fd) < 0)
 			rc = -errno;
 		if (rc < 0) {
 			fprintf(stderr, "sluice storage: %s: cannot recover segment %020" PRId64 ": %s\n",

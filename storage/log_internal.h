@@ -83,7 +83,9 @@
  *       16    8 bytes          bytes [0, bytes) of that segment were durable
  *       24    4 crc            CRC-32C of bytes 0..23
  *
- * It only ever names bytes whose fdatasync completed, and a recovery that
+ * It only ever names bytes whose fdatasync completed (recovery fdatasyncs
+ * every segment it scanned, since after a crash of the process alone the
+ * last write may still be only in the page cache), and a recovery that
  * cuts or drops anything writes it again (synchronously, at open) at the
  * synced end, so it is never ahead of the truth; it lags by at most one
  * interval. Everything after it is where the unsynced writes of a crash can
@@ -233,6 +235,7 @@ struct st_log {
 	uint64_t rp_bytes;                 /* and its durable bytes */
 	int64_t rp_next_base;              /* what the write in flight says */
 	uint64_t rp_next_bytes;
+	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
 	uint8_t rp_buf[ST_RP_BYTES];
 	struct iovec iov[ST_IO_IOV_MAX];
 };
