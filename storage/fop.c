@@ -186,6 +186,19 @@ void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, s
 	fop_start(io, f, FOP_WRITE, cb, arg);
 }
 
+void st_fop_write_sync(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
+                       st_fop_cb cb, void *arg)
+{
+	assert(len > 0 && len <= UINT32_MAX);
+	f->fd = fd;
+	f->buf = buf;
+	f->len = len;
+	f->pos = pos;
+	f->tmp = f->name = f->drop = NULL;
+	f->keep = false;
+	fop_start(io, f, FOP_WRITE | FOP_SYNC, cb, arg);
+}
+
 void st_fop_create(struct st_io *io, struct st_fop *f, int dirfd, const char *name, const void *buf, size_t len,
                    st_fop_cb cb, void *arg)
 {

@@ -66,6 +66,9 @@ struct st_fop {
 /* Write all of buf[0, len) at pos of fd (no sync). */
 void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
                   st_fop_cb cb, void *arg);
+/* The same, with an fdatasync(fd) linked after the write: the callback (0) says the bytes are durable. */
+void st_fop_write_sync(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
+                       st_fop_cb cb, void *arg);
 /* fdatasync(fd). */
 void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg);
 /* Replace dirfd/name with buf[0, len) atomically (see the header comment). drop: NULL or a name to

@@ -57,6 +57,12 @@ static inline int st_fs_openat(int dirfd, const char *name, int flags, mode_t mo
 static inline int st_fs_close(int fd) { return close(fd); }
 static inline int st_fs_dup(int fd) { return dup(fd); }
 static inline ssize_t st_fs_pread(int fd, void *buf, size_t len, off_t pos) { return pread(fd, buf, len, pos); }
+/* A read that never waits for the disk: what the page cache holds, -1/EAGAIN if none of it. */
+static inline ssize_t st_fs_pread_nowait(int fd, void *buf, size_t len, off_t pos)
+{
+	struct iovec iov = { buf, len };
+	return preadv2(fd, &iov, 1, pos, RWF_NOWAIT);
+}
 static inline ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t pos)
 {
 	return pwrite(fd, buf, len, pos);
@@ -179,6 +185,7 @@ int st_fs_openat(int dirfd, const char *name, int flags, mode_t mode);
 int st_fs_close(int fd);
 int st_fs_dup(int fd);
 ssize_t st_fs_pread(int fd, void *buf, size_t len, off_t pos);
+ssize_t st_fs_pread_nowait(int fd, void *buf, size_t len, off_t pos);
 ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t pos);
 ssize_t st_fs_write(int fd, const void *buf, size_t len);
 int st_fs_fstat(int fd, struct stat *st);

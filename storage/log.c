@@ -460,6 +460,104 @@ static int log_roll(struct st_log *log)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Recovery point (log_internal.h: which bytes were durable)                 */
+
+static void rp_encode(uint8_t *b, int64_t base, uint64_t bytes)
+{
+	st_put_be32(b, ST_RP_MAGIC);
+	st_put_be32(b + 4, ST_RP_VERSION);
+	st_put_be64(b + 8, (uint64_t)base);
+	st_put_be64(b + 16, bytes);
+	st_put_be32(b + 24, crc32c(0, b, 24));
+}
+
+/*
+ * Open the recovery-point file and read it (rp_base -1: no valid record). Without
+ * fsync nothing is durable at a known point: the file is removed, so that a later
+ * run with fsync never trusts a record this one's unsynced writes went past.
+ */
+static int rp_open(struct st_log *log)
+{
+	uint8_t b[ST_RP_BYTES];
+	size_t got = 0;
+
+	log->rp_base = -1;
+	log->rp_bytes = 0;
+	if (!log->io->cfg.fsync) {
+		if (st_fs_unlinkat(log->dirfd, ST_RP_NAME, 0) < 0 && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	log->rp_fd = st_fs_openat(log->dirfd, ST_RP_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (log->rp_fd < 0) {
+		int rc = -errno;
+		fprintf(stderr, "sluice storage: %s: cannot open %s: %s\n", log->dir, ST_RP_NAME, strerror(-rc));
+		return rc;
+	}
+	if (pread_full(log->rp_fd, b, sizeof(b), 0, &got) < 0 || got != sizeof(b) ||
+	    st_be32(b) != ST_RP_MAGIC || st_be32(b + 4) != ST_RP_VERSION || st_be32(b + 24) != crc32c(0, b, 24) ||
+	    (int64_t)st_be64(b + 8) < 0)
+		return 0; /* none (an old log, a new file) or torn: the rules without it */
+	log->rp_base = (int64_t)st_be64(b + 8);
+	log->rp_bytes = st_be64(b + 16);
+	return 0;
+}
+
+/* Write the recovery point now (open and close: synchronous like the rest of them). */
+static int rp_write_sync(struct st_log *log, int64_t base, uint64_t bytes)
+{
+	rp_encode(log->rp_buf, base, bytes);
+	if (st_fs_pwrite(log->rp_fd, log->rp_buf, ST_RP_BYTES, 0) != ST_RP_BYTES || st_fs_fdatasync(log->rp_fd) < 0) {
+		int rc = errno ? -errno : -EIO;
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s\n", log->dir, ST_RP_NAME, strerror(-rc));
+		return rc;
+	}
+	log->rp_base = base;
+	log->rp_bytes = bytes;
+	return 0;
+}
+
+static void rp_synced(void *arg, int status)
+{
+	struct st_log *log = arg;
+
+	if (status < 0) {
+		/* The file holds the old record or the new one, both true: the next interval tries again. */
+		if (!log->rp_warned)
+			fprintf(stderr, "sluice storage: %s: cannot write %s: %s (recovery trusts less of the log until "
+			        "it can)\n", log->dir, ST_RP_NAME, strerror(-status));
+		log->rp_warned = true;
+		return;
+	}
+	log->rp_base = log->rp_next_base;
+	log->rp_bytes = log->rp_next_bytes;
+}
+
+/*
+ * Record the newest synced end once it is `slack` bytes past the record, or in a
+ * newer segment (whose name is durable): a write and an fdatasync of the small
+ * file through the core's io_uring, one at a time per log, that no append waits
+ * for. Locality: owner core.
+ */
+static void rp_advance(struct st_log *log, uint64_t slack)
+{
+	if (log->rp_fd < 0 || log->failed || st_fop_busy(&log->rp_fop))
+		return;
+	struct st_seg *s = log_active(log);
+	if (!s->name_durable) {
+		if (log->nsegs < 2)
+			return;
+		s = log->segs[log->nsegs - 2];
+	}
+	if (s->base < log->rp_base || (s->base == log->rp_base && s->durable_size < log->rp_bytes + slack))
+		return;
+	log->rp_next_base = s->base;
+	log->rp_next_bytes = s->durable_size;
+	rp_encode(log->rp_buf, s->base, s->durable_size);
+	st_fop_write_sync(log->io, &log->rp_fop, log->rp_fd, log->rp_buf, ST_RP_BYTES, 0, rp_synced, log);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Recovery scan                                                             */
 
 /* A read window over a segment file, so small batches cost no syscall each. */
@@ -646,11 +744,13 @@ static int seg_damage_add(struct st_log *log, struct st_seg *seg, uint64_t pos, 
  * the next segment's base. A bad end of the tail segment is a torn write:
  * *good = bytes of the valid prefix, *why says what stopped it if < size.
  * A good batch whose base offset alone is wrong gets the right one written
- * back (*repaired). Returns 0, -errno for an I/O error (nothing is cut), or
+ * back (*repaired). A bad batch at or past cut_from (the recovery point, in
+ * this segment; 0 for a segment after it) is a torn write whatever follows:
+ * *good stops there. Returns 0, -errno for an I/O error (nothing is cut), or
  * -EBADMSG if the damage cannot be set aside.
  */
 static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf, bool tail,
-                    int64_t next_base, uint64_t *good, const char **why, bool *repaired)
+                    int64_t next_base, uint64_t cut_from, uint64_t *good, const char **why, bool *repaired)
 {
 	struct scan_win w = { .fd = seg->fd, .buf = buf, .file_size = size };
 	uint64_t pos = 0;
@@ -684,6 +784,11 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 			w.len = 0; /* the window held the old bytes */
 			*repaired = true;
 			v = SCAN_OK;
+		}
+		if (v == SCAN_BAD && pos >= cut_from) {
+			/* Past the last point known durable: the unsynced write a crash tore (log_internal.h). */
+			*why = "torn write past the recovery point";
+			break;
 		}
 		if (v == SCAN_BAD) {
 			/* Torn or damaged: a valid batch further on says damage. */
@@ -896,6 +1001,8 @@ static int log_recover(struct st_log *log)
 			seg_free(seg);
 			return rc;
 		}
+		if (log->rp_fd >= 0 && (rc = rp_write_sync(log, 0, 0)) < 0)
+			return rc;
 		return log_sync_dir(log);
 	}
 	if (!(buf = malloc(ST_LOG_SCAN_BUF_BYTES))) {
@@ -903,14 +1010,23 @@ static int log_recover(struct st_log *log)
 		return -ENOMEM;
 	}
 	int64_t tail_from = log_last_valid(log, bases, n, buf);
+	bool rp_found = false;
+	for (i = 0; i < n && !rp_found; i++)
+		rp_found = bases[i] == log->rp_base;
+	bool rp_stale = log->rp_base >= 0 && !rp_found;
+	if (rp_stale)
+		log->rp_base = -1; /* its segment is gone: nothing is known, the rules without it */
 	for (i = 0; i < n; i++) {
 		struct st_seg *seg;
 		uint64_t size, good = 0;
 		const char *why = NULL;
 		bool last = i == n - 1, repaired = false;
+		/* Bytes from here on were never known durable (log_internal.h, recovery-point). */
+		uint64_t cut_from = log->rp_base < 0 || bases[i] < log->rp_base ? UINT64_MAX :
+		                    bases[i] == log->rp_base ? log->rp_bytes : 0;
 
 		if (i > 0 && bases[i] != log_active(log)->end) {
-			if ((int64_t)i > tail_from) { /* no valid batch from here on: nothing is lost */
+			if ((int64_t)i > tail_from || cut_from == 0) { /* nothing from here on was acknowledged */
 				log_drop_segments(log, bases, i, n, "segment base does not continue the previous segment");
 				changed = true;
 				break;
@@ -928,15 +1044,18 @@ static int log_recover(struct st_log *log)
 			seg_free(seg);
 			goto out;
 		}
-		if (!last && !log->cfg.scan_sealed && index_load(log, seg, size) == 0) {
+		if (!last && !log->cfg.scan_sealed && cut_from == UINT64_MAX && index_load(log, seg, size) == 0) {
 			if (seg_first_ok(seg, size, buf))
 				continue;
 			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": first batch damaged, scanning it\n",
 			        log->dir, seg->base);
 		}
-		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], &good, &why,
-		              &repaired);
-		if (rc == 0 && repaired && st_fs_fdatasync(seg->fd) < 0)
+		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], cut_from, &good,
+		              &why, &repaired);
+		/* What the scan kept is served and counted durable from now on, and may be named by the
+		 * recovery point: after a crash of the process alone, the last write can still be only in
+		 * the page cache (a segment trusted from its index was synced before that was written). */
+		if (rc == 0 && (repaired || (log->io->cfg.fsync && good == size)) && st_fs_fdatasync(seg->fd) < 0)
 			rc = -errno;
 		if (rc < 0) {
 			fprintf(stderr, "sluice storage: %s: cannot recover segment %020" PRId64 ": %s\n",
@@ -966,6 +1085,18 @@ static int log_recover(struct st_log *log)
 	}
 	if (changed && log->io->cfg.fsync)
 		rc = log_sync_dir(log);
+	if (rc == 0 && changed && log->rp_base >= 0) {
+		/* A cut or a drop may have gone below the record: lower it to the end now synced, so that
+		 * it is never ahead of the truth when new appends fill those bytes again. */
+		struct st_seg *act = log_active(log);
+		if (st_fs_fdatasync(act->fd) < 0)
+			rc = -errno;
+		else
+			rc = rp_write_sync(log, act->base, act->size);
+	} else if (rc == 0 && rp_stale) {
+		/* A later roll could make that segment again: replace the record by one that is true of any. */
+		rc = rp_write_sync(log, log_active(log)->base, 0);
+	}
 out:
 	free(buf);
 	free(bases);
@@ -1002,6 +1133,8 @@ static void log_free(struct st_log *log)
 	free(log->segs);
 	if (log->dirfd >= 0)
 		st_fs_close(log->dirfd);
+	if (log->rp_fd >= 0)
+		st_fs_close(log->rp_fd);
 	free(log->dir);
 	free(log);
 }
@@ -1027,6 +1160,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->io = io;
 	log->cfg = *cfg;
 	log->dirfd = -1;
+	log->rp_fd = -1;
 	if (!(log->dir = strdup(dir))) {
 		log_free(log);
 		return -ENOMEM;
@@ -1041,7 +1175,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 		log_free(log);
 		return rc;
 	}
-	if ((rc = log_recover(log)) < 0) {
+	if ((rc = rp_open(log)) < 0 || (rc = log_recover(log)) < 0) {
 		log_free(log);
 		return rc;
 	}
@@ -1068,6 +1202,11 @@ void st_log_close(struct st_log *log)
 	for (uint32_t i = 0; i < log->nsegs && !log->failed; i++)
 		if (log->segs[i]->index_dirty || i == log->nsegs - 1)
 			index_write(log, log->segs[i]);
+	/* A clean stop knows everything is durable (idle): the next open trusts all of it. */
+	struct st_seg *act = log_active(log);
+	if (log->rp_fd >= 0 && !log->failed && act->name_durable &&
+	    (act->base != log->rp_base || act->durable_size != log->rp_bytes))
+		rp_write_sync(log, act->base, act->durable_size);
 	log_free(log);
 }
 
@@ -1114,7 +1253,8 @@ int st_log_delete(struct st_log *log)
 
 bool st_log_idle(const struct st_log *log)
 {
-	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes;
+	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
+	       !st_fop_busy(&log->rp_fop);
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
 int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
@@ -1395,6 +1535,7 @@ static void group_settle(struct st_io *io, struct st_log *log)
 	g->head = g->tail = NULL;
 	if (log->pend_head)
 		dirty_push(io, log);
+	rp_advance(log, ST_LOG_RECOVERY_POINT_BYTES);
 	/* Acknowledge only now, after the fdatasync (or write, without fsync) completed. */
 	slots_finish(io, done, 0);
 }
@@ -1446,18 +1587,34 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 /* Reads: locate, time lookup, retention                                     */
 
 /* Read the batch header at pos of seg; returns the batch's total size or -errno. */
-static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h)
+/*
+ * The header of the batch at pos. nowait (the owner's poll core): only from the
+ * page cache, -EAGAIN when any of it is not there (the caller brings it in
+ * through its ring); a file system without RWF_NOWAIT reads as before.
+ */
+static int seg_read_header(const struct st_seg *seg, uint64_t pos, struct st_batch_hdr *h, bool nowait)
 {
 	uint8_t hdr[ST_BATCH_HEADER_BYTES];
-	size_t got;
-	int rc;
+	size_t got = 0;
+	int rc = 0;
 
 	/* Recovery leaves whole batches, but a sealed segment its index vouched for was not
 	 * scanned: a damaged length there can end a batch less than a header before the end
 	 * (an assertion here took the broker down on a fetch; found by fuzz_segindex). */
 	if (pos + ST_BATCH_HEADER_BYTES > seg->durable_size)
 		return -EBADMSG;
-	if ((rc = pread_full(seg->fd, hdr, sizeof(hdr), pos, &got)) < 0)
+	if (nowait) {
+		ssize_t n = st_fs_pread_nowait(seg->fd, hdr, sizeof(hdr), (off_t)pos);
+		if (n >= 0 && (size_t)n < sizeof(hdr))
+			return -EAGAIN; /* its second page is not cached */
+		if (n < 0 && errno == EAGAIN)
+			return -EAGAIN;
+		if (n < 0 && errno != EOPNOTSUPP)
+			return -errno;
+		got = n < 0 ? 0 : (size_t)n;
+		nowait = n >= 0;
+	}
+	if (!nowait && (rc = pread_full(seg->fd, hdr, sizeof(hdr), pos, &got)) < 0)
 		return rc;
 	if (got != sizeof(hdr))
 		return -EIO;
@@ -1495,8 +1652,18 @@ static int seg_damage_met(struct st_log *log, struct st_seg *seg, uint64_t pos, 
 	return -EBADMSG;
 }
 
-int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
-                  uint64_t *pos, uint32_t *len)
+/* The bytes to bring in for a lookup that met an uncached header at pos of seg (-EAGAIN). */
+static int log_warm(const struct st_seg *seg, uint64_t pos, int *fd, uint64_t *at, uint32_t *len)
+{
+	uint64_t n = seg->durable_size - pos;
+	*fd = seg->fd;
+	*at = pos;
+	*len = n < ST_LOG_WARM_BYTES ? (uint32_t)n : ST_LOG_WARM_BYTES;
+	return -EAGAIN;
+}
+
+static int log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                      uint64_t *pos, uint32_t *len, bool nowait)
 {
 	struct st_batch_hdr h;
 	int total;
@@ -1526,7 +1693,9 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 			expect = d->to;
 			continue;
 		}
-		if ((total = seg_read_header(seg, p, &h)) < 0)
+		if ((total = seg_read_header(seg, p, &h, nowait)) == -EAGAIN)
+			return log_warm(seg, p, fd, pos, len);
+		if (total < 0)
 			return total == -EBADMSG ? seg_damage_met(log, seg, p, expect) : total;
 		if (h.base_offset != expect)
 			return seg_damage_met(log, seg, p, expect);
@@ -1540,9 +1709,10 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 		return 0; /* the batch holding offset is not wholly below the limit */
 	uint64_t end = p + (uint64_t)total; /* KIP-74: the first batch goes whole */
 	expect = h.base_offset + h.last_offset_delta + 1;
-	/* The range stops before damage (known or met now): a fetch from there reports it. */
+	/* The range stops before damage (known or met now): a fetch from there reports it; and
+	 * before a header not in the page cache (nowait): the next fetch starts there. */
 	while (end < seg->durable_size && !(seg->ndmg && seg_damage_at(seg, end))) {
-		if (seg_read_header(seg, end, &h) < 0 || h.base_offset != expect)
+		if (seg_read_header(seg, end, &h, nowait) < 0 || h.base_offset != expect)
 			break;
 		total = (int)(12 + (int64_t)h.batch_length);
 		if (h.base_offset + h.last_offset_delta >= lim || end + (uint64_t)total - p > max_bytes)
@@ -1553,6 +1723,18 @@ int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t ma
 	assert(end - p <= UINT32_MAX);
 	*len = (uint32_t)(end - p);
 	return 0;
+}
+
+int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                  uint64_t *pos, uint32_t *len)
+{
+	return log_locate(log, offset, limit, max_bytes, fd, pos, len, false);
+}
+
+int st_log_locate_nowait(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,
+                         uint64_t *pos, uint32_t *len)
+{
+	return log_locate(log, offset, limit, max_bytes, fd, pos, len, true);
 }
 
 _Static_assert(ST_SCAN_RAW_BYTES >= ST_MARKER_BATCH_BYTES, "a scanned marker can be decoded");
@@ -1617,7 +1799,8 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	return 0;
 }
 
-int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
+static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
+                               uint32_t *len, bool nowait)
 {
 	struct st_batch_hdr h;
 
@@ -1633,13 +1816,37 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 				p = d->end; /* its timestamps are lost with it */
 				continue;
 			}
-			if ((total = seg_read_header(seg, p, &h)) < 0)
-				return log->leo; /* logged nowhere: reads retry; the header is checked again then */
-			if (h.max_timestamp >= ts_ms)
-				return h.base_offset;
+			if ((total = seg_read_header(seg, p, &h, nowait)) == -EAGAIN)
+				return log_warm(seg, p, fd, pos, len);
+			if (total < 0) {
+				*offset = log->leo; /* logged nowhere: reads retry; the header is checked again then */
+				return 0;
+			}
+			if (h.max_timestamp >= ts_ms) {
+				*offset = h.base_offset;
+				return 0;
+			}
 		}
 	}
-	return log->leo;
+	*offset = log->leo;
+	return 0;
+}
+
+int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
+{
+	int64_t off = log->leo;
+	int fd;
+	uint64_t pos;
+	uint32_t len;
+
+	log_offset_for_time(log, ts_ms, &off, &fd, &pos, &len, false);
+	return off;
+}
+
+int st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
+                                  uint32_t *len)
+{
+	return log_offset_for_time(log, ts_ms, offset, fd, pos, len, true);
 }
 
 #define ST_READ_ALL_BYTES (4u << 20)
@@ -1743,6 +1950,7 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 	uint64_t total = 0;
 	int deleted = 0;
 
+	rp_advance(log, 1); /* the owner's timer: whatever the durable end gained since the last record */
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		total += log->segs[i]->size;
 	while (log->nsegs > 1) {

@@ -60,7 +60,8 @@ struct st_log_config {
  * Open (creating if needed) the partition log in dir and recover it: every
  * batch of the tail after the last clean point is checked (length, magic,
  * CRC32C); a torn tail (a bad end of the newest data, nothing valid after
- * it) is truncated; damage anywhere else is set aside as a range and logged,
+ * it, or any bad batch past the recovery point: the part not known durable)
+ * is truncated; damage anywhere else is set aside as a range and logged,
  * never truncated (log_internal.h); indexes are rebuilt. -EBADMSG: the
  * damage cannot be set aside (segments that do not continue each other,
  * too many ranges); the files are left as they are.
@@ -115,6 +116,24 @@ int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t m
 
 /* First offset whose batch has max timestamp >= ts; LEO if none. */
 int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
+
+/* Most bytes a lookup below asks its caller to bring into the page cache (its buffer's size). */
+#define ST_LOG_WARM_BYTES (256u << 10)
+
+/*
+ * The same lookups for the owner's poll core, which must not wait for the disk:
+ * batch headers are read only from the page cache (RWF_NOWAIT). A header that
+ * is not there makes them return -EAGAIN with *fd, *pos and *len (at most
+ * ST_LOG_WARM_BYTES) naming bytes from it on: the caller reads those through
+ * its io_uring (into any buffer: only the page cache matters) and calls again
+ * on the completion, which then finds them, or the next cold page. Otherwise
+ * as above: locate's range also stops before an uncached header (the next
+ * fetch starts there), and offset_for_time returns 0 with *offset.
+ */
+int  st_log_locate_nowait(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes,
+                          int *fd, uint64_t *pos, uint32_t *len);
+int  st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd,
+                                   uint64_t *pos, uint32_t *len);
 
 /* Raw bytes of each batch st_log_scan hands over: header + enough of the first
  * record to decode a transaction marker (st_batch_marker_type). */

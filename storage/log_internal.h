@@ -66,6 +66,39 @@
  * whose base does not continue the previous one (offsets missing between
  * them) makes the open fail (-EBADMSG): the partition stays offline, its
  * files untouched, rather than served with a hole nobody set aside.
+ *
+ * recovery-point - which bytes were durable (Kafka's recovery point, per
+ * partition): "segment <base> held <bytes> bytes that an fdatasync covered".
+ * Overwritten in place (pwrite at 0, then fdatasync, through the core's
+ * io_uring: never waited for by an append) after a group's fdatasync once
+ * the durable end moved ST_LOG_RECOVERY_POINT_BYTES past the last record or
+ * into a newer segment, from st_log_retain (the owner's timer) whenever it
+ * lags, and at st_log_close; a new log's is {0, 0}. Big-endian:
+ *
+ *   offset size field          notes
+ *   ------ ---- -------------- --------------------------------------------
+ *        0    4 magic          "SLRP" (0x534c5250)
+ *        4    4 version        1
+ *        8    8 base           a segment's base offset (file name)
+ *       16    8 bytes          bytes [0, bytes) of that segment were durable
+ *       24    4 crc            CRC-32C of bytes 0..23
+ *
+ * It only ever names bytes whose fdatasync completed (recovery fdatasyncs
+ * every segment it scanned, since after a crash of the process alone the
+ * last write may still be only in the page cache), and a recovery that
+ * cuts or drops anything writes it again (synchronously, at open) at the
+ * synced end, so it is never ahead of the truth; it lags by at most one
+ * interval. Everything after it is where the unsynced writes of a crash can
+ * lie (one write+fdatasync per log is in flight, and it starts at the
+ * durable end): recovery checks it batch by batch and cuts at the first bad
+ * batch (Kafka's recovery of the segments past its recovery point), with
+ * the later segments; nothing cut was acknowledged unless damage struck
+ * there within the last interval, the price Kafka pays too. Before the
+ * point, the rules above apply unchanged (a bad batch with valid ones after
+ * it is damage, set aside). A missing or torn record (bad magic, version or
+ * CRC), one naming a segment that is not there, and a log without fsync
+ * (which removes it at open) leave only the rules above: never worse than
+ * without it.
  * ---------------------------------------------------------------------------
  */
 #ifndef SLUICE_STORAGE_LOG_INTERNAL_H
@@ -76,12 +109,17 @@
 #include <sys/uio.h>
 
 #include "batch.h"
+#include "fop.h"
 #include "log.h"
 
 #define ST_INDEX_MAGIC 0x534c4958u          /* "SLIX" */
 #define ST_INDEX_VERSION 1u
 #define ST_INDEX_HEADER_BYTES 48
 #define ST_INDEX_ENTRY_BYTES 8
+#define ST_RP_MAGIC 0x534c5250u             /* "SLRP" */
+#define ST_RP_VERSION 1u
+#define ST_RP_BYTES 28
+#define ST_RP_NAME "recovery-point"
 
 /* Limits (units last). */
 #define ST_IO_APPENDS_MAX 8192u          /* appends queued or in flight per core (slot pool) */
@@ -96,6 +134,7 @@
 #define ST_LOG_DELETE_PASSES_MAX 16      /* directory passes of st_log_delete */
 #define ST_LOG_DAMAGE_MAX 64u            /* damage ranges set aside per segment; more fails the open */
 #define ST_LOG_PAGE_BYTES 4096u          /* unit in which a power cut loses writes (torn-write holes) */
+#define ST_LOG_RECOVERY_POINT_BYTES (1u << 20) /* durable growth that rewrites the recovery point */
 
 _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
 
@@ -190,6 +229,14 @@ struct st_log {
 	struct st_log *dirty_next;
 	bool on_dirty;
 	uint32_t index_writes;             /* sealed segments' indexes being written (seg_seal) */
+	int rp_fd;                         /* the recovery-point file, -1 without fsync */
+	struct st_fop rp_fop;              /* its write+fdatasync in flight (st_log_idle waits) */
+	int64_t rp_base;                   /* what the file holds: segment base, -1 nothing valid */
+	uint64_t rp_bytes;                 /* and its durable bytes */
+	int64_t rp_next_base;              /* what the write in flight says */
+	uint64_t rp_next_bytes;
+	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
+	uint8_t rp_buf[ST_RP_BYTES];
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

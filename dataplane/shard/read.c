@@ -21,13 +21,20 @@
 #include "pstate.h"
 #include "shard_internal.h"
 
+struct dp_core;
+/* Runs a Fetch or ListOffsets again once a warm read brought its lookup's bytes in. */
+typedef void (*lookup_resume_fn)(struct dp_core *c, struct dp_msg *m, unsigned warms);
+
 /*
  * A cold fetch read: the page cache did not hold the bytes, so they are read
  * through the core's io_uring and the fetch is answered on completion; the
- * core goes on serving other partitions meanwhile. Locality: owner core.
+ * core goes on serving other partitions meanwhile. Or a warm read (warm): a
+ * lookup (st_log_*_nowait) met a batch header not in the page cache, so the
+ * bytes from there are read the same way, into the core's sink, and the
+ * request runs again on completion. Locality: owner core.
  */
 struct dp_read {
-	struct dp_read *next_free;
+	_Alignas(16) struct dp_read *next_free;   /* 16: the low bits of its address carry DP_READ_TAG */
 	struct dp_msg req;            /* the fetch, for the reply */
 	struct dp_msg out;            /* the reply, filled up to the read */
 	struct dp_part *part;         /* safe: deletes and retention wait for reads_inflight 0 */
@@ -35,10 +42,20 @@ struct dp_read {
 	uint64_t pos;
 	uint32_t len, done;
 	bool one_batch;               /* read_committed: the first batch alone (fetch_reply) */
+	bool warm;                    /* a lookup's warm read: resume(req) on completion */
+	uint8_t warms;                /* warm reads this request waited for, this one included */
+	lookup_resume_fn resume;
 };
+
+/* Where warm reads put their bytes: only their effect on the page cache matters, so the core's
+ * reads share it (nothing reads it back). One per core thread, allocated with the read slots. */
+static _Thread_local uint8_t *warm_sink;
+_Static_assert(DP_LOOKUP_WARMS_MAX <= UINT8_MAX, "dp_read.warms holds the count");
 
 static struct dp_read *read_get(struct dp_core *c)
 {
+	if (!warm_sink && !(warm_sink = malloc(ST_LOG_WARM_BYTES)))
+		return NULL;
 	if (!c->reads) {
 		if (!(c->reads = calloc(DP_READS_MAX, sizeof(*c->reads))))
 			return NULL;
@@ -154,14 +171,29 @@ static void read_submit(struct dp_core *c, struct dp_read *rd)
 		sqe = io_uring_get_sqe(&c->ring);
 	}
 	assert(sqe);   /* just submitted: there is room */
-	io_uring_prep_read(sqe, rd->fd, (uint8_t *)rd->req.u.fetch.buf + rd->done, rd->len - rd->done,
-	                   rd->pos + rd->done);
+	uint8_t *dst = rd->warm ? warm_sink : (uint8_t *)rd->req.u.fetch.buf + rd->done;
+	io_uring_prep_read(sqe, rd->fd, dst, rd->len - rd->done, rd->pos + rd->done);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
 }
 
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 {
 	struct dp_read *rd = (struct dp_read *)(uintptr_t)(cqe->user_data & ~(uint64_t)0xf);
+	if (rd->warm) {
+		/* Whatever it read is cached now (a short or failed read too: the lookup meets the
+		 * rest, or the error, again, and after DP_LOOKUP_WARMS_MAX reads it synchronously). */
+		struct dp_msg req = rd->req;
+		unsigned warms = rd->warms;
+		lookup_resume_fn resume = rd->resume;
+		if (cqe->res < 0)
+			DP_ERR_RL("lookup read failed: %s", strerror(-cqe->res));
+		rd->part->reads--;
+		rd->next_free = c->read_free;
+		c->read_free = rd;
+		c->reads_inflight--;
+		resume(c, &req, warms);
+		return;
+	}
 	if (cqe->res > 0 && rd->done + (uint32_t)cqe->res < rd->len) {
 		rd->done += (uint32_t)cqe->res;   /* short read: go on */
 		read_submit(c, rd);
@@ -181,6 +213,42 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 }
 
 /*
+ * A lookup met a batch header outside the page cache: read [pos, pos + len) of
+ * fd through the ring and run the request again on completion (true). false:
+ * no slot is free, or this request already waited DP_LOOKUP_WARMS_MAX times
+ * (its pages keep leaving the cache): the caller looks up with blocking reads,
+ * as a cold fetch reads when every slot is busy.
+ */
+static bool lookup_warm(struct dp_core *c, struct dp_msg *m, struct dp_part *p, int fd, uint64_t pos,
+                        uint32_t len, unsigned warms, lookup_resume_fn resume)
+{
+	struct dp_read *rd = warms < DP_LOOKUP_WARMS_MAX && len ? read_get(c) : NULL;
+	if (!rd)
+		return false;
+	*rd = (struct dp_read){ .req = *m, .part = p, .fd = fd, .pos = pos, .len = len, .warm = true,
+	                        .warms = (uint8_t)(warms + 1), .resume = resume };
+	c->reads_inflight++;
+	p->reads++;
+	c->cold_lookups++;
+	read_submit(c, rd);
+	return true;
+}
+
+static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms);
+
+/* st_log_locate from the page cache; 1: the request waits for a warm read (lookup_warm). */
+static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, int64_t off, int64_t limit,
+                        uint32_t max_bytes, int *fd, uint64_t *pos, uint32_t *len, unsigned warms)
+{
+	int rc = st_log_locate_nowait(p->log, off, limit, max_bytes, fd, pos, len);
+	if (rc != -EAGAIN)
+		return rc;
+	if (lookup_warm(c, m, p, *fd, *pos, *len, warms, fetch_run))
+		return 1;
+	return st_log_locate(p->log, off, limit, max_bytes, fd, pos, len);
+}
+
+/*
  * Reads whole stored batches, at most max_bytes of them (the first batch
  * whole past that only with min_one), into the buffer the NIC core lent; for
  * read_committed the range ends at the LSO, and sooner where more than
@@ -189,9 +257,13 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
  * (RWF_NOWAIT) copies it at once. Bytes that are not cached are read through
  * io_uring instead, so that a consumer catching up from old segments never
  * stalls this core's appends. Only when every cold-read slot is busy does the
- * core read with a blocking pread.
+ * core read with a blocking pread. Finding the range reads batch headers the
+ * same way: from the page cache, else a warm read and the fetch runs again
+ * (fetch_locate). warms: the warm reads it waited for so far.
  */
-void shard_fetch(struct dp_core *c, struct dp_msg *m)
+void shard_fetch(struct dp_core *c, struct dp_msg *m) { fetch_run(c, m, 0); }
+
+static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 {
 	struct dp_msg out = { 0 };
 	struct dp_part *p = part_of(c, m, NULL);
@@ -220,14 +292,17 @@ void shard_fetch(struct dp_core *c, struct dp_msg *m)
 		uint32_t most = c->b->cfg.fetch_aborted_max;
 		assert(most >= 1 && most <= DP_FETCH_ABORTED_MAX);
 		int64_t limit = committed ? txn_lso_aborted_bound(p->lso, off, end, most, heap) : end;
-		int rc = limit > off ? st_log_locate(log, off, limit, m->u.fetch.max_bytes, &fd, &pos, &len) : 0;
-		c->aborted_cut_reads += limit < end;
+		int rc = limit > off ? fetch_locate(c, m, p, off, limit, m->u.fetch.max_bytes, &fd, &pos, &len, warms) : 0;
+		if (rc == 1)
+			return;   /* runs again when its warm read completes */
 		if (rc == 0 && len == 0 && limit < end) {
 			/* The first batch reaches past the bound: it goes alone (fetch_reply). */
+			if ((rc = fetch_locate(c, m, p, off, end, 0, &fd, &pos, &len, warms)) == 1)
+				return;
 			one_batch = true;
 			c->aborted_one_batch_reads++;
-			rc = st_log_locate(log, off, end, 0, &fd, &pos, &len);
 		}
+		c->aborted_cut_reads += limit < end;
 		if (rc == -ERANGE) {
 			out.err = KERR_OFFSET_OUT_OF_RANGE;
 		} else if (rc == -EBADMSG) {
@@ -300,7 +375,12 @@ void shard_watch(struct dp_core *c, struct dp_msg *m)
 	}
 }
 
-void shard_list(struct dp_core *c, struct dp_msg *m)
+static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms);
+
+void shard_list(struct dp_core *c, struct dp_msg *m) { list_run(c, m, 0); }
+
+/* ListOffsets of one partition; a lookup by time reads headers as fetch_locate does. */
+static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 {
 	struct dp_msg out = { 0 };
 	out.u.list_done.out = m->u.list.out;
@@ -319,7 +399,15 @@ void shard_list(struct dp_core *c, struct dp_msg *m)
 	} else if (ts < 0) {
 		out.err = KERR_INVALID_REQUEST;
 	} else {
-		int64_t off = st_log_offset_for_time(p->log, ts);
+		int64_t off;
+		int fd;
+		uint64_t pos;
+		uint32_t len;
+		if (st_log_offset_for_time_nowait(p->log, ts, &off, &fd, &pos, &len) == -EAGAIN) {
+			if (lookup_warm(c, m, p, fd, pos, len, warms, list_run))
+				return;   /* runs again when its warm read completes */
+			off = st_log_offset_for_time(p->log, ts);
+		}
 		out.u.list_done.offset = off < hw ? off : -1;     /* -1: no record that late */
 		out.u.list_done.timestamp = off < hw ? ts : -1;
 	}

@@ -9,6 +9,7 @@
 
 /* user_data tag of the core's SQEs for cold fetch reads (dp_shard_read_complete). */
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
+#define DP_LOOKUP_WARMS_MAX     16u       /* warm reads one Fetch/ListOffsets lookup waits for (read.c) */
 
 /* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
 /* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */

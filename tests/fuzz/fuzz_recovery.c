@@ -10,8 +10,11 @@
  * checks what must hold whatever the bytes: offsets never go backwards, every
  * offset below the end either locates or is damage, read_batches hands over
  * only whole CRC-valid batches, and a second open of what the first left
- * gives the same end and the same damage. No I/O is submitted: the io_uring
- * is never touched by open, reads and close.
+ * gives the same end and the same damage. An input of odd length also gets a
+ * recovery point (storage/log_internal.h) naming the active segment at a byte
+ * count taken from its last two bytes, and opens with fsync: then no damage
+ * may be set aside at or past that point (recovery cuts there). No I/O is
+ * submitted: the io_uring is never touched by open, reads and close.
  * Locality: the fuzzer's thread.
  */
 #include <dirent.h>
@@ -26,7 +29,8 @@
 #include <unistd.h>
 
 #include "batch.h"
-#include "log.h"
+#include "crc32c.h"
+#include "log_internal.h"
 
 #define FUZZ_PATH_BYTES 256
 #define FUZZ_LOCATES_MAX 64  /* offsets located per input */
@@ -81,16 +85,36 @@ static int scan_cb(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, 
 	return 0;
 }
 
+/* The recovery-point file as storage writes it: segment base, durable bytes. */
+static void write_rp(const char *dir, int64_t base, uint64_t bytes)
+{
+	char path[FUZZ_PATH_BYTES + sizeof(ST_RP_NAME) + 1];
+	uint8_t b[ST_RP_BYTES];
+	st_put_be32(b, ST_RP_MAGIC);
+	st_put_be32(b + 4, ST_RP_VERSION);
+	st_put_be64(b + 8, (uint64_t)base);
+	st_put_be64(b + 16, bytes);
+	st_put_be32(b + 24, crc32c(0, b, 24));
+	snprintf(path, sizeof(path), "%s/%s", dir, ST_RP_NAME);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+		abort();
+	close(fd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct io_uring ring; /* never used: open, reads and close submit nothing */
-	static struct st_io *io;
+	static struct st_io *io, *io_sync;
 	char dir[FUZZ_PATH_BYTES];
 	const char *tmp = getenv("TMPDIR");
 
 	if (size < 1)
 		return 0;
 	if (!io && st_io_create(&(struct st_io_config){ .fsync = false, .on_append = on_append }, &ring, &io) < 0)
+		abort();
+	if (!io_sync && st_io_create(&(struct st_io_config){ .fsync = true, .on_append = on_append }, &ring,
+	                             &io_sync) < 0)
 		abort();
 	snprintf(dir, sizeof(dir), "%s/fuzz_recovery.%d", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : tmp ? tmp : "/tmp",
 	         (int)getpid());
@@ -109,10 +133,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			base = base << 8 | seg[i];
 		write_file(dir, split ? base : 0, seg + split, n - split);
 	}
+	int64_t rp_base = -1;
+	uint64_t rp_bytes = 0;
+	struct st_io *use = io;
+	if (size & 1 && n >= 2) {
+		rp_base = 0; /* the active segment's base, as above */
+		for (size_t i = 0; split < n && i < 2 && i < split; i++)
+			rp_base = rp_base << 8 | seg[i];
+		size_t active = split < n ? n - split : split;
+		rp_bytes = ((uint64_t)seg[n - 2] << 8 | seg[n - 1]) % (active + 1);
+		write_rp(dir, rp_base, rp_bytes);
+		use = io_sync;
+	}
 
 	struct st_log *log;
-	int rc = st_log_open(io, dir, &cfg, &log);
+	int rc = st_log_open(use, dir, &cfg, &log);
 	if (rc == 0) {
+		/* Past the recovery point nothing is set aside: the first bad batch there was cut. */
+		for (uint32_t i = 0; rp_base >= 0 && i < log->nsegs; i++)
+			for (uint32_t k = 0; k < log->segs[i]->ndmg; k++)
+				if (log->segs[i]->base > rp_base ||
+				    (log->segs[i]->base == rp_base && log->segs[i]->dmg[k].pos >= rp_bytes))
+					abort();
 		int64_t start = st_log_start_offset(log), end = st_log_end_offset(log), lost = 0;
 		uint32_t ranges = st_log_damage_count(log, &lost);
 		if (start < 0 || end < start || lost < 0 || lost > end - start)
@@ -134,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		st_log_offset_for_time(log, 0);
 		st_log_close(log);
 		/* What the first open left (cut, repaired, indexes) opens to the same log. */
-		if (st_log_open(io, dir, &cfg, &log) != 0)
+		if (st_log_open(use, dir, &cfg, &log) != 0)
 			abort();
 		int64_t lost2 = 0;
 		if (st_log_end_offset(log) != end || st_log_start_offset(log) != start ||

@@ -4,9 +4,11 @@
 # Nothing on a poll core waits for the disk: with a 20 ms producer-state
 # snapshot interval, an idempotent producer and transactional producers that
 # abort a third of their transactions (aborted-index appends and syncs), new
-# producer ids (id blocks) and small segments (rolls), sluiced runs under
-# syncprobe.so, which records each fsync, fdatasync, rename, pwrite or
-# regular-file write its core threads make while armed. Topics are created
+# producer ids (id blocks) and small segments (rolls), and Fetch and
+# ListOffsets lookups in segments dropped from the page cache
+# (cold_lookup.py), sluiced runs under syncprobe.so, which records each
+# fsync, fdatasync, rename, pwrite, blocking pread or regular-file write its
+# core threads make while armed. Topics are created
 # and the broker started before the window opens, and it closes before the
 # clean shutdown (both may wait). The window must record nothing, and the
 # partitions must hold snapshots written meanwhile (newer than the window's
@@ -43,6 +45,12 @@ for k in 1 2 3; do
 done
 wait "$prod" || fail "idempotent producer failed: $(tail -n 3 "$WORK/prod.err")"
 INTEG_CHILDREN=
+# Lookups in segments dropped from the page cache: Fetch by offset and ListOffsets by time read
+# batch headers; from a poll core they must come through the ring (nothing counted below).
+PY=$(command -v python3) || fail "python3 is not installed"
+guarded "$PY" "$(dirname "$0")/cold_lookup.py" --port "$PORT" --topic nb --partitions $PARTS --data "$DATA" \
+	>"$WORK/cold.out" 2>&1 || fail "lookups in cold segments: $(tail -n 5 "$WORK/cold.out")"
+log "$(tail -n 1 "$WORK/cold.out")"
 sleep 0.3   # a few more snapshot intervals after the last append
 rm -f "$ARM"
 log "window closed"
@@ -59,4 +67,6 @@ if [ -s "$OUT" ]; then
 	sort "$OUT" | uniq -c | sort -rn | head -n 20 >&2
 	fail "$(wc -l <"$OUT") blocking call(s) on poll cores during the load (above: count, call)"
 fi
-pass "no blocking call on a poll core; $newer snapshots written in the window"
+warm=$(grep -Eo '[0-9]+ lookups met batch headers outside the page cache' "$BROKER_LOG" | awk '{ s += $1 } END { print s + 0 }')
+[ "$warm" -gt 0 ] || fail "no lookup read its headers through io_uring after the eviction"
+pass "no blocking call on a poll core; $newer snapshots written in the window; $warm lookups read headers through io_uring"

@@ -2,7 +2,8 @@
  * syncprobe.c - LD_PRELOAD shim for nonblock.sh: records every call that
  * waits for the disk, writes a file or moves a name (fsync, fdatasync,
  * sync_file_range, rename*, pwrite*, write to a regular file other than
- * stdin/out/err: log lines go to stderr) made by a thread other than the
+ * stdin/out/err: log lines go to stderr; pread*, preadv* of a regular file
+ * except preadv2 with RWF_NOWAIT, which never waits) made by a thread other than the
  * process's main one (sluiced's poll cores are its other threads) while the
  * file named by $SYNCPROBE_ARM exists.
  * Each such call appends "NAME fd=FD" to $SYNCPROBE_OUT. Start-up and
@@ -14,7 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-/* Both pwrite and pwrite64 are defined below: no redirection of one to the other. */
+/* Both pwrite and pwrite64 (pread, pread64) are defined below: no redirection of one to the other. */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -99,4 +100,28 @@ ssize_t write(int fd, const void *b, size_t n)
 	if (regular(fd))
 		record("write", fd);
 	return NEXT(write)(fd, b, n);
+}
+ssize_t pread(int fd, void *b, size_t n, off_t off)
+{
+	if (regular(fd))
+		record("pread", fd);
+	return NEXT(pread)(fd, b, n, off);
+}
+ssize_t pread64(int fd, void *b, size_t n, off64_t off)
+{
+	if (regular(fd))
+		record("pread64", fd);
+	return NEXT(pread64)(fd, b, n, off);
+}
+ssize_t preadv(int fd, const struct iovec *v, int n, off_t off)
+{
+	if (regular(fd))
+		record("preadv", fd);
+	return NEXT(preadv)(fd, v, n, off);
+}
+ssize_t preadv2(int fd, const struct iovec *v, int n, off_t off, int flags)
+{
+	if (!(flags & RWF_NOWAIT) && regular(fd))
+		record("preadv2", fd);
+	return NEXT(preadv2)(fd, v, n, off, flags);
 }

@@ -397,6 +397,92 @@ static void test_torn_write_hole(void)
 	ut_teardown();
 }
 
+/* The whole of a small file into buf (at most cap bytes); -1 if it cannot be read. */
+static ssize_t file_get(const char *name, uint8_t *buf, size_t cap)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	return n;
+}
+
+static void file_put(const char *name, const uint8_t *buf, size_t len)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * A crash tore the last, unsynced write: a page inside batch 7's records was
+ * lost, later pages (batches 8..11) kept. The recovery point (written from the
+ * owner's timer after batch 3) says batches 0..3 were durable: damage there
+ * (a flipped byte in batch 1) is set aside as before, and past the point the
+ * first bad batch is a torn write, cut with everything after it, as Kafka
+ * recovers its unflushed segments. The same bytes with no valid record
+ * (torn) are set aside: the rules without it.
+ */
+static void test_torn_past_recovery_point(void)
+{
+	struct st_log *log;
+	uint64_t sizes[13] = { 0 };
+	uint8_t rp[64];
+	const char *name = "00000000000000000000.log";
+
+	for (int torn_record = 0; torn_record < 2; torn_record++) {
+		ut_setup(true);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+		for (int i = 0; i < 12; i++) {
+			ut_append(log, i, 1, 100, 1000);
+			sizes[i + 1] = sizes[i] + lens[i];
+			if (i == 3) {
+				ut_drive();
+				st_log_retain(log, 0);   /* the owner's timer: the durable end is recorded */
+				ut_drive();
+				CU_ASSERT_EQUAL(log->rp_base, 0);
+				CU_ASSERT_EQUAL(log->rp_bytes, sizes[4]);
+			}
+		}
+		ut_drive();
+		CU_ASSERT_EQUAL(log->rp_bytes, sizes[4]); /* less than ST_LOG_RECOVERY_POINT_BYTES since */
+		ssize_t rp_len = file_get(ST_RP_NAME, rp, sizeof(rp));
+		st_log_close(log);
+		/* The crash: the record as the timer left it, batch 7 torn inside its records. */
+		if (rp_len >= 0) {
+			if (torn_record)
+				rp[20] ^= 1;
+			file_put(ST_RP_NAME, rp, (size_t)rp_len);
+		}
+		file_flip(name, sizes[1] + 300);
+		file_zero(name, sizes[7] + 200, 500);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+		ut_check_damaged(log, 1, 12);                  /* inside the durable part: set aside */
+		ut_check_locate(log, 2, 7, 1 << 16, 2, 5);
+		if (!torn_record) {
+			CU_ASSERT_EQUAL(st_log_end_offset(log), 7);    /* torn: cut at batch 7 */
+			CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 1);
+			CU_ASSERT_EQUAL(log->rp_bytes, sizes[7]);      /* recorded where the cut left it */
+			CU_ASSERT_EQUAL(ut_append(log, 12, 1, 100, 10), 7);
+			ut_drive();
+			st_log_close(log);
+			CU_ASSERT_EQUAL(file_size(name), sizes[7] + lens[12]);
+		} else {
+			CU_ASSERT_EQUAL(st_log_end_offset(log), 12);   /* no record: both set aside */
+			CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 2);
+			st_log_close(log);
+			CU_ASSERT_EQUAL(file_size(name), sizes[12]);
+		}
+		ut_teardown();
+	}
+}
+
 /* A log of n 2-record batches in 8 KiB segments; returns the segment count. */
 static uint32_t ut_rolled_log(const struct st_log_config *cfg, int n)
 {
@@ -838,6 +924,69 @@ static void test_offset_for_time(void)
 	ut_teardown();
 }
 
+/* Drop every segment file of the log from the page cache (synced: the kernel lets the pages go). */
+static void ut_evict(struct st_log *log)
+{
+	for (uint32_t i = 0; i < log->nsegs; i++)
+		CU_ASSERT_EQUAL(posix_fadvise(log->segs[i]->fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+}
+
+/* What a poll core does with -EAGAIN: read the bytes named (its ring; here pread), then ask again. */
+static void ut_warm(int fd, uint64_t pos, uint32_t len, int *warms)
+{
+	static uint8_t sink[ST_LOG_WARM_BYTES];
+	CU_ASSERT_FATAL(len > 0 && len <= ST_LOG_WARM_BYTES);
+	CU_ASSERT(pread(fd, sink, len, (off_t)pos) > 0);
+	(*warms)++;
+}
+
+/*
+ * The poll core's lookups read batch headers only from the page cache: on
+ * evicted segments they say which bytes to bring in (-EAGAIN), and once those
+ * are read give what the blocking lookups give, for every offset and time.
+ */
+static void test_lookup_nowait(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	int warms = 0;
+
+	cfg.segment_bytes = 64 << 10;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 400; i++) /* batch i: offsets 2i, 2i+1; timestamps 1000i, 1000i+1; ~600 bytes */
+		ut_append(log, i, 2, 1000 * i, 250);
+	ut_drive();
+	CU_ASSERT_FATAL(st_log_segment_count(log) > 3);
+	for (int64_t o = 0; o < 800; o += 37) {
+		int fd, fd2;
+		uint64_t pos, pos2;
+		uint32_t len, len2;
+		int rc, tries = 0;
+		ut_evict(log);
+		while ((rc = st_log_locate_nowait(log, o, 800, 8192, &fd, &pos, &len)) == -EAGAIN && tries++ < 64)
+			ut_warm(fd, pos, len, &warms);
+		CU_ASSERT_EQUAL(rc, 0);
+		CU_ASSERT_EQUAL(st_log_locate(log, o, 800, 8192, &fd2, &pos2, &len2), 0);
+		CU_ASSERT(fd == fd2 && pos == pos2);
+		CU_ASSERT(len > 0 && len <= len2);  /* the range may stop before a header not yet cached */
+	}
+	for (int64_t ts = 0; ts < 401000; ts += 9999) {
+		int fd, tries = 0, rc;
+		uint64_t pos;
+		uint32_t len;
+		int64_t off = -1;
+		ut_evict(log);
+		while ((rc = st_log_offset_for_time_nowait(log, ts, &off, &fd, &pos, &len)) == -EAGAIN && tries++ < 64)
+			ut_warm(fd, pos, len, &warms);
+		CU_ASSERT_EQUAL(rc, 0);
+		CU_ASSERT_EQUAL(off, st_log_offset_for_time(log, ts));
+	}
+	CU_ASSERT(warms > 0); /* the evictions took: the lookups did meet cold headers */
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* What st_log_scan reported, and when to stop. */
 struct ut_scan {
 	int n, stop_after;
@@ -1273,10 +1422,25 @@ static void test_roll_dirsync_in_chain(void)
 	ut_cqe(w.user_data, (int)lens[1]);
 	CU_ASSERT_EQUAL(cb.n, 1);   /* not before its fdatasync */
 	ut_cqe(s.user_data, 0);
-	ring.sq.sqe_tail -= 3;
 	CU_ASSERT_EQUAL(cb.n, 2);
 	CU_ASSERT_EQUAL(cb.status[1], 0);
 	CU_ASSERT_EQUAL(st_log_durable_offset(log), 2);
+	/* The durable end moved into the new segment: the recovery point follows, a write with its
+	 * fdatasync linked, that no append waited for; the log is not idle until it is done. */
+	struct io_uring_sqe rw = *ut_sqe(2), rs = *ut_sqe(1);
+	CU_ASSERT_EQUAL(rw.opcode, IORING_OP_WRITE);
+	CU_ASSERT_EQUAL(rw.fd, log->rp_fd);
+	CU_ASSERT(rw.flags & IOSQE_IO_LINK);
+	CU_ASSERT_EQUAL(rs.opcode, IORING_OP_FSYNC);
+	CU_ASSERT_EQUAL(rs.fd, log->rp_fd);
+	ring.sq.sqe_tail -= 5;
+	CU_ASSERT_FALSE(st_log_idle(log));
+	CU_ASSERT_EQUAL(log->rp_base, 0);
+	ut_cqe(rw.user_data, ST_RP_BYTES);
+	ut_cqe(rs.user_data, 0);
+	CU_ASSERT(st_log_idle(log));
+	CU_ASSERT_EQUAL(log->rp_base, 1);
+	CU_ASSERT_EQUAL(log->rp_bytes, lens[1]);
 	/* The next group of that segment needs no directory fsync. */
 	ut_append(log, 2, 1, 0, 10);
 	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 2);
@@ -1429,6 +1593,7 @@ int main(void)
 	CU_add_test(s, "torn tail", test_torn_tail);
 	CU_add_test(s, "corrupt middle batch", test_corrupt_middle);
 	CU_add_test(s, "torn write: a hole of zeros before written pages", test_torn_write_hole);
+	CU_add_test(s, "torn write past the recovery point: cut", test_torn_past_recovery_point);
 	CU_add_test(s, "sealed segment: damaged first batch", test_sealed_first_batch);
 	CU_add_test(s, "sealed segment: damage met by a read", test_sealed_damage_at_read);
 	CU_add_test(s, "sealed segment: a length ending near the end", test_sealed_length_near_end);
@@ -1438,6 +1603,7 @@ int main(void)
 	CU_add_test(s, "empty segments", test_empty_segments);
 	CU_add_test(s, "locate limit and max_bytes", test_locate_limits);
 	CU_add_test(s, "offset for time", test_offset_for_time);
+	CU_add_test(s, "lookups from the page cache only (nowait)", test_lookup_nowait);
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
