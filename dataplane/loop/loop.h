@@ -31,6 +31,7 @@
 #include <liburing.h>
 
 #include "dp_limits.h"
+#include "names.h"   /* topic and partition directory names */
 #include "ring.h"
 
 struct nic;
@@ -434,10 +435,7 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
-bool dp_topic_name_valid(const char *name, size_t len);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
-/* The coordinators' own logs: never a user topic (created, auto-created or produced to). */
-bool dp_topic_internal(const char *name, size_t len);
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
 /* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */
