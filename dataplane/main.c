@@ -59,6 +59,9 @@ static void usage(FILE *f)
 	"  --fault-prepare-fail N  the first N PrepareCommit/PrepareAbort writes of the transaction\n"
 	"                          coordinator fail (in turn refused, and reported failed once durable)\n"
 	"  --fault-add-fail N      the same for the first N AddPartitionsToTxn writes\n"
+	"  --fault-marker-write-fail N  on each data core, the log writes of the first N COMMIT/ABORT\n"
+	"                          markers fail after they were queued (nothing written, EIO): the\n"
+	"                          partition goes offline until its probe reopens the log\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
@@ -97,7 +100,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET,
-	       O_FMARKER, O_FPREP, O_FADD, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FMWRITE, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -114,6 +117,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-marker-fail", required_argument, 0, O_FMARKER },
 		{ "fault-prepare-fail", required_argument, 0, O_FPREP },
 		{ "fault-add-fail", required_argument, 0, O_FADD },
+		{ "fault-marker-write-fail", required_argument, 0, O_FMWRITE },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
@@ -216,11 +220,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_FPREP:
-		case O_FADD: {
+		case O_FADD:
+		case O_FMWRITE: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v > 1000)
 				goto bad;
-			*(o == O_FPREP ? &cfg->fault_prepare_fail : &cfg->fault_add_fail) = (uint32_t)v;
+			*(o == O_FPREP ? &cfg->fault_prepare_fail :
+			  o == O_FADD ? &cfg->fault_add_fail : &cfg->fault_marker_write_fail) = (uint32_t)v;
 			break;
 		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;

@@ -161,6 +161,7 @@ struct st_group {
 	int err;                  /* first hard error (-errno), 0 if none */
 	bool active;              /* formed: in flight or waiting to be resubmitted */
 	bool synced;              /* the fdatasync covering every byte completed */
+	bool fault;               /* test only (st_log_fault_write): its write writes nothing and fails EIO */
 };
 
 /* Per-core I/O engine. Locality: shard core (one per core). */
@@ -190,6 +191,7 @@ struct st_log {
 	struct st_log *dirty_next;
 	bool on_dirty;
 	uint32_t index_writes;             /* sealed segments' indexes being written (seg_seal) */
+	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

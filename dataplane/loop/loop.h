@@ -79,6 +79,7 @@ struct dp_config {
 	uint32_t fault_prepare_fail;     /* the first N Prepare* writes fail: even ones refused, odd ones
 	                                    reported failed at completion */
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
+	uint32_t fault_marker_write_fail;/* per data core, the first N markers' log writes fail once queued */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
@@ -253,6 +254,7 @@ struct dp_core {
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
+	uint32_t marker_write_faults; /* markers whose log write --fault-marker-write-fail failed so far */
 };
 
 /*

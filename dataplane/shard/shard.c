@@ -447,6 +447,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * refused, retriably, and the coordinator sends it again until then.
 	 */
 	if (p->offline_ms || st_log_failed(p->log)) {
+		if (p->fault_hold_ms) {   /* test only: the probe waited for this */
+			DP_INFO("fault injection: partition %s refused a marker while offline", p->dir);
+			p->fault_hold_ms = 0;
+		}
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
@@ -516,6 +520,15 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(rc == 0);   /* reserved above */
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;
+	if (c->marker_write_faults < c->b->cfg.fault_marker_write_fail) {   /* test only */
+		c->marker_write_faults++;
+		DP_INFO("fault injection: the log write of the marker for producer %lld at %s offset %lld will fail",
+		        (long long)pid, p->dir, (long long)off);
+		st_log_fault_write(p->log, off);
+		/* The probe waits until a marker sent again met the partition offline (at most DP_FAULT_HOLD_MS), so
+		 * that the test sees that path whatever the timers' order. */
+		p->fault_hold_ms = c->now_ms + DP_FAULT_HOLD_MS;
+	}
 	(void)rc;
 }
 

@@ -58,6 +58,8 @@ struct dp_part {
 	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
 	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
 	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int64_t fault_hold_ms;        /* test only (--fault-marker-write-fail): no probe before a marker was
+	                                 refused offline, or until then; 0 none */
 	int32_t probe_backoff_ms;
 	uint64_t refused;             /* appends refused while offline, logged when it is back */
 	uint32_t nwaiters;
