@@ -39,7 +39,7 @@ grep -q "recovered topic orders with 1 partitions" "$WORK/start.log" ||
 	fail "a skipped name became a topic: $(grep recovered "$WORK/start.log")"
 
 # On the wire: orders/3 and orders/5 do not exist, orders/0 still holds its 100 records.
-guarded "$PY" - "$PORT" "$CLIENT_DIR" <<'PY' || fail "Produce answers"
+cat >"$WORK/produce.py" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])
 import bad_client as bc
@@ -51,5 +51,6 @@ for p, want in ((0, 0), (3, 3), (5, 3)):   # NONE, UNKNOWN_TOPIC_OR_PARTITION
     if p == 0 and base != 100:
         sys.exit(f'orders/0: appended at {base}, want 100 (the partition kept its 100 records)')
 PY
+guarded "$PY" "$WORK/produce.py" "$PORT" "$CLIENT_DIR" || fail "Produce answers"
 stop_broker
 pass "non-canonical, internal and non-directory names skipped, orders intact"

@@ -48,7 +48,7 @@ refused "every producer id was issued; refusing to start"
 
 pid_file 123000
 start_broker --no-fsync
-guarded "$PY" - "$PORT" "$CLIENT_DIR" <<'PY' || fail "InitProducerId after a good __producer_ids"
+cat >"$WORK/init.py" <<'PY'
 import struct, sys
 sys.path.insert(0, sys.argv[2])
 import bad_client as bc
@@ -59,5 +59,6 @@ err, pid, epoch = r.i16(), r.i64(), r.i16()
 if (err, pid, epoch) != (0, 123000, 0):
     sys.exit(f'InitProducerId: error {err}, id {pid}, epoch {epoch}; want 0, 123000, 0')
 PY
+guarded "$PY" "$WORK/init.py" "$PORT" "$CLIENT_DIR" || fail "InitProducerId after a good __producer_ids"
 stop_broker
 pass "negative, long and exhausted __producer_ids refused; a good one carries on"
