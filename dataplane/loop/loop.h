@@ -79,6 +79,7 @@ struct dp_config {
 	uint32_t fault_prepare_fail;     /* the first N Prepare* writes fail: even ones refused, odd ones
 	                                    reported failed at completion */
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
+	uint32_t fault_init_fail;        /* the same for InitProducerId's writes */
 	uint32_t fault_marker_write_fail;/* per data core, the first N markers' log writes fail once queued */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
