@@ -81,6 +81,7 @@ struct dp_config {
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
 	uint32_t fault_init_fail;        /* the same for InitProducerId's writes */
 	uint32_t fault_marker_write_fail;/* per data core, the first N markers' log writes fail once queued */
+	int32_t fault_marker_delay_ms;   /* act on each durable marker this late, as a slow disk would */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
@@ -183,6 +184,7 @@ struct dp_role {
 typedef void (*dp_cqe_fn)(struct dp_core *c, const struct io_uring_cqe *cqe);
 
 /* One core. Everything here belongs to that core's thread. */
+struct dp_marker;
 struct dp_core {
 	int id;
 	struct dp_broker *b;
@@ -256,6 +258,8 @@ struct dp_core {
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 	uint32_t marker_write_faults; /* markers whose log write --fault-marker-write-fail failed so far */
+	struct dp_marker *markers_held, *markers_held_tail; /* test only: durable markers acted on late
+	                                 (--fault-marker-delay-ms), oldest first (shard.c) */
 };
 
 /*

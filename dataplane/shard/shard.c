@@ -387,6 +387,11 @@ struct dp_marker {
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
 	int64_t offset;           /* where the marker went */
+	/* test only (--fault-marker-delay-ms): its completion, held until due_ms */
+	bool held;
+	int status;
+	int64_t due_ms;
+	struct dp_marker *held_next;
 };
 
 static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
@@ -400,6 +405,19 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_core_self();
 	struct dp_marker *mk = cookie;
+	if (c->b->cfg.fault_marker_delay_ms > 0 && !mk->held) {
+		/* Test only: acted on late, as after a slow fdatasync; still writing meanwhile. */
+		mk->held = true;
+		mk->status = status;
+		mk->due_ms = c->now_ms + c->b->cfg.fault_marker_delay_ms;
+		mk->held_next = NULL;
+		if (c->markers_held_tail)
+			c->markers_held_tail->held_next = mk;
+		else
+			c->markers_held = mk;
+		c->markers_held_tail = mk;
+		return;
+	}
 	assert(mk->p->markers_writing > 0);
 	mk->p->markers_writing--;
 	if (status < 0) {
@@ -421,6 +439,18 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 	dp_buf_put(mk);
 	if (p->nwaiters)
 		wake_waiters(c, p, false);   /* the LSO moved */
+}
+
+/* Shard timer, test only (--fault-marker-delay-ms): the held marker completions now due. */
+void dp_shard_markers_due(struct dp_core *c)
+{
+	struct dp_marker *mk;
+	while ((mk = c->markers_held) && mk->due_ms <= c->now_ms) {
+		c->markers_held = mk->held_next;
+		if (!c->markers_held)
+			c->markers_held_tail = NULL;
+		dp_shard_on_marker(mk, mk->status, mk->offset);
+	}
 }
 
 /*

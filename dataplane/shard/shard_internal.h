@@ -14,6 +14,8 @@
 /* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 void dp_shard_on_marker(void *cookie, int status, int64_t base_offset);
+/* Shard timer, test only (--fault-marker-delay-ms): act on the held marker completions now due. */
+void dp_shard_markers_due(struct dp_core *c);
 int  dp_shard_deletes(struct dp_core *c);
 /* Returns how many owned partitions could not be opened (they stay offline). */
 int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
