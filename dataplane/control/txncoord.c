@@ -102,6 +102,7 @@ static void write_put(struct dp_txnc *t, struct txnc_write *w)
 {
 	if (!w)
 		return;
+	w->init = false;   /* a free record carries no pending identity (init_pending) */
 	w->next_free = t->write_free;
 	t->write_free = w;
 }
@@ -246,7 +247,8 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		write_put(t, w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .init = ini != NULL, .m = m,
+	/* Only the op's own record applies the identity; a compaction's only carries it (init_pending). */
+	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .init = ini && step, .m = m,
 	                          .buf = buf };
 	if (ini)
 		w->ini = *ini;
@@ -294,6 +296,17 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 	return persist_ex(c, m, step, false, NULL);
 }
 
+/* The identity m's InitProducerId record in flight carries, NULL if none. */
+static const struct txnc_init *init_pending(struct dp_txnc *t, const struct txn_meta *m)
+{
+	if (m->drive != TXN_DRIVE_INIT)
+		return NULL;
+	for (uint32_t i = 0; i < DP_COORD_WRITES_MAX; i++)
+		if (t->writes[i].init && t->writes[i].m == m)
+			return &t->writes[i].ini;
+	return NULL;
+}
+
 /* Compaction (clog.c): every id's current state rewritten, then the old segments go. */
 static void maybe_compact(struct dp_core *c)
 {
@@ -304,7 +317,9 @@ static void maybe_compact(struct dp_core *c)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur))) {
-		if (persist_ex(c, m, false, true, NULL) == 0)
+		/* An id whose InitProducerId record is in flight is rewritten with the identity that
+		 * record carries: written after it, its durable one would undo it at the next start. */
+		if (persist_ex(c, m, false, true, init_pending(t, m)) == 0)
 			st_compaction_queued(&t->clog.compact);
 		else
 			st_compaction_lost(&t->clog.compact);   /* that id's record is only in the old segments */
