@@ -261,7 +261,7 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 	int err = st_log_failed(p->log);
 	if (p->fault_hold_ms > c->now_ms)
 		return;   /* test only: a marker sent again is to meet the partition offline first */
-	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p)) {
+	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p) || p->markers_writing) {
 		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
 		return;
 	}

@@ -534,6 +534,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	uint8_t *batch = (uint8_t *)(mk + 1);
 	mk->req = *m;
 	mk->p = p;
+	mk->held = false;
 	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
 	                              dp_wall_ms());
 	assert(n > 0);
