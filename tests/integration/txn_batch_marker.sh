@@ -18,7 +18,8 @@ txn_init txn-batch-marker 76 "$@"
 PY=$(command -v python3) || skip "python3 is not installed"
 CLIENT=$(dirname "$0")/txn_batch_marker.py
 
-start_broker --cores 2 --fault-marker-delay-ms 4000
+# 10 s: the window for one AddPartitionsToTxn and one Produce on a busy machine.
+start_broker --cores 2 --fault-marker-delay-ms 10000
 txn_run client "$PY" "$CLIENT" "$PORT" "$WORK/exp-c" || fail "the client: $(txn_show client)"
 log "client: $(grep -E '^a1|^refused' "$WORK/client.out" | tr '\n' ' ')"
 consume_check rc committed "$WORK/exp-c" tbm 2 --timeout 60
