@@ -61,10 +61,16 @@ static void usage(FILE *f)
 	"  --fault-prepare-fail N  the first N PrepareCommit/PrepareAbort writes of the transaction\n"
 	"                          coordinator fail (in turn refused, and reported failed once durable)\n"
 	"  --fault-add-fail N      the same for the first N AddPartitionsToTxn writes\n"
+	"  --fault-init-fail N     the same for the first N InitProducerId writes\n"
+	"  --fault-marker-write-fail N  on each data core, the log writes of the first N COMMIT/ABORT\n"
+	"                          markers fail after they were queued (nothing written, EIO): the\n"
+	"                          partition goes offline until its probe reopens the log\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
 	"                          partition answer, cutting the records sooner (default 1024)\n"
+	"  --fault-marker-delay-ms N  act on each durable COMMIT/ABORT marker N ms late (its\n"
+	"                          transaction stays open in the LSO meanwhile), as a slow disk would\n"
 	"  --fault-offsets-delay-ms N  act on each durable transactional-offset write (TxnOffsetCommit,\n"
 	"                          a transaction's end) N ms late, as a slow disk would\n"
 	"  --test-producers-max N  per partition, track at most N idempotent producers (default 1048576)\n"
@@ -99,7 +105,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -117,9 +123,12 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-call-refuse", required_argument, 0, O_FCALL },
 		{ "fault-prepare-fail", required_argument, 0, O_FPREP },
 		{ "fault-add-fail", required_argument, 0, O_FADD },
+		{ "fault-marker-write-fail", required_argument, 0, O_FMWRITE },
+		{ "fault-init-fail", required_argument, 0, O_FINIT },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
+		{ "fault-marker-delay-ms", required_argument, 0, O_FMDELAY },
 		{ "test-producers-max", required_argument, 0, O_TPMAX },
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
@@ -220,11 +229,15 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_FPREP:
-		case O_FADD: {
+		case O_FADD:
+		case O_FINIT:
+		case O_FMWRITE: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v > 1000)
 				goto bad;
-			*(o == O_FPREP ? &cfg->fault_prepare_fail : &cfg->fault_add_fail) = (uint32_t)v;
+			*(o == O_FPREP ? &cfg->fault_prepare_fail :
+			  o == O_FADD ? &cfg->fault_add_fail :
+			  o == O_FINIT ? &cfg->fault_init_fail : &cfg->fault_marker_write_fail) = (uint32_t)v;
 			break;
 		}
 		case O_FSEED: cfg->fault_seed = strtoull(optarg, &end, 10); if (*end) goto bad; break;
@@ -258,10 +271,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			else goto bad;
 			break;
 		case O_FOFFDELAY:
-			cfg->fault_offsets_delay_ms = (int32_t)strtol(optarg, &end, 10);
-			if (*end || cfg->fault_offsets_delay_ms < 0 || cfg->fault_offsets_delay_ms > 600000)
+		case O_FMDELAY: {
+			int32_t *ms = o == O_FOFFDELAY ? &cfg->fault_offsets_delay_ms : &cfg->fault_marker_delay_ms;
+			*ms = (int32_t)strtol(optarg, &end, 10);
+			if (*end || *ms < 0 || *ms > 600000)
 				goto bad;
 			break;
+		}
 		case O_TXNMAX:
 			cfg->txn_max_timeout_ms = (int32_t)strtol(optarg, &end, 10);
 			if (*end || cfg->txn_max_timeout_ms < 1)

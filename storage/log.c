@@ -1251,6 +1251,12 @@ int st_log_delete(struct st_log *log)
 	return rc;
 }
 
+void st_log_fault_write(struct st_log *log, int64_t offset)
+{
+	assert(offset >= log->durable && offset < log->leo);
+	log->fault_write_at1 = offset + 1;
+}
+
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
@@ -1416,14 +1422,17 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	assert(need > 0);
 	if (st_fs_sq_space(io->ring) < need)
 		return -EBUSY;
-	if (!g->active)
+	if (!g->active) {
 		group_form(log);
+		int64_t at = log->fault_write_at1 - 1;
+		g->fault = at >= g->head->base && at < g->end;
+	}
 	/* The segment's name first: a failure cancels the write and sync linked after it. */
 	if (dirsync)
 		st_fs_prep_sync(io->ring, log->dirfd, false, op_user_data(log, ST_OP_DIRSYNC), ST_FS_LINK);
 	/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
-	if (write)
-		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->iov_n - g->iov_first,
+	if (write)   /* a faulted group (test only) writes no byte: its completion is made EIO */
+		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->fault ? 0 : g->iov_n - g->iov_first,
 		                  g->pos + g->written, op_user_data(log, ST_OP_WRITE), fsync);
 	/* Group commit: one fdatasync makes every append of the group durable. */
 	if (fsync)
@@ -1564,6 +1573,10 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 		else if (res != -EAGAIN && res != -EINTR && !g->err)
 			g->err = res; /* the write and sync linked after it come back cancelled */
 	} else if (op == ST_OP_WRITE) {
+		if (g->fault) {   /* test only (st_log_fault_write): nothing was written */
+			res = -EIO;
+			log->fault_write_at1 = 0;
+		}
 		if (res > 0) {
 			assert(g->written + (uint64_t)res <= g->total);
 			g->written += (uint64_t)res;

@@ -100,6 +100,13 @@ int64_t st_log_append(struct st_log *log, uint8_t *batch, uint32_t len,
 /* The same, calling cb(arg, ...) when it is durable or failed (not the io's on_append). */
 int64_t st_log_append_cb(struct st_log *log, uint8_t *batch, uint32_t len,
                          uint32_t record_count, st_append_cb cb, void *arg);
+/*
+ * Test only (sluiced --fault-marker-write-fail): the write of the group that
+ * carries offset (queued, not yet written) fails as a disk's would: it writes
+ * nothing and completes with EIO, so the log fails, every append of that
+ * group and after it fails, and a reopen finds none of them in the file.
+ */
+void st_log_fault_write(struct st_log *log, int64_t offset);
 
 /*
  * Where to read for a fetch: whole batches starting with the batch that holds

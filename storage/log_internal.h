@@ -200,6 +200,7 @@ struct st_group {
 	int err;                  /* first hard error (-errno), 0 if none */
 	bool active;              /* formed: in flight or waiting to be resubmitted */
 	bool synced;              /* the fdatasync covering every byte completed */
+	bool fault;               /* test only (st_log_fault_write): its write writes nothing and fails EIO */
 };
 
 /* Per-core I/O engine. Locality: shard core (one per core). */
@@ -237,6 +238,7 @@ struct st_log {
 	uint64_t rp_next_bytes;
 	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
 	uint8_t rp_buf[ST_RP_BYTES];
+	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

@@ -94,7 +94,8 @@ static const struct {
 } drive_rule[] = {
 	[TXN_DRIVE_IDLE] = { D(TXN_DRIVE_INIT) | D(TXN_DRIVE_ADD) | D(TXN_DRIVE_ADD_ACKS) | D(TXN_DRIVE_OFFSETS) |
 	                     D(TXN_DRIVE_PREPARE) | D(TXN_DRIVE_MARKERS) | D(TXN_DRIVE_REAUTH), ~0u },
-	[TXN_DRIVE_INIT] = { D(TXN_DRIVE_IDLE), S(TXN_EMPTY) },
+	/* Init: the id keeps its durable state until the new identity's record is durable (then Empty). */
+	[TXN_DRIVE_INIT] = { D(TXN_DRIVE_IDLE), S(TXN_EMPTY) | S(TXN_COMPLETE_COMMIT) | S(TXN_COMPLETE_ABORT) },
 	[TXN_DRIVE_ADD] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },
 	[TXN_DRIVE_ADD_ACKS] = { D(TXN_DRIVE_ADD), S(TXN_ONGOING) },
 	[TXN_DRIVE_OFFSETS] = { D(TXN_DRIVE_IDLE), S(TXN_ONGOING) },

@@ -275,24 +275,35 @@ int dp_scan_data_dir(struct dp_broker *b)
 	int32_t n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		char *dash = strrchr(e->d_name, '-');
-		if (!dash || dash == e->d_name || !dash[1])
+		size_t len;
+		int32_t p;
+		enum dp_dir_name k = dp_dir_name_parse(e->d_name, strlen(e->d_name), &len, &p);
+		if (k == DP_DIR_OTHER)
 			continue;
-		char *endp;
-		long p = strtol(dash + 1, &endp, 10);
-		size_t len = (size_t)(dash - e->d_name);
-		if (*endp || p < 0 || p >= DP_PARTITIONS_MAX || !dp_topic_name_valid(e->d_name, len))
+		/* Skipped, not fatal: one stray name must not keep every other partition offline. */
+		if (k != DP_DIR_PARTITION) {
+			DP_WARN("%s/%s skipped: %s", b->cfg.data_dir, e->d_name, dp_dir_name_why(k));
 			continue;
+		}
+		struct stat st;
+		/* A link to a directory is taken, as Kafka's File.isDirectory does (fstatat follows it). */
+		if (e->d_type != DT_DIR && (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode))) {
+			DP_WARN("%s/%s skipped: not a directory", b->cfg.data_dir, e->d_name);
+			continue;
+		}
 		int32_t id = ctrl_find(cc->ctrl, e->d_name, len);
 		if (id < 0) {
-			if (n == DP_TOPICS_MAX)
-				break;
+			if (n == DP_TOPICS_MAX) {
+				DP_WARN("%s/%s skipped: %d topics recovered already (the catalog's limit)", b->cfg.data_dir,
+				        e->d_name, DP_TOPICS_MAX);
+				continue;
+			}
 			id = n++;
 			ts[id] = (struct ctrl_topic){ .live = true, .gen = 1, .len = (uint16_t)len };
 			memcpy(ts[id].name, e->d_name, len);
 		}
 		if (p + 1 > ts[id].nparts)
-			ts[id].nparts = (int32_t)p + 1;
+			ts[id].nparts = p + 1;
 	}
 	closedir(d);
 	for (int32_t id = 0; id < n; id++)

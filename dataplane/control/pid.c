@@ -10,6 +10,7 @@
  *        0     4  magic "SLPI"
  *        4     8  next block start (int64, big-endian): no id >= this was issued
  *       12     4  CRC32C of bytes 0..11
+ * Its bytes are encoded and checked in pidfile.c (pure; fuzzed by tests/fuzz/fuzz_pidfile.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,15 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crc32c.h"
 #include "fop.h"
 #include "kerr.h"
+#include "pidfile.h"
 #include "control_internal.h"
 
-#define DP_PID_BLOCK 1000
 #define DP_PID_FILE "__producer_ids"
 #define DP_PID_TMP "__producer_ids.tmp"
-#define DP_PID_FILE_BYTES 16
 
 /* The block record being written through the core's io_uring. Locality: control core. */
 struct dp_pid_write {
@@ -35,33 +34,11 @@ struct dp_pid_write {
 };
 #define DP_EPOCH_MAX 32766   /* Kafka bumps to a new id when the epoch would reach Short.MAX_VALUE */
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void encode_block(uint8_t b[DP_PID_FILE_BYTES], int64_t next)
-{
-	memcpy(b, "SLPI", 4);
-	put_be64(b + 4, (uint64_t)next);
-	uint32_t crc = crc32c(0, b, 12);
-	b[12] = (uint8_t)(crc >> 24), b[13] = (uint8_t)(crc >> 16), b[14] = (uint8_t)(crc >> 8), b[15] = (uint8_t)crc;
-}
-
 /* Synchronous: start-up only (the first block, before any core runs). */
 static int write_block(struct dp_pids *p, int64_t next)
 {
 	uint8_t b[DP_PID_FILE_BYTES];
-	encode_block(b, next);
+	dp_pid_file_encode(b, next);
 	int fd = openat(p->dirfd, DP_PID_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -89,23 +66,30 @@ int dp_pid_init(struct dp_pids *p, const char *dir)
 	if (fd < 0 && errno != ENOENT)
 		return -errno;
 	if (fd >= 0) {
-		uint8_t b[DP_PID_FILE_BYTES];
+		uint8_t b[DP_PID_FILE_BYTES + 1];   /* one more: a longer file is not one record either */
 		ssize_t n = read(fd, b, sizeof(b));
 		close(fd);
-		uint32_t crc = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
-		if (n != (ssize_t)sizeof(b) || memcmp(b, "SLPI", 4) || crc32c(0, b, 12) != crc) {
-			DP_ERR("%s/%s is damaged; refusing to start (ids could be reused)", dir, DP_PID_FILE);
-			return -EBADMSG;
+		int64_t end;
+		int drc = n < 0 ? -errno : dp_pid_file_decode(b, (size_t)n, &end);
+		if (drc < 0) {
+			DP_ERR("%s/%s is %s; refusing to start (ids could be reused)", dir, DP_PID_FILE,
+			       drc == -ERANGE ? "not a block end the broker writes" : "damaged");
+			return drc;
 		}
-		p->next = p->end = (int64_t)get_be64(b + 4);
+		p->next = p->end = end;
 	}
 	/* The first block now, so that the control core's first InitProducerId has an id at hand. */
-	int rc = write_block(p, p->end + DP_PID_BLOCK);
+	int64_t block = dp_pid_next_block(p->end);
+	if (block < 0) {
+		DP_ERR("%s/%s: every producer id was issued; refusing to start", dir, DP_PID_FILE);
+		return -ENOSPC;
+	}
+	int rc = write_block(p, block);
 	if (rc < 0) {
 		DP_ERR("cannot record producer id block: %s", strerror(-rc));
 		return rc;
 	}
-	p->end += DP_PID_BLOCK;
+	p->end = block;
 	return 0;
 }
 
@@ -124,9 +108,9 @@ int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io)
 {
 	/* The next block is recorded ahead, through the core's io_uring, when half of this one is gone:
 	 * a block is on disk before any id in it is handed out, and no InitProducerId waits for a disk. */
-	if (p->writing < 0 && p->end - p->next <= DP_PID_BLOCK / 2) {
-		p->writing = p->end + DP_PID_BLOCK;
-		encode_block(p->w->buf, p->writing);
+	if (p->writing < 0 && p->end - p->next <= DP_PID_BLOCK / 2 && dp_pid_next_block(p->end) >= 0) {
+		p->writing = dp_pid_next_block(p->end);
+		dp_pid_file_encode(p->w->buf, p->writing);
 		st_fop_replace(io, &p->w->fop, p->dirfd, DP_PID_TMP, DP_PID_FILE, NULL, p->w->buf, sizeof(p->w->buf), -1,
 		               block_written, p);
 	}

@@ -40,10 +40,25 @@
 _Static_assert(sizeof(struct dp_msg) <= sizeof(((struct txn_meta *)0)->queued), "queued request fits");
 
 /* A write in flight to the coordinator log (from dp_txnc.writes, no malloc). */
+/*
+ * InitProducerId's new identity for an id, carried by its record's write and
+ * applied to the id only once that record is durable (Kafka's pending
+ * transition): until then the id keeps its durable producer id and epoch, so
+ * a failed write leaves it as it was and the client's retry (or its current
+ * instance) is still known. Locality: control core.
+ */
+struct txnc_init {
+	int64_t pid, prev_pid;
+	int16_t epoch, prev_epoch;
+	int32_t timeout_ms;
+};
+
 struct txnc_write {
 	bool step;                /* the current op waits for this write */
 	bool compact;             /* a compaction rewrite */
 	bool fault;               /* test only: reported failed once durable (--fault-prepare-fail) */
+	bool init;                /* an InitProducerId record: ini is applied to m once durable */
+	struct txnc_init ini;
 	struct txn_meta *m;       /* NULL: an expiry tombstone (the id is gone) */
 	uint8_t *buf;
 	struct txnc_write *next_free;
@@ -63,6 +78,7 @@ struct dp_txnc {
 	uint64_t full_refused;        /* InitProducerIds refused for a full table, ever */
 	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
 	uint32_t add_faults;          /* AddPartitions writes failed by --fault-add-fail so far */
+	uint32_t init_faults;         /* InitProducerId writes failed by --fault-init-fail so far */
 	/* Writes in flight, a pool fixed at start-up (DP_COORD_WRITES_MAX): an
 	 * empty one fails the write as no memory would (the op answers
 	 * COORDINATOR_NOT_AVAILABLE, retriable; a compaction keeps the old segments). */
@@ -86,6 +102,7 @@ static void write_put(struct dp_txnc *t, struct txnc_write *w)
 {
 	if (!w)
 		return;
+	w->init = false;   /* a free record carries no pending identity (init_pending) */
 	w->next_free = t->write_free;
 	t->write_free = w;
 }
@@ -157,7 +174,20 @@ static void op_finish(struct dp_core *c, struct txn_meta *m, int16_t err)
 
 /* ---- the log -------------------------------------------------------------------- */
 
-static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool compact)
+/* The id's state as InitProducerId leaves it (a new or bumped identity, Empty, no transaction). */
+static void init_apply(struct txn_meta *m, const struct txnc_init *ini)
+{
+	m->pid = ini->pid;
+	m->prev_pid = ini->prev_pid;
+	m->epoch = ini->epoch;
+	m->prev_epoch = ini->prev_epoch;
+	m->timeout_ms = ini->timeout_ms;
+	txn_set_state(m, TXN_EMPTY);
+	txn_meta_clear_txn(m);
+}
+
+/* ini: an InitProducerId record, written with that identity and applied to m once durable. */
+static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool compact, const struct txnc_init *ini)
 {
 	struct dp_txnc *t = c->txnc;
 	if (!compact)
@@ -165,27 +195,44 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 	/* Test only: the first N writes of a kind fail, in turn refused and reported failed once durable. */
 	bool fault = false;
 	bool prep = step && m->drive == TXN_DRIVE_PREPARE, add = step && m->drive == TXN_DRIVE_ADD;
-	uint32_t *faults = prep ? &t->prepare_faults : add ? &t->add_faults : NULL;
-	if (faults && *faults < (prep ? c->b->cfg.fault_prepare_fail : c->b->cfg.fault_add_fail)) {
+	bool init = step && m->drive == TXN_DRIVE_INIT;
+	uint32_t *faults = prep ? &t->prepare_faults : add ? &t->add_faults : init ? &t->init_faults : NULL;
+	if (faults && *faults < (prep ? c->b->cfg.fault_prepare_fail : add ? c->b->cfg.fault_add_fail :
+	                         c->b->cfg.fault_init_fail)) {
 		fault = (*faults)++ % 2;
 		DP_WARN("fault injection: the %s write of txn %.*s fails (%s)", prep ? txn_state_name(m->state) :
-		        "AddPartitions", m->id_len, m->id, fault ? "at completion" : "refused");
+		        add ? "AddPartitions" : "InitProducerId", m->id_len, m->id, fault ? "at completion" : "refused");
 		if (!fault)
 			return -EIO;
 	}
-	size_t vlen = txn_meta_value_size(m);
+	/* The record carries the new identity; m keeps its durable one until then (a copy of the
+	 * fixed part: the value does not hold the id's name, and there is no transaction to copy). */
+	struct txn_meta next;
+	const struct txn_meta *rec = m;
+	if (ini) {
+		assert(m->ntps == 0 && m->ngroups == 0);   /* no transaction open: init_pid fences one first */
+		next = *m;
+		next.tps = NULL, next.groups = NULL;
+		init_apply(&next, ini);
+		rec = &next;
+	}
+	size_t vlen = txn_meta_value_size(rec);
 	size_t cap = ST_BATCH_HEADER_BYTES + 64 + m->id_len + vlen;
 	uint8_t *val = dp_buf_try_get(vlen);
 	uint8_t *buf = dp_buf_try_get(cap);
 	struct txnc_write *w = write_get(t);
-	int n = val && buf && w ? txn_meta_encode(m, val, vlen) : -ENOMEM;
+	int n = val && buf && w ? txn_meta_encode(rec, val, vlen) : -ENOMEM;
 	if (n < 0) {
 		dp_buf_put(val);
 		dp_buf_put(buf);
 		write_put(t, w);
 		return -ENOMEM;
 	}
-	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .m = m, .buf = buf };
+	/* Only the op's own record applies the identity; a compaction's only carries it (init_pending). */
+	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .init = ini && step, .m = m,
+	                          .buf = buf };
+	if (ini)
+		w->ini = *ini;
 	n = dp_clog_write(&t->clog, buf, cap, m->update_ms, m->id, m->id_len, val, n, dp_txnc_on_write, w);
 	dp_buf_put(val);
 	if (n < 0) {
@@ -227,7 +274,18 @@ static int expire_id(struct dp_core *c, struct txn_meta *m)
 
 static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 {
-	return persist_ex(c, m, step, false);
+	return persist_ex(c, m, step, false, NULL);
+}
+
+/* The identity m's InitProducerId record in flight carries, NULL if none. */
+static const struct txnc_init *init_pending(struct dp_txnc *t, const struct txn_meta *m)
+{
+	if (m->drive != TXN_DRIVE_INIT)
+		return NULL;
+	for (uint32_t i = 0; i < DP_COORD_WRITES_MAX; i++)
+		if (t->writes[i].init && t->writes[i].m == m)
+			return &t->writes[i].ini;
+	return NULL;
 }
 
 /* Compaction (clog.c): every id's current state rewritten, then the old segments go. */
@@ -240,7 +298,9 @@ static void maybe_compact(struct dp_core *c)
 	uint32_t cur = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur))) {
-		if (persist_ex(c, m, false, true) == 0)
+		/* An id whose InitProducerId record is in flight is rewritten with the identity that
+		 * record carries: written after it, its durable one would undo it at the next start. */
+		if (persist_ex(c, m, false, true, init_pending(t, m)) == 0)
 			st_compaction_queued(&t->clog.compact);
 		else
 			st_compaction_lost(&t->clog.compact);   /* that id's record is only in the old segments */
@@ -254,7 +314,8 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	struct dp_core *c = dp_core_self();
 	struct txnc_write *w = cookie;
 	struct txn_meta *m = w->m;
-	bool step = w->step, compact = w->compact;
+	bool step = w->step, compact = w->compact, init = w->init;
+	struct txnc_init ini = w->ini;
 	if (w->fault && status >= 0)
 		status = -EIO;
 	dp_buf_put(w->buf);
@@ -270,12 +331,15 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	m->writes--;
 	if (status < 0) {
 		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
+		/* InitProducerId: the id keeps its durable identity (nothing applied), the client retries. */
 		if (step && m->drive == TXN_DRIVE_PREPARE)
 			prepare_again(c, m);
 		else if (step)
 			op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);   /* clients retry */
 		return;
 	}
+	if (init)
+		init_apply(m, &ini);   /* durable: the new identity is the id's now, before the answer */
 	if (step)
 		txnc_step(c, m);
 }
@@ -580,24 +644,18 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
 		m->has_queued = true;
 		return DP_ANSWER_LATER;
 	}
+	/* The new identity goes to the log; the id takes it once that is durable (dp_txnc_on_write). */
+	struct txnc_init ini = { .pid = m->pid, .prev_pid = -1, .epoch = (int16_t)(m->epoch + 1), .prev_epoch = -1,
+	                         .timeout_ms = q->TransactionTimeoutMs };
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
 		int64_t pid = dp_pid_alloc(c->ctrl_pids, c->io);
 		if (pid < 0)
 			return KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* the next id block is being recorded */
-		m->prev_pid = m->pid;
-		m->prev_epoch = m->epoch;
-		m->pid = pid;
-		m->epoch = 0;
-	} else {
-		m->prev_pid = -1;
-		m->prev_epoch = -1;
-		m->epoch++;
+		ini = (struct txnc_init){ .pid = pid, .prev_pid = m->pid, .epoch = 0, .prev_epoch = m->epoch,
+		                          .timeout_ms = q->TransactionTimeoutMs };
 	}
-	txn_set_state(m, TXN_EMPTY);
-	txn_meta_clear_txn(m);
-	m->timeout_ms = q->TransactionTimeoutMs;
 	start_op(m, TXN_DRIVE_INIT, msg, r);
-	if (persist(c, m, true) < 0) {
+	if (persist_ex(c, m, true, false, &ini) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
 		return KERR_COORDINATOR_NOT_AVAILABLE;

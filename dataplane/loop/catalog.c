@@ -14,30 +14,6 @@
 #include "htab.h"
 #include "loop.h"
 
-bool dp_topic_name_valid(const char *name, size_t len)
-{
-	if (len == 0 || len > DP_TOPIC_NAME_MAX)
-		return false;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
-}
-
-bool dp_topic_internal(const char *name, size_t len)
-{
-	static const char *const internal[] = { "__consumer_offsets", "__transaction_state" };
-	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
-		if (len == strlen(internal[i]) && memcmp(name, internal[i], len) == 0)
-			return true;
-	return false;
-}
-
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata)
 {
 	uint64_t conns = (uint64_t)ndata * DP_CONNS_MAX;

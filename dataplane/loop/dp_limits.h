@@ -177,6 +177,7 @@
 #define DP_PROBE_FIRST_MS       1000
 #define DP_PROBE_MAX_MS         60000
 #define DP_PROBE_FREE_BYTES_MIN (1u << 20)
+#define DP_FAULT_HOLD_MS        5000     /* test only: --fault-marker-write-fail holds the probe at most this long */
 #define DP_FDS_RESERVED         256
 
 /* Start-up: how long a busy listen port is waited for (a SIGKILLed broker's

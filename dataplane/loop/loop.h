@@ -31,6 +31,7 @@
 #include <liburing.h>
 
 #include "dp_limits.h"
+#include "names.h"   /* topic and partition directory names */
 #include "ring.h"
 
 struct nic;
@@ -79,6 +80,9 @@ struct dp_config {
 	uint32_t fault_prepare_fail;     /* the first N Prepare* writes fail: even ones refused, odd ones
 	                                    reported failed at completion */
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
+	uint32_t fault_init_fail;        /* the same for InitProducerId's writes */
+	uint32_t fault_marker_write_fail;/* per data core, the first N markers' log writes fail once queued */
+	int32_t fault_marker_delay_ms;   /* act on each durable marker this late, as a slow disk would */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
@@ -181,6 +185,7 @@ struct dp_role {
 typedef void (*dp_cqe_fn)(struct dp_core *c, const struct io_uring_cqe *cqe);
 
 /* One core. Everything here belongs to that core's thread. */
+struct dp_marker;
 struct dp_core {
 	int id;
 	struct dp_broker *b;
@@ -254,6 +259,9 @@ struct dp_core {
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
+	uint32_t marker_write_faults; /* markers whose log write --fault-marker-write-fail failed so far */
+	struct dp_marker *markers_held, *markers_held_tail; /* test only: durable markers acted on late
+	                                 (--fault-marker-delay-ms), oldest first (shard.c) */
 };
 
 /*
@@ -446,10 +454,7 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
-bool dp_topic_name_valid(const char *name, size_t len);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
-/* The coordinators' own logs: never a user topic (created, auto-created or produced to). */
-bool dp_topic_internal(const char *name, size_t len);
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
 /* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */

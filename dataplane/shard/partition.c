@@ -259,7 +259,9 @@ static void part_state_free(struct dp_part *p)
 static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct dp_part *p)
 {
 	int err = st_log_failed(p->log);
-	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p)) {
+	if (p->fault_hold_ms > c->now_ms)
+		return;   /* test only: a marker sent again is to meet the partition offline first */
+	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p) || p->markers_writing) {
 		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
 		return;
 	}
@@ -296,6 +298,8 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 /* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
+	if (c->markers_held)
+		dp_shard_markers_due(c);   /* test only */
 	/* Retention may close a segment a cold read still names by its fd: it waits for them. */
 	bool retain = c->now_ms >= c->next_retention_ms && !c->reads_inflight;
 	if (retain)
@@ -355,7 +359,7 @@ static bool topic_idle(const struct dp_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts; i++) {
 		const struct dp_part *p = t->parts[i];
-		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads || part_files_busy(p)))
+		if (p && (!st_log_idle(p->log) || p->dupwait || p->reads || part_files_busy(p) || p->markers_writing))
 			return false;
 	}
 	return true;

@@ -387,6 +387,11 @@ struct dp_marker {
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
 	int64_t offset;           /* where the marker went */
+	/* test only (--fault-marker-delay-ms): its completion, held until due_ms */
+	bool held;
+	int status;
+	int64_t due_ms;
+	struct dp_marker *held_next;
 };
 
 static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
@@ -400,6 +405,19 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_core_self();
 	struct dp_marker *mk = cookie;
+	if (c->b->cfg.fault_marker_delay_ms > 0 && !mk->held) {
+		/* Test only: acted on late, as after a slow fdatasync; still writing meanwhile. */
+		mk->held = true;
+		mk->status = status;
+		mk->due_ms = c->now_ms + c->b->cfg.fault_marker_delay_ms;
+		mk->held_next = NULL;
+		if (c->markers_held_tail)
+			c->markers_held_tail->held_next = mk;
+		else
+			c->markers_held = mk;
+		c->markers_held_tail = mk;
+		return;
+	}
 	assert(mk->p->markers_writing > 0);
 	mk->p->markers_writing--;
 	if (status < 0) {
@@ -421,6 +439,18 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 	dp_buf_put(mk);
 	if (p->nwaiters)
 		wake_waiters(c, p, false);   /* the LSO moved */
+}
+
+/* Shard timer, test only (--fault-marker-delay-ms): the held marker completions now due. */
+void dp_shard_markers_due(struct dp_core *c)
+{
+	struct dp_marker *mk;
+	while ((mk = c->markers_held) && mk->due_ms <= c->now_ms) {
+		c->markers_held = mk->held_next;
+		if (!c->markers_held)
+			c->markers_held_tail = NULL;
+		dp_shard_on_marker(mk, mk->status, mk->offset);
+	}
 }
 
 /*
@@ -447,6 +477,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * refused, retriably, and the coordinator sends it again until then.
 	 */
 	if (p->offline_ms || st_log_failed(p->log)) {
+		if (p->fault_hold_ms) {   /* test only: the probe waited for this */
+			DP_INFO("fault injection: partition %s refused a marker while offline", p->dir);
+			p->fault_hold_ms = 0;
+		}
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
@@ -500,6 +534,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	uint8_t *batch = (uint8_t *)(mk + 1);
 	mk->req = *m;
 	mk->p = p;
+	mk->held = false;
 	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
 	                              dp_wall_ms());
 	assert(n > 0);
@@ -516,6 +551,15 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(rc == 0);   /* reserved above */
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;
+	if (c->marker_write_faults < c->b->cfg.fault_marker_write_fail) {   /* test only */
+		c->marker_write_faults++;
+		DP_INFO("fault injection: the log write of the marker for producer %lld at %s offset %lld will fail",
+		        (long long)pid, p->dir, (long long)off);
+		st_log_fault_write(p->log, off);
+		/* The probe waits until a marker sent again met the partition offline (at most DP_FAULT_HOLD_MS), so
+		 * that the test sees that path whatever the timers' order. */
+		p->fault_hold_ms = c->now_ms + DP_FAULT_HOLD_MS;
+	}
 	(void)rc;
 }
 

@@ -15,6 +15,8 @@
 /* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */
 void dp_shard_on_append(void *cookie, int status, int64_t base_offset);
 void dp_shard_on_marker(void *cookie, int status, int64_t base_offset);
+/* Shard timer, test only (--fault-marker-delay-ms): act on the held marker completions now due. */
+void dp_shard_markers_due(struct dp_core *c);
 int  dp_shard_deletes(struct dp_core *c);
 /* Returns how many owned partitions could not be opened (they stay offline). */
 int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
@@ -59,6 +61,8 @@ struct dp_part {
 	uint32_t reads;               /* cold reads in flight on this partition (a delete waits) */
 	int64_t offline_ms;           /* when its log failed (disk full, I/O error); 0: online */
 	int64_t probe_ms;             /* next try to bring it back (shard timer) */
+	int64_t fault_hold_ms;        /* test only (--fault-marker-write-fail): no probe before a marker was
+	                                 refused offline, or until then; 0 none */
 	int32_t probe_backoff_ms;
 	uint64_t refused;             /* appends refused while offline, logged when it is back */
 	uint32_t nwaiters;

@@ -122,6 +122,13 @@ target() {
 		inc=(-I"$root/storage" -I"$root/txn" -I"$work") libs=(-luring)
 		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)
 		max_len=65536 noise='^sluice storage:\|^txn lso:\|^pstate:' ;;
+	pidfile|dirnames)   # what the start-up reads besides the logs
+		# pidfile: the __producer_ids file (dataplane/control/pidfile.c); dirnames: the data
+		# directory's entry names the scan takes for partitions (dataplane/loop/names.c).
+		srcs=("$root/dataplane/control/pidfile.c" "$root/dataplane/loop/names.c" "$root/storage/crc32c.c")
+		inc=(-I"$root/dataplane/control" -I"$root/dataplane/loop" -I"$root/storage" -I"$root/txn")
+		seeder=fuzz_startup_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(pidfile dirnames)
+		max_len=4096 ;;
 	*)
 		echo "run.sh: unknown target $1" >&2
 		exit 2 ;;

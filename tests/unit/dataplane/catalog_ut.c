@@ -1,4 +1,5 @@
-/* catalog_ut.c - the catalog's pure rules: the file-descriptor budget, internal and valid names. */
+/* catalog_ut.c - the catalog's pure rules: the file-descriptor budget, internal and valid names,
+ * partition directory names. */
 #include <CUnit/Basic.h>
 #include <string.h>
 
@@ -37,6 +38,49 @@ static void test_internal_names(void)
 	CU_ASSERT(dp_topic_name_valid("__consumer_offsets", 18));
 	CU_ASSERT(!dp_topic_name_valid("..", 2));
 	CU_ASSERT(!dp_topic_name_valid("a/b", 3));
+}
+
+/* One directory name parsed: its kind, and for a partition its topic's length and number. */
+static enum dp_dir_name dir_kind(const char *name, size_t *tlen, int32_t *p)
+{
+	*tlen = 0, *p = -1;
+	return dp_dir_name_parse(name, strlen(name), tlen, p);
+}
+
+/*
+ * The start-up scan's directory names: only the spelling dp_partition_dir
+ * writes is a partition. Before, strtol read "orders-05", "orders-+5" and
+ * "orders- 5" as orders/5 beside "orders-5", and "__consumer_offsets-0" as a
+ * user topic named after a coordinator log.
+ */
+static void test_dir_names(void)
+{
+	size_t tlen;
+	int32_t p;
+	CU_ASSERT_EQUAL(dir_kind("orders-5", &tlen, &p), DP_DIR_PARTITION);
+	CU_ASSERT_EQUAL(tlen, 6);
+	CU_ASSERT_EQUAL(p, 5);
+	CU_ASSERT_EQUAL(dir_kind("my-topic-0", &tlen, &p), DP_DIR_PARTITION);   /* the last '-' */
+	CU_ASSERT_EQUAL(tlen, 8);
+	CU_ASSERT_EQUAL(p, 0);
+	CU_ASSERT_EQUAL(dir_kind("t-9999", &tlen, &p), DP_DIR_PARTITION);
+	CU_ASSERT_EQUAL(p, 9999);
+	const char *not_canonical[] = { "orders-05", "orders-+5", "orders- 5", "orders-5 ", "orders-00",
+		                        "orders-", "orders-0x5", "orders-5a" };
+	for (size_t i = 0; i < sizeof(not_canonical) / sizeof(not_canonical[0]); i++)
+		CU_ASSERT_EQUAL(dir_kind(not_canonical[i], &tlen, &p), DP_DIR_NOT_CANONICAL);
+	CU_ASSERT_EQUAL(dir_kind("orders-5-", &tlen, &p), DP_DIR_NOT_CANONICAL);   /* the last '-' ends it */
+	CU_ASSERT_EQUAL(dir_kind("t-10000", &tlen, &p), DP_DIR_PARTITION_RANGE);
+	CU_ASSERT_EQUAL(dir_kind("t-99999999999999999999", &tlen, &p), DP_DIR_PARTITION_RANGE);
+	CU_ASSERT_EQUAL(dir_kind("__consumer_offsets-0", &tlen, &p), DP_DIR_INTERNAL);
+	CU_ASSERT_EQUAL(dir_kind("__transaction_state-0", &tlen, &p), DP_DIR_INTERNAL);
+	CU_ASSERT_EQUAL(dir_kind("-5", &tlen, &p), DP_DIR_BAD_TOPIC);
+	CU_ASSERT_EQUAL(dir_kind("..-5", &tlen, &p), DP_DIR_BAD_TOPIC);
+	CU_ASSERT_EQUAL(dir_kind("a b-5", &tlen, &p), DP_DIR_BAD_TOPIC);
+	CU_ASSERT_EQUAL(dir_kind("__producer_ids", &tlen, &p), DP_DIR_OTHER);
+	CU_ASSERT_EQUAL(dir_kind("__transaction_state", &tlen, &p), DP_DIR_OTHER);
+	CU_ASSERT_EQUAL(dir_kind("lost+found", &tlen, &p), DP_DIR_OTHER);
+	CU_ASSERT_EQUAL(dir_kind(".", &tlen, &p), DP_DIR_OTHER);
 }
 
 /*
@@ -86,6 +130,7 @@ int main(void)
 	CU_pSuite s = CU_add_suite("catalog", NULL, NULL);
 	CU_add_test(s, "file descriptor budget", test_fd_budget);
 	CU_add_test(s, "internal topic names", test_internal_names);
+	CU_add_test(s, "partition directory names", test_dir_names);
 	CU_add_test(s, "name index: create/delete churn", test_index_churn);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

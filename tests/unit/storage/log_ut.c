@@ -1494,6 +1494,39 @@ static void test_real_write_error(void)
 	ut_teardown();
 }
 
+/*
+ * Test only (st_log_fault_write, sluiced --fault-marker-write-fail): the group
+ * carrying the faulted offset writes nothing and fails EIO, as a disk error
+ * would: the appends durable before it stay, it and every later one fail, and
+ * a reopen finds none of them in the file.
+ */
+static void test_fault_write(void)
+{
+	struct st_log *log;
+
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(ut_append(log, 0, 1, 0, 10), 0);
+	ut_drive();
+	uint64_t kept = file_size("00000000000000000000.log");
+	CU_ASSERT_EQUAL(ut_append(log, 1, 1, 0, 10), 1);
+	CU_ASSERT_EQUAL(ut_append(log, 2, 2, 0, 10), 2);
+	st_log_fault_write(log, 2);
+	ut_drive();
+	CU_ASSERT_EQUAL(cb.n, 3);
+	CU_ASSERT_EQUAL(cb.status[0], 0);
+	CU_ASSERT_EQUAL(cb.status[1], -EIO);   /* in the same group */
+	CU_ASSERT_EQUAL(cb.status[2], -EIO);
+	CU_ASSERT_EQUAL(st_log_failed(log), -EIO);
+	CU_ASSERT_EQUAL(ut_append(log, 3, 1, 0, 10), -EIO);
+	CU_ASSERT_EQUAL(file_size("00000000000000000000.log"), kept);   /* nothing of them written */
+	st_log_close(log);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 1);
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* The slot pool bounds queued appends. */
 static void test_slot_pool_bound(void)
 {
@@ -1612,6 +1645,7 @@ int main(void)
 	CU_add_test(s, "fsync disabled", test_no_fsync);
 	CU_add_test(s, "short write, EINTR, errors", test_short_write_and_errors);
 	CU_add_test(s, "real write error", test_real_write_error);
+	CU_add_test(s, "a faulted write (test only)", test_fault_write);
 	CU_add_test(s, "roll: directory fsync in the first group's chain", test_roll_dirsync_in_chain);
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);

@@ -153,7 +153,7 @@ static const bool drive_expected[UT_NDRIVES][UT_NDRIVES] = {
 };
 static const bool drive_state_ok[UT_NDRIVES][UT_NSTATES] = {
 	[TXN_DRIVE_IDLE] = { 1, 1, 1, 1, 1, 1, 1, 1 },
-	[TXN_DRIVE_INIT] = { [TXN_EMPTY] = 1 },
+	[TXN_DRIVE_INIT] = { [TXN_EMPTY] = 1, [TXN_COMPLETE_COMMIT] = 1, [TXN_COMPLETE_ABORT] = 1 },
 	[TXN_DRIVE_ADD] = { [TXN_ONGOING] = 1 },
 	[TXN_DRIVE_ADD_ACKS] = { [TXN_ONGOING] = 1 },
 	[TXN_DRIVE_OFFSETS] = { [TXN_ONGOING] = 1 },
