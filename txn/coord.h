@@ -97,6 +97,7 @@ struct txn_meta {
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
 	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
+	bool grant_refused;           /* an owner could not record this AddPartitions' grant (its pool full) */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;

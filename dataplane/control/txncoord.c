@@ -371,6 +371,26 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 	op_finish(c, m, KERR_NONE);
 }
 
+/*
+ * Every owner answered the grants. One that could not record its grant
+ * (its core's fixed pool of them is full, dp_limits.h) refused it: the
+ * client is answered COORDINATOR_NOT_AVAILABLE, as Kafka answers when it
+ * cannot record a transaction's state for a moment (a failed write of the
+ * transaction log); clients retry AddPartitionsToTxn on it (librdkafka and
+ * the Java client both). tps_told stays put, so the retry writes the record
+ * again and tells every owner again (a grant they hold is kept, not doubled).
+ */
+static void add_done(struct dp_core *c, struct txn_meta *m)
+{
+	if (m->grant_refused) {
+		m->grant_refused = false;
+		op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);
+		return;
+	}
+	m->tps_told = m->ntps;
+	op_finish(c, m, KERR_NONE);
+}
+
 /* The current op's write is durable, or all owners answered: take the next step. */
 static void txnc_step(struct dp_core *c, struct txn_meta *m)
 {
@@ -383,15 +403,13 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
 		if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 			return;            /* the acks complete it */
-		m->tps_told = m->ntps;
-		op_finish(c, m, KERR_NONE);
+		add_done(c, m);
 		return;
 	case TXN_DRIVE_ADD_ACKS:
 	case TXN_DRIVE_REAUTH:     /* start-up re-authorisations answered */
 		if (m->markers_left)
 			return;
-		m->tps_told = m->ntps;
-		op_finish(c, m, KERR_NONE);
+		add_done(c, m);
 		return;
 	case TXN_DRIVE_PREPARE:
 		txn_set_drive(m, TXN_DRIVE_MARKERS);
@@ -461,9 +479,10 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS &&
 	    !(msg->err == KERR_CONCURRENT_TRANSACTIONS && msg->type == DP_MSG_TXN_MARKER_DONE))
 		return false;
-	/* A grant (TXN_ADD) is sent again only when it was never sent (no credit):
-	 * an owner's own refusal of a grant is answered as before. */
-	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED))
+	/* A grant (TXN_ADD) is sent again when it was never sent (no credit), or
+	 * when an owner refused a start-up re-authorisation (no client to tell);
+	 * an owner's refusal of a client's AddPartitions is answered to it (add_done). */
+	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED) && m->drive != TXN_DRIVE_REAUTH)
 		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
@@ -524,6 +543,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 	if ((msg->type == DP_MSG_TXN_MARKER_DONE || msg->type == DP_MSG_TXN_ADD_ACK) && msg->err &&
 	    marker_retry(c, m, msg))
 		return;
+	if (msg->type == DP_MSG_TXN_ADD_ACK && msg->err == KERR_NOT_ENOUGH_REPLICAS)
+		m->grant_refused = true;   /* the owner could not record it: add_done */
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
 		           kerr_name(msg->err) ?: "?");
@@ -556,6 +577,7 @@ static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, 
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
 	m->markers_acked = 0;
+	m->grant_refused = false;
 	txn_set_drive(m, op);
 }
 

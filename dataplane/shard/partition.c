@@ -109,10 +109,10 @@ static void part_drop_recovery(struct dp_part *p)
 	p->lso = NULL;
 }
 
-static void part_free(struct dp_part *p)
+static void part_free(struct dp_core *c, struct dp_part *p)
 {
 	part_drop_recovery(p);
-	free(p->allow);
+	dp_shard_allow_clear(c, p);
 	free(p->dir);
 	free(p);
 }
@@ -159,7 +159,7 @@ int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
 			/* The partition stays offline (requests get errors); others go on. */
 			DP_ERR("partition %s/%d: cannot open %s: %s", t->name, i, dir, strerror(-rc));
 			if (p)
-				part_free(p);
+				part_free(c, p);
 			failed++;
 			continue;
 		}
@@ -199,7 +199,7 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 			snapshot_producers(c, p);   /* a clean restart replays nothing */
 			st_log_close(p->log);
 		}
-		part_free(p);
+		part_free(c, p);
 		t->parts[i] = NULL;
 	}
 }
