@@ -229,6 +229,8 @@ struct dp_core {
 	uint32_t credits_out[DP_CORES_MAX]; /* requests sent to that core, not yet answered */
 	uint64_t credit_refused;      /* fan-out messages refused for credit (logged at exit) */
 	uint64_t credit_waits;        /* connections paused while credit was past half (conn.c) */
+	uint64_t frames_waited;       /* frames that waited for room in the core's byte budget (conn.c) */
+	uint64_t conns_reclaimed;     /* connections closed for the core's byte budget (conn.c) */
 	uint64_t fires_dropped;       /* watch fires dropped at a full backlog (advisory) */
 
 	/* control/ only (the control core). */
