@@ -1024,7 +1024,7 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct 
 int dp_txnc_start(struct dp_core *c)
 {
 	struct dp_txnc *t = calloc(1, sizeof(*t));
-	if (!t || txn_coord_create(&t->coord) < 0)
+	if (!t || txn_coord_create_fixed(&t->coord, c->b->cfg.txn_ids_max) < 0)   /* the id table, whole, now */
 		return -ENOMEM;
 	for (uint32_t i = DP_COORD_WRITES_MAX; i-- > 0;)
 		write_put(t, &t->writes[i]);
