@@ -98,6 +98,7 @@ struct txn_meta {
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
 	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
 	bool grant_refused;           /* an owner could not record this AddPartitions' grant (its pool full) */
+	bool compact_due;             /* the running compaction has not rewritten it yet */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;

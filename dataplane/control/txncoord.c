@@ -249,23 +249,56 @@ static int persist(struct dp_core *c, struct txn_meta *m, bool step)
 	return persist_ex(c, m, step, false);
 }
 
-/* Compaction (clog.c): every id's current state rewritten, then the old segments go. */
+/*
+ * Compaction (clog.c): every id's current state rewritten, then the old
+ * segments go; a slice a timer tick (DP_CLOG_COMPACT_SLICE in flight at
+ * most). The ids live at the start are flagged then (no I/O); a slice
+ * rewrites flagged ones from the cursor on. Ids added meanwhile are written
+ * after the start anyway. A delete meanwhile may shift a flagged id back
+ * behind the cursor (htab.h), so at the end the table is looked through
+ * again from the start, until none is left flagged.
+ */
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
-	uint32_t live = txn_coord_count(t->coord);
-	if (!dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
-		return;
+	struct dp_clog *l = &t->clog;
 	uint32_t cur = 0;
 	struct txn_meta *m;
-	while ((m = txn_coord_next(t->coord, &cur))) {
-		if (persist_ex(c, m, false, true) == 0)
-			st_compaction_queued(&t->clog.compact);
-		else
-			st_compaction_lost(&t->clog.compact);   /* that id's record is only in the old segments */
+	if (!l->compact.queuing) {
+		uint32_t live = txn_coord_count(t->coord);
+		if (!dp_clog_compact_begin(l, live, c->b->cfg.txn_log_compact_records))
+			return;
+		while ((m = txn_coord_next(t->coord, &cur)))
+			m->compact_due = true;
+		l->cursor = 0;
+		DP_INFO("transaction log: compacting %u ids from offset %lld, %u at a time", live,
+		        (long long)l->compact.from, DP_CLOG_COMPACT_SLICE);
 	}
-	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)t->clog.compact.from);
-	dp_clog_compact_end(&t->clog);
+	uint32_t room = dp_clog_compact_room(l);
+	cur = l->cursor;
+	while (room && (m = txn_coord_next(t->coord, &cur))) {
+		if (!m->compact_due)
+			continue;
+		int rc = persist_ex(c, m, false, true);
+		if (rc == -ENOMEM)
+			break;   /* no write record or buffer free now: flagged still, the next tick */
+		m->compact_due = false;
+		room--;
+		if (rc == 0)
+			st_compaction_queued(&l->compact);
+		else
+			st_compaction_lost(&l->compact);   /* that id's record is only in the old segments */
+	}
+	if (!room || m) {
+		l->cursor = cur;
+		return;
+	}
+	for (cur = 0; (m = txn_coord_next(t->coord, &cur));)
+		if (m->compact_due) {
+			l->cursor = 0;   /* moved back by a delete: another pass */
+			return;
+		}
+	dp_clog_compact_end(l);
 }
 
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
