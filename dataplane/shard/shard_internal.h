@@ -34,6 +34,8 @@ struct dp_txn_allow {
 
 /* Every grant of a partition back to its core's pool (the partition is closed). */
 void dp_shard_allow_clear(struct dp_core *c, struct dp_part *p);
+/* What one partition holds before its producers, transactions and sealed segments grow it (the budget). */
+unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg);
 
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */

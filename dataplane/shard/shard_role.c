@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "shard_internal.h"
 
@@ -80,6 +81,14 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	uint32_t appends = cfg->test_appends_max ? cfg->test_appends_max : DP_APPENDS_MAX;
 	dp_budget_add(bd, "append records", dp_budget_ndata(cfg), (unsigned long long)appends * sizeof(struct dp_append),
 	              "DP_APPENDS_MAX per data core");
+	/* As many partitions as the file descriptors let the broker hold (catalog.c), at start-up's limit. */
+	struct rlimit rl;
+	uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? 1024 : rl.rlim_max == RLIM_INFINITY ? UINT64_MAX / 2 :
+	                  (uint64_t)rl.rlim_max;
+	dp_budget_add(bd, "partitions", (unsigned long long)dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg)),
+	              dp_shard_partition_bytes(cfg),
+	              "as many as the descriptors allow: each its state, log and full active index (producers, "
+	              "open and aborted transactions, sealed segments apart)");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),
