@@ -263,7 +263,7 @@ static void maybe_compact(struct dp_core *c)
 	struct dp_txnc *t = c->txnc;
 	struct dp_clog *l = &t->clog;
 	uint32_t cur = 0;
-	struct txn_meta *m;
+	struct txn_meta *m = NULL;
 	if (!l->compact.queuing) {
 		uint32_t live = txn_coord_count(t->coord);
 		if (!dp_clog_compact_begin(l, live, c->b->cfg.txn_log_compact_records))
