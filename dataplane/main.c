@@ -77,6 +77,8 @@ static void usage(FILE *f)
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
 	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
+	"  --test-txn-allows-max N per data core, at most N partitions granted to open transactions\n"
+	"                          (default 65536)\n"
 	"  --print-budget          print the itemised memory budget for these flags and exit\n"
 	"  --help                  this text\n");
 }
@@ -104,7 +106,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_PBUDGET,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -133,6 +135,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
 		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
+		{ "test-txn-allows-max", required_argument, 0, O_TALLOWS },
 		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
@@ -262,6 +265,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > (o == O_TXCRED ? DP_XMSG_CREDITS : DP_APPENDS_MAX))
 				goto bad;
 			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
+			break;
+		}
+		case O_TALLOWS: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_TXN_ALLOWS_MAX)
+				goto bad;
+			cfg->test_txn_allows_max = (uint32_t)v;
 			break;
 		}
 		case O_TXNKILL:
@@ -432,6 +442,7 @@ int main(int argc, char **argv)
 	dp_control_provide(&b);
 	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
 	b.appends_max = b.cfg.test_appends_max ? b.cfg.test_appends_max : DP_APPENDS_MAX;   /* shard_role.c's pool */
+	b.txn_allows_max = b.cfg.test_txn_allows_max ? b.cfg.test_txn_allows_max : DP_TXN_ALLOWS_MAX;   /* and its grants */
 	for (int i = 0; i < b.ncores; i++)
 		for (int d = 0; d < b.ncores; d++) {
 			if (d == i)

@@ -101,6 +101,13 @@ static uint32_t index_cap_for(const struct st_log_config *cfg, uint64_t bytes)
 	return (uint32_t)(bytes / cfg->index_interval_bytes + 2);
 }
 
+size_t st_log_open_bytes(const struct st_log_config *cfg)
+{
+	return ((sizeof(struct st_log) + 63) & ~(size_t)63) + ST_LOG_SEGMENTS_INIT * sizeof(struct st_seg *) +
+	       sizeof(struct st_seg) + (size_t)index_cap_for(cfg, cfg->segment_bytes) * sizeof(struct st_index_entry) +
+	       PATH_MAX;   /* its directory's name, at most */
+}
+
 /* The active segment's array holds a full segment's entries (allocated at open or roll, not per
  * append); a sealed segment's is trimmed to its entries. */
 static int seg_index_reserve(struct st_seg *seg, uint32_t cap)

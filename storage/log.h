@@ -67,6 +67,9 @@ struct st_log_config {
  * too many ranges); the files are left as they are.
  * Synchronous; called at start-up or partition creation, not on the hot path.
  */
+/* What an open log holds for itself with cfg, its active segment's index at its full
+ * size included (the memory budget); each sealed segment adds its own and its trimmed index. */
+size_t st_log_open_bytes(const struct st_log_config *cfg);
 int  st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg,
                  struct st_log **out);
 /* Flush indexes and close (after st_io_pending() reached 0). */

@@ -140,11 +140,29 @@ enum txn_drive txn_set_drive(struct txn_meta *m, enum txn_drive to)
 
 /* ---- the table: pointers in the generic table (htab.h), keyed by id ------- */
 
+/*
+ * Two shapes. Growing (txn_coord_create: tools, tests, the simulator): the
+ * slots double and each id is its own allocation. Fixed
+ * (txn_coord_create_fixed: the broker's coordinator): the slots and ids_max
+ * records, each with room for the longest id, are allocated at creation,
+ * so a new id on the control core's poll loop takes a free record and never
+ * allocates; past ids_max txn_coord_add answers NULL (its caller refuses the
+ * id retriably first). Only a start-up replay of a log that holds more ids
+ * than that (the limit was lowered) goes past the pool, allocating as the
+ * growing shape does.
+ */
 struct txn_coord {
 	struct txn_htab tab;          /* slots: struct txn_meta *, NULL empty */
+	uint8_t *pool;                /* fixed: pool_n records of TXN_COORD_REC_BYTES */
+	uint32_t pool_n, nfree;
+	uint32_t *free;               /* fixed: indexes of the free records, a stack */
 };
 
-#define TXN_COORD_SLOTS_INIT 64u   /* grows by doubling (control core, an id at a time) */
+#define TXN_COORD_SLOTS_INIT 64u   /* growing: doubles (control core, an id at a time) */
+/* A fixed record: the entry and the longest id with its NUL, aligned for the next one. */
+#define TXN_COORD_REC_BYTES \
+	((sizeof(struct txn_meta) + TXN_ID_BYTES_MAX + 1 + _Alignof(struct txn_meta) - 1) / \
+	 _Alignof(struct txn_meta) * _Alignof(struct txn_meta))
 
 struct id_key {
 	const char *p;
@@ -176,6 +194,41 @@ static bool slot_match(const void *ctx, const void *s, const void *key)
 }
 static const struct txn_htab_ops id_ops = { slot_empty, slot_clear, slot_hash, slot_match };
 
+static uint32_t slots_for(uint32_t ids)
+{
+	uint32_t cap = TXN_HTAB_SLOTS_MIN;
+	while (cap / 2 < ids)   /* at most half full (txn_htab_has_room) */
+		cap *= 2;
+	return cap;
+}
+
+size_t txn_coord_fixed_bytes_per_id(void)
+{
+	return TXN_COORD_REC_BYTES + sizeof(uint32_t) + 2 * sizeof(struct txn_meta *);
+}
+
+int txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max)
+{
+	assert(ids_max >= 1 && ids_max <= TXN_HTAB_SLOTS_MAX / 2);
+	struct txn_coord *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->pool = calloc(ids_max, TXN_COORD_REC_BYTES);   /* pages are touched as ids come */
+	c->free = malloc((size_t)ids_max * sizeof(*c->free));
+	if (!c->pool || !c->free ||
+	    txn_htab_init(&c->tab, slots_for(ids_max), sizeof(struct txn_meta *), &id_ops, NULL) < 0) {
+		free(c->pool);
+		free(c->free);
+		free(c);
+		return -ENOMEM;
+	}
+	c->pool_n = c->nfree = ids_max;
+	for (uint32_t i = 0; i < ids_max; i++)
+		c->free[i] = ids_max - 1 - i;   /* record 0 is taken first */
+	*out = c;
+	return 0;
+}
+
 int txn_coord_create(struct txn_coord **out)
 {
 	struct txn_coord *c = calloc(1, sizeof(*c));
@@ -187,11 +240,22 @@ int txn_coord_create(struct txn_coord **out)
 	return 0;
 }
 
-static void meta_free(struct txn_meta *m)
+static bool in_pool(const struct txn_coord *c, const struct txn_meta *m)
+{
+	const uint8_t *b = (const uint8_t *)m;
+	return c->pool && b >= c->pool && b < c->pool + (size_t)c->pool_n * TXN_COORD_REC_BYTES;
+}
+
+static void meta_free(struct txn_coord *c, struct txn_meta *m)
 {
 	free(m->tps);
 	free(m->groups);
-	free(m);
+	if (!in_pool(c, m)) {
+		free(m);
+		return;
+	}
+	assert(c->nfree < c->pool_n);
+	c->free[c->nfree++] = (uint32_t)(((uint8_t *)m - c->pool) / TXN_COORD_REC_BYTES);
 }
 
 void txn_coord_destroy(struct txn_coord *c)
@@ -200,8 +264,10 @@ void txn_coord_destroy(struct txn_coord *c)
 		return;
 	uint32_t cur = 0;
 	for (struct txn_meta **s; (s = txn_htab_next(&c->tab, &cur));)
-		meta_free(*s);
+		meta_free(c, *s);
 	txn_htab_free(&c->tab);
+	free(c->pool);
+	free(c->free);
 	free(c);
 }
 
@@ -214,14 +280,20 @@ struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len)
 	return s ? *s : NULL;
 }
 
-struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
+/* replay: a start-up replay, which may go past a fixed table's pool (see struct txn_coord). */
+static struct txn_meta *coord_add(struct txn_coord *c, const char *id, size_t len, bool replay)
 {
 	assert(len <= TXN_ID_BYTES_MAX && !txn_coord_find(c, id, len));
-	if (!txn_htab_has_room(&c->tab) && txn_htab_resize(&c->tab, c->tab.cap * 2) < 0)
+	bool grow = !c->pool || replay;
+	if (!txn_htab_has_room(&c->tab) && (!grow || txn_htab_resize(&c->tab, c->tab.cap * 2) < 0))
 		return NULL;
-	struct txn_meta *m = calloc(1, sizeof(*m) + len + 1);
-	if (!m)
+	struct txn_meta *m;
+	if (c->nfree) {
+		m = (struct txn_meta *)(c->pool + (size_t)c->free[--c->nfree] * TXN_COORD_REC_BYTES);
+		memset(m, 0, sizeof(*m) + len + 1);
+	} else if (!grow || !(m = calloc(1, sizeof(*m) + len + 1))) {
 		return NULL;
+	}
 	memcpy(m->id, id, len);
 	m->id_len = (uint16_t)len;
 	m->pid = m->prev_pid = -1;
@@ -232,13 +304,18 @@ struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
 	return m;
 }
 
+struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len)
+{
+	return coord_add(c, id, len, false);
+}
+
 void txn_coord_remove(struct txn_coord *c, struct txn_meta *m)
 {
 	struct id_key k = { m->id, m->id_len };
 	struct txn_meta **s = txn_htab_find(&c->tab, id_hash(m->id, m->id_len), &k);
 	assert(s && *s == m);
 	txn_htab_delete(&c->tab, s);   /* shifts the cluster after it back: lookups never stop early */
-	meta_free(m);
+	meta_free(c, m);
 }
 
 struct txn_meta *txn_coord_next(struct txn_coord *c, uint32_t *cursor)
@@ -479,7 +556,7 @@ int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len)
 			continue;
 		}
 		bool fresh = !m;
-		if (fresh && !(m = txn_coord_add(c, (const char *)rec.key, (size_t)rec.key_len)))
+		if (fresh && !(m = coord_add(c, (const char *)rec.key, (size_t)rec.key_len, true)))
 			return -ENOMEM;
 		if (txn_meta_decode(m, rec.value, (size_t)rec.value_len) < 0) {
 			if (fresh)

@@ -97,6 +97,8 @@ struct txn_meta {
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
 	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
+	bool grant_refused;           /* an owner could not record this AddPartitions' grant (its pool full) */
+	bool compact_due;             /* the running compaction has not rewritten it yet */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;
@@ -134,10 +136,16 @@ static inline bool txn_busy(const struct txn_meta *m) { return m->drive != TXN_D
 
 struct txn_coord;
 
+/* A table that grows as ids come (tools, tests). */
 int  txn_coord_create(struct txn_coord **out);
+/* A table of at most ids_max ids, all its memory allocated now (the broker:
+ * --transactional-ids-max); only a start-up replay may go past it. */
+int  txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max);
+size_t txn_coord_fixed_bytes_per_id(void);   /* what an id of a fixed table takes (the budget) */
 void txn_coord_destroy(struct txn_coord *c);
 struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len);
-/* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory. Callers bound the count. */
+/* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory, or
+ * a fixed table is full. Callers bound the count. */
 struct txn_meta *txn_coord_add(struct txn_coord *c, const char *id, size_t len);
 void txn_coord_remove(struct txn_coord *c, struct txn_meta *m);
 /* Iterate: *cursor starts at 0. */

@@ -118,6 +118,7 @@ struct grp_group {
 	uint32_t npending, pending_cap;
 	uint32_t changes;             /* bumped by every state move and member replacement */
 	uint32_t saved_changes;       /* the driver's: changes when the group was last persisted */
+	bool compact_due;             /* the driver's: the running compaction has not rewritten it yet */
 	int64_t empty_since_ms;       /* the driver's: when it last became Empty (offset retention), 0 not Empty */
 };
 
@@ -270,6 +271,7 @@ struct grp_offset {
 	int16_t meta_len;             /* -1: null */
 	char *meta;                   /* malloc'd when meta_len > 0 */
 	bool ending;                  /* staged only: its transaction's end is being written */
+	bool compact_due;             /* the driver's: the running compaction has not rewritten it yet */
 	uint16_t key_len;
 	uint8_t key[];                /* grp_offset_key_encode */
 };

@@ -161,6 +161,13 @@ static uint32_t blocks_for(uint32_t entries)
 	return (entries + TXN_LSO_BLOCK_ENTRIES - 1) / TXN_LSO_BLOCK_ENTRIES;
 }
 
+size_t txn_lso_base_bytes(void)
+{
+	struct txn_lso *l = NULL;
+	return sizeof(*l) + TXN_LSO_OPEN_INIT * sizeof(*l->open) + TXN_LSO_ABORTED_INIT * sizeof(*l->ab) +
+	       blocks_for(TXN_LSO_ABORTED_INIT) * sizeof(*l->blk);
+}
+
 /* Locality: shard core (owner); init only. */
 int txn_lso_create(struct txn_lso **out)
 {

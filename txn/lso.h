@@ -9,6 +9,7 @@
 #define SLUICE_TXN_LSO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "txn_limits.h"
@@ -25,6 +26,8 @@ struct txn_aborted {
 struct txn_lso;
 
 int  txn_lso_create(struct txn_lso **out);
+/* What a new index holds before it grows (open and aborted entries grow it, to their limits). */
+size_t txn_lso_base_bytes(void);
 void txn_lso_destroy(struct txn_lso *l);
 
 /*

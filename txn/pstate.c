@@ -159,6 +159,13 @@ static struct txn_producer *table_find(const struct txn_pstate *ps, int64_t pid)
 	return txn_htab_find(&ps->tab, pid_hash(pid), &pid);
 }
 
+size_t txn_pstate_base_bytes(void)
+{
+	/* the table at create, and the snapshot job the first snapshot allocates (its buffer grows with the producers) */
+	return sizeof(struct txn_pstate) + TXN_PSTATE_SLOTS_INIT * sizeof(struct txn_producer) + sizeof(struct snap_job) +
+	       TXN_SNAP_HEADER_BYTES + TXN_SNAP_CRC_BYTES;
+}
+
 /* Locality: shard core (owner); init only. */
 int txn_pstate_create(struct txn_pstate **out)
 {

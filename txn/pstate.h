@@ -52,6 +52,8 @@ enum txn_check_result {
 struct txn_pstate;
 
 int  txn_pstate_create(struct txn_pstate **out);
+/* What a new table holds before it grows (each producer grows it, to its limit). */
+size_t txn_pstate_base_bytes(void);
 void txn_pstate_destroy(struct txn_pstate *ps);
 struct txn_producer *txn_pstate_find(struct txn_pstate *ps, int64_t pid);
 uint32_t txn_pstate_count(const struct txn_pstate *ps);

@@ -394,33 +394,50 @@ void dp_req_park(struct dp_core *c, struct dp_req *r)
 	c->parked = r;
 }
 
+/* A frame still arriving: the bytes its buffer holds (conn_bufs), 0 if none. */
+static uint64_t partial_frame_bytes(const struct dp_conn *k)
+{
+	return k->frame && k->frame_have < k->frame_len ? k->frame_cap : 0;
+}
+
 /*
  * The core is (nearly) out of its byte budget and connections wait for it.
- * If part of what it holds is answers some connection does not read,
- * waiting will not help: close the one with the most unsent bytes (at
- * least DP_CONN_RECLAIM_MIN_BYTES), unless what closing connections will
- * give back already leaves room for one connection's allowance.
+ * If part of what it holds is answers some connection does not read, or
+ * frames that stopped arriving (their connections wait for room to grow
+ * them, conn_data), waiting will not help: close the one with the most of
+ * either (at least DP_CONN_RECLAIM_MIN_BYTES), unless what closing
+ * connections will give back already leaves room for one connection's
+ * allowance. Many connections each sending part of a huge frame so end
+ * one by one, and the others' requests go on.
  */
 static void conn_reclaim(struct dp_core *c)
 {
 	uint64_t freeing = 0, most = 0;
 	struct dp_conn *victim = NULL;
+	bool partial = false;
 	for (uint32_t i = 0; i < DP_CONN_SLOTS; i++) {
 		struct dp_conn *k = &c->conns[i];
 		if (!k->handle)
 			continue;
+		/* A frame counts once its connection waits for room to grow it (of any size past
+		 * the first chunk: many small ones may fill the core as well as a few big ones). */
+		uint64_t frame = k->pool_wait && partial_frame_bytes(k) > DP_FRAME_CHUNK_BYTES ? partial_frame_bytes(k) : 0;
+		uint64_t unsent = k->unsent_bytes >= DP_CONN_RECLAIM_MIN_BYTES ? k->unsent_bytes : 0;
 		if (k->closing)
-			freeing += k->unsent_bytes;
-		else if (k->unsent_bytes > most)
-			most = k->unsent_bytes, victim = k;
+			freeing += k->unsent_bytes + k->buf_bytes;
+		else if (unsent > most || frame > most)
+			partial = frame > unsent, most = partial ? frame : unsent, victim = k;
 	}
-	if (c->held_bytes - freeing + DP_CONN_HELD_BYTES_MAX <= DP_CORE_HELD_BYTES_MAX ||
-	    most < DP_CONN_RECLAIM_MIN_BYTES)
+	if (c->held_bytes - freeing + DP_CONN_HELD_BYTES_MAX <= DP_CORE_HELD_BYTES_MAX || !victim)
 		return;
-	DP_WARN_RL("connection %u does not read its answers (%llu bytes unsent) while the core holds %llu "
-	           "of its %llu bytes; closing it", victim->handle, (unsigned long long)most,
-	           (unsigned long long)c->held_bytes, (unsigned long long)DP_CORE_HELD_BYTES_MAX);
-	conn_close(c, victim, "answers not read, core over its budget");
+	c->conns_reclaimed++;
+	DP_WARN_RL("connection %u %s (%llu bytes) while the core holds %llu of its %llu bytes; closing it "
+	           "(%llu closed so for the core's budget)", victim->handle,
+	           partial ? "holds a frame still arriving" : "does not read its answers", (unsigned long long)most,
+	           (unsigned long long)c->held_bytes, (unsigned long long)DP_CORE_HELD_BYTES_MAX,
+	           (unsigned long long)c->conns_reclaimed);
+	conn_close(c, victim, partial ? "frame still arriving, core over its budget" :
+	                                "answers not read, core over its budget");
 }
 
 /* Parked fetches whose deadline passed (or whose connection went away) finish now. */
@@ -584,6 +601,33 @@ static void conn_pause(struct dp_core *c, struct dp_conn *k)
 
 static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n);
 
+/*
+ * May a frame being read take more bytes? Its buffer counts against the
+ * core's budget like a request's (conn_bufs); without this check a client
+ * could open many connections, send most of a huge frame on each and never
+ * the rest, and the core would hold all of them (DP_CONNS_MAX times
+ * --max-frame-bytes). A frame that does not fit waits, its connection
+ * paused for the core (dp_conn_timer resumes it, or conn_reclaim closes
+ * it). A buffer grows by at most DP_CONN_HELD_BYTES_MAX at a time, so a
+ * frame waits only when the core is within one connection's allowance of
+ * its budget, which is when dp_conn_timer reclaims. One frame alone on the
+ * core may always grow: a --max-frame-bytes above the core's budget must
+ * not wait for ever.
+ */
+static bool frame_room(const struct dp_core *c, const struct dp_conn *k, uint64_t more)
+{
+	return c->held_bytes + more <= DP_CORE_HELD_BYTES_MAX || c->held_bytes == k->buf_bytes;
+}
+
+/* The frame waits for room: reads pause, the bytes at hand go to the stash. */
+static void frame_wait(struct dp_core *c, struct dp_conn *k, const uint8_t *p, uint32_t n)
+{
+	c->frames_waited++;
+	conn_pause(c, k);
+	conn_wait_core(c, k);
+	stash_add(c, k, p, n);
+}
+
 static void conn_resume(struct dp_core *c, struct dp_conn *k)
 {
 	if (!k->paused || (k->closing && !k->draining))
@@ -640,7 +684,6 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			if (k->size_have < 4)
 				return;
 			uint32_t len = be32(k->size_buf);
-			k->size_have = 0;
 			if ((int32_t)len < 8 || len > c->b->cfg.max_frame_bytes) {
 				DP_WARN_RL("connection %u: frame size %d out of range (max %u); closing",
 				        k->handle, (int32_t)len, c->b->cfg.max_frame_bytes);
@@ -648,7 +691,13 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 				return;
 			}
 			/* Never sized by the client's claim: the buffer grows as the bytes come. */
-			k->frame_cap = len < DP_FRAME_CHUNK_BYTES ? len : DP_FRAME_CHUNK_BYTES;
+			uint32_t first = len < DP_FRAME_CHUNK_BYTES ? len : DP_FRAME_CHUNK_BYTES;
+			if (!frame_room(c, k, first)) {
+				frame_wait(c, k, p, n);   /* the size stays in size_buf for the resume */
+				return;
+			}
+			k->size_have = 0;
+			k->frame_cap = first;
 			k->frame = dp_buf_try_get(k->frame_cap);
 			if (!k->frame) {
 				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle,
@@ -668,6 +717,12 @@ static void conn_data(struct dp_core *c, struct dp_conn *k, const uint8_t *p, ui
 			uint32_t cap = k->frame_cap;
 			while (cap < k->frame_have + take)
 				cap = cap > k->frame_len / 2 ? k->frame_len : cap * 2;
+			if (cap - k->frame_cap > DP_CONN_HELD_BYTES_MAX)
+				cap = k->frame_cap + (uint32_t)DP_CONN_HELD_BYTES_MAX;   /* frame_room's step */
+			if (!frame_room(c, k, (uint64_t)cap - k->frame_cap)) {
+				frame_wait(c, k, p, n);
+				return;
+			}
 			uint8_t *b = dp_buf_try_get(cap);
 			if (!b) {
 				DP_WARN_RL("connection %u: no memory for its frame (%u bytes); closing", k->handle, cap);

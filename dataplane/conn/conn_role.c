@@ -61,6 +61,10 @@ static bool conn_ticking(struct dp_core *c)
 
 static void conn_quiesce(struct dp_core *c)
 {
+	if (c->frames_waited || c->conns_reclaimed)
+		DP_INFO("%llu times a frame still arriving waited for room in the core's byte budget; %llu connections "
+		        "closed for that budget", (unsigned long long)c->frames_waited,
+		        (unsigned long long)c->conns_reclaimed);
 	if (c->nic)
 		dp_conns_shutdown(c);
 }

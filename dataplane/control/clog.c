@@ -7,7 +7,8 @@
  * current state into it, and once those writes are durable the segments
  * before it go: the newest record of each key is then always in what
  * remains. Records written meanwhile land after the new segment's start
- * too, so nothing newer is ever dropped. Locality: control core.
+ * too, so nothing newer is ever dropped. The rewrites go out a slice per
+ * turn (DP_CLOG_COMPACT_SLICE, control_internal.h). Locality: control core.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -90,6 +91,11 @@ bool dp_clog_compact_begin(struct dp_clog *l, uint64_t live, int64_t extra_recor
 		return false;
 	l->records = 0;
 	return true;
+}
+
+uint32_t dp_clog_compact_room(const struct dp_clog *l)
+{
+	return l->compact.pending >= DP_CLOG_COMPACT_SLICE ? 0 : DP_CLOG_COMPACT_SLICE - l->compact.pending;
 }
 
 void dp_clog_compact_end(struct dp_clog *l)

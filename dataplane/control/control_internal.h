@@ -60,7 +60,21 @@ struct dp_clog {
 	struct st_log *log;
 	uint64_t records;             /* records in the log (loaded + written since the last compaction began) */
 	struct st_compaction compact; /* rewrite of every live key, then the old segments go */
+	uint32_t cursor;              /* a compaction in slices: where the next slice looks on */
 };
+/*
+ * A compaction's rewrites in flight at once, at most: it queues them a
+ * slice a turn (the coordinator's timer), so that a log of many live keys
+ * (100,000 transactional ids) neither empties the coordinator's write pool
+ * (DP_COORD_WRITES_MAX), which every other write of that coordinator needs
+ * meanwhile, nor storage's queue of appends per core (ST_IO_APPENDS_MAX,
+ * 8192), which is shared by both coordinators' logs (and, with --cores 1,
+ * the partitions). Before, one turn queued every key and past 8,192 the
+ * rest were lost: the compaction kept the old segments, and failed the
+ * other writes of that turn.
+ */
+#define DP_CLOG_COMPACT_SLICE   1024
+_Static_assert(4 * DP_CLOG_COMPACT_SLICE <= DP_COORD_WRITES_MAX, "a slice leaves most of the write pool");
 /*
  * Control core setup: open a coordinator's own log DATA/name (created if
  * missing; its path into dir) and hand every stored batch to load (see
@@ -79,6 +93,8 @@ int  dp_clog_write(struct dp_clog *l, uint8_t *buf, size_t cap, int64_t ts_ms, c
 /* Start a compaction if none runs and the log holds more than 2 records per live key + extra_records. */
 bool dp_clog_compact_begin(struct dp_clog *l, uint64_t live, int64_t extra_records);
 void dp_clog_compact_end(struct dp_clog *l);              /* every rewrite queued or lost */
+/* How many rewrites this turn may queue: DP_CLOG_COMPACT_SLICE less those still in flight. */
+uint32_t dp_clog_compact_room(const struct dp_clog *l);
 void dp_clog_compact_done(struct dp_clog *l, int status); /* a rewrite's completion */
 /* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
 void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);

@@ -30,9 +30,9 @@ static void control_stop(struct dp_core *c)
 /* The coordinators' tables and pools on the control core (one, whatever --cores). */
 static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 {
-	dp_budget_add(bd, "transactional ids", 1,
-	              (unsigned long long)cfg->txn_ids_max * (sizeof(struct txn_meta) + 2 * sizeof(void *)),
-	              "--txn-ids-max entries of the coordinator's table (their partition lists apart)");
+	dp_budget_add(bd, "transactional ids", 1, (unsigned long long)cfg->txn_ids_max * txn_coord_fixed_bytes_per_id(),
+	              "--transactional-ids-max entries, each with room for the longest id, allocated at start-up "
+	              "(their partition lists apart)");
 	dp_budget_add(bd, "coordinator writes", 1, (unsigned long long)DP_COORD_WRITES_MAX * dp_txnc_write_bytes(),
 	              "DP_COORD_WRITES_MAX records of writes in flight");
 }

@@ -75,6 +75,7 @@ struct dp_grp {
 	int64_t next_expiry_ms;       /* offset retention's next pass */
 	struct grp_outs outs;         /* answers released by the current call */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
+	uint32_t compact_phase;       /* a compaction in slices: offsets, staged offsets, groups, done */
 	struct grp_held held[DP_GRP_HELD_MAX];   /* FIFO from held_head, nheld long */
 	uint32_t held_head, nheld;
 };
@@ -1104,30 +1105,87 @@ static void save_group(struct dp_core *c, struct grp_group *g, bool compaction)
 	}
 }
 
+/* Compaction's three sets: committed offsets, staged offsets, groups. */
+enum { GRP_CP_OFFSETS, GRP_CP_PENDING, GRP_CP_GROUPS, GRP_CP_DONE };
+
+/* The next entry of set `phase` at or after *cur, and its flag (the tables lend entries const for
+ * reading; they are the tables' own, and compact_due is the driver's); NULL at the end. */
+static void *cp_next(struct dp_grp *t, uint32_t phase, uint32_t *cur, bool **due)
+{
+	if (phase == GRP_CP_GROUPS) {
+		struct grp_group *g = grp_next(t->coord, cur);
+		*due = g ? &g->compact_due : NULL;
+		return g;
+	}
+	const struct grp_offset *o = phase == GRP_CP_OFFSETS ? grp_offset_next(t->offsets, cur) :
+	                                                        grp_pending_next(t->offsets, cur);
+	*due = o ? &((struct grp_offset *)o)->compact_due : NULL;
+	return (void *)o;
+}
+
+/*
+ * As the transaction log's (txncoord.c): every live key rewritten, a slice
+ * a timer tick (DP_CLOG_COMPACT_SLICE in flight at most), those live at the
+ * start flagged then, each set looked through again at its end (a delete
+ * may shift a flagged one back). Before, one turn queued every key, and
+ * past storage's 8,192 appends per core the rest were lost and the
+ * compaction with them. A slice, like the start, runs only while no commit
+ * write is in flight: the table takes a commit once it is durable, so a
+ * rewrite from it then could carry a value older than a record it lands
+ * after.
+ */
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
-	uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets) + grp_count(t->coord);
-	if (t->inflight || !dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
+	struct dp_clog *l = &t->clog;
+	uint32_t cur;
+	bool *due;
+	if (t->inflight)
 		return;
-	uint32_t cur = 0;
-	const struct grp_offset *o;
-	while ((o = grp_offset_next(t->offsets, &cur)))
-		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->clog.compact);
-	cur = 0;
-	while ((o = grp_pending_next(t->offsets, &cur)))   /* staged offsets live on too */
-		if (rewrite_one(c, o->key, o->key_len, o) < 0)
-			st_compaction_lost(&t->clog.compact);
-	cur = 0;
-	struct grp_group *g;
-	while ((g = grp_next(t->coord, &cur)))
-		if (g->state == GRP_STABLE || g->state == GRP_EMPTY)
-			save_group(c, g, true);
-		else
-			g->saved_changes = g->changes - 1;   /* mid-rebalance: written when it settles */
-	DP_INFO("offsets log: compacting %u offsets from offset %lld", live, (long long)t->clog.compact.from);
-	dp_clog_compact_end(&t->clog);
+	if (!l->compact.queuing) {
+		uint32_t live = grp_offsets_count(t->offsets) + grp_pending_count(t->offsets) + grp_count(t->coord);
+		if (!dp_clog_compact_begin(l, live, c->b->cfg.txn_log_compact_records))
+			return;
+		for (uint32_t ph = GRP_CP_OFFSETS; ph < GRP_CP_DONE; ph++)
+			for (cur = 0; cp_next(t, ph, &cur, &due);)
+				*due = true;
+		t->compact_phase = GRP_CP_OFFSETS;
+		l->cursor = 0;
+		DP_INFO("offsets log: compacting %u offsets and groups from offset %lld, %u at a time", live,
+		        (long long)l->compact.from, DP_CLOG_COMPACT_SLICE);
+	}
+	uint32_t room = dp_clog_compact_room(l);
+	while (room && t->compact_phase < GRP_CP_DONE) {
+		cur = l->cursor;
+		void *e = cp_next(t, t->compact_phase, &cur, &due);
+		if (!e) {   /* the end of this set: any flagged one moved back goes round again */
+			bool left = false;
+			for (uint32_t k = 0; !left && cp_next(t, t->compact_phase, &k, &due);)
+				left = *due;
+			if (!left)
+				t->compact_phase++;
+			l->cursor = 0;
+			continue;
+		}
+		l->cursor = cur;
+		if (!*due)
+			continue;
+		*due = false;
+		room--;
+		if (t->compact_phase == GRP_CP_GROUPS) {
+			struct grp_group *g = e;
+			if (g->state == GRP_STABLE || g->state == GRP_EMPTY)
+				save_group(c, g, true);
+			else
+				g->saved_changes = g->changes - 1;   /* mid-rebalance: written when it settles */
+		} else {
+			const struct grp_offset *o = e;
+			if (rewrite_one(c, o->key, o->key_len, o) < 0)
+				st_compaction_lost(&l->compact);
+		}
+	}
+	if (t->compact_phase == GRP_CP_DONE)
+		dp_clog_compact_end(l);
 }
 
 /* ---- ListGroups / DescribeGroups (admin) ------------------------------------------------ */

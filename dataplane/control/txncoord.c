@@ -288,25 +288,58 @@ static const struct txnc_init *init_pending(struct dp_txnc *t, const struct txn_
 	return NULL;
 }
 
-/* Compaction (clog.c): every id's current state rewritten, then the old segments go. */
+/*
+ * Compaction (clog.c): every id's current state rewritten, then the old
+ * segments go; a slice a timer tick (DP_CLOG_COMPACT_SLICE in flight at
+ * most). The ids live at the start are flagged then (no I/O); a slice
+ * rewrites flagged ones from the cursor on. Ids added meanwhile are written
+ * after the start anyway. A delete meanwhile may shift a flagged id back
+ * behind the cursor (htab.h), so at the end the table is looked through
+ * again from the start, until none is left flagged.
+ */
 static void maybe_compact(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
-	uint32_t live = txn_coord_count(t->coord);
-	if (!dp_clog_compact_begin(&t->clog, live, c->b->cfg.txn_log_compact_records))
-		return;
+	struct dp_clog *l = &t->clog;
 	uint32_t cur = 0;
-	struct txn_meta *m;
-	while ((m = txn_coord_next(t->coord, &cur))) {
+	struct txn_meta *m = NULL;
+	if (!l->compact.queuing) {
+		uint32_t live = txn_coord_count(t->coord);
+		if (!dp_clog_compact_begin(l, live, c->b->cfg.txn_log_compact_records))
+			return;
+		while ((m = txn_coord_next(t->coord, &cur)))
+			m->compact_due = true;
+		l->cursor = 0;
+		DP_INFO("transaction log: compacting %u ids from offset %lld, %u at a time", live,
+		        (long long)l->compact.from, DP_CLOG_COMPACT_SLICE);
+	}
+	uint32_t room = dp_clog_compact_room(l);
+	cur = l->cursor;
+	while (room && (m = txn_coord_next(t->coord, &cur))) {
+		if (!m->compact_due)
+			continue;
 		/* An id whose InitProducerId record is in flight is rewritten with the identity that
 		 * record carries: written after it, its durable one would undo it at the next start. */
-		if (persist_ex(c, m, false, true, init_pending(t, m)) == 0)
-			st_compaction_queued(&t->clog.compact);
+		int rc = persist_ex(c, m, false, true, init_pending(t, m));
+		if (rc == -ENOMEM)
+			break;   /* no write record or buffer free now: flagged still, the next tick */
+		m->compact_due = false;
+		room--;
+		if (rc == 0)
+			st_compaction_queued(&l->compact);
 		else
-			st_compaction_lost(&t->clog.compact);   /* that id's record is only in the old segments */
+			st_compaction_lost(&l->compact);   /* that id's record is only in the old segments */
 	}
-	DP_INFO("transaction log: compacting %u ids from offset %lld", live, (long long)t->clog.compact.from);
-	dp_clog_compact_end(&t->clog);
+	if (!room || m) {
+		l->cursor = cur;
+		return;
+	}
+	for (cur = 0; (m = txn_coord_next(t->coord, &cur));)
+		if (m->compact_due) {
+			l->cursor = 0;   /* moved back by a delete: another pass */
+			return;
+		}
+	dp_clog_compact_end(l);
 }
 
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
@@ -416,6 +449,26 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 	op_finish(c, m, KERR_NONE);
 }
 
+/*
+ * Every owner answered the grants. One that could not record its grant
+ * (its core's fixed pool of them is full, dp_limits.h) refused it: the
+ * client is answered COORDINATOR_NOT_AVAILABLE, as Kafka answers when it
+ * cannot record a transaction's state for a moment (a failed write of the
+ * transaction log); clients retry AddPartitionsToTxn on it (librdkafka and
+ * the Java client both). tps_told stays put, so the retry writes the record
+ * again and tells every owner again (a grant they hold is kept, not doubled).
+ */
+static void add_done(struct dp_core *c, struct txn_meta *m)
+{
+	if (m->grant_refused) {
+		m->grant_refused = false;
+		op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);
+		return;
+	}
+	m->tps_told = m->ntps;
+	op_finish(c, m, KERR_NONE);
+}
+
 /* The current op's write is durable, or all owners answered: take the next step. */
 static void txnc_step(struct dp_core *c, struct txn_meta *m)
 {
@@ -428,15 +481,13 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
 		if (to_owners(c, m, DP_MSG_TXN_ADD, false))
 			return;            /* the acks complete it */
-		m->tps_told = m->ntps;
-		op_finish(c, m, KERR_NONE);
+		add_done(c, m);
 		return;
 	case TXN_DRIVE_ADD_ACKS:
 	case TXN_DRIVE_REAUTH:     /* start-up re-authorisations answered */
 		if (m->markers_left)
 			return;
-		m->tps_told = m->ntps;
-		op_finish(c, m, KERR_NONE);
+		add_done(c, m);
 		return;
 	case TXN_DRIVE_PREPARE:
 		txn_set_drive(m, TXN_DRIVE_MARKERS);
@@ -506,9 +557,10 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	if (msg->err != KERR_KAFKA_STORAGE_ERROR && msg->err != KERR_NOT_ENOUGH_REPLICAS &&
 	    !(msg->err == KERR_CONCURRENT_TRANSACTIONS && msg->type == DP_MSG_TXN_MARKER_DONE))
 		return false;
-	/* A grant (TXN_ADD) is sent again only when it was never sent (no credit):
-	 * an owner's own refusal of a grant is answered as before. */
-	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED))
+	/* A grant (TXN_ADD) is sent again when it was never sent (no credit), or
+	 * when an owner refused a start-up re-authorisation (no client to tell);
+	 * an owner's refusal of a client's AddPartitions is answered to it (add_done). */
+	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED) && m->drive != TXN_DRIVE_REAUTH)
 		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
 	t->marker_retries++;
@@ -569,6 +621,8 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 	if ((msg->type == DP_MSG_TXN_MARKER_DONE || msg->type == DP_MSG_TXN_ADD_ACK) && msg->err &&
 	    marker_retry(c, m, msg))
 		return;
+	if (msg->type == DP_MSG_TXN_ADD_ACK && msg->err == KERR_NOT_ENOUGH_REPLICAS)
+		m->grant_refused = true;   /* the owner could not record it: add_done */
 	if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
 		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
 		           kerr_name(msg->err) ?: "?");
@@ -601,6 +655,7 @@ static void start_op(struct txn_meta *m, enum txn_drive op, struct dp_msg *msg, 
 	m->op_gen = msg->gen;
 	m->op_version = r->hdr.api_version;
 	m->markers_acked = 0;
+	m->grant_refused = false;
 	txn_set_drive(m, op);
 }
 
@@ -1045,7 +1100,7 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct 
 int dp_txnc_start(struct dp_core *c)
 {
 	struct dp_txnc *t = calloc(1, sizeof(*t));
-	if (!t || txn_coord_create(&t->coord) < 0)
+	if (!t || txn_coord_create_fixed(&t->coord, c->b->cfg.txn_ids_max) < 0)   /* the id table, whole, now */
 		return -ENOMEM;
 	for (uint32_t i = DP_COORD_WRITES_MAX; i-- > 0;)
 		write_put(t, &t->writes[i]);

@@ -9,10 +9,14 @@
  * prints is what they take; the bounds (held bytes, idle pool) are what the
  * data path may take at most.
  *
- * Not in it (each grows with what the broker holds, and has its own named
- * limit): per-partition state (struct dp_part, producer state up to
- * TXN_PSTATE_PRODUCERS_MAX, transaction index up to TXN_LSO_OPEN_MAX, segment
- * indexes), the coordinators' tables beyond their ids (transactions'
+ * Per partition (the shard role's "partitions" item, as many as the file
+ * descriptors allow) it counts what a partition holds from its open: its
+ * state, its log with the active segment's index at full size, its
+ * producer table and transaction index as created. Not in it (each grows
+ * with what the broker holds, and has its own named limit): producer
+ * entries up to TXN_PSTATE_PRODUCERS_MAX and open and aborted transactions
+ * (TXN_LSO_OPEN_MAX, TXN_LSO_ABORTED_MAX) per partition, sealed segments'
+ * indexes, the coordinators' tables beyond their ids (transactions'
  * partition lists, groups' members and offsets), and the kernel's page cache.
  * Locality: init only (main thread, before the cores start); pure.
  */

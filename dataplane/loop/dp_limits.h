@@ -127,6 +127,13 @@
  * queues at most ST_IO_APPENDS_MAX (8192) appends per core; beyond the pool
  * a batch is refused, retriable (NOT_ENOUGH_REPLICAS), not written. */
 #define DP_APPENDS_MAX          16384
+/* Owner side, per data core: grants of a partition to a producer's ongoing
+ * transaction (AddPartitionsToTxn fans one out per partition; the marker
+ * takes it back). From a fixed pool; when it is empty the grant is refused
+ * and the AddPartitionsToTxn answered COORDINATOR_NOT_AVAILABLE (retriable),
+ * so the client tries again once transactions have ended. 65536 is e.g.
+ * 1,000 open transactions writing 65 partitions each on one core. */
+#define DP_TXN_ALLOWS_MAX       65536
 
 /* Control core: each coordinator's log writes in flight (records from a
  * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */

@@ -87,6 +87,7 @@ struct dp_config {
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
 	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
+	uint32_t test_txn_allows_max;    /* test only, 0 = DP_TXN_ALLOWS_MAX: shrink each core's grant pool */
 	bool print_budget;               /* --print-budget: print the memory budget and exit */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
@@ -152,6 +153,7 @@ struct dp_read;
 struct dp_conn;
 struct dp_part;
 struct dp_append;
+struct dp_txn_allow;
 struct dp_ctrl;
 struct dp_pids;
 
@@ -233,6 +235,8 @@ struct dp_core {
 	uint32_t credits_out[DP_CORES_MAX]; /* requests sent to that core, not yet answered */
 	uint64_t credit_refused;      /* fan-out messages refused for credit (logged at exit) */
 	uint64_t credit_waits;        /* connections paused while credit was past half (conn.c) */
+	uint64_t frames_waited;       /* frames that waited for room in the core's byte budget (conn.c) */
+	uint64_t conns_reclaimed;     /* connections closed for the core's byte budget (conn.c) */
 	uint64_t fires_dropped;       /* watch fires dropped at a full backlog (advisory) */
 
 	/* control/ only (the control core). */
@@ -246,6 +250,10 @@ struct dp_core {
 	struct dp_append *append_free;
 	struct dp_append *appends;
 	uint64_t appends_refused;     /* batches refused for an empty append pool */
+	/* Transaction grants (shard.c's allow lists): from allows[b->txn_allows_max]. */
+	struct dp_txn_allow *allow_free;
+	struct dp_txn_allow *allows;
+	uint64_t allows_refused;      /* grants refused for an empty pool */
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
 	uint32_t snaps_inflight;      /* producer snapshots being written (<= DP_SNAPSHOTS_INFLIGHT_MAX) */
@@ -303,6 +311,7 @@ struct dp_broker {
 	struct dp_service_at services[DP_SVCS]; /* where each service runs; read-only once cores start */
 	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
 	uint32_t appends_max;         /* DP_APPENDS_MAX, or --test-appends-max */
+	uint32_t txn_allows_max;      /* DP_TXN_ALLOWS_MAX, or --test-txn-allows-max */
 };
 
 /*

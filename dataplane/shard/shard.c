@@ -166,41 +166,62 @@ void dupwait_check(struct dp_part *p)
 	}
 }
 
+/*
+ * A partition's grants: a list (as many as transactions open here, a few
+ * at a time in practice) of entries from the core's pool of
+ * b->txn_allows_max, allocated at start-up (shard_role.c); nothing is
+ * allocated here.
+ */
 static bool allow_has(const struct dp_part *p, int64_t pid, int16_t epoch)
 {
-	for (uint32_t i = 0; i < p->nallow; i++)
-		if (p->allow[i].pid == pid)
-			return p->allow[i].epoch == epoch;
+	for (const struct dp_txn_allow *g = p->allow; g; g = g->next)
+		if (g->pid == pid)
+			return g->epoch == epoch;
 	return false;
 }
 
-static int allow_set(struct dp_part *p, int64_t pid, int16_t epoch)
+/* -ENOSPC: the core's pool is empty (the coordinator answers its client retriably). */
+static int allow_set(struct dp_core *c, struct dp_part *p, int64_t pid, int16_t epoch)
 {
-	for (uint32_t i = 0; i < p->nallow; i++)
-		if (p->allow[i].pid == pid) {
-			p->allow[i].epoch = epoch;
+	for (struct dp_txn_allow *g = p->allow; g; g = g->next)
+		if (g->pid == pid) {
+			g->epoch = epoch;
 			return 0;
 		}
-	if (p->nallow == p->allow_cap) {
-		/* Grows to the peak number of concurrent transactions on this partition. */
-		uint32_t cap = p->allow_cap ? p->allow_cap * 2 : 8;
-		struct dp_txn_allow *n = realloc(p->allow, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->allow = n;
-		p->allow_cap = cap;
+	struct dp_txn_allow *g = c->allow_free;
+	if (!g) {
+		c->allows_refused++;
+		DP_WARN_RL("partition %s: transaction grant pool full (%u per core): AddPartitionsToTxn answered "
+		           "retriably (%llu refused on this core so far)", p->dir, c->b->txn_allows_max,
+		           (unsigned long long)c->allows_refused);
+		return -ENOSPC;
 	}
-	p->allow[p->nallow++] = (struct dp_txn_allow){ pid, epoch };
+	c->allow_free = g->next;
+	*g = (struct dp_txn_allow){ .pid = pid, .epoch = epoch, .next = p->allow };
+	p->allow = g;
 	return 0;
 }
 
-static void allow_drop(struct dp_part *p, int64_t pid)
+static void allow_drop(struct dp_core *c, struct dp_part *p, int64_t pid)
 {
-	for (uint32_t i = 0; i < p->nallow; i++)
-		if (p->allow[i].pid == pid) {
-			p->allow[i] = p->allow[--p->nallow];
+	for (struct dp_txn_allow **gp = &p->allow; *gp; gp = &(*gp)->next)
+		if ((*gp)->pid == pid) {
+			struct dp_txn_allow *g = *gp;
+			*gp = g->next;
+			g->next = c->allow_free;
+			c->allow_free = g;
 			return;
 		}
+}
+
+void dp_shard_allow_clear(struct dp_core *c, struct dp_part *p)
+{
+	while (p->allow) {
+		struct dp_txn_allow *g = p->allow;
+		p->allow = g->next;
+		g->next = c->allow_free;
+		c->allow_free = g;
+	}
 }
 
 /*
@@ -484,7 +505,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
-	allow_drop(p, pid);
+	allow_drop(c, p, pid);
 	if (txn_lso_open_first(p->lso, pid) < 0) {
 		marker_reply(c, m, KERR_NONE);
 		return;
@@ -594,8 +615,10 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_TXN_ADD: {
 		struct dp_part *p = part_of(c, m, NULL);
 		struct dp_msg out = { .err = p ? KERR_NONE : KERR_UNKNOWN_TOPIC_OR_PARTITION };
-		if (p && allow_set(p, m->u.txn.pid, m->u.txn.epoch) < 0)
-			out.err = KERR_UNKNOWN_SERVER_ERROR;
+		/* NOT_ENOUGH_REPLICAS, the owner's "could not record, retriable" (state_full): the
+		 * coordinator answers the AddPartitionsToTxn retriably and tells the owners again on its retry. */
+		if (p && allow_set(c, p, m->u.txn.pid, m->u.txn.epoch) < 0)
+			out.err = KERR_NOT_ENOUGH_REPLICAS;
 		reply(c, m, &out, DP_MSG_TXN_ADD_ACK);
 		return;
 	}

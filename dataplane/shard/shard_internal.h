@@ -26,11 +26,19 @@ void dp_shard_timer(struct dp_core *c);
 struct io_uring_cqe;
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
 
-/* Owner core: a producer the coordinator allowed to write this partition in its transaction. */
+/* Owner core: a producer the coordinator allowed to write this partition in
+ * its transaction. From the core's fixed pool (c->allows, shard_role.c), on
+ * its partition's list, or on the core's free list. */
 struct dp_txn_allow {
 	int64_t pid;
+	struct dp_txn_allow *next;
 	int16_t epoch;
 };
+
+/* Every grant of a partition back to its core's pool (the partition is closed). */
+void dp_shard_allow_clear(struct dp_core *c, struct dp_part *p);
+/* What one partition holds before its producers, transactions and sealed segments grow it (the budget). */
+unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg);
 
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */
@@ -50,8 +58,7 @@ struct dp_part {
 	struct st_log *log;
 	struct txn_pstate *ps;        /* idempotent producers on this partition */
 	struct txn_lso *lso;          /* open transactions (LSO) and aborted index */
-	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here */
-	uint32_t nallow, allow_cap;
+	struct dp_txn_allow *allow;   /* (pid, epoch) the coordinator added to a transaction here: a list */
 	struct dp_append *dupwait;    /* duplicates acked once the original is durable */
 	int64_t snap_offset;          /* offset of the newest producer-state snapshot */
 	uint32_t markers_writing;     /* markers appended, not yet durable: no snapshot meanwhile */

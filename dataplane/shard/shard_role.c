@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "shard_internal.h"
 
@@ -18,6 +19,14 @@ static int shard_start(struct dp_core *c)
 	for (uint32_t k = c->b->appends_max; k-- > 0;) {
 		c->appends[k].next_free = c->append_free;
 		c->append_free = &c->appends[k];
+	}
+	/* The transaction grants, fixed here too (b->txn_allows_max, dp_limits.h). */
+	c->allows = calloc(c->b->txn_allows_max, sizeof(*c->allows));
+	if (!c->allows)
+		return -ENOMEM;
+	for (uint32_t k = c->b->txn_allows_max; k-- > 0;) {
+		c->allows[k].next = c->allow_free;
+		c->allow_free = &c->allows[k];
 	}
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
@@ -42,6 +51,8 @@ static void shard_stop(struct dp_core *c)
 {
 	if (c->appends_refused)
 		DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
+	if (c->allows_refused)
+		DP_INFO("%llu transaction grants refused for an empty grant pool", (unsigned long long)c->allows_refused);
 	if (c->cold_reads)
 		DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 		        (unsigned long long)c->cold_reads);
@@ -63,6 +74,9 @@ static void shard_destroy(struct dp_core *c)
 	free(c->appends);
 	c->appends = NULL;
 	c->append_free = NULL;
+	free(c->allows);
+	c->allows = NULL;
+	c->allow_free = NULL;
 }
 
 static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
@@ -70,6 +84,18 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	uint32_t appends = cfg->test_appends_max ? cfg->test_appends_max : DP_APPENDS_MAX;
 	dp_budget_add(bd, "append records", dp_budget_ndata(cfg), (unsigned long long)appends * sizeof(struct dp_append),
 	              "DP_APPENDS_MAX per data core");
+	/* As many partitions as the file descriptors let the broker hold (catalog.c), at start-up's limit. */
+	struct rlimit rl;
+	uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? 1024 : rl.rlim_max == RLIM_INFINITY ? UINT64_MAX / 2 :
+	                  (uint64_t)rl.rlim_max;
+	dp_budget_add(bd, "partitions", (unsigned long long)dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg)),
+	              dp_shard_partition_bytes(cfg),
+	              "as many as the descriptors allow: each its state, log and full active index (producers, "
+	              "open and aborted transactions, sealed segments apart)");
+	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
+	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
+	              (unsigned long long)allows * sizeof(struct dp_txn_allow),
+	              "DP_TXN_ALLOWS_MAX (partition, producer) grants per data core");
 }
 
 const struct dp_role dp_shard_role = {

@@ -8,10 +8,17 @@
 # produce and consume, 200,000 messages over 6 partitions at --cores 3) its
 # peak resident memory (VmHWM) must stay under the total. The broker before
 # the budget has no --print-budget: this fails there.
+# Per-partition state is an item too ("partitions": as many as the file
+# descriptors allow, each its fixed state and its active segment's full
+# index): 1,000 more partitions (one CreateTopics of 2 topics of 500: no
+# traffic, so that the idle buffer pool, an item of its own, stays put) must
+# grow the broker's resident memory by at most that item's per-partition
+# bytes each, and fit in its count (before issue 11's item: no such line).
 . "$(dirname "$0")/lib.sh"
 integ_init budget 64 "$@"
 need_exe "$RDK_LOAD"
 PY=$(command -v python3) || skip "python3 is not installed"
+ADMIN=$(abs_path "$(dirname "$0")/admin_client.py")
 
 "$SLUICED" --print-budget --cores 3 >"$WORK/budget3.txt" 2>&1 || fail "--print-budget exited $?: $(head -n 3 "$WORK/budget3.txt")"
 "$SLUICED" --print-budget --cores 2 --max-frame-bytes 1048576 >"$WORK/budget2.txt" 2>&1 ||
@@ -45,6 +52,20 @@ guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic budget --partitions
 	--count 200000 --size 100 --acks all || fail "rdk_load produce exited $?"
 guarded "$RDK_LOAD" consume --bootstrap "$BOOTSTRAP" --topic budget --partitions 6 \
 	--expect 200000 --timeout 240 || fail "rdk_load consume exited $?"
+read -r _ pcount _ pbytes _ <<<"$(sed -n 's/^  partitions  *[0-9]* B  \([0-9]*\) x \([0-9]*\) B: .*/x \1 x \2 x/p' "$WORK/budget3.txt")"
+[ -n "$pbytes" ] && ((pbytes > 0)) || fail "no per-partition item in the budget: $(grep -c . "$WORK/budget3.txt") lines"
+# 2 x 500, or what the descriptors leave room for beside the 6 above
+per_topic=$(((pcount - 6) / 2 < 500 ? (pcount - 6) / 2 : 500))
+((per_topic >= 100)) || fail "the budget holds only $pcount partitions"
+nparts=$((2 * per_topic))
+rss0=$(awk '/^VmRSS:/ {print $2}' "/proc/$BROKER_PID/status")
+guarded "$PY" "$ADMIN" create "$PORT" 2 $per_topic many >"$WORK/create.out" 2>&1 ||
+	fail "CreateTopics of 2 x $per_topic partitions failed: $(tail -n 2 "$WORK/create.out")"
+[ "$(grep -c ' 0$' "$WORK/create.out")" = 2 ] || fail "CreateTopics: $(cat "$WORK/create.out")"
+rss1=$(awk '/^VmRSS:/ {print $2}' "/proc/$BROKER_PID/status")
+per=$(((rss1 - rss0) * 1024 / nparts))
+log "$nparts partitions: resident memory grew by $(((rss1 - rss0) / 1024)) MiB, $per B each (the budget: $pbytes B each, $pcount partitions)"
+((per <= pbytes)) || fail "a partition took $per B resident, more than the budget's $pbytes B"
 hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$BROKER_PID/status")
 [ -n "$hwm_kb" ] || fail "no VmHWM for the broker"
 stop_broker

@@ -15,6 +15,8 @@ usage:
   txn_ids.py begin --port P --id ID --pid N --epoch E --topic T
       AddPartitionsToTxn of T/0: the id's transaction is then Ongoing;
       prints "added ERR".
+  txn_ids.py end --port P --id ID --pid N --epoch E [--commit]
+      EndTxn v1 (abort, or commit); prints "ended ERR".
   txn_ids.py commit --port P --group G --topic T --partitions N --offset O
       OffsetCommit v2 (a simple commit, no member) of offset O for
       partitions 0..N-1 of T; prints "err CODE COUNT" per error code.
@@ -28,7 +30,7 @@ import sys
 TIMEOUT_S = 60.0
 CLIENT_ID = b'txn_ids'
 TXN_TIMEOUT_MS = 600000
-API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS = 8, 22, 24
+API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS, API_END_TXN = 8, 22, 24, 26
 
 
 def kstr(b):
@@ -111,6 +113,14 @@ def cmd_begin(a):
     print('added %d' % err)
 
 
+def cmd_end(a):
+    c = Conn(a.port)
+    body = kstr(a.id.encode()) + struct.pack('>qhb', a.pid, a.epoch, 1 if a.commit else 0)
+    resp = c.recv(c.send(API_END_TXN, 1, body))
+    _throttle, err = struct.unpack('>ih', resp[:6])
+    print('ended %d' % err)
+
+
 def cmd_commit(a):
     c = Conn(a.port)
     body = kstr(a.group.encode()) + struct.pack('>i', -1) + kstr(b'') + struct.pack('>q', -1)
@@ -151,6 +161,12 @@ def main():
     b.add_argument('--pid', type=int, required=True)
     b.add_argument('--epoch', type=int, required=True)
     b.add_argument('--topic', required=True)
+    e = sub.add_parser('end')
+    e.add_argument('--port', type=int, required=True)
+    e.add_argument('--id', required=True)
+    e.add_argument('--pid', type=int, required=True)
+    e.add_argument('--epoch', type=int, required=True)
+    e.add_argument('--commit', action='store_true')
     o = sub.add_parser('commit')
     o.add_argument('--port', type=int, required=True)
     o.add_argument('--group', required=True)
@@ -159,7 +175,7 @@ def main():
     o.add_argument('--offset', type=int, required=True)
     a = p.parse_args()
     try:
-        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'commit': cmd_commit}[a.cmd](a)
+        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'end': cmd_end, 'commit': cmd_commit}[a.cmd](a)
     except (OSError, ValueError, struct.error) as e:
         print('txn_ids: %s' % e, file=sys.stderr)
         return 1

@@ -844,6 +844,62 @@ static void test_id_memory(void)
 	txn_coord_destroy(c);
 }
 
+/*
+ * The broker's table (txn_coord_create_fixed): its memory is all taken at
+ * creation, so adding ids (up to the longest), removing and adding again
+ * take nothing from the heap, and past ids_max an id is refused (NULL). A
+ * start-up replay of a log with more ids than that still loads them all.
+ */
+#define UT_FIXED_IDS 4
+static void test_fixed_table(void)
+{
+	struct txn_coord *c = NULL;
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS) == 0 && c);
+	static char big[TXN_ID_BYTES_MAX];
+	memset(big, 'L', sizeof(big));
+	struct mallinfo2 before = mallinfo2();
+	struct txn_meta *m[UT_FIXED_IDS];
+	char id[16];
+	for (int i = 0; i < UT_FIXED_IDS - 1; i++) {
+		int n = snprintf(id, sizeof(id), "fixed-%d", i);
+		CU_ASSERT_FATAL((m[i] = txn_coord_add(c, id, (size_t)n)) != NULL);
+		CU_ASSERT_EQUAL(m[i]->state, TXN_EMPTY);
+	}
+	CU_ASSERT_FATAL((m[UT_FIXED_IDS - 1] = txn_coord_add(c, big, sizeof(big))) != NULL);
+	CU_ASSERT(txn_coord_find(c, big, sizeof(big)) == m[UT_FIXED_IDS - 1]);
+	CU_ASSERT_PTR_NULL(txn_coord_add(c, "one-more", 8));   /* full: refused, not grown */
+	txn_coord_remove(c, m[1]);
+	struct txn_meta *again = txn_coord_add(c, "again", 5);
+	CU_ASSERT_FATAL(again != NULL);
+	CU_ASSERT(again->pid == -1 && again->epoch == -1 && again->ntps == 0 && again->update_ms == 0);
+	CU_ASSERT(txn_coord_find(c, "fixed-0", 7) == m[0] && txn_coord_find(c, "fixed-1", 7) == NULL);
+	struct mallinfo2 after = mallinfo2();
+	CU_ASSERT_EQUAL(after.uordblks, before.uordblks);   /* not one byte from the heap */
+	CU_ASSERT_EQUAL(after.hblkhd, before.hblkhd);
+	CU_ASSERT_EQUAL(txn_coord_count(c), UT_FIXED_IDS);
+	txn_coord_destroy(c);
+
+	/* A replay past the pool: every id comes back. */
+	ut_log_len = ut_nbatches = 0;
+	struct txn_meta *w = ut_meta(TXN_EMPTY);
+	for (int i = 0; i < UT_FIXED_IDS + 2; i++) {
+		snprintf(id, sizeof(id), "replay-%d", i);
+		w->pid = 2000 + i;
+		w->epoch = 0;
+		ut_log_put(id, w);
+	}
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS) == 0);
+	ut_replay(c);
+	CU_ASSERT_EQUAL(txn_coord_count(c), UT_FIXED_IDS + 2);
+	struct txn_meta *last = txn_coord_find(c, "replay-5", 8);
+	CU_ASSERT(last && last->pid == 2005);
+	CU_ASSERT_PTR_NULL(txn_coord_add(c, "new", 3));   /* the poll path still may not grow it */
+	txn_coord_remove(c, last);   /* a record from the heap goes back to the heap */
+	txn_coord_remove(c, txn_coord_find(c, "replay-0", 8));
+	CU_ASSERT_PTR_NOT_NULL(txn_coord_add(c, "new", 3));
+	txn_coord_destroy(c);
+}
+
 /* transactional.id.expiration.ms: which ids may go, and when. */
 static void test_expirable(void)
 {
@@ -896,6 +952,7 @@ int main(void)
 	CU_add_test(s, "recovery: bad value keeps an existing entry", test_recovery_bad_value_existing);
 	CU_add_test(s, "memory: an id costs what it holds", test_id_memory);
 	CU_add_test(s, "expiry: settled, idle ids only", test_expirable);
+	CU_add_test(s, "fixed table: no allocation after creation, full refuses", test_fixed_table);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
