@@ -65,6 +65,9 @@ static void usage(FILE *f)
 	"  --fault-marker-write-fail N  on each data core, the log writes of the first N COMMIT/ABORT\n"
 	"                          markers fail after they were queued (nothing written, EIO): the\n"
 	"                          partition goes offline until its probe reopens the log\n"
+	"  --fault-delete-kill POINT  SIGKILL the broker during a DeleteTopics: after-intent (the\n"
+	"                          delete's record is durable), mid-delete (a data core removed one\n"
+	"                          partition of the topic)\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
 	"                          after-first-marker or before-complete\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
@@ -105,7 +108,7 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
-	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
+	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
@@ -128,6 +131,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-marker-write-fail", required_argument, 0, O_FMWRITE },
 		{ "fault-init-fail", required_argument, 0, O_FINIT },
 		{ "fault-txn-kill", required_argument, 0, O_TXNKILL },
+		{ "fault-delete-kill", required_argument, 0, O_DELKILL },
 		{ "fetch-aborted-max", required_argument, 0, O_FABORTED },
 		{ "fault-offsets-delay-ms", required_argument, 0, O_FOFFDELAY },
 		{ "fault-marker-delay-ms", required_argument, 0, O_FMDELAY },
@@ -278,6 +282,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (!strcmp(optarg, "after-prepare")) cfg->fault_txn_kill = 1;
 			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;
 			else if (!strcmp(optarg, "before-complete")) cfg->fault_txn_kill = 3;
+			else goto bad;
+			break;
+		case O_DELKILL:
+			if (!strcmp(optarg, "mid-delete")) cfg->fault_delete_kill = DP_FAULT_DELETE_MID;
+			else if (!strcmp(optarg, "after-intent")) cfg->fault_delete_kill = DP_FAULT_DELETE_INTENT;
 			else goto bad;
 			break;
 		case O_FOFFDELAY:

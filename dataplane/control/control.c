@@ -9,12 +9,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fop.h"
 #include "kerr.h"
 #include "control_internal.h"
 #include "shard.h"
@@ -34,6 +36,10 @@ struct ctrl_topic {
 	uint16_t len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_ctrl_op create_op, delete_op;
+	/* A delete's record (names.h): written before any partition is touched, removed after all. */
+	struct st_fop mark_fop;
+	struct dp_core *mark_core;    /* the control core, for the record's completion */
+	char mark[32], mark_tmp[36];  /* "<slot>" DP_DELETE_MARK_SUFFIX / DP_DELETE_TMP_SUFFIX; "" none */
 };
 
 /* Control core only. */
@@ -172,6 +178,38 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	}
 }
 
+/*
+ * The delete's record is durable (status 0): from here a crash cannot bring
+ * the topic back, since a start-up removes whatever partitions of it are
+ * left before it scans the rest. Only now do the data cores remove theirs.
+ */
+static void mark_written(void *arg, int status)
+{
+	struct ctrl_topic *t = arg;
+	struct dp_core *c = t->mark_core;
+	uint32_t id = (uint32_t)(t - c->ctrl->topics);
+	if (status < 0 && !st_fop_renamed(&t->mark_fop)) {
+		/* Nothing was touched: the topic stays, whole; the client may try again. */
+		DP_ERR("topic %s: cannot record its delete: %s; the topic stays", t->name, strerror(-status));
+		t->mark[0] = 0;
+		t->deleting = false;
+		struct dp_ctrl_op *op = &t->delete_op;
+		struct dp_msg r = { .type = op->reply_type, .err = KERR_KAFKA_STORAGE_ERROR, .ctx = op->req_ctx,
+		                    .idx = op->req_idx, .gen = op->req_gen };
+		op->used = false;
+		dp_answer_to(c, op->req_core, op->req_reply, &r);
+		return;
+	}
+	if (status < 0)   /* renamed, its directory sync failed: a crash may or may not keep it */
+		DP_ERR("topic %s: its delete's record may not survive a crash: %s; deleting anyway", t->name,
+		       strerror(-status));
+	if (c->b->cfg.fault_delete_kill == DP_FAULT_DELETE_INTENT) {
+		DP_WARN("fault injection: SIGKILL after-intent (topic %s)", t->name);
+		raise(SIGKILL);
+	}
+	send_del(c, &t->delete_op, id);
+}
+
 static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_ctrl *k = c->ctrl;
@@ -184,7 +222,11 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 	op_start(&t->delete_op, m, DP_MSG_DELETE_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
 	t->deleting = true;
 	DP_INFO("topic %s: deleting", t->name);
-	send_del(c, &t->delete_op, (uint32_t)id);
+	snprintf(t->mark, sizeof(t->mark), "%u%s", (unsigned)id, DP_DELETE_MARK_SUFFIX);
+	snprintf(t->mark_tmp, sizeof(t->mark_tmp), "%u%s", (unsigned)id, DP_DELETE_TMP_SUFFIX);
+	t->mark_core = c;
+	st_fop_replace(c->io, &t->mark_fop, c->ctrl_pids->dirfd, t->mark_tmp, t->mark, NULL, t->name, t->len, -1,
+	               mark_written, t);
 }
 
 /* Every data core closed the topic's partitions: remove what is left on disk and free the slot. */
@@ -196,6 +238,12 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 		dp_partition_dir(&c->b->cfg, dir, sizeof(dir), t->name, t->len, p);
 		rmdir(dir);
 	}
+	/* The record goes last, durably (the directory sync below) before the answer: so it never
+	 * outlives the delete into a topic created again under the name. */
+	if (t->mark[0] && unlinkat(c->ctrl_pids->dirfd, t->mark, 0) < 0 && errno != ENOENT)
+		DP_ERR("topic %s: cannot remove %s: %s (a restart removes the topic's partitions again)", t->name,
+		       t->mark, strerror(errno));
+	t->mark[0] = 0;
 	fsync_dir(c->b->cfg.data_dir);
 	c->ctrl->nparts -= t->nparts;
 	assert(c->ctrl->nparts >= 0);
@@ -255,6 +303,117 @@ bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t part
 	return true;
 }
 
+#define CTRL_REMOVE_PASSES_MAX 16   /* directory passes of remove_dir (as storage's st_log_delete) */
+
+/* init only: remove directory dir and the files in it (a partition's: no subdirectories). */
+static int remove_dir(int dirfd, const char *dir)
+{
+	int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
+	int rc = 0;
+	for (int pass = 0, removed = 1; removed && !rc && pass < CTRL_REMOVE_PASSES_MAX; pass++) {
+		struct dirent *e;
+		removed = 0;
+		rewinddir(d);
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				if (unlinkat(fd, e->d_name, 0) == 0)
+					removed++;
+				else if (errno != ENOENT && !rc)
+					rc = -errno;
+			}
+	}
+	closedir(d);
+	if (!rc && unlinkat(dirfd, dir, AT_REMOVEDIR) < 0)
+		rc = -errno;
+	return rc;
+}
+
+/*
+ * init only: finish the topic deletes a crash interrupted. Each record
+ * (names.h) names a topic whose delete was decided: every partition
+ * directory of it still here goes, then the record. A record that does not
+ * hold a valid topic name stops the start (it could be any topic's, and
+ * guessing could bring a deleted topic back or delete a live one).
+ */
+static int finish_deletes(const struct dp_config *cfg, int dirfd)
+{
+	DIR *d = opendir(cfg->data_dir);
+	if (!d)
+		return -errno;
+	/* Gather first: removing entries while reading the directory may skip some. */
+	char (*marks)[sizeof(((struct ctrl_topic *)0)->mark)] = NULL;
+	size_t nmarks = 0, cap = 0;
+	int rc = 0;
+	struct dirent *e;
+	while (!rc && (e = readdir(d))) {
+		size_t tl;
+		int32_t p;
+		enum dp_dir_name k = dp_dir_name_parse(e->d_name, strlen(e->d_name), &tl, &p);
+		if (k == DP_DIR_DELETE_TMP) {
+			unlinkat(dirfd, e->d_name, 0);   /* never renamed into place: that delete did not happen */
+		} else if (k == DP_DIR_DELETE_MARK) {
+			if (strlen(e->d_name) >= sizeof(*marks)) {
+				DP_ERR("%s/%s: not a name the broker writes for a delete's record; refusing to start",
+				       cfg->data_dir, e->d_name);
+				rc = -EINVAL;
+			} else if (nmarks == cap) {
+				void *nm = realloc(marks, (cap = cap ? 2 * cap : 16) * sizeof(*marks));
+				rc = nm ? 0 : -ENOMEM;
+				marks = nm ? nm : marks;
+			}
+			if (!rc)
+				strcpy(marks[nmarks++], e->d_name);
+		}
+	}
+	closedir(d);
+	for (size_t i = 0; i < nmarks && !rc; i++) {
+		char name[DP_TOPIC_NAME_MAX + 1];
+		int fd = openat(dirfd, marks[i], O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, name, sizeof(name));
+		if (fd >= 0)
+			close(fd);
+		if (n < 0 || !dp_topic_name_valid(name, (size_t)n)) {
+			DP_ERR("%s/%s: %s; refusing to start (its topic's delete cannot be finished)", cfg->data_dir,
+			       marks[i], n < 0 ? strerror(errno) : "does not hold a topic name");
+			rc = n < 0 ? -errno : -EBADMSG;
+			break;
+		}
+		int removed = 0;
+		for (int32_t p = 0; p < DP_PARTITIONS_MAX && !rc; p++) {
+			char dir[1024];
+			dp_partition_dir(cfg, dir, sizeof(dir), name, (size_t)n, p);
+			struct stat st;
+			if (stat(dir, &st) < 0)
+				continue;
+			if ((rc = remove_dir(AT_FDCWD, dir)) < 0)
+				DP_ERR("%s: cannot remove: %s; refusing to start (the deleted topic would come back)", dir,
+				       strerror(-rc));
+			removed++;
+		}
+		if (rc)
+			break;
+		fsync(dirfd);   /* the partitions are gone before their record goes */
+		if (unlinkat(dirfd, marks[i], 0) < 0) {
+			rc = -errno;
+			DP_ERR("%s/%s: cannot remove: %s", cfg->data_dir, marks[i], strerror(errno));
+			break;
+		}
+		fsync(dirfd);
+		DP_WARN("topic %.*s: finished its delete that a stop interrupted (%d partition directories removed)",
+		        (int)n, name, removed);
+	}
+	free(marks);
+	return rc;
+}
+
 /* init only: the control catalog and every data core's copy from the data directory. */
 int dp_scan_data_dir(struct dp_broker *b)
 {
@@ -268,6 +427,8 @@ int dp_scan_data_dir(struct dp_broker *b)
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
+	if ((prc = finish_deletes(&b->cfg, cc->ctrl_pids->dirfd)) < 0)
+		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
 	if (!d)
 		return -errno;
@@ -278,8 +439,8 @@ int dp_scan_data_dir(struct dp_broker *b)
 		size_t len;
 		int32_t p;
 		enum dp_dir_name k = dp_dir_name_parse(e->d_name, strlen(e->d_name), &len, &p);
-		if (k == DP_DIR_OTHER)
-			continue;
+		if (k == DP_DIR_OTHER || k == DP_DIR_DELETE_MARK || k == DP_DIR_DELETE_TMP)
+			continue;   /* the delete records: finish_deletes took care of them */
 		/* Skipped, not fatal: one stray name must not keep every other partition offline. */
 		if (k != DP_DIR_PARTITION) {
 			DP_WARN("%s/%s skipped: %s", b->cfg.data_dir, e->d_name, dp_dir_name_why(k));

@@ -46,6 +46,9 @@ struct st_codec;
 
 /* Limits: dp_limits.h. */
 
+/* Test only (--fault-delete-kill): where a topic delete SIGKILLs the broker. */
+enum dp_fault_delete { DP_FAULT_DELETE_NONE, DP_FAULT_DELETE_MID, DP_FAULT_DELETE_INTENT };
+
 enum dp_log_level { DP_LOG_ERROR, DP_LOG_WARN, DP_LOG_INFO, DP_LOG_DEBUG };
 
 /* init only: parsed command line; read-only once cores start. */
@@ -73,6 +76,7 @@ struct dp_config {
 	uint32_t fault_marker_fail_permille; /* a marker answered as a failed write (not written), N/1000 */
 	uint32_t fault_call_refuse_permille; /* a coordinator call's buffer refused (call.h), N/1000 */
 	uint64_t fault_seed;
+	int fault_delete_kill;           /* SIGKILL during a topic delete: enum dp_fault_delete */
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
 	                                    2 after the first marker, 3 before Complete */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */

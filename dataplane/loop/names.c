@@ -30,8 +30,18 @@ bool dp_topic_internal(const char *name, size_t len)
 	return false;
 }
 
+static bool ends_with(const char *name, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+	return len > n && memcmp(name + len - n, suffix, n) == 0;
+}
+
 enum dp_dir_name dp_dir_name_parse(const char *name, size_t len, size_t *topic_len, int32_t *partition)
 {
+	if (ends_with(name, len, DP_DELETE_MARK_SUFFIX))
+		return DP_DIR_DELETE_MARK;
+	if (ends_with(name, len, DP_DELETE_TMP_SUFFIX))
+		return DP_DIR_DELETE_TMP;
 	const char *dash = NULL;
 	for (size_t i = 0; i < len; i++)
 		if (name[i] == '-')
@@ -69,6 +79,8 @@ const char *dp_dir_name_why(enum dp_dir_name k)
 	case DP_DIR_NOT_CANONICAL: return "its partition is not written as the broker writes it (decimal, no sign "
 		                          "or leading zero): it could name the same partition as another directory";
 	case DP_DIR_PARTITION_RANGE: return "its partition is past the broker's limit";
+	case DP_DIR_DELETE_MARK: return "a topic delete's record";
+	case DP_DIR_DELETE_TMP: return "a topic delete's record, not yet complete";
 	}
 	return "?";
 }

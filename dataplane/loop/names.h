@@ -25,7 +25,21 @@ enum dp_dir_name {
 	DP_DIR_INTERNAL,        /* a coordinator log's name with a partition: never a user topic */
 	DP_DIR_NOT_CANONICAL,   /* the partition is not a plain decimal without leading zeros */
 	DP_DIR_PARTITION_RANGE, /* the partition is past DP_PARTITIONS_MAX */
+	DP_DIR_DELETE_MARK,     /* N.topic-deleting: a topic delete's durable record (control.c) */
+	DP_DIR_DELETE_TMP,      /* N.topic-deleting.tmp: such a record not yet renamed into place */
 };
+
+/*
+ * A topic delete is recorded before any partition is touched: a file named
+ * "<catalog slot>" DP_DELETE_MARK_SUFFIX holding the topic's name, written
+ * whole and renamed into place durably. Until it is removed (after every
+ * partition directory is), a start-up finishes the delete first. The name
+ * ends in a letter, so it is never a partition directory's (those end in a
+ * digit), and it has no room for the topic's name (249 bytes plus a suffix
+ * can pass NAME_MAX), hence the content.
+ */
+#define DP_DELETE_MARK_SUFFIX ".topic-deleting"
+#define DP_DELETE_TMP_SUFFIX  ".topic-deleting.tmp"
 
 /*
  * Pure: parse a data directory entry's name (len bytes, no NUL needed). On

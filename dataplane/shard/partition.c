@@ -7,6 +7,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -210,6 +211,10 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 		assert(!p->dupwait);   /* callers wait for st_io_pending() == 0 */
 		if (delete_files) {
 			st_log_delete(p->log);
+			if (c->b->cfg.fault_delete_kill == DP_FAULT_DELETE_MID) {
+				DP_WARN("fault injection: SIGKILL mid-delete (%s removed)", p->dir);
+				raise(SIGKILL);
+			}
 		} else {
 			snapshot_producers(c, p);   /* a clean restart replays nothing */
 			st_log_close(p->log);

@@ -74,6 +74,10 @@ static void test_dir_names(void)
 	CU_ASSERT_EQUAL(dir_kind("t-99999999999999999999", &tlen, &p), DP_DIR_PARTITION_RANGE);
 	CU_ASSERT_EQUAL(dir_kind("__consumer_offsets-0", &tlen, &p), DP_DIR_INTERNAL);
 	CU_ASSERT_EQUAL(dir_kind("__transaction_state-0", &tlen, &p), DP_DIR_INTERNAL);
+	/* A topic delete's record: taken for what it is, never for a topic or a skipped name. */
+	CU_ASSERT_EQUAL(dir_kind("7.topic-deleting", &tlen, &p), DP_DIR_DELETE_MARK);
+	CU_ASSERT_EQUAL(dir_kind("7.topic-deleting.tmp", &tlen, &p), DP_DIR_DELETE_TMP);
+	CU_ASSERT_EQUAL(dir_kind("x.topic-deleting-0", &tlen, &p), DP_DIR_PARTITION);
 	CU_ASSERT_EQUAL(dir_kind("-5", &tlen, &p), DP_DIR_BAD_TOPIC);
 	CU_ASSERT_EQUAL(dir_kind("..-5", &tlen, &p), DP_DIR_BAD_TOPIC);
 	CU_ASSERT_EQUAL(dir_kind("a b-5", &tlen, &p), DP_DIR_BAD_TOPIC);
