@@ -47,12 +47,14 @@ struct dp_pids {
 	int64_t next, end;            /* ids [next, end) are recorded and unused */
 	int dirfd;                    /* the data directory, where the file lives */
 	int64_t writing;              /* the block end being recorded (io_uring), -1 none */
+	bool exhausted;               /* no block fits below DP_PID_END_MAX: said once (pid.c) */
 	struct dp_pid_write *w;       /* that write (pid.c), allocated at init */
 };
 
 /* pid.c */
 int  dp_pid_init(struct dp_pids *p, const char *dir);
-int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io);   /* -EAGAIN: no id recorded yet (retriable) */
+/* -EAGAIN: no id recorded yet (retriable); -ENOSPC: every id was issued (for good) */
+int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io);
 
 /* clog.c: a coordinator's own log (__transaction_state, __consumer_offsets). */
 struct dp_clog {

@@ -114,9 +114,17 @@ int64_t dp_pid_alloc(struct dp_pids *p, struct st_io *io)
 		st_fop_replace(io, &p->w->fop, p->dirfd, DP_PID_TMP, DP_PID_FILE, NULL, p->w->buf, sizeof(p->w->buf), -1,
 		               block_written, p);
 	}
-	if (p->next == p->end)
-		return -EAGAIN;   /* the next block is not durable yet: the client retries */
-	return p->next++;
+	if (p->next < p->end)
+		return p->next++;
+	if (p->writing >= 0 || dp_pid_next_block(p->end) >= 0)
+		return -EAGAIN;   /* the next block is not durable yet (or its write failed): the client retries */
+	/* No block fits below DP_PID_END_MAX: as Kafka's id manager, fatal for new ids (no retry helps),
+	 * said once; epoch bumps of issued ids go on. */
+	if (!p->exhausted)
+		DP_ERR("every producer id was issued (the last block ends at %lld): InitProducerId for a new id "
+		       "answers UNKNOWN_SERVER_ERROR from now on", (long long)p->end);
+	p->exhausted = true;
+	return -ENOSPC;
 }
 
 /*
@@ -138,8 +146,8 @@ void dp_pid_init_producer(struct dp_core *c, struct dp_msg *m)
 		int64_t pid = dp_pid_alloc(p, c->io);
 		r.u.pid.pid = pid;
 		r.u.pid.epoch = 0;
-		if (pid < 0)
-			r.err = KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* as Kafka without an id block: retriable */
+		if (pid < 0)   /* as Kafka without an id block: retriable; with none left: fatal */
+			r.err = pid == -ENOSPC ? KERR_UNKNOWN_SERVER_ERROR : KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	}
 	dp_answer(c, m, &r);
 }

@@ -704,6 +704,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
 	                         .timeout_ms = q->TransactionTimeoutMs };
 	if (m->pid < 0 || m->epoch >= TXN_EPOCH_MAX) {
 		int64_t pid = dp_pid_alloc(c->ctrl_pids, c->io);
+		if (pid == -ENOSPC)
+			return KERR_UNKNOWN_SERVER_ERROR;   /* every id was issued (dp_pid_alloc said so) */
 		if (pid < 0)
 			return KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* the next id block is being recorded */
 		ini = (struct txnc_init){ .pid = pid, .prev_pid = m->pid, .epoch = 0, .prev_epoch = m->epoch,

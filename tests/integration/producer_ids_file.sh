@@ -11,7 +11,13 @@
 #  3. a block end with no room for another block below INT64_MAX: refused,
 #     every id was issued (before: the first block's end overflowed int64);
 #  4. a good record of 123000: the broker starts and InitProducerId hands out
-#     123000, the first id past every id that file says may have been issued.
+#     123000, the first id past every id that file says may have been issued;
+#  5. a block end with room for one last block: its 1,000 ids are handed out,
+#     then InitProducerId for a new id (idempotent, and transactional) answers
+#     UNKNOWN_SERVER_ERROR, as Kafka's coordinator does once its id manager
+#     throws "Have exhausted all producerIds" (fatal, no retry helps), and the
+#     broker says so in its log (before: COORDINATOR_LOAD_IN_PROGRESS, which
+#     clients retry for ever, and no log line).
 . "$(dirname "$0")/lib.sh"
 
 integ_init producer-ids-file 53 "$@"
@@ -61,4 +67,35 @@ if (err, pid, epoch) != (0, 123000, 0):
 PY
 guarded "$PY" "$WORK/init.py" "$PORT" "$CLIENT_DIR" || fail "InitProducerId after a good __producer_ids"
 stop_broker
-pass "negative, long and exhausted __producer_ids refused; a good one carries on"
+
+rm -rf "$DATA"
+mkdir -p "$DATA"
+last=$(( (1 << 63) - 1 - 2000 ))   # DP_PID_END_MAX - DP_PID_BLOCK: one block left
+pid_file $last
+from=$(($(wc -l <"$BROKER_LOG") + 1))
+start_broker --no-fsync
+cat >"$WORK/exhaust.py" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[2])
+import bad_client as bc
+c = bc.Conn(int(sys.argv[1]))
+first = int(sys.argv[3])
+def init(txn_id):
+    tid = struct.pack('>h', -1) if txn_id is None else struct.pack('>h', len(txn_id)) + txn_id
+    r = bc.Reader(c.call(22, 1, tid + struct.pack('>i', 60000)))
+    r.i32()
+    return r.i16(), r.i64(), r.i16()
+for i in range(1000):
+    got = init(None)
+    if got != (0, first + i, 0):
+        sys.exit(f'InitProducerId {i}: {got}, want (0, {first + i}, 0)')
+for txn_id in (None, b'exhausted-txn'):
+    err, pid, epoch = init(txn_id)
+    if err != -1:
+        sys.exit(f'InitProducerId ({txn_id}) past the last id: error {err} (id {pid}), want -1 UNKNOWN_SERVER_ERROR')
+PY
+guarded "$PY" "$WORK/exhaust.py" "$PORT" "$CLIENT_DIR" $last || fail "InitProducerId at the last block"
+tail -n +"$from" "$BROKER_LOG" | grep -q "every producer id was issued (the last block ends at $((last + 1000)))" ||
+	fail "no log line for the exhausted producer ids"
+stop_broker
+pass "negative, long and exhausted __producer_ids refused; a good one carries on; the last ids, then a fatal error"
