@@ -632,12 +632,26 @@ static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 		txnc_step(c, m);
 }
 
-/* Abort m's open transaction with a bumped epoch, so the old producer is fenced. */
+/*
+ * Abort m's open transaction with a bumped epoch, so the old producer is
+ * fenced. The broker hands out at most TXN_EPOCH_MAX, so the bump reaches
+ * INT16_MAX at most; an epoch already there came from a hostile or foreign
+ * log. It is not bumped (it would wrap negative): the abort goes at that
+ * epoch, check_producer refuses it from anyone, and the next InitProducerId
+ * moves the id to a new producer id with epoch 0 (init_pid), as Kafka's
+ * coordinator does with an exhausted epoch (KIP-360).
+ */
 static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *why)
 {
-	DP_INFO_RL("txn %.*s: aborting (%s), epoch %d -> %d", m->id_len, m->id, why, m->epoch, m->epoch + 1);
+	bool exhausted = m->epoch >= INT16_MAX;
+	if (exhausted)
+		DP_WARN("txn %.*s: epoch %d is the last: aborting (%s) at it, not bumped; the next InitProducerId "
+		        "gets a new producer id", m->id_len, m->id, m->epoch, why);
+	else
+		DP_INFO_RL("txn %.*s: aborting (%s), epoch %d -> %d", m->id_len, m->id, why, m->epoch, m->epoch + 1);
 	txn_set_state(m, TXN_PREPARE_EPOCH_FENCE);
-	m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
+	if (!exhausted)
+		m->epoch++;   /* markers carry the new epoch: the zombie's batches are refused */
 	txn_set_state(m, TXN_PREPARE_ABORT);
 	m->op_ctx = NULL;   /* no client waits */
 	m->markers_acked = 0;
@@ -727,7 +741,8 @@ static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr 
 	struct txn_meta *m = id.len > 0 ? txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
 	if (!m || m->pid != pid)
 		return KERR_INVALID_PRODUCER_ID_MAPPING;
-	if (m->epoch != epoch)
+	/* INT16_MAX is never handed out (TXN_EPOCH_MAX): only a fenced or foreign producer holds it. */
+	if (m->epoch != epoch || epoch >= INT16_MAX)
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
