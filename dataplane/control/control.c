@@ -229,14 +229,70 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 	               mark_written, t);
 }
 
+#define CTRL_REMOVE_PASSES_MAX 16   /* directory passes of remove_dir (as storage's st_log_delete) */
+#define CTRL_REMOVE_DEPTH_MAX  4    /* subdirectories remove_dir descends (a partition has none) */
+
+/* Remove directory dir and the files in it (a partition's: no subdirectories). Synchronous: init,
+ * and on the control core only for what a data core left (a partition that failed to open). */
+static int remove_dir_at(int dirfd, const char *dir, int depth)
+{
+	int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
+	int rc = 0;
+	for (int pass = 0, removed = 1; removed && !rc && pass < CTRL_REMOVE_PASSES_MAX; pass++) {
+		struct dirent *e;
+		removed = 0;
+		rewinddir(d);
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				int urc = unlinkat(fd, e->d_name, 0) == 0 ? 0 : -errno;
+				if (urc == -EISDIR && depth < CTRL_REMOVE_DEPTH_MAX)   /* not the broker's: still its */
+					urc = remove_dir_at(fd, e->d_name, depth + 1);
+				if (urc == 0)
+					removed++;
+				else if (urc != -ENOENT && !rc)
+					rc = urc;
+			}
+	}
+	closedir(d);
+	if (!rc && unlinkat(dirfd, dir, AT_REMOVEDIR) < 0)
+		rc = -errno;
+	return rc;
+}
+
+static int remove_dir(int dirfd, const char *dir)
+{
+	return remove_dir_at(dirfd, dir, 0);
+}
+
 /* Every data core closed the topic's partitions: remove what is left on disk and free the slot. */
 static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 {
 	/* Remove whatever directories are left (partitions that failed to open). */
+	int left = 0;
 	for (int32_t p = 0; p < t->nparts; p++) {
 		char dir[1024];
 		dp_partition_dir(&c->b->cfg, dir, sizeof(dir), t->name, t->len, p);
-		rmdir(dir);
+		int rc = remove_dir(AT_FDCWD, dir);
+		if (rc < 0) {
+			DP_ERR("topic %s: cannot remove %s: %s", t->name, dir, strerror(-rc));
+			left++;
+		}
+	}
+	if (left && t->mark[0]) {
+		/* The record stays, so the next start finishes the delete; until then the name stays taken
+		 * (a topic created under it now would be removed by that start). */
+		DP_ERR("topic %s: %d partition directories left; the next start removes them, the name cannot be "
+		       "created again until then", t->name, left);
+		fsync_dir(c->b->cfg.data_dir);
+		return;
 	}
 	/* The record goes last, durably (the directory sync below) before the answer: so it never
 	 * outlives the delete into a topic created again under the name. */
@@ -301,39 +357,6 @@ bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t part
 	*gen = c->ctrl->topics[i].gen;
 	*hash = dp_topic_hash(name, len);
 	return true;
-}
-
-#define CTRL_REMOVE_PASSES_MAX 16   /* directory passes of remove_dir (as storage's st_log_delete) */
-
-/* init only: remove directory dir and the files in it (a partition's: no subdirectories). */
-static int remove_dir(int dirfd, const char *dir)
-{
-	int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
-	int rc = 0;
-	for (int pass = 0, removed = 1; removed && !rc && pass < CTRL_REMOVE_PASSES_MAX; pass++) {
-		struct dirent *e;
-		removed = 0;
-		rewinddir(d);
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-				if (unlinkat(fd, e->d_name, 0) == 0)
-					removed++;
-				else if (errno != ENOENT && !rc)
-					rc = -errno;
-			}
-	}
-	closedir(d);
-	if (!rc && unlinkat(dirfd, dir, AT_REMOVEDIR) < 0)
-		rc = -errno;
-	return rc;
 }
 
 /*

@@ -12,6 +12,10 @@
 # After each restart the topic must be gone entirely: not recovered, no
 # directory of it left, Metadata does not know it; re-created with the same
 # name, every partition is empty (the first append lands at offset 0).
+# Last, a delete of a topic one of whose partitions failed to open (its
+# segment is a directory) removes that partition's directory too (before:
+# only an rmdir, which failed on its files, and a restart brought the topic
+# back).
 . "$(dirname "$0")/lib.sh"
 
 integ_init delete-crash 53 "$@"
@@ -82,4 +86,23 @@ for point in mid-delete after-intent; do
 	guarded "$PY" "$WORK/check.py" "$PORT" "$CLIENT_DIR" "$topic-0" $PARTS 0 0 || fail "$point: the re-created topic is not empty"
 	stop_broker
 done
-pass "a delete killed mid-way or after its record leaves the topic gone, and a re-create empty"
+
+start_broker --cores $CORES --no-auto-create
+out=$("$PY" "$CLIENT_DIR/admin_client.py" create "$PORT" 1 2 broken) || fail "create broken: $out"
+stop_broker
+seg=$(find "$DATA/broken-0-1" -name '*.log' | head -n 1)
+[ -n "$seg" ] || fail "no segment in broken-0-1"
+rm "$seg" && mkdir "$seg" && echo x >"$seg/stray"
+from=$(($(wc -l <"$BROKER_LOG") + 1))
+start_broker --cores $CORES --no-auto-create
+tail -n +"$from" "$BROKER_LOG" | grep -q "partition broken-0/1: cannot open" || fail "broken-0/1 opened"
+out=$("$PY" "$CLIENT_DIR/admin_client.py" delete "$PORT" broken 0 1) || fail "delete broken: $out"
+[ "$out" = "broken-0 0" ] || fail "delete broken answered: $out"
+left=$(find "$DATA" -maxdepth 1 -name "broken-0*" | wc -l)
+[ "$left" -eq 0 ] || fail "entries of the deleted topic broken-0 left: $(ls "$DATA" | grep broken)"
+stop_broker
+from=$(($(wc -l <"$BROKER_LOG") + 1))
+start_broker --cores $CORES --no-auto-create
+! tail -n +"$from" "$BROKER_LOG" | grep -q "recovered topic broken-0 " || fail "broken-0 came back after its delete"
+stop_broker
+pass "a delete killed mid-way or after its record leaves the topic gone, and a re-create empty; a partition that failed to open goes too"
