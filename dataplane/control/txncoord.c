@@ -1160,8 +1160,9 @@ int dp_txnc_start(struct dp_core *c)
 	/*
 	 * A log written under higher --txn-partitions-max / --txn-groups-max
 	 * loads whole (refusing to start would strand its open transactions);
-	 * the lists past the pools are on the heap until their transactions
-	 * end, and new ones are refused retriably until then.
+	 * the lists past the pools are on the heap (allocated now, before the
+	 * poll loop) until their transactions end; new lists still come only
+	 * from the pools.
 	 */
 	uint32_t over = txn_coord_lists_over(t->coord);
 	if (over)

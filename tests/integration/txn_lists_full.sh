@@ -16,6 +16,11 @@
 # 3. A librdkafka producer whose transaction starts while a holds the whole
 #    partition pool retries until a aborts, then commits: read_committed
 #    sees exactly its records (and the first producer's).
+# 4. A restart with a smaller pool than the log's open transactions need
+#    (a holds 8 partitions; --txn-partitions-max 4) starts and loads it
+#    whole (on the heap, at start-up only), with a warning naming the
+#    flags; the pool of 4 still serves new transactions in full (b's is
+#    taken, then c's is refused, 15), and a's abort still completes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/txn_lib.sh"
 txn_init txn-lists-full 81 "$@"
@@ -100,5 +105,30 @@ INTEG_CHILDREN=
 expect_lines "$OUT" commit >"$WORK/exp-c"
 [ "$(wc -l <"$WORK/exp-c")" -eq 192 ] || fail "(3) want 8 x 8 + 8 x 16 committed records in $OUT"
 consume_check rc committed "$WORK/exp-c" $T 8
+
+# 4.
+got=$(tids begin --id a --pid "$A_PID" --epoch "$A_EPOCH" --topic $T --partitions 8)
+[ "$got" = "added 0" ] || fail "(4) AddPartitionsToTxn of a's 8 partitions before the restart: $got"
+stop_broker
+start_broker --cores "${SLUICE_CORES:-2}" --txn-partitions-max 4 --txn-groups-max 1
+grep -q "1 open transactions' partition/group lists do not fit --txn-partitions-max 4 / --txn-groups-max 1; loaded past them" \
+	"$BROKER_LOG" || fail "(4) no warning naming the flags at a start-up past the pool"
+got=$(tids begin --id b --pid "$B_PID" --epoch "$B_EPOCH" --topic $T --partitions 4)
+[ "$got" = "added 0" ] || fail "(4) b's 4 partitions, the new pool's whole: $got"
+got=$(tids begin --id c --pid "$C_PID" --epoch "$C_EPOCH" --topic $T)
+[ "$got" = "added 15" ] || fail "(4) c's AddPartitionsToTxn with the pool of 4 taken: want 15, got '$got'"
+got=$(tids end --id a --pid "$A_PID" --epoch "$A_EPOCH")
+[ "$got" = "ended 0" ] || fail "(4) EndTxn of a, loaded past the pool: $got"
+got=$(tids end --id b --pid "$B_PID" --epoch "$B_EPOCH")
+[ "$got" = "ended 0" ] || fail "(4) EndTxn of b: $got"
+deadline=$((SECONDS + WAIT_S))
+until got=$(tids begin --id c --pid "$C_PID" --epoch "$C_EPOCH" --topic $T) && [ "$got" = "added 0" ]; do
+	((SECONDS < deadline)) || fail "(4) c's retry was not taken within ${WAIT_S}s after b aborted: $got"
+	sleep 0.2
+done
+got=$(tids end --id c --pid "$C_PID" --epoch "$C_EPOCH")
+[ "$got" = "ended 0" ] || fail "(4) EndTxn of c: $got"
+consume_check rc4 committed "$WORK/exp-c" $T 8
+log "(4) a restart with a smaller pool loads the open transaction whole; the pool still bounds new ones"
 stop_broker
 pass "full transaction list pools answer AddPartitionsToTxn/AddOffsetsToTxn retriably; room comes back at the end"
