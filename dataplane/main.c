@@ -49,6 +49,11 @@ static void usage(FILE *f)
 	"                          not used for N ms (a tombstone in __transaction_state) (default 604800000)\n"
 	"  --transactional-ids-max N  transactional ids tracked at most; InitProducerId of a new one\n"
 	"                          beyond is answered COORDINATOR_LOAD_IN_PROGRESS (retried) (default 100000)\n"
+	"  --txn-partitions-max N  partitions in all open transactions together (a fixed pool, in blocks\n"
+	"                          of 4); AddPartitionsToTxn beyond is answered COORDINATOR_NOT_AVAILABLE\n"
+	"                          (retried) (default 65536)\n"
+	"  --txn-groups-max N      consumer groups in all open transactions together (a fixed pool);\n"
+	"                          AddOffsetsToTxn beyond is answered COORDINATOR_NOT_AVAILABLE (default 8192)\n"
 	"  --offsets-retention-ms N  forget a committed offset not committed again for N ms once its\n"
 	"                          group has no members (for N ms), -1 = never (default 604800000)\n"
 	"  test only (fault injection, off by default):\n"
@@ -109,7 +114,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -145,6 +150,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
 		{ "transactional-ids-max", required_argument, 0, O_TXNIDSMAX },
+		{ "txn-partitions-max", required_argument, 0, O_TXNTPSMAX },
+		{ "txn-groups-max", required_argument, 0, O_TXNGRPMAX },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
 		{ 0, 0, 0, 0 },
 	};
@@ -157,6 +164,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
+		.txn_tps_max = TXN_COORD_TPS_DEFAULT, .txn_groups_max = TXN_COORD_GROUPS_DEFAULT,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
 	};
 	bool adv = false;
@@ -317,6 +325,20 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > TXN_IDS_MAX)
 				goto bad;
 			cfg->txn_ids_max = (uint32_t)v;
+			break;
+		}
+		case O_TXNTPSMAX: {   /* whole units of the pool; at most 2^28 (the pool's u32 indexes, x4) */
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < (long)TXN_COORD_TPS_UNIT || v > (1L << 28))
+				goto bad;
+			cfg->txn_tps_max = (uint32_t)v;
+			break;
+		}
+		case O_TXNGRPMAX: {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > (1L << 24))
+				goto bad;
+			cfg->txn_groups_max = (uint32_t)v;
 			break;
 		}
 		case O_OFFRET:

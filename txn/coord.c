@@ -11,6 +11,7 @@
 
 #include "batch.h"
 #include "coord.h"
+#include "bpool.h"
 #include "htab.h"
 
 static const char *const state_names[] = {
@@ -156,6 +157,17 @@ struct txn_coord {
 	uint8_t *pool;                /* fixed: pool_n records of TXN_COORD_REC_BYTES */
 	uint32_t pool_n, nfree;
 	uint32_t *free;               /* fixed: indexes of the free records, a stack */
+	/*
+	 * Fixed: the transactions' partition and group lists, from two buddy
+	 * pools (bpool.h) sized at creation (--txn-partitions-max,
+	 * --txn-groups-max), so a list that grows on the poll loop takes a
+	 * free block or is refused (txn_meta_tps_room -ENOMEM), never
+	 * allocates. A start-up replay that finds a pool full puts that list on
+	 * the heap instead (txn_coord_lists_over counts them).
+	 */
+	bool pooled;
+	bool replaying;               /* inside txn_coord_apply_batch */
+	struct txn_bpool tps_pool, grp_pool;
 };
 
 #define TXN_COORD_SLOTS_INIT 64u   /* growing: doubles (control core, an id at a time) */
@@ -207,21 +219,41 @@ size_t txn_coord_fixed_bytes_per_id(void)
 	return TXN_COORD_REC_BYTES + sizeof(uint32_t) + 2 * sizeof(struct txn_meta *);
 }
 
-int txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max)
+size_t txn_coord_fixed_bytes_per_tp(void)
+{
+	return txn_bpool_bytes(TXN_COORD_TPS_UNIT * sizeof(struct txn_tp), 1) / TXN_COORD_TPS_UNIT;
+}
+
+size_t txn_coord_fixed_bytes_per_group(void)
+{
+	return txn_bpool_bytes(sizeof(struct txn_group), 1);
+}
+
+int txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max, uint32_t tps_max, uint32_t groups_max)
 {
 	assert(ids_max >= 1 && ids_max <= TXN_HTAB_SLOTS_MAX / 2);
+	assert(tps_max >= TXN_COORD_TPS_UNIT && groups_max >= 1);
 	struct txn_coord *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->pool = calloc(ids_max, TXN_COORD_REC_BYTES);   /* pages are touched as ids come */
 	c->free = malloc((size_t)ids_max * sizeof(*c->free));
-	if (!c->pool || !c->free ||
-	    txn_htab_init(&c->tab, slots_for(ids_max), sizeof(struct txn_meta *), &id_ops, NULL) < 0) {
+	bool tps_ok = c->pool && c->free &&
+	              txn_bpool_init(&c->tps_pool, TXN_COORD_TPS_UNIT * sizeof(struct txn_tp),
+	                             tps_max / TXN_COORD_TPS_UNIT, TXN_COORD_TPS_ORDER_MAX) == 0;
+	bool grp_ok = tps_ok && txn_bpool_init(&c->grp_pool, sizeof(struct txn_group), groups_max,
+	                                       TXN_COORD_GROUPS_ORDER_MAX) == 0;
+	if (!grp_ok || txn_htab_init(&c->tab, slots_for(ids_max), sizeof(struct txn_meta *), &id_ops, NULL) < 0) {
+		if (tps_ok)
+			txn_bpool_free(&c->tps_pool);
+		if (grp_ok)
+			txn_bpool_free(&c->grp_pool);
 		free(c->pool);
 		free(c->free);
 		free(c);
 		return -ENOMEM;
 	}
+	c->pooled = true;
 	c->pool_n = c->nfree = ids_max;
 	for (uint32_t i = 0; i < ids_max; i++)
 		c->free[i] = ids_max - 1 - i;   /* record 0 is taken first */
@@ -246,10 +278,17 @@ static bool in_pool(const struct txn_coord *c, const struct txn_meta *m)
 	return c->pool && b >= c->pool && b < c->pool + (size_t)c->pool_n * TXN_COORD_REC_BYTES;
 }
 
+static void list_free(struct txn_coord *c, struct txn_bpool *pool, void *list)
+{
+	if (c && c->pooled && list && txn_bpool_owns(pool, list))
+		txn_bpool_put(pool, list);
+	else
+		free(list);
+}
+
 static void meta_free(struct txn_coord *c, struct txn_meta *m)
 {
-	free(m->tps);
-	free(m->groups);
+	txn_meta_clear_txn(m);
 	if (!in_pool(c, m)) {
 		free(m);
 		return;
@@ -266,6 +305,10 @@ void txn_coord_destroy(struct txn_coord *c)
 	for (struct txn_meta **s; (s = txn_htab_next(&c->tab, &cur));)
 		meta_free(c, *s);
 	txn_htab_free(&c->tab);
+	if (c->pooled) {
+		txn_bpool_free(&c->tps_pool);
+		txn_bpool_free(&c->grp_pool);
+	}
 	free(c->pool);
 	free(c->free);
 	free(c);
@@ -296,6 +339,7 @@ static struct txn_meta *coord_add(struct txn_coord *c, const char *id, size_t le
 	}
 	memcpy(m->id, id, len);
 	m->id_len = (uint16_t)len;
+	m->coord = c;
 	m->pid = m->prev_pid = -1;
 	m->epoch = m->prev_epoch = -1;
 	m->state = TXN_EMPTY;
@@ -340,6 +384,78 @@ bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, in
 	return false;
 }
 
+/*
+ * Make room for need entries in a list of esize-byte entries (cap in
+ * entries). Fixed table: a block of the pool (unit entries per unit), the
+ * old one given back; during a replay a full pool falls back to the heap.
+ * Growing table: the heap, doubling from first_cap.
+ */
+static int list_room(struct txn_meta *m, struct txn_bpool *pool, void **list, uint32_t used, uint32_t *cap,
+                     uint32_t need, size_t esize, uint32_t unit, uint32_t first_cap, uint32_t max)
+{
+	if (need <= *cap)
+		return 0;
+	if (need > max)
+		return -ENOSPC;
+	struct txn_coord *c = m->coord;
+	void *n = NULL;
+	uint32_t ncap = 0;
+	if (c && c->pooled) {
+		unsigned k = txn_bpool_order_for((need + unit - 1) / unit);
+		if (*list && txn_bpool_owns(pool, *list) && txn_bpool_grow(pool, *list, k)) {
+			*cap = (1u << k) * unit;   /* in place: nothing to copy */
+			return 0;
+		}
+		if ((n = txn_bpool_get(pool, k)))
+			ncap = (1u << k) * unit;
+		else if (!c->replaying)
+			return -ENOMEM;   /* the pool is full: the caller refuses retriably */
+		else if ((n = malloc((size_t)need * esize)))
+			ncap = need;   /* start-up only: past the pool (txn_coord_lists_over) */
+	} else {
+		ncap = *cap ? *cap : first_cap;
+		while (ncap < need)
+			ncap *= 2;
+		if (ncap > max)
+			ncap = max;
+		n = malloc((size_t)ncap * esize);
+	}
+	if (!n)
+		return -ENOMEM;
+	if (used)
+		memcpy(n, *list, (size_t)used * esize);
+	list_free(c, pool, *list);
+	*list = n;
+	*cap = ncap;
+	return 0;
+}
+
+int txn_meta_tps_room(struct txn_meta *m, uint32_t extra)
+{
+	uint64_t need = (uint64_t)m->ntps + extra;
+	if (need > TXN_PARTS_MAX)
+		need = TXN_PARTS_MAX;   /* duplicates in a request do not count against it; txn_meta_add_tp checks */
+	struct txn_coord *c = m->coord;
+	void *l = m->tps;
+	int rc = list_room(m, c ? &c->tps_pool : NULL, &l, m->ntps, &m->tps_cap, (uint32_t)need, sizeof(struct txn_tp),
+	                   TXN_COORD_TPS_UNIT, 8, TXN_PARTS_MAX);
+	m->tps = l;
+	return rc;
+}
+
+int txn_meta_groups_room(struct txn_meta *m, uint32_t extra)
+{
+	uint64_t need = (uint64_t)m->ngroups + extra;
+	if (need > TXN_GROUPS_MAX)
+		return -ENOSPC;
+	struct txn_coord *c = m->coord;
+	void *l = m->groups;
+	int rc = list_room(m, c ? &c->grp_pool : NULL, &l, m->ngroups, &m->groups_cap, (uint32_t)need,
+	                   sizeof(struct txn_group), 1, 1 /* mostly one group */, TXN_GROUPS_MAX);
+	m->groups = l;
+	return rc;
+}
+
 int txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition)
 {
 	if (len > TXN_TOPIC_BYTES_MAX)
@@ -348,14 +464,9 @@ int txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t p
 		return 0;
 	if (m->ntps == TXN_PARTS_MAX)
 		return -ENOSPC;
-	if (m->ntps == m->tps_cap) {
-		uint32_t cap = m->tps_cap ? m->tps_cap * 2 : 8;
-		struct txn_tp *n = realloc(m->tps, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		m->tps = n;
-		m->tps_cap = cap;
-	}
+	int rc = txn_meta_tps_room(m, 1);
+	if (rc < 0)
+		return rc;
 	struct txn_tp *tp = &m->tps[m->ntps++];
 	tp->topic_len = (uint16_t)len;
 	memcpy(tp->topic, topic, len);
@@ -379,18 +490,9 @@ int txn_meta_add_group(struct txn_meta *m, const char *id, size_t len)
 		return -EINVAL;
 	if (txn_meta_has_group(m, id, len))
 		return 0;
-	if (m->ngroups == TXN_GROUPS_MAX)
-		return -ENOSPC;
-	if (m->ngroups == m->groups_cap) {
-		uint32_t cap = m->groups_cap ? m->groups_cap * 2 : 1;   /* mostly one group */
-		if (cap > TXN_GROUPS_MAX)
-			cap = TXN_GROUPS_MAX;
-		struct txn_group *n = realloc(m->groups, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		m->groups = n;
-		m->groups_cap = cap;
-	}
+	int rc = txn_meta_groups_room(m, 1);
+	if (rc < 0)
+		return rc;
 	struct txn_group *g = &m->groups[m->ngroups++];
 	g->len = (uint16_t)len;
 	memcpy(g->id, id, len);
@@ -400,10 +502,11 @@ int txn_meta_add_group(struct txn_meta *m, const char *id, size_t len)
 
 void txn_meta_clear_txn(struct txn_meta *m)
 {
-	/* Freed, not kept for the next transaction: most ids are idle most of
-	 * the time, and a transaction's groups take a kilobyte each. */
-	free(m->tps);
-	free(m->groups);
+	/* Given back, not kept for the next transaction: most ids are idle most
+	 * of the time, and a transaction's groups take a kilobyte each. */
+	struct txn_coord *c = m->coord;
+	list_free(c, c ? &c->tps_pool : NULL, m->tps);
+	list_free(c, c ? &c->grp_pool : NULL, m->groups);
 	m->tps = NULL;
 	m->groups = NULL;
 	m->ntps = m->tps_cap = m->tps_told = 0;
@@ -544,6 +647,7 @@ int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len)
 	if (st_batch_records(batch, len, &it) < 0)
 		return -EBADMSG;
 	int rc = 0, got;
+	c->replaying = true;
 	while ((got = st_record_next(&it, &rec)) == 1) {
 		if (!rec.key || rec.key_len <= 0 || rec.key_len > TXN_ID_BYTES_MAX) {
 			rc = -EBADMSG;
@@ -556,13 +660,26 @@ int txn_coord_apply_batch(struct txn_coord *c, const uint8_t *batch, size_t len)
 			continue;
 		}
 		bool fresh = !m;
-		if (fresh && !(m = coord_add(c, (const char *)rec.key, (size_t)rec.key_len, true)))
+		if (fresh && !(m = coord_add(c, (const char *)rec.key, (size_t)rec.key_len, true))) {
+			c->replaying = false;
 			return -ENOMEM;
+		}
 		if (txn_meta_decode(m, rec.value, (size_t)rec.value_len) < 0) {
 			if (fresh)
 				txn_coord_remove(c, m);
 			rc = -EBADMSG;
 		}
 	}
+	c->replaying = false;
 	return got < 0 ? -EBADMSG : rc;
+}
+
+uint32_t txn_coord_lists_over(const struct txn_coord *c)
+{
+	uint32_t n = 0, cur = 0;
+	for (struct txn_meta *const *s; (s = txn_htab_next((struct txn_htab *)&c->tab, &cur));) {
+		const struct txn_meta *m = *s;
+		n += (m->tps && !txn_bpool_owns(&c->tps_pool, m->tps)) + (m->groups && !txn_bpool_owns(&c->grp_pool, m->groups));
+	}
+	return c->pooled ? n : 0;
 }

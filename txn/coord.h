@@ -17,6 +17,15 @@
 
 #define TXN_ID_BYTES_MAX     1024     /* longer transactional ids are refused */
 #define TXN_GROUPS_MAX       64       /* consumer groups in one transaction */
+/* Fixed tables' list pools (bpool.h): partitions in blocks of 2^k units of
+ * TXN_COORD_TPS_UNIT (a transaction's first costs one unit), groups one a unit. */
+#define TXN_COORD_TPS_UNIT          4u
+#define TXN_COORD_TPS_ORDER_MAX     12u    /* 4096 units: 16384 partitions >= TXN_PARTS_MAX */
+#define TXN_COORD_GROUPS_ORDER_MAX  6u     /* 64 groups = TXN_GROUPS_MAX */
+#define TXN_COORD_TPS_DEFAULT       65536u /* --txn-partitions-max */
+#define TXN_COORD_GROUPS_DEFAULT    8192u  /* --txn-groups-max */
+_Static_assert((TXN_COORD_TPS_UNIT << TXN_COORD_TPS_ORDER_MAX) >= TXN_PARTS_MAX, "a full transaction fits a block");
+_Static_assert((1u << TXN_COORD_GROUPS_ORDER_MAX) >= TXN_GROUPS_MAX, "a full group list fits a block");
 #define TXN_GROUP_BYTES_MAX  TXN_GROUP_ID_BYTES_MAX
 #define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
 #define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
@@ -108,6 +117,7 @@ struct txn_meta {
 	bool retry_listed;
 	bool has_queued;              /* a request waiting for the current op */
 	_Alignas(8) uint8_t queued[96]; /* the driver's message for it (opaque here) */
+	struct txn_coord *coord;      /* the table it is in (its lists' pools); NULL: a copy, lists on the heap */
 	uint16_t id_len;
 	char id[];                    /* id_len bytes and a NUL */
 };
@@ -138,10 +148,21 @@ struct txn_coord;
 
 /* A table that grows as ids come (tools, tests). */
 int  txn_coord_create(struct txn_coord **out);
-/* A table of at most ids_max ids, all its memory allocated now (the broker:
- * --transactional-ids-max); only a start-up replay may go past it. */
-int  txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max);
-size_t txn_coord_fixed_bytes_per_id(void);   /* what an id of a fixed table takes (the budget) */
+/*
+ * A table of at most ids_max ids, and at most tps_max partitions and
+ * groups_max groups in all its open transactions' lists, all its memory
+ * allocated now (the broker: --transactional-ids-max, --txn-partitions-max,
+ * --txn-groups-max). Only a start-up replay may go past them (allocating
+ * what the pools cannot hold, so a log written under higher limits still
+ * loads; txn_coord_lists_over says how many lists did). tps_max is used in
+ * whole units of TXN_COORD_TPS_UNIT.
+ */
+int  txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max, uint32_t tps_max, uint32_t groups_max);
+size_t txn_coord_fixed_bytes_per_id(void);      /* what an id of a fixed table takes (the budget) */
+size_t txn_coord_fixed_bytes_per_tp(void);      /* what a partition of the lists' pool takes */
+size_t txn_coord_fixed_bytes_per_group(void);   /* what a group of the lists' pool takes */
+/* Fixed table: lists on the heap, past the pools (a replay of a log larger than they hold). */
+uint32_t txn_coord_lists_over(const struct txn_coord *c);
 void txn_coord_destroy(struct txn_coord *c);
 struct txn_meta *txn_coord_find(struct txn_coord *c, const char *id, size_t len);
 /* Add a new id (state Empty, epoch -1, no pid yet). NULL if out of memory, or
@@ -159,7 +180,16 @@ uint32_t txn_coord_count(const struct txn_coord *c);
  */
 bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms);
 
-/* Partitions and groups of the current transaction. */
+/*
+ * Partitions and groups of the current transaction. In a fixed table the
+ * lists come from its pools: add and room answer -ENOMEM when the pool has
+ * no block for the grown list (nothing changed: refuse the request
+ * retriably), -ENOSPC past TXN_PARTS_MAX / TXN_GROUPS_MAX. room makes space
+ * for extra more entries first, so that the adds after it cannot fail for
+ * memory (a request's partitions are all taken or none).
+ */
+int  txn_meta_tps_room(struct txn_meta *m, uint32_t extra);
+int  txn_meta_groups_room(struct txn_meta *m, uint32_t extra);
 bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, int32_t partition);
 int  txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition);
 bool txn_meta_has_group(const struct txn_meta *m, const char *id, size_t len);

@@ -33,6 +33,12 @@ static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	dp_budget_add(bd, "transactional ids", 1, (unsigned long long)cfg->txn_ids_max * txn_coord_fixed_bytes_per_id(),
 	              "--transactional-ids-max entries, each with room for the longest id, allocated at start-up "
 	              "(their partition lists apart)");
+	dp_budget_add(bd, "transactions' partitions", 1,
+	              (unsigned long long)(cfg->txn_tps_max / TXN_COORD_TPS_UNIT * TXN_COORD_TPS_UNIT) *
+	                      txn_coord_fixed_bytes_per_tp(),
+	              "--txn-partitions-max entries of open transactions' partition lists, a buddy pool");
+	dp_budget_add(bd, "transactions' groups", 1, (unsigned long long)cfg->txn_groups_max * txn_coord_fixed_bytes_per_group(),
+	              "--txn-groups-max entries of open transactions' group lists, a buddy pool");
 	dp_budget_add(bd, "coordinator writes", 1, (unsigned long long)DP_COORD_WRITES_MAX * dp_txnc_write_bytes(),
 	              "DP_COORD_WRITES_MAX records of writes in flight");
 }

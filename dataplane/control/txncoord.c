@@ -751,10 +751,32 @@ static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr 
 	return KERR_NONE;
 }
 
+/*
+ * Room for extra more partitions or groups, taken before anything changes
+ * (a new transaction's lists are cleared first): a full pool refuses the
+ * call retriably with nothing moved. 0, or the error to answer.
+ */
+static int16_t lists_room(struct txn_meta *m, uint32_t tps, uint32_t groups)
+{
+	if (m->state != TXN_ONGOING)
+		txn_meta_clear_txn(m);   /* what begin_if_new would drop */
+	int rc = txn_meta_tps_room(m, tps);
+	if (rc == 0)
+		rc = txn_meta_groups_room(m, groups);
+	if (rc == -ENOSPC)
+		return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX / TXN_GROUPS_MAX */
+	if (rc < 0) {
+		DP_INFO_RL("txn %.*s: the open transactions' %s pool is full (--txn-%s-max); refused retriably",
+		           m->id_len, m->id, tps ? "partition" : "group", tps ? "partitions" : "groups");
+		return KERR_COORDINATOR_NOT_AVAILABLE;   /* could not record now: retriable */
+	}
+	return 0;
+}
+
 static void begin_if_new(struct txn_meta *m)
 {
 	if (m->state != TXN_ONGOING) {
-		txn_meta_clear_txn(m);
+		assert(m->ntps == 0 && m->ngroups == 0);   /* lists_room cleared them */
 		txn_set_state(m, TXN_ONGOING);
 		m->start_ms = dp_wall_ms();
 	}
@@ -777,6 +799,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 	 * producer's batches. tps_told counts those that were.
 	 */
 	bool unknown = false, all_in = m->state == TXN_ONGOING && m->tps_told == m->ntps;
+	uint32_t fresh = 0;   /* requested partitions not in the transaction yet (duplicates counted twice) */
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
 		for (int32_t j = 0; j < tq->Partitions_n; j++) {
@@ -786,8 +809,10 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 			resp->ResultsByTopicV3AndBelow[i].ResultsByPartition[j].PartitionErrorCode =
 				ok ? 0 : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			unknown |= !ok;
-			if (ok && !txn_meta_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]))
+			if (ok && !txn_meta_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j])) {
 				all_in = false;
+				fresh++;
+			}
 		}
 	}
 	if (unknown) {
@@ -802,6 +827,8 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 	}
 	if (all_in)
 		return KERR_NONE;   /* a retry: everything is already in the transaction */
+	if ((err = lists_room(m, fresh, 0)))
+		return err;
 	begin_if_new(m);
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
@@ -829,6 +856,8 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_call
 		return KERR_INVALID_GROUP_ID;
 	if (m->state == TXN_ONGOING && txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
 		return KERR_NONE;
+	if ((err = lists_room(m, 0, 1)))
+		return err;
 	begin_if_new(m);
 	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
 		return KERR_INVALID_REQUEST;
@@ -1117,7 +1146,8 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct 
 int dp_txnc_start(struct dp_core *c)
 {
 	struct dp_txnc *t = calloc(1, sizeof(*t));
-	if (!t || txn_coord_create_fixed(&t->coord, c->b->cfg.txn_ids_max) < 0)   /* the id table, whole, now */
+	if (!t || txn_coord_create_fixed(&t->coord, c->b->cfg.txn_ids_max, c->b->cfg.txn_tps_max,
+	                                 c->b->cfg.txn_groups_max) < 0)   /* the id table and list pools, whole, now */
 		return -ENOMEM;
 	for (uint32_t i = DP_COORD_WRITES_MAX; i-- > 0;)
 		write_put(t, &t->writes[i]);
@@ -1144,6 +1174,18 @@ int dp_txnc_start(struct dp_core *c)
 				txnc_step(c, m);
 		}
 	}
+	/*
+	 * A log written under higher --txn-partitions-max / --txn-groups-max
+	 * loads whole (refusing to start would strand its open transactions);
+	 * the lists past the pools are on the heap (allocated now, before the
+	 * poll loop) until their transactions end; new lists still come only
+	 * from the pools.
+	 */
+	uint32_t over = txn_coord_lists_over(t->coord);
+	if (over)
+		DP_WARN("transaction coordinator: %u open transactions' partition/group lists do not fit "
+		        "--txn-partitions-max %u / --txn-groups-max %u; loaded past them (raise the flags)",
+		        over, c->b->cfg.txn_tps_max, c->b->cfg.txn_groups_max);
 	t->loaded = true;
 	maybe_compact(c);
 	DP_INFO("transaction coordinator: %u transactional ids loaded, %u interrupted commits/aborts resumed",

@@ -16,8 +16,8 @@
  * with what the broker holds, and has its own named limit): producer
  * entries up to TXN_PSTATE_PRODUCERS_MAX and open and aborted transactions
  * (TXN_LSO_OPEN_MAX, TXN_LSO_ABORTED_MAX) per partition, sealed segments'
- * indexes, the coordinators' tables beyond their ids (transactions'
- * partition lists, groups' members and offsets), and the kernel's page cache.
+ * indexes, the group coordinator's tables (members and offsets), and the
+ * kernel's page cache.
  * Locality: init only (main thread, before the cores start); pure.
  */
 #include <stdio.h>

@@ -97,6 +97,8 @@ struct dp_config {
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
 	uint32_t txn_ids_max;            /* transactional ids tracked, <= TXN_IDS_MAX */
+	uint32_t txn_tps_max;            /* partitions in all open transactions' lists (a pool) */
+	uint32_t txn_groups_max;         /* groups in all open transactions' lists (a pool) */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
 };
 

@@ -12,9 +12,12 @@ usage:
       each error code answered (0 = NONE, 14 = COORDINATOR_LOAD_IN_PROGRESS).
   txn_ids.py ids --port P ID...
       InitProducerId for each ID in turn; prints "ID ERR PID EPOCH".
-  txn_ids.py begin --port P --id ID --pid N --epoch E --topic T
-      AddPartitionsToTxn of T/0: the id's transaction is then Ongoing;
-      prints "added ERR".
+  txn_ids.py begin --port P --id ID --pid N --epoch E --topic T [--partitions N]
+      AddPartitionsToTxn of T/0 (or T/0..N-1): the id's transaction is then
+      Ongoing; prints "added ERR" (the partitions' errors, when all the same,
+      else "added mixed ERR...").
+  txn_ids.py offsets --port P --id ID --pid N --epoch E --group G
+      AddOffsetsToTxn v0 of group G; prints "offsets ERR".
   txn_ids.py end --port P --id ID --pid N --epoch E [--commit]
       EndTxn v1 (abort, or commit); prints "ended ERR".
   txn_ids.py commit --port P --group G --topic T --partitions N --offset O
@@ -30,7 +33,7 @@ import sys
 TIMEOUT_S = 60.0
 CLIENT_ID = b'txn_ids'
 TXN_TIMEOUT_MS = 600000
-API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS, API_END_TXN = 8, 22, 24, 26
+API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS, API_ADD_OFFSETS, API_END_TXN = 8, 22, 24, 25, 26
 
 
 def kstr(b):
@@ -103,14 +106,33 @@ def cmd_ids(a):
 def cmd_begin(a):
     c = Conn(a.port)
     body = kstr(a.id.encode()) + struct.pack('>qh', a.pid, a.epoch)
-    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>ii', 1, 0)
+    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>i', a.partitions)
+    for part in range(a.partitions):
+        body += struct.pack('>i', part)
     resp = c.recv(c.send(API_ADD_PARTITIONS, 1, body))
     # throttle, [topic: name, [partition, error]]
     off = 4 + 4
     tlen = struct.unpack('>h', resp[off:off + 2])[0]
-    off += 2 + tlen + 4
-    _part, err = struct.unpack('>ih', resp[off:off + 6])
-    print('added %d' % err)
+    off += 2 + tlen
+    n = struct.unpack('>i', resp[off:off + 4])[0]
+    off += 4
+    errs = []
+    for _ in range(n):
+        _part, err = struct.unpack('>ih', resp[off:off + 6])
+        off += 6
+        errs.append(err)
+    if len(set(errs)) == 1:
+        print('added %d' % errs[0])
+    else:
+        print('added mixed %s' % ' '.join(str(e) for e in errs))
+
+
+def cmd_offsets(a):
+    c = Conn(a.port)
+    body = kstr(a.id.encode()) + struct.pack('>qh', a.pid, a.epoch) + kstr(a.group.encode())
+    resp = c.recv(c.send(API_ADD_OFFSETS, 0, body))
+    _throttle, err = struct.unpack('>ih', resp[:6])
+    print('offsets %d' % err)
 
 
 def cmd_end(a):
@@ -161,6 +183,13 @@ def main():
     b.add_argument('--pid', type=int, required=True)
     b.add_argument('--epoch', type=int, required=True)
     b.add_argument('--topic', required=True)
+    b.add_argument('--partitions', type=int, default=1)
+    f = sub.add_parser('offsets')
+    f.add_argument('--port', type=int, required=True)
+    f.add_argument('--id', required=True)
+    f.add_argument('--pid', type=int, required=True)
+    f.add_argument('--epoch', type=int, required=True)
+    f.add_argument('--group', required=True)
     e = sub.add_parser('end')
     e.add_argument('--port', type=int, required=True)
     e.add_argument('--id', required=True)
@@ -175,7 +204,7 @@ def main():
     o.add_argument('--offset', type=int, required=True)
     a = p.parse_args()
     try:
-        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'end': cmd_end, 'commit': cmd_commit}[a.cmd](a)
+        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'offsets': cmd_offsets, 'end': cmd_end, 'commit': cmd_commit}[a.cmd](a)
     except (OSError, ValueError, struct.error) as e:
         print('txn_ids: %s' % e, file=sys.stderr)
         return 1

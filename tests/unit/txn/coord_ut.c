@@ -851,10 +851,12 @@ static void test_id_memory(void)
  * start-up replay of a log with more ids than that still loads them all.
  */
 #define UT_FIXED_IDS 4
+#define UT_FIXED_TPS 64       /* 16 units of TXN_COORD_TPS_UNIT */
+#define UT_FIXED_GROUPS 4
 static void test_fixed_table(void)
 {
 	struct txn_coord *c = NULL;
-	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS) == 0 && c);
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS, UT_FIXED_TPS, UT_FIXED_GROUPS) == 0 && c);
 	static char big[TXN_ID_BYTES_MAX];
 	memset(big, 'L', sizeof(big));
 	struct mallinfo2 before = mallinfo2();
@@ -888,7 +890,7 @@ static void test_fixed_table(void)
 		w->epoch = 0;
 		ut_log_put(id, w);
 	}
-	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS) == 0);
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS, UT_FIXED_TPS, UT_FIXED_GROUPS) == 0);
 	ut_replay(c);
 	CU_ASSERT_EQUAL(txn_coord_count(c), UT_FIXED_IDS + 2);
 	struct txn_meta *last = txn_coord_find(c, "replay-5", 8);
@@ -897,6 +899,103 @@ static void test_fixed_table(void)
 	txn_coord_remove(c, last);   /* a record from the heap goes back to the heap */
 	txn_coord_remove(c, txn_coord_find(c, "replay-0", 8));
 	CU_ASSERT_PTR_NOT_NULL(txn_coord_add(c, "new", 3));
+	txn_coord_destroy(c);
+}
+
+/*
+ * Issue 11: the open transactions' partition and group lists of the
+ * broker's table come from its pools. Steady traffic (ids starting,
+ * growing and ending transactions, over and over) takes nothing from the
+ * heap, not even while the lists are held; a list the pool cannot hold is
+ * refused with -ENOMEM and nothing changed, and the room comes back when a
+ * transaction ends. A replay of a log with more than the pools hold loads
+ * whole, the extra on the heap (txn_coord_lists_over).
+ */
+static void test_fixed_lists(void)
+{
+	struct txn_coord *c = NULL;
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS, UT_FIXED_TPS, UT_FIXED_GROUPS) == 0);
+	struct txn_meta *m[UT_FIXED_IDS];
+	char name[16];
+	for (int i = 0; i < UT_FIXED_IDS; i++) {
+		int n = snprintf(name, sizeof(name), "lists-%d", i);
+		CU_ASSERT_FATAL((m[i] = txn_coord_add(c, name, (size_t)n)) != NULL);
+	}
+	struct mallinfo2 before = mallinfo2();
+	for (int round = 0; round < 200; round++) {
+		/* Each id: a few partitions one call at a time, then more, and a group. */
+		for (int i = 0; i < UT_FIXED_IDS; i++) {
+			/* <= 8: blocks of 8 for four ids take half the pool, and growing
+			 * holds the old block and the new one for a moment */
+			int ntp = 1 + (round + i) % 8;
+			for (int p = 0; p < ntp; p++)
+				CU_ASSERT_EQUAL_FATAL(txn_meta_add_tp(m[i], "orders", 6, p), 0);
+			CU_ASSERT_EQUAL_FATAL(txn_meta_add_group(m[i], "g", 1), 0);
+		}
+		struct mallinfo2 held = mallinfo2();
+		CU_ASSERT_EQUAL_FATAL(held.uordblks, before.uordblks);   /* the lists are all in the pools */
+		CU_ASSERT_EQUAL_FATAL(held.hblkhd, before.hblkhd);
+		for (int i = 0; i < UT_FIXED_IDS; i++)
+			txn_meta_clear_txn(m[i]);
+	}
+	/* One id takes the whole partition pool; the next is refused, unchanged. */
+	CU_ASSERT_EQUAL(txn_meta_tps_room(m[0], UT_FIXED_TPS), 0);
+	for (int p = 0; p < UT_FIXED_TPS; p++)
+		CU_ASSERT_EQUAL_FATAL(txn_meta_add_tp(m[0], "orders", 6, p), 0);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(m[0], "orders", 6, UT_FIXED_TPS), -ENOMEM);   /* no larger block */
+	CU_ASSERT_EQUAL(m[0]->ntps, UT_FIXED_TPS);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(m[1], "orders", 6, 0), -ENOMEM);
+	CU_ASSERT_EQUAL(txn_meta_tps_room(m[1], 1), -ENOMEM);
+	CU_ASSERT(m[1]->ntps == 0 && m[1]->tps == NULL);
+	CU_ASSERT_EQUAL(txn_meta_tps_room(m[1], TXN_PARTS_MAX + 1), -ENOMEM);   /* clamped to the limit, not ENOSPC */
+	/* Groups: UT_FIXED_GROUPS in all. */
+	for (int g = 0; g < UT_FIXED_GROUPS; g++) {
+		int n = snprintf(name, sizeof(name), "g%d", g);
+		CU_ASSERT_EQUAL(txn_meta_add_group(m[2], name, (size_t)n), 0);
+	}
+	CU_ASSERT_EQUAL(txn_meta_add_group(m[3], "other", 5), -ENOMEM);
+	CU_ASSERT_EQUAL(txn_meta_add_group(m[2], "g0", 2), 0);   /* already in: no room needed */
+	CU_ASSERT(m[3]->ngroups == 0 && m[3]->groups == NULL);
+	/* Ending a transaction gives its room back. */
+	txn_meta_clear_txn(m[0]);
+	txn_meta_clear_txn(m[2]);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(m[1], "orders", 6, 0), 0);
+	CU_ASSERT_EQUAL(txn_meta_add_group(m[3], "other", 5), 0);
+	struct mallinfo2 after = mallinfo2();
+	CU_ASSERT_EQUAL(after.uordblks, before.uordblks);
+	CU_ASSERT_EQUAL(txn_coord_lists_over(c), 0);
+	txn_coord_destroy(c);
+
+	/* A replay of a transaction larger than the pool: loaded whole, on the heap. */
+	ut_log_len = ut_nbatches = 0;
+	struct txn_meta *w = ut_meta(TXN_ONGOING);
+	w->pid = 3000;
+	w->epoch = 0;
+	for (int p = 0; p < UT_FIXED_TPS + 10; p++)
+		CU_ASSERT_EQUAL_FATAL(txn_meta_add_tp(w, "orders", 6, p), 0);
+	for (int g = 0; g < UT_FIXED_GROUPS + 1; g++) {
+		int n = snprintf(name, sizeof(name), "g%d", g);
+		CU_ASSERT_EQUAL_FATAL(txn_meta_add_group(w, name, (size_t)n), 0);
+	}
+	ut_log_put("big", w);
+	w->pid = 3001;
+	txn_meta_clear_txn(w);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(w, "orders", 6, 1), 0);
+	ut_log_put("small", w);
+	txn_meta_clear_txn(w);
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS, UT_FIXED_TPS, UT_FIXED_GROUPS) == 0);
+	ut_replay(c);
+	struct txn_meta *big = txn_coord_find(c, "big", 3), *small = txn_coord_find(c, "small", 5);
+	CU_ASSERT_FATAL(big && small);
+	CU_ASSERT(big->ntps == UT_FIXED_TPS + 10 && big->ngroups == UT_FIXED_GROUPS + 1 &&
+	          txn_meta_has_tp(big, "orders", 6, UT_FIXED_TPS + 9));
+	CU_ASSERT(small->ntps == 1 && txn_meta_has_tp(small, "orders", 6, 1));
+	CU_ASSERT_EQUAL(txn_coord_lists_over(c), 2);   /* big's partitions and its groups */
+	struct txn_meta *n = txn_coord_add(c, "new", 3);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(n, "orders", 6, 0), 0);   /* the pool is still there for the rest */
+	txn_meta_clear_txn(big);   /* the heap lists go back to the heap */
+	CU_ASSERT_EQUAL(txn_coord_lists_over(c), 0);
 	txn_coord_destroy(c);
 }
 
@@ -953,6 +1052,7 @@ int main(void)
 	CU_add_test(s, "memory: an id costs what it holds", test_id_memory);
 	CU_add_test(s, "expiry: settled, idle ids only", test_expirable);
 	CU_add_test(s, "fixed table: no allocation after creation, full refuses", test_fixed_table);
+	CU_add_test(s, "fixed table: transactions' lists from pools, full refuses", test_fixed_lists);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
