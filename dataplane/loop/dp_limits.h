@@ -134,6 +134,17 @@
  * so the client tries again once transactions have ended. 65536 is e.g.
  * 1,000 open transactions writing 65 partitions each on one core. */
 #define DP_TXN_ALLOWS_MAX       65536
+/* Owner side, per data core: one pool (txn/arena.h), reserved at start-up,
+ * that every owned partition's producer table, open-transaction list and
+ * aborted index take their arrays from instead of malloc on the poll core
+ * (--txn-state-mib). A producer costs ~0.8 KiB of it at most (its slot in a
+ * table at most half full, doubled once more while growing, and its
+ * snapshot bytes), an aborted transaction ~32 B; so the default holds e.g.
+ * 100,000 producers and a million aborts kept by retention on one core.
+ * When it is spent a batch that needs a new entry is refused before its
+ * append, retriable (NOT_ENOUGH_REPLICAS). */
+#define DP_TXN_STATE_MIB_DEFAULT 128u
+#define DP_TXN_STATE_MIB_MAX     (1u << 20)   /* 1 TiB: the flag's range */
 
 /* Control core: each coordinator's log writes in flight (records from a
  * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */
