@@ -824,7 +824,7 @@ static void rewritten(void *arg, int status)
 	struct txn_lso *l = arg;
 	int nfd = st_fop_fd(&l->cfop);
 
-	free(l->cbuf);
+	txn_mem_free(l->arena, l->cbuf);
 	l->cbuf = NULL;
 	l->rewriting = false;
 	if (nfd < 0) {
@@ -853,7 +853,8 @@ static void rewritten(void *arg, int status)
 static int compact_async(struct txn_lso *l)
 {
 	size_t len = TXN_LSO_HEADER_BYTES + (size_t)l->nab * TXN_LSO_ENTRY_BYTES;
-	if (st_fop_busy(&l->cfop) || !(l->cbuf = malloc(len)))   /* rare: after retention trimmed thousands */
+	/* Rare (after retention trimmed thousands); from the core's pool: a spent one skips this pass. */
+	if (st_fop_busy(&l->cfop) || !(l->cbuf = txn_mem_alloc(l->arena, len)))
 		return st_fop_busy(&l->cfop) ? 0 : -ENOMEM;
 	st_put_be32(l->cbuf, TXN_LSO_MAGIC);
 	st_put_be16(l->cbuf + 4, TXN_LSO_VERSION);

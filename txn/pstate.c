@@ -184,6 +184,12 @@ int txn_pstate_create_in(struct txn_pstate **out, struct txn_arena *arena)
 		free(ps);
 		return -ENOMEM;
 	}
+	/* The snapshot job now, at open (counted in txn_pstate_base_bytes), not on the poll core later. */
+	if (!(ps->job = calloc(1, sizeof(*ps->job)))) {
+		txn_htab_free(&ps->tab);
+		free(ps);
+		return -ENOMEM;
+	}
 	ps->max = TXN_PSTATE_PRODUCERS_MAX;
 	ps->arena = arena;
 	for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++)
