@@ -42,6 +42,8 @@ static void usage(FILE *f)
 	"  --node-id N             broker id reported in Metadata (default 1)\n"
 	"  --producer-expiration-ms N  forget idempotent producers idle this long (default 86400000)\n"
 	"  --producer-snapshot-ms N    producer-state snapshot interval (default 60000)\n"
+	"  --partitions-max N      partitions the broker holds at most (fewer if the file descriptors\n"
+	"                          hold fewer); CreateTopics past it: POLICY_VIOLATION (default 4096)\n"
 	"  --txn-state-mib N       per data core, the pool for its partitions' producer state and\n"
 	"                          transaction indexes; when spent, such batches are refused, retriable\n"
 	"                          (default 128)\n"
@@ -111,7 +113,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -142,6 +144,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
 		{ "test-txn-allows-max", required_argument, 0, O_TALLOWS },
 		{ "txn-state-mib", required_argument, 0, O_TXNSTATE },
+		{ "partitions-max", required_argument, 0, O_PARTSMAX },
 		{ "test-txn-state-bytes", required_argument, 0, O_TTXNSTATE },
 		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
@@ -158,6 +161,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.fetch_aborted_max = DP_FETCH_ABORTED_MAX, .txn_state_mib = DP_TXN_STATE_MIB_DEFAULT,
+		.partitions_max = DP_BROKER_PARTITIONS_DEFAULT,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
@@ -279,6 +283,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > DP_TXN_STATE_MIB_MAX)
 				goto bad;
 			cfg->txn_state_mib = (uint32_t)v;
+			break;
+		}
+		case O_PARTSMAX: {
+			long long v = strtoll(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_BROKER_PARTITIONS_MAX)
+				goto bad;
+			cfg->partitions_max = v;
 			break;
 		}
 		case O_TTXNSTATE: {

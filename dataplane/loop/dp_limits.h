@@ -85,6 +85,15 @@
 #define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
 #define DP_TOPIC_NAME_MAX       TXN_TOPIC_BYTES_MAX      /* Kafka's limit (txn/txn_limits.h) */
 #define DP_PARTITIONS_MAX       TXN_TOPIC_PARTITIONS_MAX /* per topic */
+/* Partitions the whole broker holds (--partitions-max; less when the file
+ * descriptors hold fewer, dp_fd_budget_init). Each costs its fixed state and
+ * its active segment's index at full size (~0.55 MiB at the default 256 MiB
+ * segments, the budget's "partitions" item), so without this bound a raised
+ * RLIMIT_NOFILE alone made the budget hundreds of GiB. 4,096 is about what
+ * Kafka's own guidance gives one broker (~4,000). Past it a CreateTopics is
+ * refused POLICY_VIOLATION, as a broker policy would refuse it. */
+#define DP_BROKER_PARTITIONS_DEFAULT 4096
+#define DP_BROKER_PARTITIONS_MAX ((int64_t)DP_TOPICS_MAX * DP_PARTITIONS_MAX)   /* the flag's range */
 
 /* Connections and requests, per data core. */
 #define DP_CONNS_MAX            4096      /* accepted connections; more are refused at accept */

@@ -109,9 +109,12 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	struct rlimit rl;
 	uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? 1024 : rl.rlim_max == RLIM_INFINITY ? UINT64_MAX / 2 :
 	                  (uint64_t)rl.rlim_max;
-	dp_budget_add(bd, "partitions", (unsigned long long)dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg)),
+	int64_t parts = dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg));
+	if (cfg->partitions_max < parts)
+		parts = cfg->partitions_max;
+	dp_budget_add(bd, "partitions", (unsigned long long)parts,
 	              dp_shard_partition_bytes(cfg),
-	              "as many as the descriptors allow: each its state, log and full active index (its "
+	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active index (its "
 	              "producers and transactions in the pool below; sealed segments apart)");
 	unsigned long long pool = dp_shard_txn_state_bytes(cfg);
 	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), pool + pool / TXN_ARENA_BLOCK_MIN_BYTES,
