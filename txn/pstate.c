@@ -369,6 +369,14 @@ uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expira
 			i++;
 		}
 	}
+	/* In a pool the table's room is shared with the core's other partitions: a table that expiry
+	 * left at most 1/8 full gives the rest back (to a quarter full; a pool without a block for
+	 * the smaller table keeps the larger one). */
+	uint32_t cap = ps->tab.cap;
+	while (cap > TXN_PSTATE_SLOTS_INIT && (uint64_t)txn_htab_count(&ps->tab) * 8 <= cap / 2)
+		cap /= 2;
+	if (ps->tab.arena && cap * 2 <= ps->tab.cap && !txn_pstate_snapshot_busy(ps))
+		(void)txn_htab_resize(&ps->tab, cap);
 	return n;
 }
 

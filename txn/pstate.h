@@ -98,7 +98,8 @@ int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64
                       int64_t now_ms);
 
 /* Drop producers whose last append is older than now_ms - expiration_ms and that
- * have no open transaction (as Kafka). Returns how many. */
+ * have no open transaction (as Kafka). Returns how many. A table in an arena
+ * that is left at most 1/8 full shrinks (its room goes back to the pool). */
 uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms);
 
 /* Iterate: returns the next used entry at or after *cursor (start at 0), or NULL. */
