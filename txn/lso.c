@@ -252,6 +252,47 @@ static int grow_aborted(struct txn_lso *l, uint32_t want)
 	return rc;
 }
 
+/*
+ * After a trim, in a pool (arena.h): arrays left at most 1/8 used give their
+ * room back (to a quarter used), since the pool is shared with the core's
+ * other partitions. The reservation invariant (nab + nopen <= ab_cap) holds
+ * across it; a pool without blocks for the smaller arrays keeps the larger.
+ */
+static void shrink_aborted(struct txn_lso *l)
+{
+	uint32_t need = l->nab + l->nopen, c = l->ab_cap, oc = l->open_cap;
+
+	if (!l->arena)
+		return;
+	while (oc / 2 >= TXN_LSO_OPEN_INIT && (uint64_t)l->nopen * 4 <= oc / 2)
+		oc /= 2;
+	struct lso_open *open = oc * 2 <= l->open_cap ? txn_mem_alloc(l->arena, (size_t)oc * sizeof(*open)) : NULL;
+	if (open) {
+		memcpy(open, l->open, (size_t)l->nopen * sizeof(*open));
+		txn_mem_free(l->arena, l->open);
+		l->open = open;
+		l->open_cap = oc;
+	}
+	while (c / 2 >= TXN_LSO_ABORTED_INIT && (uint64_t)need * 4 <= c / 2)
+		c /= 2;
+	if (c * 2 > l->ab_cap)
+		return;
+	struct txn_aborted *ab = txn_mem_alloc(l->arena, (size_t)c * sizeof(*ab));
+	struct lso_block *blk = ab ? txn_mem_alloc(l->arena, blocks_for(c) * sizeof(*blk)) : NULL;
+	if (!blk) {
+		txn_mem_free(l->arena, ab);
+		return;
+	}
+	memcpy(ab, l->ab, (size_t)l->nab * sizeof(*ab));
+	memcpy(blk, l->blk, blocks_for(l->nab) * sizeof(*blk));
+	txn_mem_free(l->arena, l->ab);
+	txn_mem_free(l->arena, l->blk);
+	l->ab = ab;
+	l->blk = blk;
+	l->ab_cap = c;
+	l->blk_cap = blocks_for(c);
+}
+
 /* Append a to the aborted entries (room reserved) and fold its first offset into the blocks. */
 static void aborted_push(struct txn_lso *l, const struct txn_aborted *a)
 {
@@ -588,6 +629,7 @@ void txn_lso_trim(struct txn_lso *l, int64_t log_start)
 	if (l->unsent > l->nab)
 		l->unsent = l->nab; /* below the log start: the file need not have them */
 	blocks_rebuild(l); /* the trimmed ones may have been the long ones: the walk shortens */
+	shrink_aborted(l);
 }
 
 /* Locality: shard core (owner); tests (the walk's cost). */

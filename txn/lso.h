@@ -74,7 +74,8 @@ int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to,
  * pid's batches overlaps at most one: a producer's transactions never overlap. */
 uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, int64_t pid,
                              struct txn_aborted *out);
-/* Forget aborted transactions wholly below the log start (after retention). */
+/* Forget aborted transactions wholly below the log start (after retention); in an arena, arrays left
+ * at most 1/8 used shrink (their room goes back to the pool). */
 void txn_lso_trim(struct txn_lso *l, int64_t log_start);
 /* Tests: how many entries a query of [from, to) examines (the walk txn_lso_aborted* make). */
 uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to);

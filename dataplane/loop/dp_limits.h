@@ -149,7 +149,8 @@
  * (--txn-state-mib). A producer costs ~0.8 KiB of it at most (its slot in a
  * table at most half full, doubled once more while growing, and its
  * snapshot bytes), an aborted transaction ~32 B; so the default holds e.g.
- * 100,000 producers and a million aborts kept by retention on one core.
+ * 100,000 producers, or 60,000 and a million aborts kept by retention, on
+ * one core. Tables shrink again after expiry and retention.
  * When it is spent a batch that needs a new entry is refused before its
  * append, retriable (NOT_ENOUGH_REPLICAS). */
 #define DP_TXN_STATE_MIB_DEFAULT 128u

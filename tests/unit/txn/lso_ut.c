@@ -717,6 +717,16 @@ static void test_pool(void)
 			CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, q, marker++, true), 0);
 	CU_ASSERT_EQUAL(txn_lso_open_count(l), 0);
 	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), ab + open);
+	/* Retention trims all but the last few: the arrays give their room back, and what is left
+	 * still answers. */
+	size_t full = a.used;
+	txn_lso_trim(l, marker - 3);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	CU_ASSERT(a.used < full / 4);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, pid, marker), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, pid, marker + 1, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 4);
 	txn_lso_destroy(l);
 	CU_ASSERT_EQUAL(a.used, 0);
 	txn_arena_fini(&a);
