@@ -3,7 +3,8 @@
  * epoch rules as Kafka 3.7 applies them) and its snapshots.
  *
  * Table: the generic open-addressing table (htab.h), producers stored in
- * place, keyed by producer id (pid -1 marks a free slot), hashed with a
+ * place (on a shard core it grows in the core's pool, arena.h, and shrinks
+ * after expiry), keyed by producer id (pid -1 marks a free slot), hashed with a
  * 64-bit finalizer so consecutive pids spread. It doubles when more than
  * half full, so a probe ends quickly and a free slot always exists. Allocation happens only when a NEW producer does
  * not fit (txn_pstate_reserve, which the owner calls before it appends a
@@ -119,9 +120,9 @@ struct snap_job {
 struct txn_pstate {
 	struct txn_htab tab;          /* slots: struct txn_producer in place, pid -1 free */
 	uint32_t max;                 /* TXN_PSTATE_PRODUCERS_MAX, or less (txn_pstate_set_limit) */
-	struct txn_arena *arena;      /* the slots and the snapshot buffer come from it; NULL: the heap */
+	struct txn_arena *arena;      /* the slots it grows to and the snapshot buffer come from it; NULL: the heap */
 	uint64_t evicted;             /* idle producers dropped by recovery for want of room */
-	struct snap_job *job;         /* allocated by the first txn_pstate_snapshot_start */
+	struct snap_job *job;         /* allocated at create (its buffer by the first snapshot) */
 	int64_t kept[TXN_PSTATE_KEEP_FILES]; /* snapshot files on disk, newest first (-1: none): recovery
 	                                      * finds them, each asynchronous snapshot shifts them */
 };
