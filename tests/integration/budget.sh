@@ -45,7 +45,7 @@ total2=$("$PY" "$WORK/sum.py" "$WORK/budget2.txt") || fail "--cores 2: $total2"
 [ "$total2" -lt "$total3" ] || fail "fewer cores and a smaller frame limit did not lower the budget: $total2 >= $total3"
 log "budget: --cores 3 $total3 B, --cores 2 --max-frame-bytes 1 MiB $total2 B"
 # Issue 11: the partitions item is bounded by --partitions-max (default 4,096), not only by the
-# file descriptors: under a hard RLIMIT_NOFILE of 1,048,576 it was ~230,000 partitions (~120 GiB).
+# file descriptors: under a hard RLIMIT_NOFILE of 1,048,576 it was ~260,000 partitions (~137 GiB).
 # And the producer/txn state pool follows --txn-state-mib, per data core.
 parts_of() { sed -n 's/^  partitions  *[0-9]* B  \([0-9]*\) x .*/\1/p' "$1"; }
 pool_of() { sed -n 's/^  producer\/txn state  *\([0-9]*\) B  .*/\1/p' "$1"; }
