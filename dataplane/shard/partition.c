@@ -84,7 +84,8 @@ static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
 	if (rc == 0)
 		c->snaps_inflight++;
 	else
-		DP_WARN("producer snapshot at %lld not started: %s", (long long)end, strerror(-rc));
+		DP_WARN_RL("producer snapshot at %lld not started: %s (its buffer comes from the core's "
+		           "--txn-state-mib pool; the next round tries again)", (long long)end, strerror(-rc));
 }
 
 /* Synchronous: clean shutdown only (the loop has stopped; nothing else waits for this core). */
