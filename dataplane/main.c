@@ -42,6 +42,11 @@ static void usage(FILE *f)
 	"  --node-id N             broker id reported in Metadata (default 1)\n"
 	"  --producer-expiration-ms N  forget idempotent producers idle this long (default 86400000)\n"
 	"  --producer-snapshot-ms N    producer-state snapshot interval (default 60000)\n"
+	"  --partitions-max N      partitions the broker holds at most (fewer if the file descriptors\n"
+	"                          hold fewer); CreateTopics past it: POLICY_VIOLATION (default 4096)\n"
+	"  --txn-state-mib N       per data core, the pool for its partitions' producer state and\n"
+	"                          transaction indexes; when spent, such batches are refused, retriable\n"
+	"                          (default 128)\n"
 	"  --transaction-max-timeout-ms N  largest transaction.timeout.ms accepted (default 900000)\n"
 	"  --transaction-log-compact-records N  compact __transaction_state once it holds this many\n"
 	"                          records beyond two per transactional id (default 100000)\n"
@@ -85,6 +90,8 @@ static void usage(FILE *f)
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
 	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
+	"  --test-txn-state-bytes N  per data core, a producer and transaction state pool of N bytes\n"
+	"                          (4096..1048575) instead of --txn-state-mib\n"
 	"  --test-txn-allows-max N per data core, at most N partitions granted to open transactions\n"
 	"                          (default 65536)\n"
 	"  --print-budget          print the itemised memory budget for these flags and exit\n"
@@ -114,7 +121,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -145,6 +152,9 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
 		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
 		{ "test-txn-allows-max", required_argument, 0, O_TALLOWS },
+		{ "txn-state-mib", required_argument, 0, O_TXNSTATE },
+		{ "partitions-max", required_argument, 0, O_PARTSMAX },
+		{ "test-txn-state-bytes", required_argument, 0, O_TTXNSTATE },
 		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
@@ -161,7 +171,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
 		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
-		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
+		.fetch_aborted_max = DP_FETCH_ABORTED_MAX, .txn_state_mib = DP_TXN_STATE_MIB_DEFAULT,
+		.partitions_max = DP_BROKER_PARTITIONS_DEFAULT,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
 		.txn_tps_max = TXN_COORD_TPS_DEFAULT, .txn_groups_max = TXN_COORD_GROUPS_DEFAULT,
@@ -277,6 +288,27 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > (o == O_TXCRED ? DP_XMSG_CREDITS : DP_APPENDS_MAX))
 				goto bad;
 			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
+			break;
+		}
+		case O_TXNSTATE: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_TXN_STATE_MIB_MAX)
+				goto bad;
+			cfg->txn_state_mib = (uint32_t)v;
+			break;
+		}
+		case O_PARTSMAX: {
+			long long v = strtoll(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_BROKER_PARTITIONS_MAX)
+				goto bad;
+			cfg->partitions_max = v;
+			break;
+		}
+		case O_TTXNSTATE: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 4096 || v >= (1ul << 20))
+				goto bad;
+			cfg->test_txn_state_bytes = (uint32_t)v;
 			break;
 		}
 		case O_TALLOWS: {

@@ -14,27 +14,33 @@ static bool pow2_in_range(uint32_t cap)
 	return cap >= TXN_HTAB_SLOTS_MIN && cap <= TXN_HTAB_SLOTS_MAX && (cap & (cap - 1)) == 0;
 }
 
-static uint8_t *slots_alloc(uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops)
+static uint8_t *slots_alloc(struct txn_arena *arena, uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops)
 {
-	uint8_t *s = malloc((size_t)cap * esize);
+	uint8_t *s = txn_mem_alloc(arena, (size_t)cap * esize);
 	if (s)
 		for (uint32_t i = 0; i < cap; i++)
 			ops->clear(s + (size_t)i * esize);
 	return s;
 }
 
+int txn_htab_init_in(struct txn_htab *t, uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops,
+                     const void *ctx, struct txn_arena *arena)
+{
+	assert(pow2_in_range(cap) && esize > 0);
+	*t = (struct txn_htab){ .cap = cap, .esize = esize, .ops = ops, .ctx = ctx, .arena = arena };
+	t->slots = slots_alloc(NULL, cap, esize, ops);   /* the first slots: the heap (arena.h) */
+	return t->slots ? 0 : -ENOMEM;
+}
+
 int txn_htab_init(struct txn_htab *t, uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops,
                   const void *ctx)
 {
-	assert(pow2_in_range(cap) && esize > 0);
-	*t = (struct txn_htab){ .cap = cap, .esize = esize, .ops = ops, .ctx = ctx };
-	t->slots = slots_alloc(cap, esize, ops);
-	return t->slots ? 0 : -ENOMEM;
+	return txn_htab_init_in(t, cap, esize, ops, ctx, NULL);
 }
 
 void txn_htab_free(struct txn_htab *t)
 {
-	free(t->slots);
+	txn_mem_free(t->arena, t->slots);
 	t->slots = NULL;
 	t->cap = t->used = 0;
 }
@@ -44,7 +50,7 @@ int txn_htab_resize(struct txn_htab *t, uint32_t cap)
 	assert(pow2_in_range(cap) && (uint64_t)t->used * 2 <= cap);
 	struct txn_htab n = *t;
 	n.cap = cap;
-	if (!(n.slots = slots_alloc(cap, t->esize, t->ops)))
+	if (!(n.slots = slots_alloc(t->arena, cap, t->esize, t->ops)))
 		return -ENOMEM;
 	uint32_t mask = cap - 1;
 	for (uint32_t i = 0; i < t->cap; i++) {
@@ -57,7 +63,7 @@ int txn_htab_resize(struct txn_htab *t, uint32_t cap)
 			j = (j + 1) & mask;
 		memcpy(txn_htab_at(&n, j), s, t->esize);
 	}
-	free(t->slots);
+	txn_mem_free(t->arena, t->slots);
 	*t = n;
 	return 0;
 }

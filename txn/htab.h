@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
+
 #define TXN_HTAB_SLOTS_MIN 2u            /* smallest capacity (a power of two) */
 #define TXN_HTAB_SLOTS_MAX (1u << 30)    /* largest: slot indexes fit a u32 with room */
 
@@ -50,11 +52,16 @@ struct txn_htab {
 	uint32_t esize;
 	const struct txn_htab_ops *ops;
 	const void *ctx;                 /* passed to hash and match */
+	struct txn_arena *arena;         /* the slots come from it (txn_htab_init_in); NULL: the heap */
 };
 
 /* cap: a power of two in [TXN_HTAB_SLOTS_MIN, TXN_HTAB_SLOTS_MAX]. 0 or -ENOMEM. */
 int  txn_htab_init(struct txn_htab *t, uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops,
                    const void *ctx);
+/* The same, but every resize takes its slots from arena (NULL: the heap), -ENOMEM when it has no
+ * block; the first slots come from the heap (arena.h). */
+int  txn_htab_init_in(struct txn_htab *t, uint32_t cap, uint32_t esize, const struct txn_htab_ops *ops,
+                      const void *ctx, struct txn_arena *arena);
 void txn_htab_free(struct txn_htab *t);
 /* Move every entry into cap slots (a power of two, at least twice the entries). 0 or -ENOMEM (unchanged). */
 int  txn_htab_resize(struct txn_htab *t, uint32_t cap);

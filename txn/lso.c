@@ -25,8 +25,9 @@
  *
  * Allocation: the arrays (open, aborted and its block table) grow by
  * doubling, only when a transaction begins beyond the current capacity (and
- * once at index open for the entries loaded); nothing else allocates. That
- * realloc runs on the owner's poll core, amortized over the doublings. A begin reserves everything its end can
+ * once at index open for the entries loaded); nothing else allocates. On a
+ * shard core they come from the core's pool (arena.h, sized at start-up),
+ * not malloc: a spent pool is -ENOBUFS from txn_lso_reserve. A begin reserves everything its end can
  * need: room for the open entry and for one aborted entry (the invariant
  * nab + nopen <= ab_cap <= ab_max), so an end never fails for want of room
  * and a marker once appended is always indexed. txn_lso_reserve checks that
@@ -78,6 +79,7 @@
  * entries are trimmed again after retention).
  */
 #include "lso.h"
+#include "arena.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -135,6 +137,7 @@ struct txn_lso {
 	struct txn_aborted *ab;       /* nab entries, last_offset strictly ascending */
 	uint32_t nab, ab_cap;         /* nab + nopen <= ab_cap: every open one may end in an abort */
 	uint32_t open_max, ab_max;    /* TXN_LSO_*_MAX, or less (txn_lso_set_limits) */
+	struct txn_arena *arena;      /* open, ab and blk come from it (txn_lso_create_in); NULL: the heap */
 	struct lso_block *blk;        /* block k covers ab[k * TXN_LSO_BLOCK_ENTRIES, ...) up to nab */
 	uint32_t blk_cap;             /* >= ab_cap / TXN_LSO_BLOCK_ENTRIES, rounded up */
 	int64_t last_marker;          /* largest marker indexed (kept across trim), -1 none */
@@ -171,17 +174,25 @@ size_t txn_lso_base_bytes(void)
 /* Locality: shard core (owner); init only. */
 int txn_lso_create(struct txn_lso **out)
 {
+	return txn_lso_create_in(out, NULL);
+}
+
+/* Locality: shard core (owner); init only (partition open). */
+int txn_lso_create_in(struct txn_lso **out, struct txn_arena *arena)
+{
 	struct txn_lso *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return -ENOMEM;
+	l->arena = arena;
+	/* The first arrays from the heap, at partition open; growth from the arena (arena.h). */
 	l->open = malloc(TXN_LSO_OPEN_INIT * sizeof(*l->open));
 	l->ab = malloc(TXN_LSO_ABORTED_INIT * sizeof(*l->ab));
 	l->blk = malloc(blocks_for(TXN_LSO_ABORTED_INIT) * sizeof(*l->blk));
 	if (!l->open || !l->ab || !l->blk) {
-		free(l->open);
-		free(l->ab);
-		free(l->blk);
+		txn_mem_free(arena, l->open);
+		txn_mem_free(arena, l->ab);
+		txn_mem_free(arena, l->blk);
 		free(l);
 		return -ENOMEM;
 	}
@@ -202,14 +213,16 @@ void txn_lso_destroy(struct txn_lso *l)
 	if (!l)
 		return;
 	txn_lso_close_index(l);
-	free(l->open);
-	free(l->ab);
-	free(l->blk);
+	txn_mem_free(l->arena, l->open);
+	txn_mem_free(l->arena, l->ab);
+	txn_mem_free(l->arena, l->blk);
 	free(l);
 }
 
-/* Make room for `want` entries of `size` bytes in *arr (cap *cap, doubling up to max). */
-static int grow(void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t size)
+/* Make room for `want` entries of `size` bytes in *arr (cap *cap, doubling up to max): a new
+ * array from the arena (or the heap), the entries copied, the old one freed. -ENOBUFS when the
+ * arena has no block for it (the core's pool is spent), -ENOMEM when the heap has none. */
+static int grow(struct txn_arena *arena, void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t size)
 {
 	uint32_t c = *cap;
 
@@ -219,9 +232,11 @@ static int grow(void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t s
 		return -ENOMEM;
 	while (c < want)
 		c = c > max / 2 ? max : c * 2;
-	void *p = realloc(*arr, (size_t)c * size);
+	void *p = txn_mem_alloc(arena, (size_t)c * size);
 	if (!p)
-		return -ENOMEM;
+		return arena ? -ENOBUFS : -ENOMEM;
+	memcpy(p, *arr, (size_t)*cap * size);
+	txn_mem_free(arena, *arr);
 	*arr = p;
 	*cap = c;
 	return 0;
@@ -230,10 +245,52 @@ static int grow(void **arr, uint32_t *cap, uint32_t want, uint32_t max, size_t s
 /* Room for `want` aborted entries and their blocks. */
 static int grow_aborted(struct txn_lso *l, uint32_t want)
 {
-	int rc = grow((void **)&l->ab, &l->ab_cap, want, l->ab_max, sizeof(*l->ab));
+	int rc = grow(l->arena, (void **)&l->ab, &l->ab_cap, want, l->ab_max, sizeof(*l->ab));
 	if (rc == 0)
-		rc = grow((void **)&l->blk, &l->blk_cap, blocks_for(want), blocks_for(l->ab_max), sizeof(*l->blk));
+		rc = grow(l->arena, (void **)&l->blk, &l->blk_cap, blocks_for(want), blocks_for(l->ab_max),
+		          sizeof(*l->blk));
 	return rc;
+}
+
+/*
+ * After a trim, in a pool (arena.h): arrays left at most 1/8 used give their
+ * room back (to a quarter used), since the pool is shared with the core's
+ * other partitions. The reservation invariant (nab + nopen <= ab_cap) holds
+ * across it; a pool without blocks for the smaller arrays keeps the larger.
+ */
+static void shrink_aborted(struct txn_lso *l)
+{
+	uint32_t need = l->nab + l->nopen, c = l->ab_cap, oc = l->open_cap;
+
+	if (!l->arena)
+		return;
+	while (oc / 2 >= TXN_LSO_OPEN_INIT && (uint64_t)l->nopen * 4 <= oc / 2)
+		oc /= 2;
+	struct lso_open *open = oc * 2 <= l->open_cap ? txn_mem_alloc(l->arena, (size_t)oc * sizeof(*open)) : NULL;
+	if (open) {
+		memcpy(open, l->open, (size_t)l->nopen * sizeof(*open));
+		txn_mem_free(l->arena, l->open);
+		l->open = open;
+		l->open_cap = oc;
+	}
+	while (c / 2 >= TXN_LSO_ABORTED_INIT && (uint64_t)need * 4 <= c / 2)
+		c /= 2;
+	if (c * 2 > l->ab_cap)
+		return;
+	struct txn_aborted *ab = txn_mem_alloc(l->arena, (size_t)c * sizeof(*ab));
+	struct lso_block *blk = ab ? txn_mem_alloc(l->arena, blocks_for(c) * sizeof(*blk)) : NULL;
+	if (!blk) {
+		txn_mem_free(l->arena, ab);
+		return;
+	}
+	memcpy(ab, l->ab, (size_t)l->nab * sizeof(*ab));
+	memcpy(blk, l->blk, blocks_for(l->nab) * sizeof(*blk));
+	txn_mem_free(l->arena, l->ab);
+	txn_mem_free(l->arena, l->blk);
+	l->ab = ab;
+	l->blk = blk;
+	l->ab_cap = c;
+	l->blk_cap = blocks_for(c);
 }
 
 /* Append a to the aborted entries (room reserved) and fold its first offset into the blocks. */
@@ -318,7 +375,7 @@ int txn_lso_reserve(struct txn_lso *l)
 	/* One more open entry, and one more aborted entry for it should it end in an abort. */
 	if (l->nopen >= l->open_max || (uint64_t)l->nab + l->nopen + 1 > l->ab_max)
 		return -ENOSPC;
-	int rc = grow((void **)&l->open, &l->open_cap, l->nopen + 1, l->open_max, sizeof(*l->open));
+	int rc = grow(l->arena, (void **)&l->open, &l->open_cap, l->nopen + 1, l->open_max, sizeof(*l->open));
 	if (rc == 0)
 		rc = grow_aborted(l, l->nab + l->nopen + 1);
 	return rc;
@@ -572,6 +629,7 @@ void txn_lso_trim(struct txn_lso *l, int64_t log_start)
 	if (l->unsent > l->nab)
 		l->unsent = l->nab; /* below the log start: the file need not have them */
 	blocks_rebuild(l); /* the trimmed ones may have been the long ones: the walk shortens */
+	shrink_aborted(l);
 }
 
 /* Locality: shard core (owner); tests (the walk's cost). */
@@ -629,7 +687,9 @@ static int64_t index_load(struct txn_lso *l, uint64_t n_file, int64_t log_end, c
 	if (!n_file)
 		return 0;
 	int rc = grow_aborted(l, (uint32_t)n_file);
-	if (rc < 0 || !(buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES)))
+	if (rc < 0)
+		return rc;   /* -ENOBUFS: more aborts than the core's pool holds; the caller says so */
+	if (!(buf = malloc(TXN_LSO_READ_ENTRIES * TXN_LSO_ENTRY_BYTES)))
 		return -ENOMEM;
 	while (done < n_file) {
 		uint64_t chunk = n_file - done < TXN_LSO_READ_ENTRIES ? n_file - done : TXN_LSO_READ_ENTRIES;
@@ -806,7 +866,7 @@ static void rewritten(void *arg, int status)
 	struct txn_lso *l = arg;
 	int nfd = st_fop_fd(&l->cfop);
 
-	free(l->cbuf);
+	txn_mem_free(l->arena, l->cbuf);
 	l->cbuf = NULL;
 	l->rewriting = false;
 	if (nfd < 0) {
@@ -835,7 +895,8 @@ static void rewritten(void *arg, int status)
 static int compact_async(struct txn_lso *l)
 {
 	size_t len = TXN_LSO_HEADER_BYTES + (size_t)l->nab * TXN_LSO_ENTRY_BYTES;
-	if (st_fop_busy(&l->cfop) || !(l->cbuf = malloc(len)))   /* rare: after retention trimmed thousands */
+	/* Rare (after retention trimmed thousands); from the core's pool: a spent one skips this pass. */
+	if (st_fop_busy(&l->cfop) || !(l->cbuf = txn_mem_alloc(l->arena, len)))
 		return st_fop_busy(&l->cfop) ? 0 : -ENOMEM;
 	st_put_be32(l->cbuf, TXN_LSO_MAGIC);
 	st_put_be16(l->cbuf + 4, TXN_LSO_VERSION);

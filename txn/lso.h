@@ -25,7 +25,11 @@ struct txn_aborted {
 
 struct txn_lso;
 
+struct txn_arena;
+
 int  txn_lso_create(struct txn_lso **out);
+/* The same, but its arrays grow in arena (the shard core's pool, arena.h); NULL: the heap. */
+int  txn_lso_create_in(struct txn_lso **out, struct txn_arena *arena);
 /* What a new index holds before it grows (open and aborted entries grow it, to their limits). */
 size_t txn_lso_base_bytes(void);
 void txn_lso_destroy(struct txn_lso *l);
@@ -33,7 +37,8 @@ void txn_lso_destroy(struct txn_lso *l);
 /*
  * Room for one more transaction: 0 when the next txn_lso_begin cannot fail for
  * want of room, else -ENOSPC (the limits: open transactions, or aborted
- * entries counting one for each open transaction) or -ENOMEM. The owner calls
+ * entries counting one for each open transaction), -ENOBUFS (the arena has
+ * no block for the larger arrays) or -ENOMEM (the heap). The owner calls
  * it before it appends a transaction's first batch, and refuses the batch
  * (retriably) when it fails: a batch appended without its open entry would
  * let the LSO pass it.
@@ -69,7 +74,8 @@ int64_t txn_lso_aborted_bound(const struct txn_lso *l, int64_t from, int64_t to,
  * pid's batches overlaps at most one: a producer's transactions never overlap. */
 uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, int64_t pid,
                              struct txn_aborted *out);
-/* Forget aborted transactions wholly below the log start (after retention). */
+/* Forget aborted transactions wholly below the log start (after retention); in an arena, arrays left
+ * at most 1/8 used shrink (their room goes back to the pool). */
 void txn_lso_trim(struct txn_lso *l, int64_t log_start);
 /* Tests: how many entries a query of [from, to) examines (the walk txn_lso_aborted* make). */
 uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to);

@@ -3,7 +3,8 @@
  * epoch rules as Kafka 3.7 applies them) and its snapshots.
  *
  * Table: the generic open-addressing table (htab.h), producers stored in
- * place, keyed by producer id (pid -1 marks a free slot), hashed with a
+ * place (on a shard core it grows in the core's pool, arena.h, and shrinks
+ * after expiry), keyed by producer id (pid -1 marks a free slot), hashed with a
  * 64-bit finalizer so consecutive pids spread. It doubles when more than
  * half full, so a probe ends quickly and a free slot always exists. Allocation happens only when a NEW producer does
  * not fit (txn_pstate_reserve, which the owner calls before it appends a
@@ -119,7 +120,9 @@ struct snap_job {
 struct txn_pstate {
 	struct txn_htab tab;          /* slots: struct txn_producer in place, pid -1 free */
 	uint32_t max;                 /* TXN_PSTATE_PRODUCERS_MAX, or less (txn_pstate_set_limit) */
-	struct snap_job *job;         /* allocated by the first txn_pstate_snapshot_start */
+	struct txn_arena *arena;      /* the slots it grows to and the snapshot buffer come from it; NULL: the heap */
+	uint64_t evicted;             /* idle producers dropped by recovery for want of room */
+	struct snap_job *job;         /* allocated at create (its buffer by the first snapshot) */
 	int64_t kept[TXN_PSTATE_KEEP_FILES]; /* snapshot files on disk, newest first (-1: none): recovery
 	                                      * finds them, each asynchronous snapshot shifts them */
 };
@@ -169,14 +172,27 @@ size_t txn_pstate_base_bytes(void)
 /* Locality: shard core (owner); init only. */
 int txn_pstate_create(struct txn_pstate **out)
 {
+	return txn_pstate_create_in(out, NULL);
+}
+
+/* Locality: shard core (owner); init only (partition open). */
+int txn_pstate_create_in(struct txn_pstate **out, struct txn_arena *arena)
+{
 	struct txn_pstate *ps = calloc(1, sizeof(*ps));
 
-	if (!ps || txn_htab_init(&ps->tab, TXN_PSTATE_SLOTS_INIT, sizeof(struct txn_producer), &producer_ops,
-	                         NULL) < 0) {
+	if (!ps || txn_htab_init_in(&ps->tab, TXN_PSTATE_SLOTS_INIT, sizeof(struct txn_producer), &producer_ops,
+	                            NULL, arena) < 0) {
+		free(ps);
+		return -ENOMEM;
+	}
+	/* The snapshot job now, at open (counted in txn_pstate_base_bytes), not on the poll core later. */
+	if (!(ps->job = calloc(1, sizeof(*ps->job)))) {
+		txn_htab_free(&ps->tab);
 		free(ps);
 		return -ENOMEM;
 	}
 	ps->max = TXN_PSTATE_PRODUCERS_MAX;
+	ps->arena = arena;
 	for (uint32_t k = 0; k < TXN_PSTATE_KEEP_FILES; k++)
 		ps->kept[k] = -1;
 	*out = ps;
@@ -197,7 +213,7 @@ void txn_pstate_destroy(struct txn_pstate *ps)
 		return;
 	assert(!txn_pstate_snapshot_busy(ps)); /* the owner waits for it: its completion names ps */
 	if (ps->job)
-		free(ps->job->buf);
+		txn_mem_free(ps->arena, ps->job->buf);
 	free(ps->job);
 	txn_htab_free(&ps->tab);
 	free(ps);
@@ -283,7 +299,8 @@ int txn_pstate_reserve(struct txn_pstate *ps, int64_t pid)
 		return -ENOSPC;
 	if (!txn_htab_has_room(&ps->tab)) { /* the only allocation: a new producer that does not fit */
 		assert(ps->tab.cap * 2 <= TXN_PSTATE_SLOTS_MAX);
-		return txn_htab_resize(&ps->tab, ps->tab.cap * 2);
+		int rc = txn_htab_resize(&ps->tab, ps->tab.cap * 2);
+		return rc == -ENOMEM && ps->arena ? -ENOBUFS : rc;   /* the core's pool is spent */
 	}
 	return 0;
 }
@@ -353,6 +370,14 @@ uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expira
 			i++;
 		}
 	}
+	/* In a pool the table's room is shared with the core's other partitions: a table that expiry
+	 * left at most 1/8 full gives the rest back (to a quarter full; a pool without a block for
+	 * the smaller table keeps the larger one). */
+	uint32_t cap = ps->tab.cap;
+	while (cap > TXN_PSTATE_SLOTS_INIT && (uint64_t)txn_htab_count(&ps->tab) * 8 <= cap / 2)
+		cap /= 2;
+	if (ps->tab.arena && cap * 2 <= ps->tab.cap && !txn_pstate_snapshot_busy(ps))
+		(void)txn_htab_resize(&ps->tab, cap);
 	return n;
 }
 
@@ -444,6 +469,48 @@ static bool snap_entry_decode(const uint8_t *q, int64_t offset, struct txn_produ
 	return true;
 }
 
+/*
+ * Recovery only: room for pid when the table is at its limit or the core's
+ * pool is spent (a log or snapshot with more producers than this broker now
+ * holds). As Kafka's producer expiry would (producer.id.expiration.ms), the
+ * idle producers (no open transaction here) updated longest ago are dropped:
+ * each pass drops those in the oldest eighth of the idle ones' time span (at
+ * least the oldest one), so a big excess costs few passes. Their
+ * deduplication is lost, as after expiry. A producer with an open
+ * transaction is never dropped (its marker must find it, and the LSO
+ * counts it): when only such remain, -ENOSPC or -ENOBUFS, and the partition
+ * does not open (logged by the caller).
+ */
+static int make_room(struct txn_pstate *ps, int64_t pid)
+{
+	int rc;
+
+	while ((rc = txn_pstate_reserve(ps, pid)) == -ENOSPC || rc == -ENOBUFS) {
+		int64_t lo = INT64_MAX, hi = INT64_MIN;
+		uint32_t cur = 0;
+		for (const struct txn_producer *p; (p = txn_htab_next(&ps->tab, &cur));)
+			if (p->txn_first_offset < 0) {
+				lo = p->last_update_ms < lo ? p->last_update_ms : lo;
+				hi = p->last_update_ms > hi ? p->last_update_ms : hi;
+			}
+		if (lo > hi)
+			return rc;   /* every producer held has an open transaction */
+		int64_t cut = lo + (int64_t)(((uint64_t)hi - (uint64_t)lo) / 8);
+		uint32_t before = txn_htab_count(&ps->tab);
+		for (uint32_t i = 0; i < ps->tab.cap;) {   /* as txn_pstate_expire: a delete shifts into slot i */
+			struct txn_producer *p = txn_htab_at(&ps->tab, i);
+			if (p->pid >= 0 && p->txn_first_offset < 0 && p->last_update_ms <= cut)
+				txn_htab_delete(&ps->tab, p);
+			else
+				i++;
+		}
+		ps->evicted += before - txn_htab_count(&ps->tab);
+	}
+	return rc;
+}
+
+uint64_t txn_pstate_evicted(const struct txn_pstate *ps) { return ps->evicted; }
+
 /* Locality: shard core (owner). */
 int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t len, int64_t *offset)
 {
@@ -475,8 +542,26 @@ int txn_pstate_snapshot_read(struct txn_pstate *ps, const uint8_t *buf, size_t l
 		}
 		*(struct txn_producer *)txn_htab_insert(&tmp, pid_hash(p.pid), &p.pid) = p;
 	}
-	txn_htab_free(&ps->tab);
-	ps->tab = tmp;
+	if (!ps->arena && n <= ps->max) {
+		txn_htab_free(&ps->tab);
+		ps->tab = tmp;
+		*offset = off;
+		return 0;
+	}
+	/* The table's room is bounded (a pool, or a lowered limit): take the entries in, one by one,
+	 * evicting idle ones as recovery does (make_room) when the room runs out. */
+	txn_htab_clear(&ps->tab);
+	uint32_t cur = 0;
+	int rc = 0;
+	for (const struct txn_producer *e; rc == 0 && (e = txn_htab_next(&tmp, &cur));) {
+		if ((rc = make_room(ps, e->pid)) == 0)
+			*(struct txn_producer *)txn_htab_insert(&ps->tab, pid_hash(e->pid), &e->pid) = *e;
+	}
+	txn_htab_free(&tmp);
+	if (rc < 0) {
+		txn_htab_clear(&ps->tab);
+		return rc;
+	}
 	*offset = off;
 	return 0;
 }
@@ -659,11 +744,13 @@ int txn_pstate_snapshot_start(struct txn_pstate *ps, struct st_io *io, int dirfd
 	struct snap_job *j = ps->job;
 	size_t size = txn_pstate_snapshot_size(ps);
 	if (size > j->cap) {
-		uint8_t *b = realloc(j->buf, size);
+		/* From the core's pool like the table (a spent pool: this round is skipped, the next tries again). */
+		uint8_t *b = txn_mem_alloc(ps->arena, size);
 		if (!b)
 			return -ENOMEM;
+		txn_mem_free(ps->arena, j->buf);
 		j->buf = b;
-		j->cap = size;
+		j->cap = ps->arena ? txn_arena_block_bytes(ps->arena, b) : size;
 	}
 	size_t n = txn_pstate_snapshot_write(ps, offset, j->buf, j->cap);
 	assert(n == size);
@@ -849,8 +936,14 @@ static int replay_batch(void *arg, const struct st_batch_hdr *h, const uint8_t *
 		if (rc < 0)
 			return rc;
 	}
-	if (r->ps && txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp) < 0)
-		return -ENOMEM;
+	if (r->ps) {
+		/* More producers than the table may hold: the idle ones updated longest ago go (make_room). */
+		int rc = make_room(r->ps, h->producer_id);
+		if (rc == 0)
+			rc = txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp);
+		if (rc < 0)
+			return rc;
+	}
 	return 0;
 }
 

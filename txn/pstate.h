@@ -51,7 +51,12 @@ enum txn_check_result {
 
 struct txn_pstate;
 
+struct txn_arena;
+
 int  txn_pstate_create(struct txn_pstate **out);
+/* The same, but the table grows in arena (the shard core's pool, arena.h; NULL: the heap), and the
+ * snapshot buffer comes from it too: the growth is bounded by what the pool has left. */
+int  txn_pstate_create_in(struct txn_pstate **out, struct txn_arena *arena);
 /* What a new table holds before it grows (each producer grows it, to its limit). */
 size_t txn_pstate_base_bytes(void);
 void txn_pstate_destroy(struct txn_pstate *ps);
@@ -68,12 +73,15 @@ enum txn_check_result txn_pstate_check(const struct txn_pstate *ps, const struct
 /*
  * Room for pid: 0 when pid is known or a txn_pstate_update that adds it
  * cannot fail (the table grows here if it must), else -ENOSPC (the table
- * holds its limit of producers) or -ENOMEM. The owner calls it before it
+ * holds its limit of producers), -ENOBUFS (its arena, the core's pool, has
+ * no block for the larger table) or -ENOMEM (no arena: the heap). The owner calls it before it
  * appends a producer's batch and refuses the batch (retriably) when it fails:
  * a batch appended without its entry would lose its deduplication. Pointers
  * from find/next stay valid only if it returned 0 for a known pid.
  */
 int txn_pstate_reserve(struct txn_pstate *ps, int64_t pid);
+/* Idle producers recovery dropped because the table could not hold them all (txn_pstate_recover). */
+uint64_t txn_pstate_evicted(const struct txn_pstate *ps);
 /* Tests only: lower the producers limit to force a full table. */
 void txn_pstate_set_limit(struct txn_pstate *ps, uint32_t producers_max);
 
@@ -90,7 +98,8 @@ int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64
                       int64_t now_ms);
 
 /* Drop producers whose last append is older than now_ms - expiration_ms and that
- * have no open transaction (as Kafka). Returns how many. */
+ * have no open transaction (as Kafka). Returns how many. A table in an arena
+ * that is left at most 1/8 full shrinks (its room goes back to the pool). */
 uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms);
 
 /* Iterate: returns the next used entry at or after *cursor (start at 0), or NULL. */
@@ -153,7 +162,12 @@ struct txn_lso;
  * has none open and ends one at each COMMIT/ABORT marker (an ABORT already in
  * the loaded index, at or below txn_lso_last_marker, is not indexed twice).
  * Afterwards txn_lso_get gives the LSO and the index holds every abort.
- * Returns 0, -ENOMEM, or -errno from the log scan.
+ * A snapshot or log with more producers than the table may hold (its limit,
+ * or its arena's room) is not an error: the idle producers updated longest
+ * ago are dropped, as Kafka's producer expiry would drop them, and counted
+ * (txn_pstate_evicted). Only when every producer held has an open
+ * transaction does it fail (-ENOSPC or -ENOBUFS). Returns 0, those, -ENOMEM,
+ * or -errno from the log scan.
  */
 int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log *log, const char *dir,
                        int64_t *snap_offset);

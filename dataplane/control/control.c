@@ -53,6 +53,7 @@ static const char ctrl_why_internal[] = "the name of an internal topic of the br
 static const char ctrl_why_topics[] = "the broker holds no more topics (catalog full)";
 static const char ctrl_why_fds[] =
 	"the broker's file descriptor limit (RLIMIT_NOFILE) holds no more partitions";
+static const char ctrl_why_parts[] = "the broker's partition limit (--partitions-max) holds no more partitions";
 
 static int32_t ctrl_find(struct dp_ctrl *k, const char *name, size_t len)
 {
@@ -130,7 +131,9 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	for (int32_t i = 0; i < DP_TOPICS_MAX && id < 0; i++)
 		if (!k->topics[i].live)
 			id = i;
-	const char *why = id < 0 ? ctrl_why_topics : k->nparts + nparts > c->b->partitions_max ? ctrl_why_fds : NULL;
+	const char *why = id < 0 ? ctrl_why_topics
+	                  : k->nparts + nparts > c->b->partitions_max ? (c->b->partitions_by_flag ? ctrl_why_parts : ctrl_why_fds)
+	                                                              : NULL;
 	if (why) {
 		/* A broker limit, as Kafka answers a create its policy refuses; the others go on. */
 		limit_log(c, name, len, nparts, why);
@@ -493,9 +496,10 @@ int dp_scan_data_dir(struct dp_broker *b)
 	for (int32_t id = 0; id < n; id++)
 		cc->ctrl->nparts += ts[id].nparts;
 	if (cc->ctrl->nparts > b->partitions_max)
-		DP_WARN("%lld partitions recovered, but the file descriptor limit holds %lld: raise it "
-		        "(ulimit -n) or delete topics; new topics are refused", (long long)cc->ctrl->nparts,
-		        (long long)b->partitions_max);
+		DP_WARN("%lld partitions recovered, but the %s holds %lld: raise it (%s) or delete topics; new "
+		        "topics are refused", (long long)cc->ctrl->nparts,
+		        b->partitions_by_flag ? "partition limit" : "file descriptor limit", (long long)b->partitions_max,
+		        b->partitions_by_flag ? "--partitions-max" : "ulimit -n");
 	for (int32_t id = 0; id < n; id++) {
 		DP_INFO("recovered topic %s with %d partitions", ts[id].name, ts[id].nparts);
 		for (int i = 0; i < b->ndata; i++) {

@@ -9,15 +9,17 @@
  * prints is what they take; the bounds (held bytes, idle pool) are what the
  * data path may take at most.
  *
- * Per partition (the shard role's "partitions" item, as many as the file
- * descriptors allow) it counts what a partition holds from its open: its
- * state, its log with the active segment's index at full size, its
- * producer table and transaction index as created. Not in it (each grows
- * with what the broker holds, and has its own named limit): producer
- * entries up to TXN_PSTATE_PRODUCERS_MAX and open and aborted transactions
- * (TXN_LSO_OPEN_MAX, TXN_LSO_ABORTED_MAX) per partition, sealed segments'
- * indexes, the group coordinator's tables (members and offsets), and the
- * kernel's page cache.
+ * Per partition (the shard role's "partitions" item, --partitions-max or
+ * fewer when the file descriptors hold fewer) it counts what a partition
+ * holds from its open: its state, its log with the active segment's index
+ * at full size, its producer table and transaction index as created. What
+ * those tables grow to (producers, open and aborted transactions) is the
+ * "producer/txn state" item: one pool per data core (--txn-state-mib).
+ * Not in it (each grows with what the broker holds, and has its own named
+ * limit): sealed segments' indexes, the group coordinator's tables
+ * (members and offsets), and the kernel's page cache. The transactional
+ * ids and their transactions' partition and group lists are pools of their
+ * own (control role's items).
  * Locality: init only (main thread, before the cores start); pure.
  */
 #include <stdio.h>

@@ -41,8 +41,11 @@ void dp_fd_budget_init(struct dp_broker *b)
 	}
 	uint64_t nofile = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : (uint64_t)rl.rlim_cur;
 	b->partitions_max = dp_fd_partitions_max(nofile, b->ndata);
-	DP_INFO("file descriptor limit %llu: room for %lld partitions", (unsigned long long)nofile,
-	        (long long)b->partitions_max);
+	b->partitions_by_flag = b->cfg.partitions_max < b->partitions_max;
+	if (b->partitions_by_flag)
+		b->partitions_max = b->cfg.partitions_max;
+	DP_INFO("file descriptor limit %llu: room for %lld partitions%s", (unsigned long long)nofile,
+	        (long long)b->partitions_max, b->partitions_by_flag ? " (--partitions-max)" : "");
 }
 
 uint32_t dp_topic_hash(const char *name, size_t len)

@@ -85,6 +85,15 @@
 #define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
 #define DP_TOPIC_NAME_MAX       TXN_TOPIC_BYTES_MAX      /* Kafka's limit (txn/txn_limits.h) */
 #define DP_PARTITIONS_MAX       TXN_TOPIC_PARTITIONS_MAX /* per topic */
+/* Partitions the whole broker holds (--partitions-max; less when the file
+ * descriptors hold fewer, dp_fd_budget_init). Each costs its fixed state and
+ * its active segment's index at full size (~0.55 MiB at the default 256 MiB
+ * segments, the budget's "partitions" item), so without this bound a raised
+ * RLIMIT_NOFILE alone made the budget hundreds of GiB. 4,096 is about what
+ * Kafka's own guidance gives one broker (~4,000). Past it a CreateTopics is
+ * refused POLICY_VIOLATION, as a broker policy would refuse it. */
+#define DP_BROKER_PARTITIONS_DEFAULT 4096
+#define DP_BROKER_PARTITIONS_MAX ((int64_t)DP_TOPICS_MAX * DP_PARTITIONS_MAX)   /* the flag's range */
 
 /* Connections and requests, per data core. */
 #define DP_CONNS_MAX            4096      /* accepted connections; more are refused at accept */
@@ -134,6 +143,18 @@
  * so the client tries again once transactions have ended. 65536 is e.g.
  * 1,000 open transactions writing 65 partitions each on one core. */
 #define DP_TXN_ALLOWS_MAX       65536
+/* Owner side, per data core: one pool (txn/arena.h), reserved at start-up,
+ * that every owned partition's producer table, open-transaction list and
+ * aborted index take their arrays from instead of malloc on the poll core
+ * (--txn-state-mib). A producer costs ~0.8 KiB of it at most (its slot in a
+ * table at most half full, doubled once more while growing, and its
+ * snapshot bytes), an aborted transaction ~32 B; so the default holds e.g.
+ * 100,000 producers, or 60,000 and a million aborts kept by retention, on
+ * one core. Tables shrink again after expiry and retention.
+ * When it is spent a batch that needs a new entry is refused before its
+ * append, retriable (NOT_ENOUGH_REPLICAS). */
+#define DP_TXN_STATE_MIB_DEFAULT 128u
+#define DP_TXN_STATE_MIB_MAX     (1u << 20)   /* 1 TiB: the flag's range */
 
 /* Control core: each coordinator's log writes in flight (records from a
  * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */

@@ -92,6 +92,9 @@ struct dp_config {
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
 	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
 	uint32_t test_txn_allows_max;    /* test only, 0 = DP_TXN_ALLOWS_MAX: shrink each core's grant pool */
+	uint32_t txn_state_mib;          /* per data core, the producer and transaction state pool (MiB) */
+	int64_t partitions_max;          /* --partitions-max: partitions the broker holds at most */
+	uint32_t test_txn_state_bytes;   /* test only, 0 = txn_state_mib: a pool of these bytes instead */
 	bool print_budget;               /* --print-budget: print the memory budget and exit */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
@@ -260,6 +263,9 @@ struct dp_core {
 	struct dp_txn_allow *allow_free;
 	struct dp_txn_allow *allows;
 	uint64_t allows_refused;      /* grants refused for an empty pool */
+	/* Producer tables and transaction indexes of the owned partitions (txn/arena.h): from this
+	 * pool of cfg.txn_state_mib, reserved at start (shard_role.c). */
+	struct txn_arena *txn_arena;
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
 	uint32_t snaps_inflight;      /* producer snapshots being written (<= DP_SNAPSHOTS_INFLIGHT_MAX) */
@@ -313,7 +319,8 @@ struct dp_broker {
 	struct dp_ring **rings;       /* [src * ncores + dst] */
 	volatile sig_atomic_t *stop;
 	_Atomic int *ready;           /* cores that finished setup (+1000 on failure) */
-	int64_t partitions_max;       /* what the fd budget holds (dp_fd_budget_init) */
+	int64_t partitions_max;       /* min(--partitions-max, what the fd budget holds) (dp_fd_budget_init) */
+	bool partitions_by_flag;      /* ... and it is --partitions-max that bounds it */
 	struct dp_service_at services[DP_SVCS]; /* where each service runs; read-only once cores start */
 	uint32_t xmsg_credits;        /* DP_XMSG_CREDITS, or --test-xmsg-credits */
 	uint32_t appends_max;         /* DP_APPENDS_MAX, or --test-appends-max */

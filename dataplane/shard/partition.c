@@ -25,15 +25,23 @@
 static int recover_producers(struct dp_part *p)
 {
 	const struct dp_config *cfg = &dp_core_self()->b->cfg;
-	int rc = txn_pstate_create(&p->ps);
+	struct txn_arena *pool = dp_core_self()->txn_arena;   /* the core's pool: tables grow in it */
+	int rc = txn_pstate_create_in(&p->ps, pool);
 	if (rc == 0 && cfg->test_producers_max)
 		txn_pstate_set_limit(p->ps, cfg->test_producers_max);
-	if (rc == 0 && (rc = txn_lso_create(&p->lso)) == 0 && cfg->test_txn_open_max)
+	if (rc == 0 && (rc = txn_lso_create_in(&p->lso, pool)) == 0 && cfg->test_txn_open_max)
 		txn_lso_set_limits(p->lso, cfg->test_txn_open_max, 0);
 	if (rc == 0)
 		rc = txn_lso_open_index(p->lso, p->dir, st_log_end_offset(p->log));
 	if (rc == 0 && (rc = txn_pstate_recover(p->ps, p->lso, p->log, p->dir, &p->snap_offset)) == 0)
 		txn_lso_attach_io(p->lso, dp_core_self()->io, st_log_dirfd(p->log));   /* its writes: io_uring from now on */
+	if (p->ps && txn_pstate_evicted(p->ps))
+		DP_WARN("partition %s: %llu idle producers dropped at recovery, oldest first: more than its table "
+		        "holds (--txn-state-mib, or the producers limit); their deduplication is lost as after expiry",
+		        p->dir, (unsigned long long)txn_pstate_evicted(p->ps));
+	if (rc == -ENOBUFS || rc == -ENOSPC)
+		DP_WARN("partition %s: its open or aborted transactions do not fit this core's state pool: not opened "
+		        "(raise --txn-state-mib)", p->dir);
 	return rc;
 }
 
@@ -77,7 +85,8 @@ static void snapshot_producers_async(struct dp_core *c, struct dp_part *p)
 	if (rc == 0)
 		c->snaps_inflight++;
 	else
-		DP_WARN("producer snapshot at %lld not started: %s", (long long)end, strerror(-rc));
+		DP_WARN_RL("producer snapshot at %lld not started: %s (its buffer comes from the core's "
+		           "--txn-state-mib pool; the next round tries again)", (long long)end, strerror(-rc));
 }
 
 /* Synchronous: clean shutdown only (the loop has stopped; nothing else waits for this core). */

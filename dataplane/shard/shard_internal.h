@@ -39,6 +39,8 @@ struct dp_txn_allow {
 void dp_shard_allow_clear(struct dp_core *c, struct dp_part *p);
 /* What one partition holds before its producers, transactions and sealed segments grow it (the budget). */
 unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg);
+/* The producer and transaction state pool of each data core (--txn-state-mib), in bytes. */
+size_t dp_shard_txn_state_bytes(const struct dp_config *cfg);
 
 
 /* Owner core: a parked fetch waiting for this partition's HW to move. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "arena.h"
 #include "shard_internal.h"
 
 static int shard_start(struct dp_core *c)
@@ -27,6 +28,14 @@ static int shard_start(struct dp_core *c)
 	for (uint32_t k = c->b->txn_allows_max; k-- > 0;) {
 		c->allows[k].next = c->allow_free;
 		c->allow_free = &c->allows[k];
+	}
+	/* The producer and transaction state pool (txn/arena.h): the partitions' tables grow in it,
+	 * never by malloc on this core. Reserved whole; its pages are touched as tables use them. */
+	if (!(c->txn_arena = calloc(1, sizeof(*c->txn_arena))) ||
+	    txn_arena_init(c->txn_arena, dp_shard_txn_state_bytes(&c->b->cfg)) < 0) {
+		free(c->txn_arena);
+		c->txn_arena = NULL;
+		return -ENOMEM;
 	}
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
@@ -53,6 +62,9 @@ static void shard_stop(struct dp_core *c)
 		DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
 	if (c->allows_refused)
 		DP_INFO("%llu transaction grants refused for an empty grant pool", (unsigned long long)c->allows_refused);
+	if (c->txn_arena)
+		DP_INFO("producer and transaction state pool: %zu of %zu bytes at most in use",
+		        c->txn_arena->used_peak, c->txn_arena->bytes);
 	if (c->cold_reads)
 		DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 		        (unsigned long long)c->cold_reads);
@@ -77,6 +89,15 @@ static void shard_destroy(struct dp_core *c)
 	free(c->allows);
 	c->allows = NULL;
 	c->allow_free = NULL;
+	if (c->txn_arena)
+		txn_arena_fini(c->txn_arena);   /* after stop closed every partition that used it */
+	free(c->txn_arena);
+	c->txn_arena = NULL;
+}
+
+size_t dp_shard_txn_state_bytes(const struct dp_config *cfg)
+{
+	return cfg->test_txn_state_bytes ? cfg->test_txn_state_bytes : (size_t)cfg->txn_state_mib << 20;
 }
 
 static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
@@ -88,10 +109,17 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	struct rlimit rl;
 	uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? 1024 : rl.rlim_max == RLIM_INFINITY ? UINT64_MAX / 2 :
 	                  (uint64_t)rl.rlim_max;
-	dp_budget_add(bd, "partitions", (unsigned long long)dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg)),
+	int64_t parts = dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg));
+	if (cfg->partitions_max < parts)
+		parts = cfg->partitions_max;
+	dp_budget_add(bd, "partitions", (unsigned long long)parts,
 	              dp_shard_partition_bytes(cfg),
-	              "as many as the descriptors allow: each its state, log and full active index (producers, "
-	              "open and aborted transactions, sealed segments apart)");
+	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active index (its "
+	              "producers and transactions in the pool below; sealed segments apart)");
+	unsigned long long pool = dp_shard_txn_state_bytes(cfg);
+	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), pool + pool / TXN_ARENA_BLOCK_MIN_BYTES,
+	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "
+	              "transactions grow to (and a byte per 64 B block)");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),

@@ -44,6 +44,22 @@ total3=$("$PY" "$WORK/sum.py" "$WORK/budget3.txt") || fail "--cores 3: $total3"
 total2=$("$PY" "$WORK/sum.py" "$WORK/budget2.txt") || fail "--cores 2: $total2"
 [ "$total2" -lt "$total3" ] || fail "fewer cores and a smaller frame limit did not lower the budget: $total2 >= $total3"
 log "budget: --cores 3 $total3 B, --cores 2 --max-frame-bytes 1 MiB $total2 B"
+# Issue 11: the partitions item is bounded by --partitions-max (default 4,096), not only by the
+# file descriptors: under a hard RLIMIT_NOFILE of 1,048,576 it was ~260,000 partitions (~137 GiB).
+# And the producer/txn state pool follows --txn-state-mib, per data core.
+parts_of() { sed -n 's/^  partitions  *[0-9]* B  \([0-9]*\) x .*/\1/p' "$1"; }
+pool_of() { sed -n 's/^  producer\/txn state  *\([0-9]*\) B  .*/\1/p' "$1"; }
+(ulimit -Hn 1048576 2>/dev/null; ulimit -Sn 1048576 2>/dev/null
+ "$SLUICED" --print-budget --cores 3 >"$WORK/budget-nofile.txt" 2>&1
+ "$SLUICED" --print-budget --cores 3 --partitions-max 100 --txn-state-mib 8 >"$WORK/budget-small.txt" 2>&1) ||
+	fail "--print-budget with --partitions-max / --txn-state-mib exited $?: $(head -n 3 "$WORK/budget-small.txt")"
+p_big=$(parts_of "$WORK/budget-nofile.txt") p_small=$(parts_of "$WORK/budget-small.txt")
+[ -n "$p_big" ] && [ "$p_big" -le 4096 ] || fail "partitions item without --partitions-max: '$p_big' (want <= 4096)"
+[ "$p_small" = 100 ] || fail "--partitions-max 100: the partitions item counts '$p_small'"
+pool=$(pool_of "$WORK/budget-small.txt")
+[ "$pool" = $((2 * ((8 << 20) + (8 << 20) / 64))) ] || fail "--txn-state-mib 8: the pool item is '$pool' B"
+"$PY" "$WORK/sum.py" "$WORK/budget-small.txt" >/dev/null || fail "--partitions-max 100: items do not add up"
+log "partitions item: $p_big at the default limit (hard RLIMIT_NOFILE raised if allowed), 100 with --partitions-max 100"
 
 start_broker --cores 3
 logged=$(sed -n 's/.*memory budget \([0-9]*\) MiB for these flags.*/\1/p' "$BROKER_LOG" | tail -n 1)

@@ -38,7 +38,7 @@ fresh_broker() {
 }
 
 # CATALOG_CASES picks cases (to try each against an older broker alone).
-CASES=" ${CATALOG_CASES:-many deletes fds names rollback dups commit} "
+CASES=" ${CATALOG_CASES:-many deletes fds partmax names rollback dups commit} "
 want_case() { [[ "$CASES" == *" $1 "* ]]; }
 MANY=0
 
@@ -150,6 +150,23 @@ if want_case fds; then
 	[ "$(count_err "$WORK/more2.txt" 0)" -eq 1 ] || fail "room not given back by the delete: $(cat "$WORK/more2.txt")"
 fi
 
+# ---- partitions limit (issue 11) -------------------------------------------
+# --partitions-max 60: a topic of 50 is made, one of 20 more refused (POLICY_VIOLATION, its reason
+# naming the flag), one of 10 fits exactly; the limit is logged as the room. A broker before the
+# flag refuses to start with it.
+if want_case partmax; then
+	fresh_broker --partitions-max 60
+	grep -q "room for 60 partitions (--partitions-max)" "$BROKER_LOG" || fail "the limit was not logged as the room"
+	guarded "$PY" "$ADMIN" create "$PORT" 1 50 pm >"$WORK/pm1.txt" || fail "create pm"
+	[ "$(count_err "$WORK/pm1.txt" 0)" -eq 1 ] || fail "50 of 60 partitions refused: $(cat "$WORK/pm1.txt")"
+	guarded "$PY" "$ADMIN" create "$PORT" 1 20 pmx >"$WORK/pm2.txt" || fail "create pmx"
+	[ "$(count_err "$WORK/pm2.txt" 44)" -eq 1 ] || fail "20 past the limit not POLICY_VIOLATION: $(cat "$WORK/pm2.txt")"
+	grep -q -- "--partitions-max" "$WORK/pm2.txt" || fail "the refusal does not name the limit: $(cat "$WORK/pm2.txt")"
+	ls "$DATA" | grep -q '^pmx-0-' && fail "a refused topic left partition directories"
+	guarded "$PY" "$ADMIN" create "$PORT" 1 10 pmy >"$WORK/pm3.txt" || fail "create pmy"
+	[ "$(count_err "$WORK/pm3.txt" 0)" -eq 1 ] || fail "10 more, exactly at the limit, refused: $(cat "$WORK/pm3.txt")"
+fi
+
 # ---- 4. internal names, 5. rollback, 6. duplicates, 7. commits of unknown topics ------
 if want_case names || want_case rollback || want_case dups || want_case commit; then
 	stop_broker
@@ -181,4 +198,4 @@ if want_case names || want_case rollback || want_case dups || want_case commit; 
 fi
 
 stop_broker
-pass "fd budget, >1,024 topics, catalog limit, deletes under load, internal names, duplicate names, unknown-topic commits"
+pass "fd budget, partitions limit, >1,024 topics, catalog limit, deletes under load, internal names, duplicate names, unknown-topic commits"

@@ -15,6 +15,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "arena.h"
 #include "lso.h"
 
 #define UT_HEADER_BYTES 8      /* index file layout, lso.c */
@@ -681,6 +682,57 @@ static void test_full(void)
 }
 
 /*
+ * Issue 11: the arrays grow in the shard core's pool (arena.h), not by
+ * realloc. A spent pool refuses the next transaction in reserve (-ENOBUFS)
+ * before the owner appends; every transaction begun still ends, even as an
+ * abort (its room was reserved); the queries see every abort; destroy gives
+ * all of it back.
+ */
+static void test_pool(void)
+{
+	struct txn_arena a;
+	struct txn_lso *l;
+	int64_t pid = 0;
+
+	CU_ASSERT_FATAL(txn_arena_init(&a, 64u << 10) == 0);
+	CU_ASSERT_FATAL(txn_lso_create_in(&l, &a) == 0);
+	for (;; pid++) {
+		int rc = txn_lso_reserve(l);
+		if (rc < 0) {
+			CU_ASSERT_EQUAL(rc, -ENOBUFS);
+			break;
+		}
+		CU_ASSERT_EQUAL_FATAL(txn_lso_begin(l, pid, 2 * pid), 0);
+		if (pid % 2)   /* half end now as aborts: the index grows with the open ones */
+			CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, pid - 1, 2 * pid + 1, true), 0);
+		CU_ASSERT_FATAL(pid < 100000);
+	}
+	CU_ASSERT(pid >= 256);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, pid, 2 * pid), -ENOBUFS);
+	uint32_t open = txn_lso_open_count(l), ab = txn_lso_aborted(l, 0, INT64_MAX, NULL, 0);
+	CU_ASSERT(open > 0);
+	int64_t marker = 4 * pid;
+	for (int64_t q = 0; q < pid; q++)
+		if (txn_lso_open_first(l, q) >= 0)
+			CU_ASSERT_EQUAL_FATAL(txn_lso_end(l, q, marker++, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_open_count(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), ab + open);
+	/* Retention trims all but the last few: the arrays give their room back, and what is left
+	 * still answers. */
+	size_t full = a.used;
+	txn_lso_trim(l, marker - 3);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 3);
+	CU_ASSERT(a.used < full / 4);
+	CU_ASSERT_EQUAL(txn_lso_reserve(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, pid, marker), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, pid, marker + 1, true), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, INT64_MAX, NULL, 0), 4);
+	txn_lso_destroy(l);
+	CU_ASSERT_EQUAL(a.used, 0);
+	txn_arena_fini(&a);
+}
+
+/*
  * The walk of a query is bounded by what it overlaps, not by the longest
  * transaction ever aborted: before, one long abort (max_span, which never
  * shrank) made every later query walk the entries of that span, even after
@@ -747,6 +799,7 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return CU_get_error();
 	s = CU_add_suite("lso", NULL, NULL);
+	CU_add_test(s, "arrays in a spent pool: -ENOBUFS before the append", test_pool);
 	CU_add_test(s, "begin, end, LSO with interleaved producers", test_begin_end_lso);
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);

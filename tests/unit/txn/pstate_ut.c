@@ -19,6 +19,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "arena.h"
 #include "pstate.h"
 
 #define UT_ENTRY_BYTES 199   /* snapshot layout, pstate.c */
@@ -806,6 +807,55 @@ static void test_full(void)
 	txn_pstate_destroy(ps);
 }
 
+/*
+ * Issue 11: on a shard core the table grows in the core's pool (arena.h),
+ * not by realloc. When the pool has no block for the larger table, reserve
+ * says -ENOBUFS before the owner appends (and the update refuses the same),
+ * the producers held are untouched, and what the table gave back at
+ * destroy is whole again for the next one.
+ */
+static void test_pool(void)
+{
+	struct txn_arena a;
+	struct txn_pstate *ps, *other;
+	struct st_batch_hdr h;
+	int64_t held = 0;
+
+	CU_ASSERT_FATAL(txn_arena_init(&a, 256u << 10) == 0);
+	CU_ASSERT_FATAL(txn_pstate_create_in(&ps, &a) == 0);
+	for (;; held++) {
+		int rc = txn_pstate_reserve(ps, held);
+		if (rc < 0) {
+			CU_ASSERT_EQUAL(rc, -ENOBUFS);
+			break;
+		}
+		h = hdr(held, 0, 0, 1);
+		CU_ASSERT_EQUAL_FATAL(txn_pstate_update(ps, &h, held, 1), 0);
+		CU_ASSERT_FATAL(held < 100000);
+	}
+	CU_ASSERT(held >= 128 && held < 1024);   /* 256 KiB: a table of 512 slots, not the next one */
+	h = hdr(held, 0, 0, 1);
+	CU_ASSERT_EQUAL(txn_pstate_update(ps, &h, held, 1), -ENOBUFS);
+	CU_ASSERT_PTR_NULL(txn_pstate_find(ps, held));
+	CU_ASSERT_EQUAL(txn_pstate_count(ps), (uint32_t)held);
+	for (int64_t pid = 0; pid < held; pid++) {   /* known producers still fit and keep their state */
+		CU_ASSERT_EQUAL_FATAL(txn_pstate_reserve(ps, pid), 0);
+		CU_ASSERT_EQUAL_FATAL(ut_check(ps, hdr(pid, 0, 1, 1)), TXN_APPEND);
+	}
+	/* Expiry makes room: the emptied table gives its blocks back to the pool, and a new producer
+	 * fits again. */
+	size_t full = a.used;
+	CU_ASSERT(txn_pstate_expire(ps, 100, 10) == (uint32_t)held);
+	CU_ASSERT(a.used < full / 4);
+	CU_ASSERT_EQUAL(txn_pstate_reserve(ps, held), 0);
+	txn_pstate_destroy(ps);
+	CU_ASSERT_EQUAL(a.used, 0);
+	CU_ASSERT_FATAL(txn_pstate_create_in(&other, &a) == 0);
+	CU_ASSERT_EQUAL(txn_pstate_reserve(other, 1), 0);
+	txn_pstate_destroy(other);
+	txn_arena_fini(&a);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -826,6 +876,7 @@ int main(void)
 	CU_add_test(s, "snapshot files", test_snapshot_files);
 	CU_add_test(s, "transactions: open, close, snapshot, expiry", test_transactions);
 	CU_add_test(s, "full table: reserve before the append", test_full);
+	CU_add_test(s, "the table in a spent pool: -ENOBUFS before the append", test_pool);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

@@ -329,6 +329,40 @@ static void ut_snapshot_inside_batch(void)
 	st_log_close(log);
 }
 
+/*
+ * Issue 11: a log (and snapshot) holding more producers than the table may
+ * hold (its limit here; on a shard core also its share of the core's pool).
+ * Before, the replay's txn_pstate_update failed and recovery returned
+ * -ENOMEM: the partition never opened. Now idle producers are dropped oldest
+ * first, as producer expiry would, and the open transactions and the LSO
+ * come back whole; when only open transactions are held, -ENOSPC.
+ */
+static void ut_recover_bounded(uint32_t limit, int want_rc)
+{
+	struct txn_pstate *ps;
+	struct txn_lso *lso;
+	struct st_log *log;
+	int64_t snap = -7;
+
+	CU_ASSERT_FATAL(st_log_open(io, dir, &cfg, &log) == 0);
+	CU_ASSERT_FATAL(txn_pstate_create(&ps) == 0 && txn_lso_create(&lso) == 0);
+	txn_pstate_set_limit(ps, limit);
+	CU_ASSERT_FATAL(txn_lso_open_index(lso, dir, st_log_end_offset(log)) == 0);
+	int rc = txn_pstate_recover(ps, lso, log, dir, &snap);
+	CU_ASSERT_EQUAL(rc, want_rc);
+	if (rc == 0) {
+		CU_ASSERT(txn_pstate_evicted(ps) > 0);
+		CU_ASSERT(txn_pstate_count(ps) <= limit);
+		ut_check_lso(lso);   /* pid 4 still open at 3 (the LSO), both aborts indexed */
+		CU_ASSERT(txn_pstate_find(ps, 4) && txn_pstate_find(ps, 4)->txn_first_offset == UT_LSO);
+		CU_ASSERT(txn_pstate_find(ps, 5) != NULL);   /* the newest producer is kept */
+		CU_ASSERT_PTR_NULL(txn_pstate_find(ps, 2));  /* idle since its commit at 7: the oldest */
+	}
+	txn_lso_destroy(lso);
+	txn_pstate_destroy(ps);
+	st_log_close(log);
+}
+
 static void test_recover(void)
 {
 	struct txn_lso *live_lso;
@@ -343,6 +377,7 @@ static void test_recover(void)
 	/* Snapshot + full index; then the index lacking the post-snapshot abort (an append lost in a
 	 * crash: the replay re-adds it); then producer state alone. */
 	ut_recover_check(live, UT_SNAP_AT, true);
+	ut_recover_bounded(3, 0);
 	ut_index_truncate(1);
 	ut_recover_check(live, UT_SNAP_AT, true);
 	ut_recover_check(live, UT_SNAP_AT, false);
@@ -357,6 +392,8 @@ static void test_recover(void)
 	 * an empty or missing index is rebuilt whole. */
 	ut_unlink(snap_name);
 	ut_recover_check(live, -1, true);
+	ut_recover_bounded(3, 0);
+	ut_recover_bounded(1, -ENOSPC);   /* pids 2 and 3 are open together at offset 2 */
 	ut_index_truncate(0);
 	ut_recover_check(live, -1, true);
 	ut_unlink("aborted.txnindex");
