@@ -1,6 +1,7 @@
 /*
  * shard_role.c - the owner side's part in a data core's loop (loop.h's
- * struct dp_role): the append pool and the owned partitions at start, settle topic deletes
+ * struct dp_role): the append pool, the grant pool, the read slots and the
+ * owned partitions at start, settle topic deletes
  * after each turn's messages, the shard timer, and at stop wait for cold
  * reads, then close the partitions. Locality: owner core.
  */
@@ -28,6 +29,9 @@ static int shard_start(struct dp_core *c)
 		c->allows[k].next = c->allow_free;
 		c->allow_free = &c->allows[k];
 	}
+	/* The read slots and the warm-read sink, fixed here too (DP_READS_MAX, ST_LOG_WARM_BYTES). */
+	if (dp_shard_reads_create(c) < 0)
+		return -ENOMEM;
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
 		if (c->topics[id].live)
@@ -69,8 +73,7 @@ static void shard_stop(struct dp_core *c)
 
 static void shard_destroy(struct dp_core *c)
 {
-	free(c->reads);
-	c->reads = NULL;
+	dp_shard_reads_destroy(c);
 	free(c->appends);
 	c->appends = NULL;
 	c->append_free = NULL;
@@ -90,8 +93,10 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	                  (uint64_t)rl.rlim_max;
 	dp_budget_add(bd, "partitions", (unsigned long long)dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg)),
 	              dp_shard_partition_bytes(cfg),
-	              "as many as the descriptors allow: each its state, log and full active index (producers, "
+	              "as many as the descriptors allow: each its state, log and full active indexes (producers, "
 	              "open and aborted transactions, sealed segments apart)");
+	dp_budget_add(bd, "read slots", dp_budget_ndata(cfg), dp_shard_reads_bytes(),
+	              "DP_READS_MAX cold and warm reads in flight and the ST_LOG_WARM_BYTES sink, per data core");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),

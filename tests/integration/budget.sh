@@ -14,6 +14,7 @@
 # traffic, so that the idle buffer pool, an item of its own, stays put) must
 # grow the broker's resident memory by at most that item's per-partition
 # bytes each, and fit in its count (before issue 11's item: no such line).
+# The read slots with the warm-read sink are an item per data core.
 . "$(dirname "$0")/lib.sh"
 integ_init budget 64 "$@"
 need_exe "$RDK_LOAD"
@@ -45,6 +46,11 @@ total3=$("$PY" "$WORK/sum.py" "$WORK/budget3.txt") || fail "--cores 3: $total3"
 total2=$("$PY" "$WORK/sum.py" "$WORK/budget2.txt") || fail "--cores 2: $total2"
 [ "$total2" -lt "$total3" ] || fail "fewer cores and a smaller frame limit did not lower the budget: $total2 >= $total3"
 log "budget: --cores 3 $total3 B, --cores 2 --max-frame-bytes 1 MiB $total2 B"
+# The shard's read slots and warm-read sink are made at start-up on each data core, an item of
+# their own (before: allocated on a core's first cold read, in no item).
+read -r _ rcount _ reach _ <<<"$(sed -n 's/^  read slots  *[0-9]* B  \([0-9]*\) x \([0-9]*\) B: .*/x \1 x \2 x/p' "$WORK/budget3.txt")"
+[ "$rcount" = 2 ] && ((reach > 256 * 1024)) ||
+	fail "no read-slots item for the 2 data cores, each with the 256 KiB warm-read sink: '$rcount' x '$reach' B"
 
 start_broker --cores 3
 logged=$(sed -n 's/.*memory budget \([0-9]*\) MiB for these flags.*/\1/p' "$BROKER_LOG" | tail -n 1)
