@@ -1097,7 +1097,8 @@ static int64_t log_last_valid(struct st_log *log, const int64_t *bases, uint32_t
 	return -1;
 }
 
-/* Rebuild the in-memory log from the directory; truncate a torn tail, set damage aside. */
+/* Rebuild the in-memory log from the directory; truncate a torn tail, set damage aside. Returns
+ * 1 if it cut or dropped anything (st_log_open then runs it again on what it left), 0, -errno. */
 static int log_recover(struct st_log *log)
 {
 	int64_t *bases = NULL;
@@ -1225,7 +1226,7 @@ static int log_recover(struct st_log *log)
 out:
 	free(buf);
 	free(bases);
-	return rc;
+	return rc < 0 ? rc : changed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1264,6 +1265,17 @@ static void log_free(struct st_log *log)
 	free(log);
 }
 
+/* Whether a sealed segment ends in damage (a bad end set aside to the next segment's base). */
+static bool log_bad_end_before_tail(const struct st_log *log)
+{
+	for (uint32_t i = 0; i + 1 < log->nsegs; i++) {
+		const struct st_seg *seg = log->segs[i];
+		if (seg->ndmg && seg->dmg[seg->ndmg - 1].end == seg->size)
+			return true;
+	}
+	return false;
+}
+
 int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg, struct st_log **out)
 {
 	struct st_log *log;
@@ -1300,7 +1312,21 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 		log_free(log);
 		return rc;
 	}
-	if ((rc = rp_open(log)) < 0 || (rc = log_recover(log)) < 0) {
+	if ((rc = rp_open(log)) < 0) {
+		log_free(log);
+		return rc;
+	}
+	/* A cut can leave an earlier segment's bad end, set aside as damage since valid batches
+	 * followed, with nothing valid after it, which the rules then call a torn tail: recover
+	 * again from what a pass left, so that the next open finds the same log (else its LEO went
+	 * back; fuzz_recovery). */
+	for (int pass = 0; (rc = log_recover(log)) > 0 && log_bad_end_before_tail(log) &&
+	                   pass + 1 < ST_LOG_RECOVER_PASSES_MAX; pass++) {
+		for (uint32_t i = 0; i < log->nsegs; i++)
+			seg_free(log->segs[i]);
+		log->nsegs = 0;
+	}
+	if (rc < 0) {
 		log_free(log);
 		return rc;
 	}

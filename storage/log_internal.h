@@ -94,6 +94,12 @@
  * whose base does not continue the previous one (offsets missing between
  * them) makes the open fail (-EBADMSG): the partition stays offline, its
  * files untouched, rather than served with a hole nobody set aside.
+ * A cut can leave a sealed segment's bad end, set aside as damage because
+ * valid batches followed, with nothing valid after it: the rules then make it
+ * a torn tail. So a recovery that cut or dropped anything while a sealed
+ * segment ends in damage runs again on what it left (at most
+ * ST_LOG_RECOVER_PASSES_MAX passes): the next open finds the same log, and
+ * the LEO never goes back between two opens.
  *
  * recovery-point - which bytes were durable (Kafka's recovery point, per
  * partition): "segment <base> held <bytes> bytes that an fdatasync covered".
@@ -167,6 +173,7 @@
 #define ST_LOG_DAMAGE_MAX 64u            /* damage ranges set aside per segment; more fails the open */
 #define ST_LOG_PAGE_BYTES 4096u          /* unit in which a power cut loses writes (torn-write holes) */
 #define ST_LOG_RECOVERY_POINT_BYTES (1u << 20) /* durable growth that rewrites the recovery point */
+#define ST_LOG_RECOVER_PASSES_MAX 4       /* recovery passes at open: again while a pass cut something */
 
 _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
 
