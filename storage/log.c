@@ -41,6 +41,7 @@
 
 #define ST_LOG_SUFFIX ".log"
 #define ST_INDEX_SUFFIX ".index"
+#define ST_TINDEX_SUFFIX ".timeindex"
 #define ST_SEG_NAME_DIGITS 20
 
 /* ------------------------------------------------------------------------ */
@@ -104,12 +105,13 @@ static uint32_t index_cap_for(const struct st_log_config *cfg, uint64_t bytes)
 size_t st_log_open_bytes(const struct st_log_config *cfg)
 {
 	return ((sizeof(struct st_log) + 63) & ~(size_t)63) + ST_LOG_SEGMENTS_INIT * sizeof(struct st_seg *) +
-	       sizeof(struct st_seg) + (size_t)index_cap_for(cfg, cfg->segment_bytes) * sizeof(struct st_index_entry) +
+	       sizeof(struct st_seg) +
+	       (size_t)index_cap_for(cfg, cfg->segment_bytes) * (sizeof(struct st_index_entry) + sizeof(int64_t)) +
 	       PATH_MAX;   /* its directory's name, at most */
 }
 
-/* The active segment's array holds a full segment's entries (allocated at open or roll, not per
- * append); a sealed segment's is trimmed to its entries. */
+/* The active segment's arrays (offset and time index) hold a full segment's entries (allocated at
+ * open or roll, not per append); a sealed segment's are trimmed to its entries. */
 static int seg_index_reserve(struct st_seg *seg, uint32_t cap)
 {
 	if (seg->index_cap >= cap)
@@ -118,6 +120,10 @@ static int seg_index_reserve(struct st_seg *seg, uint32_t cap)
 	if (!e)
 		return -ENOMEM;
 	seg->index = e;
+	int64_t *t = realloc(seg->tindex, (size_t)cap * sizeof(*t));
+	if (!t)
+		return -ENOMEM; /* index_cap stays the smaller array's */
+	seg->tindex = t;
 	seg->index_cap = cap;
 	return 0;
 }
@@ -125,26 +131,38 @@ static int seg_index_reserve(struct st_seg *seg, uint32_t cap)
 static void seg_index_trim(struct st_seg *seg)
 {
 	uint32_t cap = seg->index_n ? seg->index_n : 1;
+	if (cap >= seg->index_cap)
+		return;
 	struct st_index_entry *e = realloc(seg->index, (size_t)cap * sizeof(*e));
+	int64_t *t = e ? realloc(seg->tindex, (size_t)cap * sizeof(*t)) : NULL;
 
-	if (e) { /* keeping the larger array is fine if realloc cannot shrink */
+	/* keeping the larger arrays is fine if realloc cannot shrink */
+	if (e)
 		seg->index = e;
+	if (t)
+		seg->tindex = t;
+	if (e && t)
 		seg->index_cap = cap;
-	}
 }
 
-/* Record the batch at (base, pos) in seg's sparse index if it is due an entry. */
-static void seg_index_note(struct st_seg *seg, uint32_t interval, int64_t base, uint64_t pos)
+/* Record the batch at (base, pos), whose maxTimestamp is max_ts, in seg's sparse indexes: an
+ * entry if it is due one, and its timestamp in the running maximum of the last entry. */
+static void seg_index_note(struct st_seg *seg, uint32_t interval, int64_t base, uint64_t pos, int64_t max_ts)
 {
-	if (seg->index_n && pos - seg->index[seg->index_n - 1].pos < interval)
-		return;
-	if (pos > UINT32_MAX)
-		return; /* only a segment recovered from a larger configuration gets here: scan further */
-	assert(seg->index_n < seg->index_cap);
-	assert(base >= seg->base && base - seg->base <= UINT32_MAX);
-	assert(!seg->index_n || (uint32_t)(base - seg->base) > seg->index[seg->index_n - 1].rel);
-	seg->index[seg->index_n++] = (struct st_index_entry){ (uint32_t)(base - seg->base), (uint32_t)pos };
-	seg->index_dirty = true;
+	if ((!seg->index_n || pos - seg->index[seg->index_n - 1].pos >= interval) &&
+	    pos <= UINT32_MAX) { /* past it: only a segment recovered from a larger configuration: scan further */
+		assert(seg->index_n < seg->index_cap);
+		assert(base >= seg->base && base - seg->base <= UINT32_MAX);
+		assert(!seg->index_n || (uint32_t)(base - seg->base) > seg->index[seg->index_n - 1].rel);
+		seg->tindex[seg->index_n] = seg->index_n ? seg->tindex[seg->index_n - 1] : INT64_MIN;
+		seg->index[seg->index_n++] = (struct st_index_entry){ (uint32_t)(base - seg->base), (uint32_t)pos };
+		seg->index_dirty = true;
+	}
+	assert(seg->index_n > 0); /* the first batch, at 0, always has one */
+	if (max_ts > seg->tindex[seg->index_n - 1]) {
+		seg->tindex[seg->index_n - 1] = max_ts;
+		seg->index_dirty = true;
+	}
 }
 
 /* Position of the last index entry at or before offset (0 if none); *base_at (if not NULL) gets the
@@ -210,31 +228,63 @@ static void index_encode(const struct st_seg *seg, uint8_t *buf)
 	st_put_be32(buf + 44, crc32c(crc, buf + ST_INDEX_HEADER_BYTES, bytes - ST_INDEX_HEADER_BYTES));
 }
 
-/* Synchronous: recovery and close (seg_seal writes through io_uring). */
+static size_t tindex_bytes(const struct st_seg *seg)
+{
+	return ST_TINDEX_HEADER_BYTES + (size_t)seg->index_n * ST_TINDEX_ENTRY_BYTES;
+}
+
+static void tindex_encode(const struct st_seg *seg, uint8_t *buf)
+{
+	size_t bytes = tindex_bytes(seg);
+
+	st_put_be32(buf + 0, ST_TINDEX_MAGIC);
+	st_put_be32(buf + 4, ST_TINDEX_VERSION);
+	st_put_be64(buf + 8, (uint64_t)seg->base);
+	st_put_be64(buf + 16, seg->size);
+	st_put_be32(buf + 24, seg->index_n);
+	for (uint32_t i = 0; i < seg->index_n; i++)
+		st_put_be64(buf + ST_TINDEX_HEADER_BYTES + 8 * i, (uint64_t)seg->tindex[i]);
+	uint32_t crc = crc32c(0, buf, 28);
+	st_put_be32(buf + 28, crc32c(crc, buf + ST_TINDEX_HEADER_BYTES, bytes - ST_TINDEX_HEADER_BYTES));
+}
+
+/* Write one index file (synchronous: recovery and close). */
+static int index_file_write(struct st_log *log, int64_t base, const char *suffix, const uint8_t *buf, size_t bytes)
+{
+	char name[ST_LOG_NAME_BYTES];
+
+	seg_name(name, base, suffix);
+	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
+	int fd = st_fs_openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = fd < 0 ? -errno : write_full(fd, buf, bytes);
+	if (fd >= 0)
+		st_fs_close(fd);
+	if (rc < 0)
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n",
+		        log->dir, name, strerror(-rc));
+	return rc;
+}
+
+/* Both indexes, synchronously: recovery and close (seg_seal writes through io_uring). */
 static int index_write(struct st_log *log, struct st_seg *seg)
 {
-	size_t bytes = index_bytes(seg);
+	size_t bytes = index_bytes(seg), tbytes = tindex_bytes(seg);
 	uint8_t *buf;
-	char name[ST_LOG_NAME_BYTES];
-	int fd, rc;
+	int rc;
 
 	if (seg->ndmg || seg->damage_seen)
 		return 0; /* a damaged segment is scanned at each open: its damage ranges live in memory only */
-	if (!(buf = malloc(bytes))) /* recovery/close only, never per append */
+	if (!(buf = malloc(bytes > tbytes ? bytes : tbytes))) /* recovery/close only, never per append */
 		return -ENOMEM;
 	index_encode(seg, buf);
-	seg_name(name, seg->base, ST_INDEX_SUFFIX);
-	/* No fsync: the index is a cache that recovery validates (crc, log_bytes) before trusting. */
-	fd = st_fs_openat(log->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	rc = fd < 0 ? -errno : write_full(fd, buf, bytes);
-	if (fd >= 0)
-		st_fs_close(fd);
+	rc = index_file_write(log, seg->base, ST_INDEX_SUFFIX, buf, bytes);
+	if (rc == 0) {
+		tindex_encode(seg, buf);
+		rc = index_file_write(log, seg->base, ST_TINDEX_SUFFIX, buf, tbytes);
+	}
 	free(buf);
 	if (rc == 0)
 		seg->index_dirty = false;
-	else
-		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n",
-		        log->dir, name, strerror(-rc));
 	return rc;
 }
 
@@ -290,6 +340,47 @@ out:
 	return rc;
 }
 
+/* Load and validate seg's .timeindex against its loaded offset index (index_load) and a .log of
+ * log_bytes bytes. 0 if trusted; otherwise the segment is scanned and both are rewritten. */
+static int tindex_load(struct st_log *log, struct st_seg *seg, uint64_t log_bytes)
+{
+	char name[ST_LOG_NAME_BYTES];
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t got;
+	int rc = -EBADMSG;
+	uint64_t want = ST_TINDEX_HEADER_BYTES + (uint64_t)seg->index_n * ST_TINDEX_ENTRY_BYTES;
+
+	seg_name(name, seg->base, ST_TINDEX_SUFFIX);
+	int fd = st_fs_openat(log->dirfd, name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Its size follows from the offset index's entry count, itself bounded (index_load). */
+	if (st_fs_fstat(fd, &st) < 0 || (uint64_t)st.st_size != want)
+		goto out;
+	buf = malloc((size_t)want);
+	if (!buf || pread_full(fd, buf, (size_t)want, 0, &got) < 0 || got != (size_t)want)
+		goto out;
+	uint32_t crc = crc32c(crc32c(0, buf, 28), buf + ST_TINDEX_HEADER_BYTES, got - ST_TINDEX_HEADER_BYTES);
+	if (st_be32(buf) != ST_TINDEX_MAGIC || st_be32(buf + 4) != ST_TINDEX_VERSION ||
+	    (int64_t)st_be64(buf + 8) != seg->base || st_be64(buf + 16) != log_bytes ||
+	    st_be32(buf + 24) != seg->index_n || st_be32(buf + 28) != crc)
+		goto out;
+	for (uint32_t i = 0; i < seg->index_n; i++) {
+		int64_t t = (int64_t)st_be64(buf + ST_TINDEX_HEADER_BYTES + 8 * i);
+		if (i > 0 && t < seg->tindex[i - 1])
+			goto out; /* a running maximum never decreases */
+		seg->tindex[i] = t;
+	}
+	if (seg->index_n && (seg->tindex[seg->index_n - 1] > -1 ? seg->tindex[seg->index_n - 1] : -1) != seg->max_ts)
+		goto out; /* the last entry is the segment's maximum (floored at -1, as .index keeps it) */
+	rc = 0;
+out:
+	free(buf);
+	st_fs_close(fd);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Segments                                                                  */
 
@@ -300,6 +391,7 @@ static void seg_free(struct st_seg *seg)
 	if (seg->fd >= 0)
 		st_fs_close(seg->fd);
 	free(seg->index);
+	free(seg->tindex);
 	free(seg->dmg);
 	free(seg);
 }
@@ -313,6 +405,8 @@ static void seg_unlink(struct st_log *log, int64_t base)
 		fprintf(stderr, "sluice storage: %s: cannot remove %s: %s\n", log->dir, name, strerror(errno));
 	seg_name(name, base, ST_INDEX_SUFFIX);
 	st_fs_unlinkat(log->dirfd, name, 0); /* may not exist */
+	seg_name(name, base, ST_TINDEX_SUFFIX);
+	st_fs_unlinkat(log->dirfd, name, 0);
 }
 
 /* Open (create if flags say so) segment `base`; *size_out gets its file size. */
@@ -367,13 +461,15 @@ static int log_sync_dir(struct st_log *log)
 	return 0;
 }
 
-/* A sealed segment's index being written through the core's io_uring (seg_seal): one block, the
- * operation and then the bytes. Locality: owner core. */
+/* A sealed segment's indexes being written through the core's io_uring (seg_seal): one block, the
+ * two operations (offset index, time index) and then both files' bytes. Locality: owner core. */
 struct st_index_job {
-	struct st_fop fop;        /* first: malloc's 16-byte alignment */
+	struct st_fop fop[2];     /* first: malloc's 16-byte alignment */
 	struct st_log *log;       /* the log waits for it (st_log_idle); its segment may go meanwhile */
 	int64_t base;             /* the segment's */
-	char name[ST_LOG_NAME_BYTES];
+	uint32_t left;            /* operations not yet complete */
+	int err;                  /* the first one's failure, 0 none */
+	char name[2][ST_LOG_NAME_BYTES];
 	uint8_t buf[];
 };
 
@@ -386,13 +482,21 @@ static void index_written(void *arg, int status)
 	struct st_log *log = j->log;
 	struct st_seg *seg = NULL;
 
+	if (status < 0) {
+		fprintf(stderr, "sluice storage: %s: cannot write an index of segment %020" PRId64 ": %s "
+		        "(it will be rebuilt at open)\n", log->dir, j->base, strerror(-status));
+		if (!j->err)
+			j->err = status;
+	}
+	assert(j->left > 0);
+	if (--j->left)
+		return; /* the other file's write is still in flight */
 	if (log->nsegs && log->segs[0]->base <= j->base) {
 		struct st_seg *s = log->segs[log_seg_find(log, j->base)];
 		seg = s->base == j->base ? s : NULL;
 	}
-	if (status < 0)
-		fprintf(stderr, "sluice storage: %s: cannot write %s: %s (it will be rebuilt at open)\n", log->dir,
-		        j->name, strerror(-status));
+	if (j->err)
+		; /* logged above; the segment stays dirty: st_log_close writes both again */
 	else if (!seg || seg->damage_seen)
 		seg_index_unlink(log, j->base); /* dropped, or a read met damage, meanwhile (rare): no stale index */
 	else
@@ -413,16 +517,21 @@ static void seg_seal(struct st_log *log, struct st_seg *seg)
 {
 	assert(seg != log_active(log) && seg->durable_size == seg->size);
 	if (!seg->ndmg && !seg->damage_seen) {
-		size_t bytes = index_bytes(seg);
-		struct st_index_job *j = malloc(sizeof(*j) + bytes); /* once per segment, not per append */
+		size_t bytes = index_bytes(seg), tbytes = tindex_bytes(seg);
+		struct st_index_job *j = malloc(sizeof(*j) + bytes + tbytes); /* once per segment, not per append */
 		if (j) {
-			memset(&j->fop, 0, sizeof(j->fop)); /* an idle operation (fop.h) */
+			memset(j->fop, 0, sizeof(j->fop)); /* idle operations (fop.h) */
 			index_encode(seg, j->buf);
-			seg_name(j->name, seg->base, ST_INDEX_SUFFIX);
+			tindex_encode(seg, j->buf + bytes);
+			seg_name(j->name[0], seg->base, ST_INDEX_SUFFIX);
+			seg_name(j->name[1], seg->base, ST_TINDEX_SUFFIX);
 			j->log = log;
 			j->base = seg->base;
+			j->left = 2;
+			j->err = 0;
 			log->index_writes++;
-			st_fop_create(log->io, &j->fop, log->dirfd, j->name, j->buf, bytes, index_written, j);
+			st_fop_create(log->io, &j->fop[0], log->dirfd, j->name[0], j->buf, bytes, index_written, j);
+			st_fop_create(log->io, &j->fop[1], log->dirfd, j->name[1], j->buf + bytes, tbytes, index_written, j);
 		}
 	}
 	seg_index_trim(seg);
@@ -838,7 +947,7 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 			pos = size;
 			break;
 		}
-		seg_index_note(seg, log->cfg.index_interval_bytes, next, pos);
+		seg_index_note(seg, log->cfg.index_interval_bytes, next, pos, h.max_timestamp);
 		if (h.max_timestamp > seg->max_ts)
 			seg->max_ts = h.max_timestamp;
 		next += (int64_t)h.last_offset_delta + 1;
@@ -944,6 +1053,8 @@ static void seg_index_unlink(struct st_log *log, int64_t base)
 
 	seg_name(name, base, ST_INDEX_SUFFIX);
 	st_fs_unlinkat(log->dirfd, name, 0); /* may not exist */
+	seg_name(name, base, ST_TINDEX_SUFFIX);
+	st_fs_unlinkat(log->dirfd, name, 0);
 }
 
 /* Whether segment `base` holds a valid batch anywhere (unreadable counts as yes: never cut for it). */
@@ -986,7 +1097,8 @@ static int64_t log_last_valid(struct st_log *log, const int64_t *bases, uint32_t
 	return -1;
 }
 
-/* Rebuild the in-memory log from the directory; truncate a torn tail, set damage aside. */
+/* Rebuild the in-memory log from the directory; truncate a torn tail, set damage aside. Returns
+ * 1 if it cut or dropped anything (st_log_open then runs it again on what it left), 0, -errno. */
 static int log_recover(struct st_log *log)
 {
 	int64_t *bases = NULL;
@@ -1052,10 +1164,17 @@ static int log_recover(struct st_log *log)
 			goto out;
 		}
 		if (!last && !log->cfg.scan_sealed && cut_from == UINT64_MAX && index_load(log, seg, size) == 0) {
-			if (seg_first_ok(seg, size, buf))
+			if (tindex_load(log, seg, size) < 0) {
+				/* Missing (written before the time index existed, or lost) or damaged: the scan
+				 * rebuilds both from the batches. */
+				fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": no valid time index, "
+				        "scanning it\n", log->dir, seg->base);
+			} else if (seg_first_ok(seg, size, buf)) {
 				continue;
-			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": first batch damaged, scanning it\n",
-			        log->dir, seg->base);
+			} else {
+				fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": first batch damaged, "
+				        "scanning it\n", log->dir, seg->base);
+			}
 		}
 		rc = seg_scan(log, seg, size, buf, (int64_t)i >= tail_from, last ? -1 : bases[i + 1], cut_from, &good,
 		              &why, &repaired);
@@ -1107,7 +1226,7 @@ static int log_recover(struct st_log *log)
 out:
 	free(buf);
 	free(bases);
-	return rc;
+	return rc < 0 ? rc : changed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1146,6 +1265,17 @@ static void log_free(struct st_log *log)
 	free(log);
 }
 
+/* Whether a sealed segment ends in damage (a bad end set aside to the next segment's base). */
+static bool log_bad_end_before_tail(const struct st_log *log)
+{
+	for (uint32_t i = 0; i + 1 < log->nsegs; i++) {
+		const struct st_seg *seg = log->segs[i];
+		if (seg->ndmg && seg->dmg[seg->ndmg - 1].end == seg->size)
+			return true;
+	}
+	return false;
+}
+
 int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *cfg, struct st_log **out)
 {
 	struct st_log *log;
@@ -1182,7 +1312,21 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 		log_free(log);
 		return rc;
 	}
-	if ((rc = rp_open(log)) < 0 || (rc = log_recover(log)) < 0) {
+	if ((rc = rp_open(log)) < 0) {
+		log_free(log);
+		return rc;
+	}
+	/* A cut can leave an earlier segment's bad end, set aside as damage since valid batches
+	 * followed, with nothing valid after it, which the rules then call a torn tail: recover
+	 * again from what a pass left, so that the next open finds the same log (else its LEO went
+	 * back; fuzz_recovery). */
+	for (int pass = 0; (rc = log_recover(log)) > 0 && log_bad_end_before_tail(log) &&
+	                   pass + 1 < ST_LOG_RECOVER_PASSES_MAX; pass++) {
+		for (uint32_t i = 0; i < log->nsegs; i++)
+			seg_free(log->segs[i]);
+		log->nsegs = 0;
+	}
+	if (rc < 0) {
 		log_free(log);
 		return rc;
 	}
@@ -1353,8 +1497,8 @@ int64_t st_log_append_cb(struct st_log *log, uint8_t *batch, uint32_t len, uint3
 	int64_t base = log->leo;
 	assert(seg->end == base && base >= log->durable);
 	st_batch_set_base_offset(batch, base);
-	seg_index_note(seg, log->cfg.index_interval_bytes, base, seg->size);
 	int64_t max_ts = (int64_t)st_be64(batch + ST_BATCH_OFF_MAX_TIMESTAMP);
+	seg_index_note(seg, log->cfg.index_interval_bytes, base, seg->size, max_ts);
 	if (max_ts > seg->max_ts)
 		seg->max_ts = max_ts;
 
@@ -1819,36 +1963,66 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	return 0;
 }
 
+/*
+ * The first batch whose maxTimestamp >= ts_ms (Kafka's ListOffsets by time, per batch): the first
+ * segment whose maximum reaches it, there the first time-index entry that does, and only that
+ * entry's interval of headers (log_internal.h, <base>.timeindex). Damaged ranges are stepped over
+ * (their timestamps are lost with them); batches not yet durable are not read (LEO).
+ */
 static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
                                uint32_t *len, bool nowait)
 {
 	struct st_batch_hdr h;
 
+	*offset = log->leo;
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		struct st_seg *seg = log->segs[i];
 		int total;
 		if (seg->max_ts < ts_ms)
 			continue; /* nothing in this segment is late enough */
-		for (uint64_t p = 0; p < seg->durable_size; p += (uint64_t)total) {
+		uint32_t lo = 0, hi = seg->index_n;
+		while (lo < hi) { /* first entry whose running maximum reaches ts_ms */
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (seg->tindex[mid] < ts_ms)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == seg->index_n)
+			continue; /* only the -1 floor of max_ts reached it (batches stamped below -1) */
+		uint64_t stop = lo + 1 < seg->index_n ? seg->index[lo + 1].pos : seg->size;
+		uint64_t p = seg->index[lo].pos, end = stop < seg->durable_size ? stop : seg->durable_size;
+		int64_t expect = seg->base + seg->index[lo].rel; /* each header must continue the last */
+		for (; p < end; p += (uint64_t)total) { /* bounded: one index interval of headers */
 			const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
 			if (d) {
 				total = 0;
 				p = d->end; /* its timestamps are lost with it */
+				expect = d->to;
 				continue;
 			}
+			log->time_headers++;
 			if ((total = seg_read_header(seg, p, &h, nowait)) == -EAGAIN)
 				return log_warm(seg, p, fd, pos, len);
-			if (total < 0) {
-				*offset = log->leo; /* logged nowhere: reads retry; the header is checked again then */
+			if (total < 0)
+				return 0; /* LEO; logged nowhere: reads retry; the header is checked again then */
+			if (h.base_offset != expect) {
+				seg_damage_met(log, seg, p, expect); /* never an offset the log does not hold */
 				return 0;
 			}
+			expect = h.base_offset + h.last_offset_delta + 1;
 			if (h.max_timestamp >= ts_ms) {
 				*offset = h.base_offset;
 				return 0;
 			}
 		}
+		if (end < stop)
+			return 0; /* it lies in bytes not yet durable: LEO, as for a batch still to come */
+		/* The file disagrees with the index that was trusted for it (damage since): say so, and the
+		 * next open scans the segment. */
+		seg_damage_met(log, seg, p, -1);
+		return 0;
 	}
-	*offset = log->leo;
 	return 0;
 }
 

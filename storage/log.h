@@ -124,7 +124,8 @@ void st_log_fault_write(struct st_log *log, int64_t offset);
 int  st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes,
                    int *fd, uint64_t *pos, uint32_t *len);
 
-/* First offset whose batch has max timestamp >= ts; LEO if none. */
+/* First offset whose batch has max timestamp >= ts; LEO if none. Reads the headers of one index
+ * interval at most (the segment's time index, log_internal.h), whatever the timestamps' order. */
 int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
 
 /* Most bytes a lookup below asks its caller to bring into the page cache (its buffer's size). */

@@ -5,6 +5,7 @@
  *
  * ---------------------------------------------------------------------------
  * Directory of one partition:   <dir>/<base>.log   <dir>/<base>.index
+ *                               <dir>/<base>.timeindex
  * <base> is the segment's base offset (offset of its first batch) written as
  * 20 decimal digits with leading zeros ("%020" PRId64), so names sort in
  * offset order.
@@ -45,6 +46,33 @@
  * is every segment of a log opened with scan_sealed (the coordinators' logs).
  * A segment with damage (below) never has an index: it is scanned each open.
  *
+ * <base>.timeindex - sparse time index, beside the offset index: one entry
+ * per offset-index entry, written with it (same moments, same io_uring
+ * path, no fsync) and trusted with it: a segment whose .index is trusted
+ * but whose .timeindex is missing or does not validate is scanned, and both
+ * are rewritten. Big-endian:
+ *
+ *   offset size field          notes
+ *   ------ ---- -------------- --------------------------------------------
+ *        0    4 magic          "SLTI" (0x534c5449)
+ *        4    4 version        1
+ *        8    8 base_offset    must equal <base>
+ *       16    8 log_bytes      size of <base>.log this index describes
+ *       24    4 entry_count    n, must equal the .index's
+ *       28    4 crc            CRC-32C of bytes 0..27 followed by the entries
+ *       32  8*n entries        n x { int64 max timestamp so far }
+ *
+ * Entry i: the largest batch maxTimestamp of the segment's batches that lie
+ * before offset-index entry i+1's position (to the segment's end for the
+ * last): a running maximum, so entries never decrease, and the last one,
+ * floored at -1, is the .index's max_timestamp. A lookup by time (Kafka's
+ * ListOffsets: the first batch whose maxTimestamp >= target) takes the first
+ * segment whose max_timestamp reaches the target, the first entry i there
+ * whose value does (binary search), and reads only the headers from entry
+ * i's position to entry i+1's: every batch before lies under an entry
+ * below the target. So one lookup reads at most one index interval of
+ * headers, whatever the timestamps' order within and across batches.
+ *
  * Recovery tells a torn write from damage. A torn write can only be the end
  * of the newest data: a bad batch after which no valid batch follows, in the
  * last segment holding a valid batch; or there, a bad batch whose start lies
@@ -66,6 +94,12 @@
  * whose base does not continue the previous one (offsets missing between
  * them) makes the open fail (-EBADMSG): the partition stays offline, its
  * files untouched, rather than served with a hole nobody set aside.
+ * A cut can leave a sealed segment's bad end, set aside as damage because
+ * valid batches followed, with nothing valid after it: the rules then make it
+ * a torn tail. So a recovery that cut or dropped anything while a sealed
+ * segment ends in damage runs again on what it left (at most
+ * ST_LOG_RECOVER_PASSES_MAX passes): the next open finds the same log, and
+ * the LEO never goes back between two opens.
  *
  * recovery-point - which bytes were durable (Kafka's recovery point, per
  * partition): "segment <base> held <bytes> bytes that an fdatasync covered".
@@ -116,6 +150,10 @@
 #define ST_INDEX_VERSION 1u
 #define ST_INDEX_HEADER_BYTES 48
 #define ST_INDEX_ENTRY_BYTES 8
+#define ST_TINDEX_MAGIC 0x534c5449u         /* "SLTI" */
+#define ST_TINDEX_VERSION 1u
+#define ST_TINDEX_HEADER_BYTES 32
+#define ST_TINDEX_ENTRY_BYTES 8
 #define ST_RP_MAGIC 0x534c5250u             /* "SLRP" */
 #define ST_RP_VERSION 1u
 #define ST_RP_BYTES 28
@@ -130,11 +168,12 @@
 #define ST_LOG_SEGMENT_BYTES_MAX 0xffffffffu /* index positions are uint32 */
 #define ST_LOG_SCAN_BUF_BYTES (1u << 20) /* recovery read window; larger batches are CRC'd in chunks */
 #define ST_LOG_SEGMENTS_INIT 16u         /* initial segment table capacity (doubles on roll) */
-#define ST_LOG_NAME_BYTES 32u            /* "<20 digits>.index" + NUL */
+#define ST_LOG_NAME_BYTES 32u            /* "<20 digits>.timeindex" + NUL */
 #define ST_LOG_DELETE_PASSES_MAX 16      /* directory passes of st_log_delete */
 #define ST_LOG_DAMAGE_MAX 64u            /* damage ranges set aside per segment; more fails the open */
 #define ST_LOG_PAGE_BYTES 4096u          /* unit in which a power cut loses writes (torn-write holes) */
 #define ST_LOG_RECOVERY_POINT_BYTES (1u << 20) /* durable growth that rewrites the recovery point */
+#define ST_LOG_RECOVER_PASSES_MAX 4       /* recovery passes at open: again while a pass cut something */
 
 _Static_assert(ST_IO_IOV_MAX <= 1024, "writev takes at most IOV_MAX (1024) iovecs");
 
@@ -162,7 +201,8 @@ struct st_seg {
 	uint32_t queued;          /* appends of this segment queued or in flight */
 	bool name_durable;        /* its directory entry is synced: false after a roll until the dirsync */
 	struct st_index_entry *index;
-	uint32_t index_n, index_cap;
+	int64_t *tindex;          /* the time index: entry i beside index[i] (header comment) */
+	uint32_t index_n, index_cap; /* both arrays' */
 	struct st_damage *dmg;    /* ndmg ranges, ascending; set by the recovery scan only */
 	uint32_t ndmg;
 	bool damage_seen;         /* a read met damage the scan did not know (trusted index): logged once */
@@ -239,6 +279,7 @@ struct st_log {
 	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
 	uint8_t rp_buf[ST_RP_BYTES];
 	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
+	uint64_t time_headers;             /* batch headers read by lookups by time (tests: the bound) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

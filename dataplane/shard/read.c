@@ -47,23 +47,41 @@ struct dp_read {
 	lookup_resume_fn resume;
 };
 
-/* Where warm reads put their bytes: only their effect on the page cache matters, so the core's
- * reads share it (nothing reads it back). One per core thread, allocated with the read slots. */
-static _Thread_local uint8_t *warm_sink;
 _Static_assert(DP_LOOKUP_WARMS_MAX <= UINT8_MAX, "dp_read.warms holds the count");
+
+/*
+ * The core's DP_READS_MAX read slots and, behind them, the warm-read sink:
+ * where warm reads put their bytes (only their effect on the page cache
+ * matters, so the core's reads share it: nothing reads it back). One block,
+ * allocated at the shard's start (shard_role.c), never on the data path.
+ */
+unsigned long long dp_shard_reads_bytes(void)
+{
+	return (unsigned long long)DP_READS_MAX * sizeof(struct dp_read) + ST_LOG_WARM_BYTES;
+}
+
+static uint8_t *warm_sink(struct dp_core *c) { return (uint8_t *)(c->reads + DP_READS_MAX); }
+
+int dp_shard_reads_create(struct dp_core *c)
+{
+	if (!(c->reads = calloc(1, (size_t)dp_shard_reads_bytes())))
+		return -ENOMEM;
+	for (int i = DP_READS_MAX; i-- > 0;) {
+		c->reads[i].next_free = c->read_free;
+		c->read_free = &c->reads[i];
+	}
+	return 0;
+}
+
+void dp_shard_reads_destroy(struct dp_core *c)
+{
+	free(c->reads);
+	c->reads = NULL;
+	c->read_free = NULL;
+}
 
 static struct dp_read *read_get(struct dp_core *c)
 {
-	if (!warm_sink && !(warm_sink = malloc(ST_LOG_WARM_BYTES)))
-		return NULL;
-	if (!c->reads) {
-		if (!(c->reads = calloc(DP_READS_MAX, sizeof(*c->reads))))
-			return NULL;
-		for (int i = 0; i < DP_READS_MAX; i++) {
-			c->reads[i].next_free = c->read_free;
-			c->read_free = &c->reads[i];
-		}
-	}
 	struct dp_read *rd = c->read_free;
 	if (rd)
 		c->read_free = rd->next_free;
@@ -171,7 +189,7 @@ static void read_submit(struct dp_core *c, struct dp_read *rd)
 		sqe = io_uring_get_sqe(&c->ring);
 	}
 	assert(sqe);   /* just submitted: there is room */
-	uint8_t *dst = rd->warm ? warm_sink : (uint8_t *)rd->req.u.fetch.buf + rd->done;
+	uint8_t *dst = rd->warm ? warm_sink(c) : (uint8_t *)rd->req.u.fetch.buf + rd->done;
 	io_uring_prep_read(sqe, rd->fd, dst, rd->len - rd->done, rd->pos + rd->done);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
 }

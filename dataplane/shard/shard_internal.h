@@ -25,6 +25,11 @@ void dp_shard_timer(struct dp_core *c);
 /* A cold fetch read (DP_READ_TAG) completed. */
 struct io_uring_cqe;
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
+/* The core's read slots and warm-read sink (read.c): made at the shard's start, freed at its
+ * destroy; their bytes for the budget. */
+int  dp_shard_reads_create(struct dp_core *c);
+void dp_shard_reads_destroy(struct dp_core *c);
+unsigned long long dp_shard_reads_bytes(void);
 
 /* Owner core: a producer the coordinator allowed to write this partition in
  * its transaction. From the core's fixed pool (c->allows, shard_role.c), on

@@ -1,6 +1,7 @@
 /*
  * shard_role.c - the owner side's part in a data core's loop (loop.h's
- * struct dp_role): the append pool and the owned partitions at start, settle topic deletes
+ * struct dp_role): the append pool, the grant pool, the read slots and the
+ * owned partitions at start, settle topic deletes
  * after each turn's messages, the shard timer, and at stop wait for cold
  * reads, then close the partitions. Locality: owner core.
  */
@@ -37,6 +38,9 @@ static int shard_start(struct dp_core *c)
 		c->txn_arena = NULL;
 		return -ENOMEM;
 	}
+	/* The read slots and the warm-read sink, fixed here too (DP_READS_MAX, ST_LOG_WARM_BYTES). */
+	if (dp_shard_reads_create(c) < 0)
+		return -ENOMEM;
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
 		if (c->topics[id].live)
@@ -81,8 +85,7 @@ static void shard_stop(struct dp_core *c)
 
 static void shard_destroy(struct dp_core *c)
 {
-	free(c->reads);
-	c->reads = NULL;
+	dp_shard_reads_destroy(c);
 	free(c->appends);
 	c->appends = NULL;
 	c->append_free = NULL;
@@ -114,12 +117,14 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 		parts = cfg->partitions_max;
 	dp_budget_add(bd, "partitions", (unsigned long long)parts,
 	              dp_shard_partition_bytes(cfg),
-	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active index (its "
+	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active indexes (its "
 	              "producers and transactions in the pool below; sealed segments apart)");
 	unsigned long long pool = dp_shard_txn_state_bytes(cfg);
 	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), pool + pool / TXN_ARENA_BLOCK_MIN_BYTES,
 	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "
 	              "transactions grow to (and a byte per 64 B block)");
+	dp_budget_add(bd, "read slots", dp_budget_ndata(cfg), dp_shard_reads_bytes(),
+	              "DP_READS_MAX cold and warm reads in flight and the ST_LOG_WARM_BYTES sink, per data core");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),

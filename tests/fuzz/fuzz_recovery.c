@@ -10,7 +10,11 @@
  * checks what must hold whatever the bytes: offsets never go backwards, every
  * offset below the end either locates or is damage, read_batches hands over
  * only whole CRC-valid batches, and a second open of what the first left
- * gives the same end and the same damage. An input of odd length also gets a
+ * gives the same end and the same damage. Lookups by time give the brute
+ * force's answer over the batches a scan hands over (the first whose
+ * maxTimestamp reaches the target), and the same answers after the second
+ * open, whose sealed segment's time index the first one wrote and, by the
+ * input's length, is then removed, damaged or cut (it is rebuilt). An input of odd length also gets a
  * recovery point (storage/log_internal.h) naming the active segment at a byte
  * count taken from its last two bytes, and opens with fsync: then no damage
  * may be set aside at or past that point (recovery cuts there). No I/O is
@@ -34,6 +38,8 @@
 
 #define FUZZ_PATH_BYTES 256
 #define FUZZ_LOCATES_MAX 64  /* offsets located per input */
+#define FUZZ_TIMES_MAX 64    /* lookups by time per input */
+#define FUZZ_BATCHES_MAX 8192 /* batches kept for the brute force (more: no comparison) */
 
 static void on_append(void *cookie, int status, int64_t base) { (void)cookie; (void)status; (void)base; }
 
@@ -83,6 +89,71 @@ static int scan_cb(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, 
 		abort();
 	w->next = h->base_offset + h->last_offset_delta + 1;
 	return 0;
+}
+
+/* Every batch a scan hands over, for the brute force of a lookup by time. */
+struct times {
+	uint32_t n;
+	bool over;
+	int64_t base[FUZZ_BATCHES_MAX], max_ts[FUZZ_BATCHES_MAX];
+};
+
+static int times_cb(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len)
+{
+	struct times *t = arg;
+	(void)raw;
+	(void)raw_len;
+	if (t->n == FUZZ_BATCHES_MAX) {
+		t->over = true;
+		return 1;
+	}
+	t->base[t->n] = h->base_offset;
+	t->max_ts[t->n++] = h->max_timestamp;
+	return 0;
+}
+
+/* The targets: extremes, then the first batches' own maxima and one past them. */
+static int64_t time_target(const struct times *t, uint32_t k)
+{
+	if (k < 3)
+		return k == 0 ? INT64_MIN : k == 1 ? 0 : INT64_MAX;
+	k -= 3;
+	int64_t ts = t->max_ts[(k / 2) % (t->n ? t->n : 1)];
+	return k % 2 && ts < INT64_MAX ? ts + 1 : ts;
+}
+
+/* Segment 0's time index after the first open, damaged by the input's length: kept, removed, a byte
+ * changed, or cut in half. */
+static void damage_tindex(const char *dir, size_t size)
+{
+	char path[FUZZ_PATH_BYTES];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%020d.timeindex", dir, 0);
+	if (stat(path, &st) < 0 || st.st_size == 0)
+		return;
+	switch ((size >> 1) & 3) {
+	case 1:
+		unlink(path);
+		break;
+	case 2: {
+		int fd = open(path, O_RDWR);
+		uint8_t c;
+		off_t at = (off_t)(size * 7 % (size_t)st.st_size);
+		if (fd < 0 || pread(fd, &c, 1, at) != 1)
+			abort();
+		c ^= 0x20;
+		if (pwrite(fd, &c, 1, at) != 1)
+			abort();
+		close(fd);
+		break;
+	}
+	case 3:
+		if (truncate(path, st.st_size / 2) < 0)
+			abort();
+		break;
+	default:
+		break;
+	}
 }
 
 /* The recovery-point file as storage writes it: segment base, durable bytes. */
@@ -173,8 +244,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc != 0 && rc != -EBADMSG && rc != -EIO)
 				abort();
 		}
-		st_log_offset_for_time(log, 0);
+		static struct times t;
+		int64_t answer[FUZZ_TIMES_MAX];
+		t.n = 0;
+		t.over = false;
+		bool brute = st_log_scan(log, start, times_cb, &t) == 0 && !t.over;
+		for (uint32_t k = 0; k < FUZZ_TIMES_MAX; k++) {
+			int64_t ts = time_target(&t, k), want = end;
+			answer[k] = st_log_offset_for_time(log, ts);
+			for (uint32_t i = 0; brute && i < t.n; i++)
+				if (t.max_ts[i] >= ts) {
+					want = t.base[i];
+					break;
+				}
+			if (answer[k] < start || answer[k] > end || (brute && answer[k] != want))
+				abort();
+		}
 		st_log_close(log);
+		damage_tindex(dir, size);
 		/* What the first open left (cut, repaired, indexes) opens to the same log. */
 		if (st_log_open(use, dir, &cfg, &log) != 0)
 			abort();
@@ -182,6 +269,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (st_log_end_offset(log) != end || st_log_start_offset(log) != start ||
 		    st_log_damage_count(log, &lost2) != ranges || lost2 != lost)
 			abort();
+		for (uint32_t k = 0; k < FUZZ_TIMES_MAX; k++)
+			if (st_log_offset_for_time(log, time_target(&t, k)) != answer[k])
+				abort();
 		st_log_close(log);
 	} else if (rc != -EBADMSG && rc != -ENOMEM) {
 		abort();

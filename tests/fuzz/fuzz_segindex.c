@@ -6,7 +6,9 @@
  * st_log_offset_for_time).
  *
  * Input: byte 0 the mode (bit 0: keep the index's CRC as it is, else it is
- * fixed so mutations reach the fields behind it), bytes 1..2 the index
+ * fixed so mutations reach the fields behind it; bit 1: no time index, else
+ * one that agrees with the index's header, every entry its max_timestamp, so
+ * that the index is trusted and lookups by time go by both), bytes 1..2 the index
  * file's length L (big-endian, cut to what is there), then L bytes of index,
  * and the rest the sealed segment at base 0 (each batch's CRC fixed in the
  * same mode). The active segment, empty, starts where the index says the
@@ -21,11 +23,31 @@
  * Locality: the fuzzer's thread.
  */
 #include "fuzz_log.h"
+#include "log_internal.h"   /* the time index's layout */
 
 #define FUZZ_LOCATES_MAX 64   /* offsets located per input */
 #define FUZZ_INDEX_HEADER_BYTES 48   /* storage/log_internal.h ST_INDEX_HEADER_BYTES */
 
 static uint8_t fuzz_copy[FUZZ_INPUT_BYTES_MAX], fuzz_index[FUZZ_INPUT_BYTES_MAX];
+static uint8_t fuzz_tindex[ST_TINDEX_HEADER_BYTES + FUZZ_INPUT_BYTES_MAX];
+
+/* A time index (log_internal.h) for the index in fuzz_index[0, ilen): its entry count, each entry
+ * the index's max_timestamp. Returns its length. */
+static size_t fuzz_tindex_for(size_t ilen, size_t seg_len)
+{
+	uint32_t n = (uint32_t)((ilen - FUZZ_INDEX_HEADER_BYTES) / 8);
+	size_t len = ST_TINDEX_HEADER_BYTES + (size_t)n * ST_TINDEX_ENTRY_BYTES;
+	st_put_be32(fuzz_tindex, ST_TINDEX_MAGIC);
+	st_put_be32(fuzz_tindex + 4, ST_TINDEX_VERSION);
+	st_put_be64(fuzz_tindex + 8, 0);
+	st_put_be64(fuzz_tindex + 16, seg_len);
+	st_put_be32(fuzz_tindex + 24, n);
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(fuzz_tindex + ST_TINDEX_HEADER_BYTES + 8 * i, fuzz_index + 32, 8);
+	st_put_be32(fuzz_tindex + 28, crc32c(crc32c(0, fuzz_tindex, 28), fuzz_tindex + ST_TINDEX_HEADER_BYTES,
+	                                     len - ST_TINDEX_HEADER_BYTES));
+	return len;
+}
 
 struct walk {
 	int64_t next;   /* every batch handed over starts at or after this */
@@ -87,6 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_write_file(path, seg, seg_len);
 	snprintf(path, sizeof(path), "%s/%020d.index", dir, 0);
 	fuzz_write_file(path, fuzz_index, ilen);
+	if (!(data[0] & 2) && ilen >= FUZZ_INDEX_HEADER_BYTES) {
+		snprintf(path, sizeof(path), "%s/%020d.timeindex", dir, 0);
+		fuzz_write_file(path, fuzz_tindex, fuzz_tindex_for(ilen, seg_len));
+	}
 	snprintf(path, sizeof(path), "%s/%020" PRId64 ".log", dir, active);
 	if (active != 0)
 		fuzz_write_file(path, NULL, 0);
@@ -113,8 +139,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_check(rc == 0 || rc == -EBADMSG || rc == -EIO, "odd error from st_log_locate");
 			fuzz_check(rc != 0 || len == 0 || pos + len <= seg_len || active != 0, "a located range past the data");
 		}
-		st_log_offset_for_time(log, 0);
-		st_log_offset_for_time(log, INT64_MAX);
+		int64_t ts[] = { INT64_MIN, -1, 0, ilen >= FUZZ_INDEX_HEADER_BYTES ? (int64_t)st_be64(fuzz_index + 32) : 1,
+		                 INT64_MAX };
+		for (size_t k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) {
+			int64_t off = st_log_offset_for_time(log, ts[k]);
+			fuzz_check(off >= start && off <= end, "a lookup by time outside the log");
+		}
 		st_log_close(log);
 		/* What the first open left opens again (the index may have been replaced or dropped). */
 		rc = st_log_open(fuzz_io(), dir, &cfg, &log);

@@ -14,13 +14,15 @@
 # traffic, so that the idle buffer pool, an item of its own, stays put) must
 # grow the broker's resident memory by at most that item's per-partition
 # bytes each, and fit in its count (before issue 11's item: no such line).
+# The read slots with the warm-read sink are an item per data core.
 . "$(dirname "$0")/lib.sh"
 integ_init budget 64 "$@"
 need_exe "$RDK_LOAD"
 PY=$(command -v python3) || skip "python3 is not installed"
 ADMIN=$(abs_path "$(dirname "$0")/admin_client.py")
 
-"$SLUICED" --print-budget --cores 3 >"$WORK/budget3.txt" 2>&1 || fail "--print-budget exited $?: $(head -n 3 "$WORK/budget3.txt")"
+# --data as the broker's below: a partition's item counts its directory's name.
+"$SLUICED" --print-budget --cores 3 --data "$DATA" >"$WORK/budget3.txt" 2>&1 || fail "--print-budget exited $?: $(head -n 3 "$WORK/budget3.txt")"
 "$SLUICED" --print-budget --cores 2 --max-frame-bytes 1048576 >"$WORK/budget2.txt" 2>&1 ||
 	fail "--print-budget exited $?"
 cat >"$WORK/sum.py" <<'PY'
@@ -60,6 +62,11 @@ pool=$(pool_of "$WORK/budget-small.txt")
 [ "$pool" = $((2 * ((8 << 20) + (8 << 20) / 64))) ] || fail "--txn-state-mib 8: the pool item is '$pool' B"
 "$PY" "$WORK/sum.py" "$WORK/budget-small.txt" >/dev/null || fail "--partitions-max 100: items do not add up"
 log "partitions item: $p_big at the default limit (hard RLIMIT_NOFILE raised if allowed), 100 with --partitions-max 100"
+# The shard's read slots and warm-read sink are made at start-up on each data core, an item of
+# their own (before: allocated on a core's first cold read, in no item).
+read -r _ rcount _ reach _ <<<"$(sed -n 's/^  read slots  *[0-9]* B  \([0-9]*\) x \([0-9]*\) B: .*/x \1 x \2 x/p' "$WORK/budget3.txt")"
+[ "$rcount" = 2 ] && ((reach > 256 * 1024)) ||
+	fail "no read-slots item for the 2 data cores, each with the 256 KiB warm-read sink: '$rcount' x '$reach' B"
 
 start_broker --cores 3
 logged=$(sed -n 's/.*memory budget \([0-9]*\) MiB for these flags.*/\1/p' "$BROKER_LOG" | tail -n 1)

@@ -987,6 +987,230 @@ static void test_lookup_nowait(void)
 	ut_teardown();
 }
 
+/* Every batch's (base offset, maxTimestamp), read back with st_log_scan: the brute force. */
+struct ut_times {
+	int n;
+	int64_t base[UT_BATCHES_MAX], max_ts[UT_BATCHES_MAX];
+};
+
+static int ut_times_cb(void *arg, const struct st_batch_hdr *h, const uint8_t *raw, size_t raw_len)
+{
+	struct ut_times *t = arg;
+	(void)raw;
+	(void)raw_len;
+	CU_ASSERT_FATAL(t->n < UT_BATCHES_MAX);
+	t->base[t->n] = h->base_offset;
+	t->max_ts[t->n++] = h->max_timestamp;
+	return 0;
+}
+
+/* Kafka's answer, batch by batch from the start: the first batch whose maxTimestamp >= ts, else the LEO. */
+static int64_t ut_brute_time(const struct ut_times *t, int64_t ts, int64_t leo)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->max_ts[i] >= ts)
+			return t->base[i];
+	return leo;
+}
+
+static uint64_t ut_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Batch i with records recs whose first and max timestamps are first and max (records' own deltas
+ * 0..recs-1 are left: their order need not match, as a producer's clock need not). */
+static int64_t ut_append_ts(struct st_log *log, int i, int recs, int64_t first, int64_t max, uint32_t value_len)
+{
+	lens[i] = ut_batch(bufs[i], UT_BATCH_BYTES_MAX,
+	                   &(struct ut_batch_spec){ .records = recs, .first_ts = first, .value_len = value_len });
+	st_put_be64(bufs[i] + ST_BATCH_OFF_FIRST_TIMESTAMP, (uint64_t)first);
+	st_put_be64(bufs[i] + ST_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)max);
+	st_put_be32(bufs[i] + ST_BATCH_OFF_CRC,
+	            crc32c(0, bufs[i] + ST_BATCH_OFF_ATTRIBUTES, lens[i] - ST_BATCH_OFF_ATTRIBUTES));
+	return st_log_append(log, bufs[i], lens[i], (uint32_t)recs, (void *)(intptr_t)i);
+}
+
+/*
+ * Check st_log_offset_for_time against the brute force for targets around every batch's
+ * timestamp and seeded random ones, and that each lookup read at most one index interval of
+ * headers: batches at least min_len bytes long, so ceil(interval / min_len) of them.
+ */
+static void ut_check_times(struct st_log *log, const struct st_log_config *cfg, uint32_t min_len, uint64_t *seed,
+                           uint64_t *most)
+{
+	static struct ut_times t;
+	t.n = 0;
+	CU_ASSERT_EQUAL_FATAL(st_log_scan(log, 0, ut_times_cb, &t), 0);
+	uint64_t bound = (cfg->index_interval_bytes + min_len - 1) / min_len;
+	int64_t leo = st_log_end_offset(log);
+	for (int k = 0; k < 3 * t.n + 64; k++) {
+		int64_t ts = k < 3 * t.n ? t.max_ts[k / 3] + (k % 3) - 1 : (int64_t)(ut_rng(seed) % 2000000) - 1000;
+		uint64_t before = log->time_headers;
+		int64_t got = st_log_offset_for_time(log, ts), want = ut_brute_time(&t, ts, leo);
+		uint64_t read = log->time_headers - before;
+		if (got != want || read > bound)
+			fprintf(stderr, "ts %lld: got %lld want %lld, %llu headers read (bound %llu)\n", (long long)ts,
+			        (long long)got, (long long)want, (unsigned long long)read, (unsigned long long)bound);
+		CU_ASSERT_EQUAL(got, want);
+		CU_ASSERT(read <= bound);
+		if (read > *most)
+			*most = read;
+	}
+}
+
+/*
+ * ListOffsets by time is bounded: a lookup reads the headers of one time-index interval, never a
+ * segment's worth, and gives the brute force's answer whatever the order of timestamps across
+ * and within batches (seeded: rising with jitter, random, one late batch early on, falling), in
+ * the active segment as it fills and in sealed ones trusted from their files after a reopen.
+ */
+static void test_time_index_bounded(void)
+{
+	struct st_log_config cfg = cfg_default;
+	cfg.segment_bytes = 64 << 10;
+	cfg.index_interval_bytes = 1024;
+	uint64_t most = 0;
+
+	for (int shape = 0; shape < 4; shape++) {
+		struct st_log *log;
+		uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)shape;
+		uint32_t min_len = UINT32_MAX;
+		const int n = 2500;
+		ut_setup(true);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		for (int i = 0; i < n; i++) {
+			int recs = 1 + (int)(ut_rng(&seed) % 3);
+			int64_t first;
+			switch (shape) {
+			case 0: first = 1000 * i + (int64_t)(ut_rng(&seed) % 5000); break; /* rising, with jitter */
+			case 1: first = (int64_t)(ut_rng(&seed) % 1000000); break;           /* random */
+			case 2: first = i == 3 ? 900000 : i; break;                         /* one late batch early */
+			default: first = 1000000 - 300 * i; break;                          /* falling */
+			}
+			/* Within a batch: its maximum is not its first record's, nor first + count - 1. */
+			int64_t max = first + (int64_t)(ut_rng(&seed) % 2000);
+			CU_ASSERT_EQUAL_FATAL(ut_append_ts(log, i, recs, first, max, (uint32_t)(ut_rng(&seed) % 40)) >= 0, 1);
+			if (lens[i] < min_len)
+				min_len = lens[i];
+			if (i % 500 == 499) {
+				ut_drive();
+				ut_check_times(log, &cfg, min_len, &seed, &most); /* the active segment as it fills */
+			}
+		}
+		ut_drive();
+		CU_ASSERT_FATAL(st_log_segment_count(log) > 3);
+		ut_check_times(log, &cfg, min_len, &seed, &most);
+		st_log_close(log);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		ut_check_times(log, &cfg, min_len, &seed, &most); /* sealed segments from their files */
+		st_log_close(log);
+		ut_teardown();
+	}
+	CU_ASSERT(most > 1); /* the lookups did walk headers */
+}
+
+static bool files_equal(const char *name, const uint8_t *want, size_t len)
+{
+	char path[160];
+	static uint8_t got[1 << 16];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, got, sizeof(got));
+	close(fd);
+	return n == (ssize_t)len && memcmp(got, want, len) == 0;
+}
+
+static size_t file_read(const char *name, uint8_t *buf, size_t cap)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	CU_ASSERT_FATAL(n > 0 && (size_t)n < cap);
+	return (size_t)n;
+}
+
+static void file_write(const char *name, const uint8_t *buf, size_t len)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * A sealed segment's time index that is missing (a tree written before it existed), torn,
+ * damaged, or valid-looking but out of order is not trusted: the segment is scanned, the file is
+ * written again as it was, and lookups give the brute force's answers within the bound.
+ */
+static void test_time_index_rebuilt(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	char tname[ST_LOG_NAME_BYTES];
+	static uint8_t orig[1 << 16], bad[1 << 16];
+	uint64_t seed = 42, most = 0;
+	uint32_t min_len = UINT32_MAX;
+
+	cfg.segment_bytes = 16 << 10;
+	cfg.index_interval_bytes = 512;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 600; i++) {
+		int64_t first = (int64_t)(ut_rng(&seed) % 100000);
+		CU_ASSERT_FATAL(ut_append_ts(log, i, 2, first, first + (int64_t)(ut_rng(&seed) % 500), 20) >= 0);
+		if (lens[i] < min_len)
+			min_len = lens[i];
+	}
+	ut_drive();
+	CU_ASSERT_FATAL(st_log_segment_count(log) > 3);
+	int64_t base1 = log->segs[1]->base;
+	st_log_close(log);
+	seg_file(tname, base1, ".timeindex");
+	CU_ASSERT_FATAL(file_exists(tname));
+	size_t len = file_read(tname, orig, sizeof(orig));
+	CU_ASSERT_FATAL(len > ST_TINDEX_HEADER_BYTES + 2 * ST_TINDEX_ENTRY_BYTES);
+
+	for (int damage = 0; damage < 5; damage++) {
+		memcpy(bad, orig, len);
+		size_t blen = len;
+		switch (damage) {
+		case 0: file_unlink(tname); break;                    /* missing */
+		case 1: blen = len - 3; file_write(tname, bad, blen); break;   /* torn */
+		case 2: bad[ST_TINDEX_HEADER_BYTES + 5] ^= 0x10; file_write(tname, bad, blen); break; /* CRC breaks */
+		case 3: /* entries out of order, CRC fixed: a running maximum never falls */
+			st_put_be64(bad + ST_TINDEX_HEADER_BYTES + 8, (uint64_t)-7);
+			st_put_be32(bad + 28, crc32c(crc32c(0, bad, 28), bad + ST_TINDEX_HEADER_BYTES,
+			                             blen - ST_TINDEX_HEADER_BYTES));
+			file_write(tname, bad, blen);
+			break;
+		default: /* another entry count than the offset index's, CRC fixed */
+			blen = len - ST_TINDEX_ENTRY_BYTES;
+			st_put_be32(bad + 24, st_be32(bad + 24) - 1);
+			st_put_be32(bad + 28, crc32c(crc32c(0, bad, 28), bad + ST_TINDEX_HEADER_BYTES,
+			                             blen - ST_TINDEX_HEADER_BYTES));
+			file_write(tname, bad, blen);
+			break;
+		}
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT(files_equal(tname, orig, len)); /* rebuilt by the open's scan */
+		ut_check_times(log, &cfg, min_len, &seed, &most);
+		st_log_close(log);
+		CU_ASSERT(files_equal(tname, orig, len));
+	}
+	ut_teardown();
+}
+
 /* What st_log_scan reported, and when to stop. */
 struct ut_scan {
 	int n, stop_after;
@@ -1637,6 +1861,8 @@ int main(void)
 	CU_add_test(s, "locate limit and max_bytes", test_locate_limits);
 	CU_add_test(s, "offset for time", test_offset_for_time);
 	CU_add_test(s, "lookups from the page cache only (nowait)", test_lookup_nowait);
+	CU_add_test(s, "time index: lookups by time read one interval", test_time_index_bounded);
+	CU_add_test(s, "time index: missing or damaged is rebuilt", test_time_index_rebuilt);
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);

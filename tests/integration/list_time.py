@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""list_time.py produce|check --port P --topic T --state FILE [--data DIR] [--batches N]
+
+ListOffsets by timestamp on a topic of many segments (list_time.sh).
+
+produce: N batches of 1..8 records on partition 0 (raw Produce v7, acks=-1),
+each with its own firstTimestamp and maxTimestamp, seeded: rising with
+jitter, batches far in the past and future among them, and a maximum that is
+not the first record's (timestamps out of order across and within
+batches). Each batch's (base offset, maxTimestamp) goes to FILE.
+
+check: for targets around every batch's maxTimestamp and spread between, the
+broker's ListOffsets v2 answer must be Kafka's (per batch, CreateTime): the
+base offset of the first batch whose maxTimestamp >= target, or -1 when
+there is none. With --data the segment files are dropped from the page cache
+first (the lookups meet cold headers). Exit 0 when every answer is right, 1
+with what was wrong, 2 on a protocol error.
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bad_client import Conn, Reader, crc32c, kstr, record, produce_v7_body, parse_produce_v7  # noqa: E402
+
+API_PRODUCE, API_LIST_OFFSETS = 0, 2
+
+
+def batch(n, first_ts, max_ts, tag):
+    recs = b''.join(record(i, b'k%d' % i, b'%s-%d-' % (tag, i) + b'x' * 200) for i in range(n))
+    after_crc = struct.pack('>hiqqqhii', 0, n - 1, first_ts, max_ts, -1, -1, -1, n) + recs
+    return struct.pack('>qiibI', 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
+
+
+def list_offsets(c, topic, ts):
+    body = struct.pack('>ib', -1, 0) + struct.pack('>i', 1) + kstr(topic) + struct.pack('>iiq', 1, 0, ts)
+    r = Reader(c.call(API_LIST_OFFSETS, 2, body))
+    r.i32()
+    r.i32()
+    r.string()
+    r.i32()
+    r.i32()
+    err = r.i16()
+    return err, r.i64(), r.i64()
+
+
+def produce(a):
+    rnd = random.Random(11)
+    c = Conn(a.port)
+    out = []
+    base_ts = int(time.time() * 1000) - 3_600_000   # recent: time retention (7 days) keeps it
+    for i in range(a.batches):
+        first = base_ts + 1000 * i + rnd.randrange(20000)    # rising, with jitter
+        if i % 97 == 5:
+            first = base_ts + 10_000_000 + rnd.randrange(1000)  # far ahead, early in the log
+        if i % 89 == 7:
+            first = base_ts - 5_000_000                      # far behind
+        mx = first + rnd.randrange(3000)                     # not the first record's
+        res = parse_produce_v7(c.call(API_PRODUCE, 7, produce_v7_body(a.topic, 0, batch(1 + rnd.randrange(8), first, mx,
+                                                                                        b'b%d' % i))))
+        err, base = res[(a.topic, 0)]
+        if err:
+            print(f'produce of batch {i}: error {err}')
+            return 2
+        out.append((base, mx))
+    with open(a.state, 'w') as f:
+        json.dump(out, f)
+    print(f'{len(out)} batches produced, offsets 0..{out[-1][0]}')
+    return 0
+
+
+def check(a):
+    with open(a.state) as f:
+        batches = json.load(f)
+    if a.data:
+        n = 0
+        for path in glob.glob(os.path.join(a.data, a.topic + '-0', '*.log')):
+            fd = os.open(path, os.O_RDONLY)
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+            n += 1
+        if n < 4:
+            print(f'only {n} segments: the test wants many')
+            return 1
+    targets = set()
+    for _, mx in batches:
+        targets.update((mx - 1, mx, mx + 1))
+    lo, hi = min(m for _, m in batches), max(m for _, m in batches)
+    targets.update(range(lo - 10, hi + 10, max(1, (hi - lo) // 500)))
+    c = Conn(a.port)
+    bad = []
+    for ts in sorted(targets):
+        if ts < 0:
+            continue
+        want = next((b for b, m in batches if m >= ts), -1)
+        err, _, got = list_offsets(c, a.topic, ts)
+        if err or got != want:
+            bad.append(f'ListOffsets({ts}) = {got} (error {err}), want {want}')
+    for line in bad[:10]:
+        print(line)
+    if bad:
+        print(f'{len(bad)} of {len(targets)} lookups wrong')
+        return 1
+    print(f'{len(targets)} lookups by time right')
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('mode', choices=['produce', 'check'])
+    p.add_argument('--port', type=int, required=True)
+    p.add_argument('--topic', required=True)
+    p.add_argument('--state', required=True)
+    p.add_argument('--data')
+    p.add_argument('--batches', type=int, default=1500)
+    a = p.parse_args()
+    try:
+        return produce(a) if a.mode == 'produce' else check(a)
+    except (OSError, ValueError, struct.error) as e:
+        print(f'protocol error: {e}')
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())
