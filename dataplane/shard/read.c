@@ -20,6 +20,7 @@
 #include "lso.h"
 #include "pstate.h"
 #include "shard_internal.h"
+#include "seam.h"
 
 /*
  * A cold fetch read: the page cache did not hold the bytes, so they are read
@@ -148,15 +149,8 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 /* Queue the rest of a cold read on the core's ring. */
 static void read_submit(struct dp_core *c, struct dp_read *rd)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
-	if (!sqe) {
-		io_uring_submit(&c->ring);
-		sqe = io_uring_get_sqe(&c->ring);
-	}
-	assert(sqe);   /* just submitted: there is room */
-	io_uring_prep_read(sqe, rd->fd, (uint8_t *)rd->req.u.fetch.buf + rd->done, rd->len - rd->done,
-	                   rd->pos + rd->done);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
+	dp_seam_prep_read(c, rd->fd, (uint8_t *)rd->req.u.fetch.buf + rd->done, rd->len - rd->done,
+	                  rd->pos + rd->done, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
 }
 
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
