@@ -584,6 +584,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_req *r)
 	}
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 		return KERR_CONCURRENT_TRANSACTIONS;   /* the client retries */
+	if (m->pid >= 0 && m->state != TXN_ONGOING && dp_group_txn_ending(c, m->pid))
+		return KERR_CONCURRENT_TRANSACTIONS;   /* its last transaction's offsets are still ending (group.c) */
 	if (q->ProducerId >= 0 && m->pid >= 0) {
 		/* KIP-360: the caller says who it is; only the current instance may bump. */
 		bool current = q->ProducerId == m->pid && q->ProducerEpoch == m->epoch;
@@ -635,6 +637,9 @@ static int16_t check_producer(struct dp_core *c, struct dp_req *r, struct kstr i
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
+		return KERR_CONCURRENT_TRANSACTIONS;
+	/* The last transaction's offsets are still ending (group.c): it is not complete yet. */
+	if (m->state != TXN_ONGOING && dp_group_txn_ending(c, m->pid))
 		return KERR_CONCURRENT_TRANSACTIONS;
 	*out = m;
 	return KERR_NONE;

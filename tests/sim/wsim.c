@@ -71,6 +71,7 @@
 #define W_PORT 9092
 #define W_RUN_US (2500u * 1000u)  /* the workload's virtual time, before settling */
 #define W_SETTLE_US (120ull * 1000 * 1000) /* settling must finish within this (else: stuck) */
+#define W_SUPERVISE_US (20ll * 1000 * 1000) /* settling: the broker is restarted after this without settling */
 #define W_BACKOFF_US 20000u       /* a client's retry back-off */
 #define W_REQ_TIMEOUT_US (10ull * 1000 * 1000) /* a client gives up on a connection after this */
 #define W_EPOCH_WALL_MS 1700000000000ll
@@ -89,6 +90,9 @@ static struct {
 	volatile sig_atomic_t stop;
 	_Atomic int ready;
 	int cores;
+	int disk_faults;              /* --disk-faults: -1 seeded, else this class for every seed */
+	bool no_sync_eio;             /* --no-sync-eio: fdatasync never fails */
+	bool started[DP_CORES_MAX];   /* dp_core_start succeeded: the core is stopped at the end */
 	bool verbose;
 	/* cold reads done synchronously, completed at the core's next reap (seam: dp_seam_prep_read) */
 	struct { struct dp_core *c; uint64_t ud; int res; } reads[DP_READS_MAX * 2];
@@ -297,9 +301,11 @@ static int broker_boot(void)
 	int rc = dp_scan_data_dir(b);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < b->ncores; i++)
+	for (int i = 0; i < b->ncores; i++) {
 		if ((rc = dp_core_start(b->cores[i])) < 0)
-			return rc;
+			return rc;   /* as sluiced's: a core whose setup failed is not torn down */
+		M.started[i] = true;
+	}
 	return 0;
 }
 
@@ -312,7 +318,9 @@ static void broker_down(void)
 		return;
 	M.stop = 1;
 	for (int i = b->ncores - 1; i >= 0; i--)
-		dp_core_stop(b->cores[i]);
+		if (M.started[i])
+			dp_core_stop(b->cores[i]);
+	memset(M.started, 0, sizeof(M.started));
 	M.nreads = 0;
 	memset(M.disk_due_us, 0, sizeof(M.disk_due_us));
 	broker_free(b);
@@ -493,6 +501,7 @@ struct w_idem {
 	int64_t due_us;
 	uint32_t seen[W_IDEM_BATCHES_MAX]; /* times batch n is in the final scan */
 	bool init_sent;
+	int16_t last_err;
 };
 
 enum tp_state { TP_FIND, TP_INIT, TP_ADD, TP_PRODUCE, TP_ADDOFF, TP_TXNOFF, TP_END, TP_IDLE };
@@ -508,6 +517,7 @@ struct w_txnp {
 	int32_t seq[W_PARTS];
 	uint32_t ntxn;                /* transactions begun */
 	uint32_t k;                   /* records of the current one produced */
+	int16_t last_err;
 	struct w_txn t[W_TXNS_MAX];
 };
 
@@ -660,6 +670,8 @@ static void idem_answer(struct w_idem *p, const struct w_pend *q, struct kreader
 	int64_t base;
 	int16_t ec = produce_error(r, &base);
 	uint32_t n = (uint32_t)q->arg;
+	if (ec)
+		p->last_err = ec;
 	if (ec == 0 || ec == KERR_DUPLICATE_SEQUENCE_NUMBER) {
 		if (n != p->acked) {
 			if (n > p->acked)
@@ -978,7 +990,8 @@ static void txnp_answer(struct w_txnp *p, const struct w_pend *q, struct kreader
 		}
 		break;
 	}
-	if (ec > 0 && retriable(ec) && !(q->kind == K_PRODUCE && ec == KERR_KAFKA_STORAGE_ERROR && 0)) {
+	p->last_err = ec;
+	if (ec > 0 && retriable(ec)) {
 		txnp_retry(p);
 		return;
 	}
@@ -1263,11 +1276,16 @@ static void crash_restart(const char *why)
 	sim_disk_kill();
 	broker_down();
 	sim_disk_restart();
-	int rc = broker_boot();
-	if (rc < 0) {
-		violation("restart after a crash failed: %s", strerror(-rc));
+	/* A start-up that fails (a faulty disk under its first writes) is tried again, as a
+	 * supervisor would, a second later. */
+	int rc = 0;
+	for (int attempt = 0; attempt < 10; attempt++) {
+		if ((rc = broker_boot()) == 0)
+			return;
 		broker_down();
+		M.now_us += 1000000;
 	}
+	violation("restart after a crash failed 10 times: %s", strerror(-rc));
 }
 
 /* One turn: every core steps once, in a seeded order, then every client; virtual time goes on
@@ -1585,10 +1603,12 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 	memset(M.disk_due_us, 0, sizeof(M.disk_due_us));
 	karena_init(&arena, arena_mem, sizeof arena_mem);
 	uint32_t faulty = (uint32_t)sim_below(4);
+	if (M.disk_faults >= 0)
+		faulty = (uint32_t)M.disk_faults;
 	W.faults = (struct sim_faults){
 		.write_short_ppm = faulty ? 20000 : 0,
 		.write_eio_ppm = faulty > 1 ? 1000 : 0,
-		.sync_eio_ppm = faulty > 1 ? 1000 : 0,
+		.sync_eio_ppm = faulty > 1 && !M.no_sync_eio ? 1000 : 0,
 		.meta_eio_ppm = 0,
 		.page_keep_ppm = (uint32_t)sim_below(1000000),
 	};
@@ -1641,12 +1661,29 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 		W.producing = false;
 		sim_disk_set_faults(&clean);
 		nic_sim_net_set_faults(M.net, &(struct nic_sim_faults){ .delay_us_max = 100 });
-		int64_t until = M.now_us + (int64_t)W_SETTLE_US;
-		while (M.now_us < until && !clients_settled())
+		/* A log that failed stays failed until the broker restarts (the coordinators' logs have
+		 * no probe; Kafka halts a broker whose log directory failed): a supervisor restarts
+		 * a broker that makes no progress for W_SUPERVISE_US. */
+		int64_t until = M.now_us + (int64_t)W_SETTLE_US, kick = M.now_us + W_SUPERVISE_US;
+		while (M.now_us < until && !clients_settled()) {
 			turn();
-		if (!clients_settled())
+			if (M.now_us >= kick) {
+				crash_restart("supervisor");
+				kick = M.now_us + W_SUPERVISE_US;
+			}
+		}
+		if (!clients_settled()) {
 			violation("the workload did not settle within %llu s of virtual time",
 			          (unsigned long long)(W_SETTLE_US / 1000000));
+			for (int i = 0; i < W.nidem; i++)
+				if (!idem_settled(&W.idem[i]))
+					printf("  idempotent producer %d: %u of %u batches acknowledged (last error %d)\n", i,
+					       W.idem[i].acked, W.idem[i].made, W.idem[i].last_err);
+			for (int i = 0; i < W.ntxnp; i++)
+				if (!txnp_settled(&W.txnp[i]))
+					printf("  transactional producer %d: state %d, transaction %u, last error %d\n", i,
+					       W.txnp[i].state, W.txnp[i].ntxn, W.txnp[i].last_err);
+		}
 		/* the last crash: what was acknowledged must survive it */
 		crash_restart("final");
 		int64_t offsets[W_TXNP_MAX] = { 0 };
@@ -1681,7 +1718,8 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--replay-check] [--verbose]\n");
+	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--disk-faults 0-3] [--no-sync-eio]\n"
+	                "                   [--replay-check] [--verbose]\n");
 }
 
 int main(int argc, char **argv)
@@ -1689,6 +1727,7 @@ int main(int argc, char **argv)
 	uint64_t first = 1, nseeds = 20;
 	bool replay = false;
 	M.cores = 3;
+	M.disk_faults = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			first = strtoull(argv[++i], NULL, 10);
@@ -1703,6 +1742,14 @@ int main(int argc, char **argv)
 				usage();
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "--disk-faults") && i + 1 < argc) {
+			M.disk_faults = atoi(argv[++i]);
+			if (M.disk_faults < 0 || M.disk_faults > 3) {
+				usage();
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--no-sync-eio")) {
+			M.no_sync_eio = true;
 		} else if (!strcmp(argv[i], "--replay-check")) {
 			replay = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
