@@ -77,7 +77,7 @@
 #define W_EPOCH_WALL_MS 1700000000000ll
 
 enum { V_PRODUCE = 7, V_FETCH = 11, V_INIT_PID = 1, V_FIND_COORD = 2, V_ADD_PARTS = 1, V_END_TXN = 1,
-       V_ADD_OFFSETS = 1, V_TXN_OFFSET_COMMIT = 2, V_OFFSET_FETCH = 5, V_CREATE_TOPICS = 4 };
+       V_ADD_OFFSETS = 1, V_TXN_OFFSET_COMMIT = 2, V_OFFSET_FETCH = 7, V_CREATE_TOPICS = 4 };
 
 static const char *const topic_names[W_TOPICS] = { "wa", "wb" };
 
@@ -457,7 +457,11 @@ static int conn_frame(struct w_conn *wc, struct w_pend *p, struct kreader *r, ui
 	wc->qh = (wc->qh + 1) % W_QUEUE_MAX;
 	wc->qn--;
 	wc->oldest_us = M.now_us;
-	kr_init(r, wc->in + 8, len - 4);
+	/* header v1 (flexible versions: OffsetFetch v7) adds a tag buffer; the broker's is empty */
+	size_t hb = kresp_header_size(p->api, p->ver);
+	if (hb > 4 && (len < hb || wc->in[8] != 0))
+		return -1;
+	kr_init(r, wc->in + 4 + hb, len - hb);
 	*used = 4 + len;
 	return 1;
 }
@@ -744,10 +748,14 @@ static struct w_txn *txn_cur(struct w_txnp *p) { return p->ntxn ? &p->t[p->ntxn 
 
 /* Anything unexpected: the connection goes, the transaction's outcome is left to the broker
  * (the next InitProducerId completes or aborts it), and the producer starts over. */
+#define TRACE(...) do { if (M.verbose) { printf("%9.3f ms: ", (double)M.now_us / 1000); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
 static void txnp_lost(struct w_txnp *p)
 {
 	conn_drop(&p->conn);
 	struct w_txn *t = txn_cur(p);
+	TRACE("txn producer %d: lost in state %d (txn %u, last error %d)", (int)(p - W.txnp), p->state, p->ntxn - 1,
+	      p->last_err);
 	if (t && t->status == T_OPEN)
 		t->status = T_UNKNOWN;
 	p->state = TP_FIND;
@@ -921,6 +929,7 @@ static void txnp_answer(struct w_txnp *p, const struct w_pend *q, struct kreader
 		if (ec == 0) {
 			p->pid = resp.ProducerId;
 			p->epoch = resp.ProducerEpoch;
+			TRACE("txn producer %d: pid %lld epoch %d", (int)(p - W.txnp), (long long)p->pid, p->epoch);
 			memset(p->seq, 0, sizeof(p->seq));
 			p->waiting = false;
 			txnp_begin(p);
@@ -970,6 +979,7 @@ static void txnp_answer(struct w_txnp *p, const struct w_pend *q, struct kreader
 			break;
 		ec = resp.Topics_n == 1 && resp.Topics[0].Partitions_n == 1 ? resp.Topics[0].Partitions[0].ErrorCode : -1;
 		if (ec == 0) {
+			TRACE("txn producer %d: txn %u offsets staged", (int)(p - W.txnp), p->ntxn - 1);
 			p->state = TP_END;
 			p->waiting = false;
 			return;
@@ -980,6 +990,8 @@ static void txnp_answer(struct w_txnp *p, const struct w_pend *q, struct kreader
 		ec = simple_error(&kschema_EndTxnResponse, V_END_TXN, r);
 		if (ec == 0) {
 			t->status = t->commit ? T_COMMITTED : T_ABORTED;
+			TRACE("txn producer %d: txn %u %s (offsets %d -> %d)", (int)(p - W.txnp), p->ntxn - 1,
+			      t->commit ? "committed" : "aborted", t->offsets, txn_offset_value(p, p->ntxn - 1));
 			if (t->commit)
 				W.commits++;
 			else
@@ -1271,7 +1283,7 @@ static bool clients_settled(void)
 
 static void crash_restart(const char *why)
 {
-	(void)why;
+	TRACE("crash (%s)", why);
 	W.crashes++;
 	sim_disk_kill();
 	broker_down();
@@ -1526,6 +1538,8 @@ static bool final_offsets(int64_t *got)
 					goto out;
 				if (!ec)
 					ec = resp.Topics[0].Partitions[0].ErrorCode;
+				TRACE("OffsetFetch %s: error %d offset %lld", W.txnp[i].group, ec,
+				      ec ? -2LL : (long long)resp.Topics[0].Partitions[0].CommittedOffset);
 				if (!ec) {
 					got[i] = resp.Topics[0].Partitions[0].CommittedOffset;
 					answered = true;
