@@ -412,9 +412,11 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 		 * data, and the LSO move back when a crash lost the marker (found by
 		 * the simulator, tests/sim). An abort enters the aborted index now.
 		 */
+#ifndef WSIM_PLANT_LSO_AT_QUEUE
 		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
 		assert(rc == 0);   /* open since the append; shard_marker sends no second one meanwhile */
 		(void)rc;
+#endif
 	}
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
@@ -516,6 +518,11 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(rc == 0);   /* reserved above */
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;
+#ifdef WSIM_PLANT_LSO_AT_QUEUE
+	/* Planted bug, whole-broker simulator only (tests/sim/meson.build): the transaction ends for
+	 * the LSO when its marker is queued, not when it is durable. */
+	txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+#endif
 	(void)rc;
 }
 

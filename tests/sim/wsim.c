@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <liburing.h>
+#include <malloc.h>
 
 #include "batch.h"
 #include "coord.h"
@@ -69,6 +70,8 @@
 #define W_LOG_MAX 4096            /* records one partition holds in a run */
 #define W_VALUE_BYTES 16
 #define W_PORT 9092
+#define W_NIC_CONNS 64            /* the simulated NIC's accept table per core */
+#define W_NIC_RX_BUFS 16          /* ... and its receive buffers (DP_NIC_RX_BUF_BYTES each) */
 #define W_RUN_US (2500u * 1000u)  /* the workload's virtual time, before settling */
 #define W_SETTLE_US (120ull * 1000 * 1000) /* settling must finish within this (else: stuck) */
 #define W_SUPERVISE_US (20ll * 1000 * 1000) /* settling: the broker is restarted after this without settling */
@@ -188,7 +191,12 @@ void dp_seam_prep_read(struct dp_core *c, int fd, void *buf, uint32_t len, uint6
 int dp_seam_nic_create(struct dp_core *c, const struct nic_config *nc, struct nic **out)
 {
 	(void)c;
-	return nic_sim_create(nc, M.net, out);
+	/* The simulated clients are a handful: a smaller accept table and receive pool keep each boot
+	 * cheap, and the pool can run dry (the NIC then stops delivering until buffers come back). */
+	struct nic_config small = *nc;
+	small.conns_max = W_NIC_CONNS;
+	small.rx_bufs = W_NIC_RX_BUFS;
+	return nic_sim_create(&small, M.net, out);
 }
 
 /* ---- the broker: built as sluiced's main.c builds it, stepped here ------------------------- */
@@ -239,7 +247,7 @@ static int broker_boot(void)
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
 	};
-	dp_log_level = M.verbose ? DP_LOG_INFO : DP_LOG_ERROR;
+	dp_log_level = M.verbose ? (getenv("WSIM_DEBUG") ? DP_LOG_DEBUG : DP_LOG_INFO) : DP_LOG_ERROR;
 	b->ncores = cfg->cores;
 	b->ndata = b->ncores == 1 ? 1 : b->ncores - 1;
 	b->first_data = b->ncores == 1 ? 0 : 1;
@@ -545,6 +553,8 @@ static struct {
 	uint64_t crashes, acks, commits, aborts, unknowns, fetched;
 	int64_t next_crash_us[4];
 	int ncrash, crash_i;
+	int soon_left;                /* crashes still to place right after an EndTxn's answer */
+	int64_t crash_soon_us;        /* 0: none placed */
 	struct sim_faults faults;
 } W;
 
@@ -997,6 +1007,11 @@ static void txnp_answer(struct w_txnp *p, const struct w_pend *q, struct kreader
 			else
 				W.aborts++;
 			p->waiting = false;
+			/* a crash soon after a transaction's end: its markers and Complete are under way */
+			if (W.producing && W.soon_left && sim_below(8) == 0) {
+				W.soon_left--;
+				W.crash_soon_us = M.now_us + (int64_t)sim_below(2000);
+			}
 			txnp_begin(p);
 			return;
 		}
@@ -1652,6 +1667,7 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 		W.txnp[i].state = TP_FIND;
 	}
 	W.ncrash = (int)sim_below(3);
+	W.soon_left = (int)sim_below(3);
 	for (int i = 0; i < W.ncrash; i++)
 		W.next_crash_us[i] = M.now_us + 200000 + (int64_t)sim_below(W_RUN_US);
 	rc = broker_boot();
@@ -1670,6 +1686,10 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 					W.next_crash_us[i] = 0;
 					crash_restart("random");
 				}
+			if (W.crash_soon_us && M.now_us >= W.crash_soon_us) {
+				W.crash_soon_us = 0;
+				crash_restart("after an EndTxn");
+			}
 		}
 		/* settle: faults off, no new work, everything answered */
 		W.producing = false;
@@ -1774,6 +1794,9 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* As sluiced: large pools get their own mappings. Here it also keeps each boot cheap: a
+	 * fresh mapping is zero pages touched only where used, a reused heap chunk is memset whole. */
+	mallopt(M_MMAP_THRESHOLD, DP_MALLOC_MMAP_BYTES);
 	uint64_t failed = 0, first_failed = 0;
 	for (uint64_t s = first; s < first + nseeds; s++) {
 		uint64_t d1, d2;
@@ -1789,8 +1812,9 @@ int main(int argc, char **argv)
 			first_failed = s;
 	}
 	if (failed) {
-		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: sluice-wsim --seed %" PRIu64 "\n", failed,
-		       nseeds, first_failed);
+		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s\n", failed,
+		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "",
+		       M.cores != 3 ? " --cores N (as given)" : "");
 		return 1;
 	}
 	printf("all %" PRIu64 " seeds passed\n", nseeds);
