@@ -1361,7 +1361,7 @@ static void turn(void)
 	M.now_us = next;
 }
 
-static int create_topics(void)
+static int create_topics_once(void)
 {
 	struct w_conn *wc = calloc(1, sizeof(*wc));
 	struct CreateTopicsRequest req;
@@ -1407,6 +1407,22 @@ static int create_topics(void)
 out:
 	conn_drop(wc);
 	free(wc);
+	return rc;
+}
+
+/* CreateTopics until it is answered (the network may reset the connection): a topic that
+ * exists already is what a retry after a lost answer finds. */
+static int create_topics(void)
+{
+	int rc = -ETIMEDOUT;
+	for (int attempt = 0; attempt < 20; attempt++) {
+		rc = create_topics_once();
+		if (rc == 0 || rc == -KERR_TOPIC_ALREADY_EXISTS)
+			return 0;
+		if (rc != -ECONNRESET && rc != -ETIMEDOUT)
+			return rc;
+		M.now_us += W_BACKOFF_US;
+	}
 	return rc;
 }
 
