@@ -671,11 +671,7 @@ static void idem_answer(struct w_idem *p, const struct w_pend *q, struct kreader
 			idem_lost(p);
 			return;
 		}
-		if (p->pid >= 0 && resp.ProducerId != p->pid) {
-			/* a new id: sequences start again (what is not acknowledged may now be written twice,
-			 * as with Kafka's producer after a reset: such batches are not counted as duplicates) */
-		}
-		if (p->pid < 0) {
+		if (p->pid < 0) {   /* the first id is kept: a retry of the first InitProducerId changes nothing */
 			p->pid = resp.ProducerId;
 			p->epoch = resp.ProducerEpoch;
 		}
@@ -1044,7 +1040,6 @@ static void txnp_poll(struct w_txnp *p)
 	uint32_t used;
 	int rc;
 	while ((rc = conn_frame(&p->conn, &q, &r, &used)) == 1) {
-		conn_consume(&p->conn, 0);
 		txnp_answer(p, &q, &r);
 		if (!p->conn.h)
 			return;
@@ -1738,7 +1733,7 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 		crash_restart("final");
 		int64_t offsets[W_TXNP_MAX] = { 0 };
 		if (!M.b)
-			;
+			;   /* the restart failed: said above */
 		else if (!final_read())
 			violation("the final read_committed read did not finish");
 		else if (!final_offsets(offsets))
