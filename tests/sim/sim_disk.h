@@ -72,6 +72,14 @@ uint64_t sim_disk_used_bytes(void);
 void sim_disk_set_capacity(uint64_t bytes);
 void sim_disk_set_faults(const struct sim_faults *f);
 
+/* For the whole-broker simulator's wsim_fs.h (dataplane/'s few direct calls): read(2) at the
+ * fd's position, renameat(2) by directory fds, and statvfs(2), which the in-memory disk does
+ * not answer (-1, ENOSYS: callers treat it as unknown). */
+struct statvfs;
+long sim_disk_read(int fd, void *buf, unsigned long len);
+int sim_disk_renameat(int olddirfd, const char *from, int newdirfd, const char *to);
+int sim_disk_statvfs(const char *path, struct statvfs *sv);
+
 /* A submission queue standing for one core's io_uring (st_io_create's ring). */
 struct io_uring *sim_ring_create(unsigned depth);
 void sim_ring_destroy(struct io_uring *ring);
