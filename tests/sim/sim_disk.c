@@ -566,6 +566,22 @@ int sim_disk_statvfs(const char *path, struct statvfs *sv)
 	return fail(ENOSYS);
 }
 
+int sim_disk_dirfd(DIR *dir) { return ((struct sim_dirstream *)dir)->fd; }
+
+int sim_disk_fstatat(int dirfd, const char *name, struct stat *st, int flags)
+{
+	(void)flags;   /* the in-memory disk has no links: following one or not is the same */
+	char path[SIM_PATH_BYTES];
+	if (at_path(dirfd, name, path) < 0)
+		return -1;
+	int fd = open_path(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	int rc = st_fs_fstat(fd, st);
+	st_fs_close(fd);
+	return rc;
+}
+
 int st_fs_fstat(int fd, struct stat *st)
 {
 	struct sim_fd *d = fd_get(fd);

@@ -46,9 +46,8 @@
 #include "kwire.h"
 #include "nic.h"
 #include "nic_sim.h"
-#include "conn_internal.h"
-#include "control.h"
-#include "shard.h"
+#include "broker.h"
+#include "control.h"   /* dp_scan_data_dir */
 #include "seam_nic.h"
 #include "sim_disk.h"
 
@@ -70,6 +69,13 @@
 #define W_LOG_MAX 4096            /* records one partition holds in a run */
 #define W_VALUE_BYTES 16
 #define W_PORT 9092
+/* The simulated broker's settings where they differ from sluiced's defaults (broker_boot). */
+#define W_SEGMENT_BYTES (16u << 10)   /* segments roll within a run */
+#define W_SNAPSHOT_MS 300             /* producer snapshots taken within a run */
+#define W_TXN_IDS_MAX 16              /* the coordinator's id table (W_TXNP_MAX in use) */
+#define W_APPENDS_MAX 256             /* per data core, appends in flight */
+#define W_TXN_ALLOWS_MAX 64           /* per data core, partitions granted to open transactions */
+#define W_PARTITIONS_MAX 10000        /* the simulated machine's fd budget */
 #define W_NIC_CONNS 64            /* the simulated NIC's accept table per core */
 #define W_NIC_RX_BUFS 16          /* ... and its receive buffers (DP_NIC_RX_BUF_BYTES each) */
 #define W_RUN_US (2500u * 1000u)  /* the workload's virtual time, before settling */
@@ -199,35 +205,11 @@ int dp_seam_nic_create(struct dp_core *c, const struct nic_config *nc, struct ni
 	return nic_sim_create(&small, M.net, out);
 }
 
-/* ---- the broker: built as sluiced's main.c builds it, stepped here ------------------------- */
+/* ---- the broker: assembled as sluiced's (dataplane/broker.c), stepped here ----------------- */
 
 static void broker_free(struct dp_broker *b)
 {
-	for (int i = 0; i < b->ncores; i++) {
-		struct dp_core *c = b->cores[i];
-		for (int d = 0; d < b->ncores; d++)
-			free(c->backlog[d]);
-		free(c->conns);
-		free(c->conn_map);
-		free(c->conn_free);
-		free(c->reqs);
-		free(c->detached);
-		if (c->topics)
-			for (uint32_t t = 0; t < DP_TOPICS_MAX; t++)
-				free(c->topics[t].parts);
-		free(c->topics);
-		if (c->topic_index)
-			txn_htab_free(c->topic_index);
-		free(c->topic_index);
-		if (i == 0) {
-			free(c->ctrl);
-			free(c->ctrl_pids);
-		}
-		free(c);
-	}
-	for (int i = 0; i < b->ncores * b->ncores; i++)
-		free(b->rings[i]);
-	free(b->rings);
+	dp_broker_release(b);
 	free(b);
 }
 
@@ -235,77 +217,30 @@ static int broker_boot(void)
 {
 	struct dp_broker *b = calloc(1, sizeof(*b));
 	struct dp_config *cfg = &b->cfg;
-	*cfg = (struct dp_config){
-		.listen_host = "127.0.0.1", .listen_port = W_PORT, .advertised_host = "127.0.0.1",
-		.advertised_port = W_PORT, .data_dir = "/w", .cores = M.cores, .log_level = DP_LOG_ERROR,
-		.default_partitions = W_PARTS_PER_TOPIC, .auto_create = false, .fsync = true,
-		.segment_bytes = 16u << 10, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
-		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
-		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 300, .fault_seed = 1,
-		.fetch_aborted_max = DP_FETCH_ABORTED_MAX,
-		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
-		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
-		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
-	};
-	dp_log_level = M.verbose ? (getenv("WSIM_DEBUG") ? DP_LOG_DEBUG : DP_LOG_INFO) : DP_LOG_ERROR;
-	b->ncores = cfg->cores;
-	b->ndata = b->ncores == 1 ? 1 : b->ncores - 1;
-	b->first_data = b->ncores == 1 ? 0 : 1;
+	dp_config_defaults(cfg);
+	/* What a simulated machine changes: its address and disk, its cores, small segments (rolls
+	 * and retention happen within a run), frequent snapshots, and pools sized for the workload
+	 * (each boot allocates them whole; a run boots many times). */
+	cfg->listen_port = cfg->advertised_port = W_PORT;
+	snprintf(cfg->advertised_host, sizeof cfg->advertised_host, "%s", cfg->listen_host);
+	snprintf(cfg->data_dir, sizeof cfg->data_dir, "/w");
+	cfg->cores = M.cores;
+	cfg->default_partitions = W_PARTS_PER_TOPIC;
+	cfg->auto_create = false;
+	cfg->segment_bytes = W_SEGMENT_BYTES;
+	cfg->producer_snapshot_ms = W_SNAPSHOT_MS;
+	cfg->txn_ids_max = W_TXN_IDS_MAX;
+	cfg->test_appends_max = W_APPENDS_MAX;
+	cfg->test_txn_allows_max = W_TXN_ALLOWS_MAX;
+	cfg->log_level = dp_log_level = M.verbose ? (getenv("WSIM_DEBUG") ? DP_LOG_DEBUG : DP_LOG_INFO) : DP_LOG_ERROR;
 	M.stop = 0;
 	M.ready = 0;
 	b->stop = &M.stop;
 	b->ready = &M.ready;
-	b->rings = calloc((size_t)b->ncores * (size_t)b->ncores, sizeof(*b->rings));
-	for (int i = 0; i < b->ncores * b->ncores; i++) {
-		b->rings[i] = aligned_alloc(DP_CACHE_LINE, dp_ring_bytes(DP_RING_MSGS));
-		dp_ring_init(b->rings[i], DP_RING_MSGS);
-	}
-	for (int i = 0; i < b->ncores; i++) {
-		struct dp_core *c = calloc(1, sizeof(*c));
-		c->id = i;
-		c->efd = -1;
-		c->rng = cfg->fault_seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
-		c->b = b;
-		c->is_control = i == 0;
-		c->is_data = i >= b->first_data;
-		c->data_index = i - b->first_data;
-		b->cores[i] = c;
-		if (dp_catalog_init(c) < 0)
-			return -ENOMEM;
-		if (c->is_data)
-			dp_core_add_role(c, &dp_shard_role);
-		if (c->is_control)
-			dp_core_add_role(c, &dp_control_role);
-		if (c->is_data) {
-			dp_core_add_role(c, &dp_conn_role);
-			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
-			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
-			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
-			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			c->detached = calloc(1, sizeof(*c->detached));
-			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
-				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
-			c->conn_free_n = DP_CONN_SLOTS;
-			c->detached->closing = c->detached->closed = true;
-			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
-				c->reqs[r].next = c->req_free;
-				c->req_free = &c->reqs[r];
-			}
-		}
-	}
-	dp_control_provide(b);
-	b->xmsg_credits = DP_XMSG_CREDITS;
-	b->appends_max = DP_APPENDS_MAX;
-	for (int i = 0; i < b->ncores; i++)
-		for (int d = 0; d < b->ncores; d++) {
-			if (d == i)
-				continue;
-			uint32_t cap = dp_backlog_msgs(b->xmsg_credits, i == 0 || d == 0);
-			b->cores[i]->backlog_cap[d] = cap;
-			b->cores[i]->backlog[d] = calloc(cap, sizeof(struct dp_msg));
-		}
-	b->partitions_max = 10000;
 	M.b = b;
+	if (dp_broker_assemble(b) < 0)
+		return -ENOMEM;
+	b->partitions_max = W_PARTITIONS_MAX;   /* the simulated machine's fd budget */
 	int rc = dp_scan_data_dir(b);
 	if (rc < 0)
 		return rc;

@@ -2,7 +2,7 @@
  * wsim_fs.h - forced into dataplane/control/ and dataplane/shard/ when the
  * whole-broker simulator compiles them (tests/sim/meson.build, -include):
  * the few direct file calls those files make at start-up and on the
- * control core (the producer-id file, topic directories, the data-dir scan,
+ * control core (the producer-id file, topic directories, the data-dir scan (with its fstatat),
  * a fetch's synchronous pread) go to the in-memory disk like storage/'s do
  * through storage/fs.h. Nothing in the normal build sees this header.
  * Locality: the simulator's one thread.
@@ -45,6 +45,8 @@ static inline int wsim_openat(int dirfd, const char *name, int flags, ...)
 #define opendir(p) st_fs_opendir(p)
 #define readdir(d) st_fs_readdir(d)
 #define closedir(d) st_fs_closedir(d)
+#define dirfd(d) sim_disk_dirfd(d)
+#define fstatat(d, n, st, fl) sim_disk_fstatat(d, n, st, fl)
 #define statvfs(p, sv) sim_disk_statvfs(p, sv)
 
 #endif
