@@ -16,9 +16,8 @@
 #include "lso.h"
 #include "nic.h"
 #include "pstate.h"
-#include "conn_internal.h"   /* init only: a data core's connection slots and request pool */
-#include "control.h"
-#include "shard.h"
+#include "broker.h"
+#include "control.h"   /* dp_scan_data_dir */
 
 static volatile sig_atomic_t stop_flag;
 static _Atomic int ready_count;
@@ -165,19 +164,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
 		{ 0, 0, 0, 0 },
 	};
-	*cfg = (struct dp_config){
-		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 1,
-		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
-		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
-		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
-		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
-		.fetch_aborted_max = DP_FETCH_ABORTED_MAX, .txn_state_mib = DP_TXN_STATE_MIB_DEFAULT,
-		.partitions_max = DP_BROKER_PARTITIONS_DEFAULT,
-		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
-		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
-		.txn_tps_max = TXN_COORD_TPS_DEFAULT, .txn_groups_max = TXN_COORD_GROUPS_DEFAULT,
-		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
-	};
+	dp_config_defaults(cfg);
 	bool adv = false;
 	int o;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -436,10 +423,6 @@ static int dp_wait_port(const char *host, uint16_t port)
 	return rc;
 }
 
-/* Every role a core may play: the memory budget counts each one's items (budget.c). */
-#define DP_BUDGET_ROLES 3
-static const struct dp_role *const budget_roles[DP_BUDGET_ROLES] = { &dp_shard_role, &dp_control_role, &dp_conn_role };
-
 int main(int argc, char **argv)
 {
 	static struct dp_broker b;
@@ -449,73 +432,17 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &b.cfg) < 0)
 		return 2;
 	if (b.cfg.print_budget) {
-		dp_budget_print(&b.cfg, budget_roles, DP_BUDGET_ROLES, stdout);
+		dp_budget_print(&b.cfg, dp_broker_roles, DP_BROKER_ROLES, stdout);
 		return 0;
 	}
 	dp_log_level = b.cfg.log_level;
 	dp_log_set_core(0);
-	b.ncores = b.cfg.cores;
-	b.ndata = b.ncores == 1 ? 1 : b.ncores - 1;
-	b.first_data = b.ncores == 1 ? 0 : 1;
 	b.stop = &stop_flag;
 	b.ready = &ready_count;
-
-	b.rings = calloc((size_t)b.ncores * (size_t)b.ncores, sizeof(*b.rings));
-	for (int i = 0; i < b.ncores * b.ncores; i++) {
-		b.rings[i] = aligned_alloc(DP_CACHE_LINE, dp_ring_bytes(DP_RING_MSGS));
-		dp_ring_init(b.rings[i], DP_RING_MSGS);
+	if (dp_broker_assemble(&b) < 0) {
+		DP_ERR("start-up: out of memory");
+		return 1;
 	}
-	for (int i = 0; i < b.ncores; i++) {
-		struct dp_core *c = calloc(1, sizeof(*c));
-		c->id = i;
-		c->efd = -1;
-		c->rng = b.cfg.fault_seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
-		c->b = &b;
-		c->is_control = i == 0;
-		c->is_data = i >= b.first_data;
-		c->data_index = i - b.first_data;
-		if (dp_catalog_init(c) < 0)
-			return 1;
-		/* The roles this core plays, in the order the loop runs their hooks. */
-		if (c->is_data)
-			dp_core_add_role(c, &dp_shard_role);
-		if (c->is_control)
-			dp_core_add_role(c, &dp_control_role);
-		if (c->is_data)
-			dp_core_add_role(c, &dp_conn_role);
-		if (c->is_data) {
-			c->conns = calloc(DP_CONN_SLOTS, sizeof(*c->conns));
-			c->conn_map = calloc(DP_CONNS_MAX, sizeof(*c->conn_map));
-			c->conn_free = calloc(DP_CONN_SLOTS, sizeof(*c->conn_free));
-			c->reqs = calloc(DP_REQS_MAX, sizeof(*c->reqs));
-			c->detached = calloc(1, sizeof(*c->detached));
-			if (!c->conns || !c->conn_map || !c->conn_free || !c->reqs || !c->detached)
-				return 1;
-			for (uint32_t k = 0; k < DP_CONN_SLOTS; k++)
-				c->conn_free[k] = (uint16_t)(DP_CONN_SLOTS - 1 - k);
-			c->conn_free_n = DP_CONN_SLOTS;
-			c->detached->closing = c->detached->closed = true;   /* never answers, never freed */
-			for (int r = DP_REQS_MAX - 1; r >= 0; r--) {
-				c->reqs[r].next = c->req_free;
-				c->req_free = &c->reqs[r];
-			}
-		}
-		b.cores[i] = c;
-	}
-	dp_control_provide(&b);
-	b.xmsg_credits = b.cfg.test_xmsg_credits ? b.cfg.test_xmsg_credits : DP_XMSG_CREDITS;
-	b.appends_max = b.cfg.test_appends_max ? b.cfg.test_appends_max : DP_APPENDS_MAX;   /* shard_role.c's pool */
-	b.txn_allows_max = b.cfg.test_txn_allows_max ? b.cfg.test_txn_allows_max : DP_TXN_ALLOWS_MAX;   /* and its grants */
-	for (int i = 0; i < b.ncores; i++)
-		for (int d = 0; d < b.ncores; d++) {
-			if (d == i)
-				continue;
-			uint32_t cap = dp_backlog_msgs(b.xmsg_credits, i == 0 || d == 0);
-			b.cores[i]->backlog_cap[d] = cap;
-			b.cores[i]->backlog[d] = calloc(cap, sizeof(struct dp_msg));
-			if (!b.cores[i]->backlog[d])
-				return 1;
-		}
 	dp_fd_budget_init(&b);
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {
@@ -552,7 +479,7 @@ int main(int argc, char **argv)
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
 		        b.cfg.fsync ? "on" : "off");
 		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
-		        dp_budget_total(&b.cfg, budget_roles, DP_BUDGET_ROLES) >> 20);
+		        dp_budget_total(&b.cfg, dp_broker_roles, DP_BROKER_ROLES) >> 20);
 		int sig;
 		sigwait(&sigs, &sig);
 		DP_INFO("signal %d: shutting down", sig);
@@ -566,6 +493,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < b.ncores; i++)
 		pthread_join(th[i], NULL);
+	dp_broker_release(&b);
 	DP_INFO("stopped");
 	return stop_flag && atomic_load(&ready_count) >= 1000 ? 1 : 0;
 }

@@ -10,11 +10,7 @@
 #include "codec.h"
 #include "nic.h"
 #include "conn_internal.h"
-
-static void nic_cqe(struct dp_core *c, const struct io_uring_cqe *cqe)
-{
-	nic_uring_complete(c->nic, cqe);
-}
+#include "seam_nic.h"
 
 static int conn_start(struct dp_core *c)
 {
@@ -28,12 +24,11 @@ static int conn_start(struct dp_core *c)
 		.host = cfg->listen_host, .port = cfg->listen_port, .conns_max = DP_CONNS_MAX,
 		.rx_buf_bytes = DP_NIC_RX_BUF_BYTES, .rx_bufs = DP_NIC_RX_BUFS, .reuseport = c->b->ndata > 1,
 	};
-	rc = nic_uring_create(&nc, &c->ring, &c->nic);
+	rc = dp_seam_nic_create(c, &nc, &c->nic);   /* the io_uring NIC, or the simulator's */
 	if (rc < 0) {
 		DP_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, strerror(-rc));
 		return rc;
 	}
-	dp_core_on_cqe(c, NIC_URING_TAG, nic_cqe);
 	return 0;
 }
 

@@ -100,6 +100,8 @@ uint32_t dp_clog_compact_room(const struct dp_clog *l);
 void dp_clog_compact_done(struct dp_clog *l, int status); /* a rewrite's completion */
 /* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
 void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
+/* pid has staged offsets whose end (dp_group_txn_end) is not durable yet: its next transaction waits. */
+bool dp_group_txn_ending(struct dp_core *c, int64_t pid);
 /* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
 struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
 struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);

@@ -1023,6 +1023,27 @@ void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t
 	       commit ? "committed" : "dropped");
 }
 
+/*
+ * A transaction's end reaches the offsets log as its marker reaches a
+ * partition (Kafka writes it to __consumer_offsets like any marker): until
+ * it is durable the producer's next transaction must not begin. If it
+ * failed, the entry stays staged and the restart resolves it from the
+ * coordinator's state for pid, which must still be that transaction's
+ * (a later one would apply or drop it by its own outcome; found by the
+ * whole-broker simulator, tests/sim/wsim.c).
+ */
+bool dp_group_txn_ending(struct dp_core *c, int64_t pid)
+{
+	if (!c->grp)
+		return false;
+	uint32_t cur = 0;
+	const struct grp_offset *o;
+	while ((o = grp_pending_next(c->grp->offsets, &cur)))
+		if (o->ending && grp_pending_pid(o) == pid)
+			return true;
+	return false;
+}
+
 /* ---- compaction -------------------------------------------------------------------- */
 
 /*

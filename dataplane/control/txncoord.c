@@ -342,6 +342,21 @@ static void maybe_compact(struct dp_core *c)
 	dp_clog_compact_end(l);
 }
 
+/*
+ * An AddOffsetsToTxn whose record was not written: its group (the last one,
+ * added by that call alone) leaves the transaction again, so the client's
+ * retry writes it rather than being answered at once. Kept, a restart would
+ * load the transaction without the group, and its abort would not drop the
+ * offsets staged meanwhile: the group coordinator then resolved them by the
+ * producer's later state and applied an aborted transaction's offset (found
+ * by the whole-broker simulator, tests/sim/wsim.c).
+ */
+static void offsets_not_written(struct txn_meta *m)
+{
+	assert(m->ngroups > 0);
+	m->ngroups--;
+}
+
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 {
 	struct dp_core *c = dp_core_self();
@@ -365,10 +380,13 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
 	if (status < 0) {
 		DP_ERR_RL("txn %.*s: coordinator log write failed: %s", m->id_len, m->id, strerror(-status));
 		/* InitProducerId: the id keeps its durable identity (nothing applied), the client retries. */
-		if (step && m->drive == TXN_DRIVE_PREPARE)
+		if (step && m->drive == TXN_DRIVE_PREPARE) {
 			prepare_again(c, m);
-		else if (step)
+		} else if (step) {
+			if (m->drive == TXN_DRIVE_OFFSETS)
+				offsets_not_written(m);
 			op_finish(c, m, KERR_COORDINATOR_NOT_AVAILABLE);   /* clients retry */
+		}
 		return;
 	}
 	if (init)
@@ -698,6 +716,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
 	}
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
 		return KERR_CONCURRENT_TRANSACTIONS;   /* the client retries */
+	if (m->pid >= 0 && m->state != TXN_ONGOING && dp_group_txn_ending(c, m->pid))
+		return KERR_CONCURRENT_TRANSACTIONS;   /* its last transaction's offsets are still ending (group.c) */
 	if (q->ProducerId >= 0 && m->pid >= 0) {
 		/* KIP-360: the caller says who it is; only the current instance may bump. */
 		bool current = q->ProducerId == m->pid && q->ProducerEpoch == m->epoch;
@@ -746,6 +766,9 @@ static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr 
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
+		return KERR_CONCURRENT_TRANSACTIONS;
+	/* The last transaction's offsets are still ending (group.c): it is not complete yet. */
+	if (m->state != TXN_ONGOING && dp_group_txn_ending(c, m->pid))
 		return KERR_CONCURRENT_TRANSACTIONS;
 	*out = m;
 	return KERR_NONE;
@@ -863,6 +886,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_call
 		return KERR_INVALID_REQUEST;
 	start_op(m, TXN_DRIVE_OFFSETS, msg, r);
 	if (persist(c, m, true) < 0) {
+		offsets_not_written(m);
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
@@ -898,6 +922,14 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 	}
 	txn_set_state(m, commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT);
 	start_op(m, TXN_DRIVE_PREPARE, msg, r);
+#ifdef WSIM_PLANT_MARKER_BEFORE_PREPARE
+	/* Planted bug, whole-broker simulator only (tests/sim/meson.build): EndTxn is answered and
+	 * the markers go out before the Prepare record is durable. */
+	if (persist(c, m, false) == 0) {
+		txnc_step(c, m);
+		return DP_ANSWER_LATER;
+	}
+#endif
 	if (persist(c, m, true) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		prepare_again(c, m);

@@ -9,14 +9,15 @@
  * sends) and submit them in one io_uring_submit(). A core that found no work
  * for DP_IDLE_SPIN_US sleeps in the kernel until a completion, a wake-up
  * from another core, or a timer. The loop knows the roles only as struct
- * dp_role (loop.h). Locality: each function runs on the core that owns c.
+ * dp_role (loop.h). What the loop asks of the machine (the clock, the
+ * io_uring, sleeping, waking another core) goes through seam.h, so the
+ * whole-broker simulator can step every core on one thread (dp_core_start,
+ * dp_core_step, dp_core_stop) on its virtual clock, disk and network.
+ * Locality: each function runs on the core that owns c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "loop_internal.h"
@@ -28,18 +29,14 @@ struct dp_core *dp_core_self(void)
 	return dp_this_core;
 }
 
-static int64_t mono_us(void)
+static inline int64_t mono_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return dp_seam_mono_us();
 }
 
 int64_t dp_wall_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return dp_seam_wall_ms();
 }
 
 static inline struct dp_ring *ring_of(const struct dp_broker *b, int src, int dst)
@@ -47,15 +44,9 @@ static inline struct dp_ring *ring_of(const struct dp_broker *b, int src, int ds
 	return b->rings[src * b->ncores + dst];
 }
 
-static void wake(struct dp_core *dst)
+static inline void wake(struct dp_core *dst)
 {
-	/* seq_cst: orders our ring publish before reading the flag; pairs with the
-	 * fence in core_sleep() between setting `sleeping` and re-checking rings. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&dst->sleeping, memory_order_relaxed)) {
-		ssize_t w = write(dst->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
-		(void)w;
-	}
+	dp_seam_wake(dst);
 }
 
 static void deliver(struct dp_core *c, struct dp_msg *m);
@@ -154,35 +145,23 @@ static int drain_rings(struct dp_core *c)
 	return work;
 }
 
-static void arm_wakeup(struct dp_core *c)
+/* One completion to its owner, by the tag in user_data's low bits. */
+static void on_cqe(struct dp_core *c, const struct io_uring_cqe *cqe)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
-	if (!sqe) {
-		io_uring_submit(&c->ring);
-		sqe = io_uring_get_sqe(&c->ring);
-	}
-	io_uring_prep_read(sqe, c->efd, &c->efd_buf, sizeof(c->efd_buf), 0);
-	io_uring_sqe_set_data64(sqe, DP_CORE_TAG);
+	unsigned tag = (unsigned)(cqe->user_data & 0xf);
+	if (tag == ST_URING_TAG)
+		st_io_complete(c->io, cqe);
+	else if (tag == DP_CORE_TAG)
+		dp_seam_arm_wakeup(c);
+	else if (c->cqe_fn[tag])
+		c->cqe_fn[tag](c, cqe);
+	else
+		assert(!"unknown completion tag");
 }
 
 static int reap(struct dp_core *c)
 {
-	struct io_uring_cqe *cqes[DP_CQE_BURST];
-	unsigned n = io_uring_peek_batch_cqe(&c->ring, cqes, DP_CQE_BURST);
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_cqe *cqe = cqes[i];
-		unsigned tag = (unsigned)(cqe->user_data & 0xf);
-		if (tag == ST_URING_TAG)
-			st_io_complete(c->io, cqe);
-		else if (tag == DP_CORE_TAG)
-			arm_wakeup(c);
-		else if (c->cqe_fn[tag])
-			c->cqe_fn[tag](c, cqe);
-		else
-			assert(!"unknown completion tag");
-	}
-	io_uring_cq_advance(&c->ring, n);
-	return (int)n;
+	return (int)dp_seam_reap(c, on_cqe);
 }
 
 static bool rings_idle(struct dp_core *c)
@@ -200,11 +179,8 @@ static void core_sleep(struct dp_core *c, int64_t max_us)
 {
 	atomic_store_explicit(&c->sleeping, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);   /* pairs with wake() */
-	if (rings_idle(c) && !*c->b->stop) {
-		struct __kernel_timespec ts = { .tv_sec = max_us / 1000000, .tv_nsec = (max_us % 1000000) * 1000 };
-		struct io_uring_cqe *cqe;
-		io_uring_submit_and_wait_timeout(&c->ring, &cqe, 1, &ts, NULL);
-	}
+	if (rings_idle(c) && !*c->b->stop)
+		dp_seam_wait(c, max_us);
 	atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
 }
 
@@ -261,24 +237,15 @@ static bool roles_ticking(struct dp_core *c)
 
 static int core_setup(struct dp_core *c)
 {
-	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
-	                                      IORING_SETUP_SINGLE_ISSUER };
-	int rc = io_uring_queue_init_params(DP_URING_ENTRIES, &c->ring, &p);
-	if (rc == -EINVAL) {   /* older kernels: plain ring */
-		memset(&p, 0, sizeof(p));
-		rc = io_uring_queue_init_params(DP_URING_ENTRIES, &c->ring, &p);
-	}
+	int rc = dp_seam_ring_init(c);
 	if (rc < 0) {
 		DP_ERR("io_uring setup: %s", strerror(-rc));
 		return rc;
 	}
-	c->efd = eventfd(0, EFD_CLOEXEC);
-	if (c->efd < 0)
-		return -errno;
-	arm_wakeup(c);
+	dp_seam_arm_wakeup(c);
 	const struct dp_config *cfg = &c->b->cfg;
 	struct st_io_config ioc = { .fsync = cfg->fsync };   /* each append names its callback */
-	rc = st_io_create(&ioc, &c->ring, &c->io);
+	rc = st_io_create(&ioc, dp_seam_ring(c), &c->io);
 	if (rc < 0) {
 		DP_ERR("storage setup: %s", strerror(-rc));
 		return rc;
@@ -299,7 +266,7 @@ static void core_teardown(struct dp_core *c)
 	while (c->io && (st_io_pending(c->io) || roles_busy(c)) && mono_us() < until) {
 		st_io_flush(c->io);
 		roles_flush(c);
-		io_uring_submit(&c->ring);
+		dp_seam_submit(c);
 		core_sleep(c, 1000);
 		reap(c);
 		roles_poll(c);
@@ -312,55 +279,85 @@ static void core_teardown(struct dp_core *c)
 		if (c->roles[i]->stop)
 			c->roles[i]->stop(c);
 	/* The ring goes first: the kernel then holds no buffer of a role's (the NIC's receive buffers). */
-	io_uring_queue_exit(&c->ring);
+	dp_seam_ring_exit(c);
 	for (uint32_t i = 0; i < c->nroles; i++)
 		if (c->roles[i]->destroy)
 			c->roles[i]->destroy(c);
 	if (c->io)
 		st_io_destroy(c->io);
-	close(c->efd);
+	dp_seam_wake_close(c);
 	dp_buf_drain();
+}
+
+/* The core's thread (or the simulator, for the core it steps): dp_core_self() and log lines name c. */
+static inline void core_enter(struct dp_core *c)
+{
+	dp_this_core = c;
+	dp_log_set_core(c->id);
+}
+
+int dp_core_start(struct dp_core *c)
+{
+	core_enter(c);
+	int rc = core_setup(c);
+	c->idle_since_us = mono_us();
+	c->next_timer_us = 0;
+	return rc;
+}
+
+int dp_core_step(struct dp_core *c)
+{
+	core_enter(c);
+	int64_t now = mono_us();
+	c->turn_us = now;
+	c->now_ms = now / 1000;
+	int work = reap(c);
+	work += roles_poll(c);
+	work += drain_rings(c);
+	bool due = work || now >= c->next_timer_us;
+	for (uint32_t i = 0; i < c->nroles; i++)
+		if (c->roles[i]->settle)
+			work += c->roles[i]->settle(c, due);
+	work += flush_backlog(c);
+	if (now >= c->next_timer_us) {
+		c->next_timer_us = now + 1000;
+		for (uint32_t i = 0; i < c->nroles; i++)
+			if (c->roles[i]->timer)
+				c->roles[i]->timer(c);
+	}
+	if (c->io)
+		work += st_io_flush(c->io);
+	work += roles_flush(c);
+	dp_seam_submit(c);
+	c->loops++;
+	if (work) {
+		c->busy_loops++;
+		c->idle_since_us = now;
+	}
+	return work;
+}
+
+int64_t dp_core_wake_us(struct dp_core *c)
+{
+	return roles_ticking(c) ? c->next_timer_us : c->turn_us + DP_SLEEP_MAX_MS * 1000;
+}
+
+void dp_core_stop(struct dp_core *c)
+{
+	core_enter(c);
+	core_teardown(c);
 }
 
 int dp_core_run(struct dp_core *c)
 {
-	dp_this_core = c;
-	dp_log_set_core(c->id);
-	int rc = core_setup(c);
+	int rc = dp_core_start(c);
 	atomic_fetch_add(c->b->ready, rc < 0 ? 1000 : 1);
 	if (rc < 0)
 		return rc;
-
-	int64_t idle_since = mono_us(), next_timer_us = 0;
 	while (!*c->b->stop) {
-		int64_t now = mono_us();
-		c->now_ms = now / 1000;
-		int work = reap(c);
-		work += roles_poll(c);
-		work += drain_rings(c);
-		bool due = work || now >= next_timer_us;
-		for (uint32_t i = 0; i < c->nroles; i++)
-			if (c->roles[i]->settle)
-				work += c->roles[i]->settle(c, due);
-		work += flush_backlog(c);
-		if (now >= next_timer_us) {
-			next_timer_us = now + 1000;
-			for (uint32_t i = 0; i < c->nroles; i++)
-				if (c->roles[i]->timer)
-					c->roles[i]->timer(c);
-		}
-		if (c->io)
-			work += st_io_flush(c->io);
-		work += roles_flush(c);
-		io_uring_submit(&c->ring);
-		c->loops++;
-		if (work) {
-			c->busy_loops++;
-			idle_since = now;
-		} else if (now - idle_since > DP_IDLE_SPIN_US) {
+		if (!dp_core_step(c) && c->turn_us - c->idle_since_us > DP_IDLE_SPIN_US)
 			core_sleep(c, roles_ticking(c) ? 1000 : DP_SLEEP_MAX_MS * 1000);
-		}
 	}
-	core_teardown(c);
+	dp_core_stop(c);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "seam.h"
 
 static _Thread_local int dp_log_core = -1;   /* the core a thread's lines name (dp_log_set_core) */
 
@@ -28,12 +29,12 @@ static void log_line(int level, const char *suffix, const char *fmt, va_list ap)
 {
 	static const char *names[] = { "error", "warn", "info", "debug" };
 	char line[1024];
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t wall = dp_seam_wall_ms();   /* the simulator's clock in its build: lines replay exactly */
+	time_t sec = (time_t)(wall / 1000);
 	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
+	gmtime_r(&sec, &tm);
 	int n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %-5s core%d: ", tm.tm_hour, tm.tm_min,
-	                 tm.tm_sec, ts.tv_nsec / 1000000, names[level], dp_log_core);
+	                 tm.tm_sec, (long)(wall % 1000), names[level], dp_log_core);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
@@ -59,9 +60,7 @@ void dp_log(int level, const char *fmt, ...)
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return dp_seam_mono_us() / 1000;
 }
 
 /* The decision alone, at a given time: true if the line is written (suffix says what went before). */

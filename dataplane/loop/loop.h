@@ -209,6 +209,10 @@ struct dp_core {
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
 	int64_t now_ms;
+	int64_t turn_us;              /* loop/: the clock at this turn's start (dp_core_step) */
+	int64_t idle_since_us;        /* loop/: the last turn that found work */
+	int64_t next_timer_us;        /* loop/: when the roles' timers run next */
+	struct io_uring *sim_ring;    /* DP_LOOP_SIM only: the simulator's disk ring for this core (seam.h) */
 	const struct dp_role *roles[DP_ROLES_MAX]; /* what this core plays, in hook order */
 	uint32_t nroles;
 	dp_cqe_fn cqe_fn[DP_CQE_TAGS];  /* completions by tag (dp_core_on_cqe) */
@@ -374,7 +378,19 @@ void  dp_buf_put(void *p);
 void  dp_buf_drain(void);
 
 /* core.c */
-int  dp_core_run(struct dp_core *c);                       /* thread body */
+int  dp_core_run(struct dp_core *c);                       /* thread body: start, step until stop, stop */
+/*
+ * The loop in parts, for a driver that steps cores itself (the whole-broker
+ * simulator, tests/sim/wsim.c, steps them all on one thread): start sets the
+ * core up (< 0: failed); each step is one turn and returns the work it did
+ * (0: idle); an idle core wants its next turn at dp_core_wake_us (its timer
+ * when a role is ticking, else after DP_SLEEP_MAX_MS); stop tears it down.
+ * Each sets dp_core_self() to c.
+ */
+int  dp_core_start(struct dp_core *c);
+int  dp_core_step(struct dp_core *c);
+int64_t dp_core_wake_us(struct dp_core *c);
+void dp_core_stop(struct dp_core *c);
 void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init only */
 /* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
 void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);

@@ -6,7 +6,6 @@
 #define SLUICE_DP_LOOP_INTERNAL_H
 
 #include "loop.h"
-
-#define DP_CORE_TAG             3u        /* user_data tag of the core's own SQEs (the wake-up read) */
+#include "seam.h"   /* DP_CORE_TAG, and the machine under the loop */
 
 #endif

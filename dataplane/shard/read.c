@@ -20,6 +20,7 @@
 #include "lso.h"
 #include "pstate.h"
 #include "shard_internal.h"
+#include "seam.h"
 
 struct dp_core;
 /* Runs a Fetch or ListOffsets again once a warm read brought its lookup's bytes in. */
@@ -183,15 +184,8 @@ static void fetch_reply(struct dp_core *c, const struct dp_msg *m, struct dp_msg
 /* Queue the rest of a cold read on the core's ring. */
 static void read_submit(struct dp_core *c, struct dp_read *rd)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
-	if (!sqe) {
-		io_uring_submit(&c->ring);
-		sqe = io_uring_get_sqe(&c->ring);
-	}
-	assert(sqe);   /* just submitted: there is room */
 	uint8_t *dst = rd->warm ? warm_sink(c) : (uint8_t *)rd->req.u.fetch.buf + rd->done;
-	io_uring_prep_read(sqe, rd->fd, dst, rd->len - rd->done, rd->pos + rd->done);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
+	dp_seam_prep_read(c, rd->fd, dst, rd->len - rd->done, rd->pos + rd->done, (uint64_t)(uintptr_t)rd | DP_READ_TAG);
 }
 
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)

@@ -451,9 +451,11 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 		 * data, and the LSO move back when a crash lost the marker (found by
 		 * the simulator, tests/sim). An abort enters the aborted index now.
 		 */
+#ifndef WSIM_PLANT_LSO_AT_QUEUE
 		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
 		assert(rc == 0);   /* open since the append; shard_marker sends no second one meanwhile */
 		(void)rc;
+#endif
 	}
 	marker_reply(c, &mk->req, status < 0 ? KERR_KAFKA_STORAGE_ERROR : 0);
 	struct dp_part *p = mk->p;
@@ -581,6 +583,11 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		 * that the test sees that path whatever the timers' order. */
 		p->fault_hold_ms = c->now_ms + DP_FAULT_HOLD_MS;
 	}
+#ifdef WSIM_PLANT_LSO_AT_QUEUE
+	/* Planted bug, whole-broker simulator only (tests/sim/meson.build): the transaction ends for
+	 * the LSO when its marker is queued, not when it is durable. */
+	txn_lso_end(p->lso, pid, off, !m->u.txn.commit);
+#endif
 	(void)rc;
 }
 

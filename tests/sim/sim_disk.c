@@ -540,6 +540,48 @@ ssize_t st_fs_write(int fd, const void *buf, size_t len)
 	return r;
 }
 
+long sim_disk_read(int fd, void *buf, unsigned long len)
+{
+	struct sim_fd *d = fd_get(fd);
+	ssize_t r = st_fs_pread(fd, buf, len, d ? (off_t)d->pos : 0);
+	if (r > 0)
+		d->pos += (uint64_t)r;
+	return r;
+}
+
+int sim_disk_renameat(int olddirfd, const char *from, int newdirfd, const char *to)
+{
+	char a[SIM_PATH_BYTES], b[SIM_PATH_BYTES];
+	if (D.dead)
+		return fail(EIO);
+	if (at_path(olddirfd, from, a) < 0 || at_path(newdirfd, to, b) < 0)
+		return -1;
+	return st_fs_rename(a, b);
+}
+
+int sim_disk_statvfs(const char *path, struct statvfs *sv)
+{
+	(void)path;
+	(void)sv;
+	return fail(ENOSYS);
+}
+
+int sim_disk_dirfd(DIR *dir) { return ((struct sim_dirstream *)dir)->fd; }
+
+int sim_disk_fstatat(int dirfd, const char *name, struct stat *st, int flags)
+{
+	(void)flags;   /* the in-memory disk has no links: following one or not is the same */
+	char path[SIM_PATH_BYTES];
+	if (at_path(dirfd, name, path) < 0)
+		return -1;
+	int fd = open_path(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	int rc = st_fs_fstat(fd, st);
+	st_fs_close(fd);
+	return rc;
+}
+
 int st_fs_fstat(int fd, struct stat *st)
 {
 	struct sim_fd *d = fd_get(fd);

@@ -36,6 +36,7 @@
 #ifndef SLUICE_SIM_DISK_H
 #define SLUICE_SIM_DISK_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,6 +72,18 @@ bool sim_disk_dead(void);
 uint64_t sim_disk_used_bytes(void);
 void sim_disk_set_capacity(uint64_t bytes);
 void sim_disk_set_faults(const struct sim_faults *f);
+
+/* For the whole-broker simulator's wsim_fs.h (dataplane/'s few direct calls): read(2) at the
+ * fd's position, renameat(2) by directory fds, and statvfs(2), which the in-memory disk does
+ * not answer (-1, ENOSYS: callers treat it as unknown); a directory stream's fd and fstatat(2)
+ * (readdir's d_type is DT_UNKNOWN, as on file systems without it, so callers stat each name). */
+struct statvfs;
+struct stat;
+int sim_disk_dirfd(DIR *dir);
+int sim_disk_fstatat(int dirfd, const char *name, struct stat *st, int flags);
+long sim_disk_read(int fd, void *buf, unsigned long len);
+int sim_disk_renameat(int olddirfd, const char *from, int newdirfd, const char *to);
+int sim_disk_statvfs(const char *path, struct statvfs *sv);
 
 /* A submission queue standing for one core's io_uring (st_io_create's ring). */
 struct io_uring *sim_ring_create(unsigned depth);
