@@ -11,7 +11,7 @@
 
 #include "batch.h"
 #include "coord.h"
-#include "bpool.h"
+#include "arena.h"
 #include "htab.h"
 
 static const char *const state_names[] = {
@@ -159,7 +159,7 @@ struct txn_coord {
 	uint32_t *free;               /* fixed: indexes of the free records, a stack */
 	/*
 	 * Fixed: the transactions' partition and group lists, from two buddy
-	 * pools (bpool.h) sized at creation (--txn-partitions-max,
+	 * pools (arena.h) sized at creation (--txn-partitions-max,
 	 * --txn-groups-max), so a list that grows on the poll loop takes a
 	 * free block or is refused (txn_meta_tps_room -ENOMEM), never
 	 * allocates. A start-up replay that finds a pool full puts that list on
@@ -167,8 +167,16 @@ struct txn_coord {
 	 */
 	bool pooled;
 	bool replaying;               /* inside txn_coord_apply_batch */
-	struct txn_bpool tps_pool, grp_pool;
+	struct txn_arena tps_pool, grp_pool;   /* units: TPS_UNIT_BYTES, GRP_UNIT_BYTES */
 };
+
+/* The lists' pools' units (arena.h): TXN_COORD_TPS_UNIT partitions, one
+ * group, each rounded as the arena rounds a unit, so a pool of n units is
+ * n x unit bytes and the budget's per-entry bytes are exact. */
+#define TPS_UNIT_BYTES (TXN_COORD_TPS_UNIT * sizeof(struct txn_tp))
+#define GRP_UNIT_BYTES \
+	((sizeof(struct txn_group) + TXN_ARENA_UNIT_ALIGN - 1) / TXN_ARENA_UNIT_ALIGN * TXN_ARENA_UNIT_ALIGN)
+_Static_assert(TPS_UNIT_BYTES % TXN_ARENA_UNIT_ALIGN == 0, "a partitions unit is not rounded by the arena");
 
 #define TXN_COORD_SLOTS_INIT 64u   /* growing: doubles (control core, an id at a time) */
 /* A fixed record: the entry and the longest id with its NUL, aligned for the next one. */
@@ -219,14 +227,14 @@ size_t txn_coord_fixed_bytes_per_id(void)
 	return TXN_COORD_REC_BYTES + sizeof(uint32_t) + 2 * sizeof(struct txn_meta *);
 }
 
-size_t txn_coord_fixed_bytes_per_tp(void)
+size_t txn_coord_fixed_bytes_per_tp_unit(void)
 {
-	return txn_bpool_bytes(TXN_COORD_TPS_UNIT * sizeof(struct txn_tp), 1) / TXN_COORD_TPS_UNIT;
+	return txn_arena_bytes(TPS_UNIT_BYTES, TPS_UNIT_BYTES);
 }
 
 size_t txn_coord_fixed_bytes_per_group(void)
 {
-	return txn_bpool_bytes(sizeof(struct txn_group), 1);
+	return txn_arena_bytes(GRP_UNIT_BYTES, GRP_UNIT_BYTES);
 }
 
 int txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max, uint32_t tps_max, uint32_t groups_max)
@@ -239,15 +247,14 @@ int txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max, uint32_t tp
 	c->pool = calloc(ids_max, TXN_COORD_REC_BYTES);   /* pages are touched as ids come */
 	c->free = malloc((size_t)ids_max * sizeof(*c->free));
 	bool tps_ok = c->pool && c->free &&
-	              txn_bpool_init(&c->tps_pool, TXN_COORD_TPS_UNIT * sizeof(struct txn_tp),
-	                             tps_max / TXN_COORD_TPS_UNIT, TXN_COORD_TPS_ORDER_MAX) == 0;
-	bool grp_ok = tps_ok && txn_bpool_init(&c->grp_pool, sizeof(struct txn_group), groups_max,
-	                                       TXN_COORD_GROUPS_ORDER_MAX) == 0;
+	              txn_arena_init(&c->tps_pool, (size_t)(tps_max / TXN_COORD_TPS_UNIT) * TPS_UNIT_BYTES,
+	                             TPS_UNIT_BYTES) == 0;
+	bool grp_ok = tps_ok && txn_arena_init(&c->grp_pool, (size_t)groups_max * GRP_UNIT_BYTES, GRP_UNIT_BYTES) == 0;
 	if (!grp_ok || txn_htab_init(&c->tab, slots_for(ids_max), sizeof(struct txn_meta *), &id_ops, NULL) < 0) {
 		if (tps_ok)
-			txn_bpool_free(&c->tps_pool);
+			txn_arena_fini(&c->tps_pool);
 		if (grp_ok)
-			txn_bpool_free(&c->grp_pool);
+			txn_arena_fini(&c->grp_pool);
 		free(c->pool);
 		free(c->free);
 		free(c);
@@ -278,12 +285,9 @@ static bool in_pool(const struct txn_coord *c, const struct txn_meta *m)
 	return c->pool && b >= c->pool && b < c->pool + (size_t)c->pool_n * TXN_COORD_REC_BYTES;
 }
 
-static void list_free(struct txn_coord *c, struct txn_bpool *pool, void *list)
+static void list_free(struct txn_coord *c, struct txn_arena *pool, void *list)
 {
-	if (c && c->pooled && list && txn_bpool_owns(pool, list))
-		txn_bpool_put(pool, list);
-	else
-		free(list);
+	txn_mem_free(c && c->pooled ? pool : NULL, list);   /* the pool's block, or the heap's */
 }
 
 static void meta_free(struct txn_coord *c, struct txn_meta *m)
@@ -306,8 +310,8 @@ void txn_coord_destroy(struct txn_coord *c)
 		meta_free(c, *s);
 	txn_htab_free(&c->tab);
 	if (c->pooled) {
-		txn_bpool_free(&c->tps_pool);
-		txn_bpool_free(&c->grp_pool);
+		txn_arena_fini(&c->tps_pool);
+		txn_arena_fini(&c->grp_pool);
 	}
 	free(c->pool);
 	free(c->free);
@@ -386,12 +390,13 @@ bool txn_meta_has_tp(const struct txn_meta *m, const char *topic, size_t len, in
 
 /*
  * Make room for need entries in a list of esize-byte entries (cap in
- * entries). Fixed table: a block of the pool (unit entries per unit), the
- * old one given back; during a replay a full pool falls back to the heap.
+ * entries). Fixed table: the block grown in place if its buddies are free,
+ * else a new block of the pool and the old one given back (a copy); during
+ * a replay a full pool falls back to the heap.
  * Growing table: the heap, doubling from first_cap.
  */
-static int list_room(struct txn_meta *m, struct txn_bpool *pool, void **list, uint32_t used, uint32_t *cap,
-                     uint32_t need, size_t esize, uint32_t unit, uint32_t first_cap, uint32_t max)
+static int list_room(struct txn_meta *m, struct txn_arena *pool, void **list, uint32_t used, uint32_t *cap,
+                     uint32_t need, size_t esize, uint32_t first_cap, uint32_t max)
 {
 	if (need <= *cap)
 		return 0;
@@ -401,13 +406,13 @@ static int list_room(struct txn_meta *m, struct txn_bpool *pool, void **list, ui
 	void *n = NULL;
 	uint32_t ncap = 0;
 	if (c && c->pooled) {
-		unsigned k = txn_bpool_order_for((need + unit - 1) / unit);
-		if (*list && txn_bpool_owns(pool, *list) && txn_bpool_grow(pool, *list, k)) {
-			*cap = (1u << k) * unit;   /* in place: nothing to copy */
+		size_t bytes = (size_t)need * esize;
+		if (*list && txn_arena_owns(pool, *list) && txn_arena_grow(pool, *list, bytes)) {
+			*cap = (uint32_t)(txn_arena_block_bytes(pool, *list) / esize);   /* in place: nothing to copy */
 			return 0;
 		}
-		if ((n = txn_bpool_get(pool, k)))
-			ncap = (1u << k) * unit;
+		if ((n = txn_arena_alloc(pool, bytes)))
+			ncap = (uint32_t)(txn_arena_block_bytes(pool, n) / esize);
 		else if (!c->replaying)
 			return -ENOMEM;   /* the pool is full: the caller refuses retriably */
 		else if ((n = malloc((size_t)need * esize)))
@@ -438,7 +443,7 @@ int txn_meta_tps_room(struct txn_meta *m, uint32_t extra)
 	struct txn_coord *c = m->coord;
 	void *l = m->tps;
 	int rc = list_room(m, c ? &c->tps_pool : NULL, &l, m->ntps, &m->tps_cap, (uint32_t)need, sizeof(struct txn_tp),
-	                   TXN_COORD_TPS_UNIT, 8, TXN_PARTS_MAX);
+	                   8, TXN_PARTS_MAX);
 	m->tps = l;
 	return rc;
 }
@@ -451,7 +456,7 @@ int txn_meta_groups_room(struct txn_meta *m, uint32_t extra)
 	struct txn_coord *c = m->coord;
 	void *l = m->groups;
 	int rc = list_room(m, c ? &c->grp_pool : NULL, &l, m->ngroups, &m->groups_cap, (uint32_t)need,
-	                   sizeof(struct txn_group), 1, 1 /* mostly one group */, TXN_GROUPS_MAX);
+	                   sizeof(struct txn_group), 1 /* mostly one group */, TXN_GROUPS_MAX);
 	m->groups = l;
 	return rc;
 }
@@ -679,7 +684,7 @@ uint32_t txn_coord_lists_over(const struct txn_coord *c)
 	uint32_t n = 0, cur = 0;
 	for (struct txn_meta *const *s; (s = txn_htab_next((struct txn_htab *)&c->tab, &cur));) {
 		const struct txn_meta *m = *s;
-		n += (m->tps && !txn_bpool_owns(&c->tps_pool, m->tps)) + (m->groups && !txn_bpool_owns(&c->grp_pool, m->groups));
+		n += (m->tps && !txn_arena_owns(&c->tps_pool, m->tps)) + (m->groups && !txn_arena_owns(&c->grp_pool, m->groups));
 	}
 	return c->pooled ? n : 0;
 }

@@ -17,15 +17,12 @@
 
 #define TXN_ID_BYTES_MAX     1024     /* longer transactional ids are refused */
 #define TXN_GROUPS_MAX       64       /* consumer groups in one transaction */
-/* Fixed tables' list pools (bpool.h): partitions in blocks of 2^k units of
- * TXN_COORD_TPS_UNIT (a transaction's first costs one unit), groups one a unit. */
+/* Fixed tables' list pools (arena.h): partitions in blocks of 2^k units of
+ * TXN_COORD_TPS_UNIT (a transaction's first costs one unit), groups one a
+ * unit. A block of the whole pool holds any list the limits allow. */
 #define TXN_COORD_TPS_UNIT          4u
-#define TXN_COORD_TPS_ORDER_MAX     12u    /* 4096 units: 16384 partitions >= TXN_PARTS_MAX */
-#define TXN_COORD_GROUPS_ORDER_MAX  6u     /* 64 groups = TXN_GROUPS_MAX */
 #define TXN_COORD_TPS_DEFAULT       65536u /* --txn-partitions-max */
 #define TXN_COORD_GROUPS_DEFAULT    8192u  /* --txn-groups-max */
-_Static_assert((TXN_COORD_TPS_UNIT << TXN_COORD_TPS_ORDER_MAX) >= TXN_PARTS_MAX, "a full transaction fits a block");
-_Static_assert((1u << TXN_COORD_GROUPS_ORDER_MAX) >= TXN_GROUPS_MAX, "a full group list fits a block");
 #define TXN_GROUP_BYTES_MAX  TXN_GROUP_ID_BYTES_MAX
 #define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
 #define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
@@ -159,7 +156,7 @@ int  txn_coord_create(struct txn_coord **out);
  */
 int  txn_coord_create_fixed(struct txn_coord **out, uint32_t ids_max, uint32_t tps_max, uint32_t groups_max);
 size_t txn_coord_fixed_bytes_per_id(void);      /* what an id of a fixed table takes (the budget) */
-size_t txn_coord_fixed_bytes_per_tp(void);      /* what a partition of the lists' pool takes */
+size_t txn_coord_fixed_bytes_per_tp_unit(void); /* what TXN_COORD_TPS_UNIT partitions of the lists' pool take */
 size_t txn_coord_fixed_bytes_per_group(void);   /* what a group of the lists' pool takes */
 /* Fixed table: lists on the heap, past the pools (a replay of a log larger than they hold). */
 uint32_t txn_coord_lists_over(const struct txn_coord *c);

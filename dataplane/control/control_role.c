@@ -34,8 +34,7 @@ static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "--transactional-ids-max entries, each with room for the longest id, allocated at start-up "
 	              "(their partition lists apart)");
 	dp_budget_add(bd, "transactions' partitions", 1,
-	              (unsigned long long)(cfg->txn_tps_max / TXN_COORD_TPS_UNIT * TXN_COORD_TPS_UNIT) *
-	                      txn_coord_fixed_bytes_per_tp(),
+	              (unsigned long long)(cfg->txn_tps_max / TXN_COORD_TPS_UNIT) * txn_coord_fixed_bytes_per_tp_unit(),
 	              "--txn-partitions-max entries of open transactions' partition lists, a buddy pool");
 	dp_budget_add(bd, "transactions' groups", 1, (unsigned long long)cfg->txn_groups_max * txn_coord_fixed_bytes_per_group(),
 	              "--txn-groups-max entries of open transactions' group lists, a buddy pool");

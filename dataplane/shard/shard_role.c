@@ -33,7 +33,7 @@ static int shard_start(struct dp_core *c)
 	/* The producer and transaction state pool (txn/arena.h): the partitions' tables grow in it,
 	 * never by malloc on this core. Reserved whole; its pages are touched as tables use them. */
 	if (!(c->txn_arena = calloc(1, sizeof(*c->txn_arena))) ||
-	    txn_arena_init(c->txn_arena, dp_shard_txn_state_bytes(&c->b->cfg)) < 0) {
+	    txn_arena_init(c->txn_arena, dp_shard_txn_state_bytes(&c->b->cfg), TXN_ARENA_BLOCK_MIN_BYTES) < 0) {
 		free(c->txn_arena);
 		c->txn_arena = NULL;
 		return -ENOMEM;
@@ -120,7 +120,7 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active indexes (its "
 	              "producers and transactions in the pool below; sealed segments apart)");
 	unsigned long long pool = dp_shard_txn_state_bytes(cfg);
-	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), pool + pool / TXN_ARENA_BLOCK_MIN_BYTES,
+	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), txn_arena_bytes(pool, TXN_ARENA_BLOCK_MIN_BYTES),
 	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "
 	              "transactions grow to (and a byte per 64 B block)");
 	dp_budget_add(bd, "read slots", dp_budget_ndata(cfg), dp_shard_reads_bytes(),

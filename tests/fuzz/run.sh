@@ -117,7 +117,7 @@ target() {
 		# (txn/group.c); pstate: snapshots, their files and the partition's recovery
 		# (txn/pstate.c with txn/lso.c over a real log).
 		gen_kerr
-		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/txn/htab.c" "$root/txn/bpool.c" "$root/txn/arena.c"
+		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/txn/htab.c" "$root/txn/arena.c"
 			"$root/storage/log.c" "$root/storage/fop.c" "${storage[@]}" "$work/kerr.c")
 		inc=(-I"$root/storage" -I"$root/txn" -I"$work") libs=(-luring)
 		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)

@@ -694,7 +694,7 @@ static void test_pool(void)
 	struct txn_lso *l;
 	int64_t pid = 0;
 
-	CU_ASSERT_FATAL(txn_arena_init(&a, 64u << 10) == 0);
+	CU_ASSERT_FATAL(txn_arena_init(&a, 64u << 10, TXN_ARENA_BLOCK_MIN_BYTES) == 0);
 	CU_ASSERT_FATAL(txn_lso_create_in(&l, &a) == 0);
 	for (;; pid++) {
 		int rc = txn_lso_reserve(l);

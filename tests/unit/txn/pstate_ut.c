@@ -821,7 +821,7 @@ static void test_pool(void)
 	struct st_batch_hdr h;
 	int64_t held = 0;
 
-	CU_ASSERT_FATAL(txn_arena_init(&a, 256u << 10) == 0);
+	CU_ASSERT_FATAL(txn_arena_init(&a, 256u << 10, TXN_ARENA_BLOCK_MIN_BYTES) == 0);
 	CU_ASSERT_FATAL(txn_pstate_create_in(&ps, &a) == 0);
 	for (;; held++) {
 		int rc = txn_pstate_reserve(ps, held);
