@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
+#include "crc32c.h"
 #include "log_internal.h"
 #include "ut_batch.h"
 
@@ -481,6 +482,63 @@ static void test_torn_past_recovery_point(void)
 		}
 		ut_teardown();
 	}
+}
+
+/*
+ * A crash after a roll: the recovery point names the new segment at 0 bytes
+ * (every byte of the sealed one was durable), the new segment's batches were
+ * never recorded durable and its first one is torn (cut, with the rest), and
+ * the sealed segment's last batch is bad (a flipped byte). With nothing
+ * valid after it, the sealed segment is the tail and its bad end is cut as
+ * torn, the rules without the point, at the first open as at every later one
+ * (the first open set it aside up to the new segment's base, LEO 6, because
+ * the batches the cut then removed followed it; the next open cut it and the
+ * LEO moved back to 5; found by fuzz_recovery,
+ * regress/recovery/damage-before-cut-segment-*).
+ */
+static void test_damage_before_cut_segment(void)
+{
+	struct st_log *log;
+	uint64_t sizes[7] = { 0 };
+	uint8_t rp[ST_RP_BYTES];
+	const char *sealed = "00000000000000000000.log", *active = "00000000000000000006.log";
+	struct st_log_config cfg = cfg_default;
+
+	cfg.scan_sealed = true; /* else the sealed segment's index vouches for it and a read meets the damage */
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL(ut_append(log, i, 1, 100, 1000), i);
+		sizes[i + 1] = sizes[i] + lens[i];
+	}
+	ut_drive();
+	CU_ASSERT_EQUAL_FATAL(st_log_roll(log), 0);
+	for (int i = 6; i < 9; i++)
+		CU_ASSERT_EQUAL(ut_append(log, i, 1, 100, 1000), i);
+	ut_drive();
+	st_log_close(log);
+	/* The crash: the record as the roll left it, the new segment's first batch torn. */
+	st_put_be32(rp, ST_RP_MAGIC);
+	st_put_be32(rp + 4, ST_RP_VERSION);
+	st_put_be64(rp + 8, 6);
+	st_put_be64(rp + 16, 0);
+	st_put_be32(rp + 24, crc32c(0, rp, 24));
+	file_put(ST_RP_NAME, rp, sizeof(rp));
+	file_flip(active, 100);
+	file_flip(sealed, sizes[5] + 300); /* batch 5: the sealed segment's last */
+	for (int open = 0; open < 2; open++) {
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(st_log_end_offset(log), 5);
+		CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+		ut_check_locate(log, 0, 5, 1 << 16, 0, 5);
+		CU_ASSERT_FALSE(file_exists(active));
+		CU_ASSERT_EQUAL(file_size(sealed), sizes[5]);
+		if (open == 1)
+			CU_ASSERT_EQUAL(ut_append(log, 9, 1, 100, 10), 5); /* where the first open left the end */
+		ut_drive();
+		st_log_close(log);
+	}
+	ut_teardown();
 }
 
 /* A log of n 2-record batches in 8 KiB segments; returns the segment count. */
@@ -1851,6 +1909,7 @@ int main(void)
 	CU_add_test(s, "corrupt middle batch", test_corrupt_middle);
 	CU_add_test(s, "torn write: a hole of zeros before written pages", test_torn_write_hole);
 	CU_add_test(s, "torn write past the recovery point: cut", test_torn_past_recovery_point);
+	CU_add_test(s, "damage before a segment cut past the recovery point", test_damage_before_cut_segment);
 	CU_add_test(s, "sealed segment: damaged first batch", test_sealed_first_batch);
 	CU_add_test(s, "sealed segment: damage met by a read", test_sealed_damage_at_read);
 	CU_add_test(s, "sealed segment: a length ending near the end", test_sealed_length_near_end);
