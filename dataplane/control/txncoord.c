@@ -228,7 +228,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		write_put(t, w);
 		return -ENOMEM;
 	}
-	/* Only the op's own record applies the identity; a compaction's only carries it (init_pending). */
+	/* Only the op's own record carries and applies the identity (a compaction waits for it: maybe_compact). */
 	*w = (struct txnc_write){ .step = step, .compact = compact, .fault = fault, .init = ini && step, .m = m,
 	                          .buf = buf };
 	if (ini)
@@ -316,11 +316,14 @@ static void maybe_compact(struct dp_core *c)
 	uint32_t room = dp_clog_compact_room(l);
 	cur = l->cursor;
 	while (room && (m = txn_coord_next(t->coord, &cur))) {
-		if (!m->compact_due)
+		/* An id whose InitProducerId record is in flight waits, flagged, for a later slice
+		 * (the rescan below keeps the compaction going until then): its old identity
+		 * written after that record would undo it at the next start, and the new one
+		 * written before it is durable would outlive a failed record the client was
+		 * never answered for (its retry with the old epoch would then be fenced). */
+		if (!m->compact_due || init_pending(t, m))
 			continue;
-		/* An id whose InitProducerId record is in flight is rewritten with the identity that
-		 * record carries: written after it, its durable one would undo it at the next start. */
-		int rc = persist_ex(c, m, false, true, init_pending(t, m));
+		int rc = persist_ex(c, m, false, true, NULL);
 		if (rc == -ENOMEM)
 			break;   /* no write record or buffer free now: flagged still, the next tick */
 		m->compact_due = false;
@@ -1229,4 +1232,13 @@ void dp_txnc_stop(struct dp_core *c)
 {
 	if (c->txnc && c->txnc->clog.log)
 		st_log_close(c->txnc->clog.log);
+}
+
+void dp_txnc_destroy(struct dp_core *c)
+{
+	if (!c->txnc)
+		return;
+	txn_coord_destroy(c->txnc->coord);
+	free(c->txnc);
+	c->txnc = NULL;
 }
