@@ -226,14 +226,17 @@ AMP_PARTITION_ENTRIES = 3000
 AMP_REQUESTS_PER_CONN = 50
 AMP_CONNS = 6
 AMP_BATCH_VALUE_BYTES = 50000       # ~200 KB batches: larger than any buffer lent ahead (64 KiB)
-AMP_MEMORY_BOUND_BYTES = 1 << 30    # the broker's peak VmSize and VmRSS over the whole run
+# What the attack may add to the broker's peak VmSize and VmRSS over the run. A growth, not a total:
+# the broker reserves its pools whole at start-up (--print-budget; budget.sh holds RSS to that sum),
+# so its idle figures move with every pool added; the amplification must not add more than this.
+AMP_MEMORY_GROWTH_BOUND_BYTES = 448 << 20
 
 
 def amplification(a):
     """Issue 10 follow-up: a Fetch of 3,000 partition entries and MaxBytes 100 used to lend
     every entry a buffer for its first batch (~3 GB per request with 1 MiB batches; 50 such
     pipelined took a broker to VmSize 150 GB). Pipelined on several connections at once, the
-    broker's peak VmSize and VmRSS must stay under AMP_MEMORY_BOUND_BYTES, and every answer
+    broker's peak VmSize and VmRSS may grow by AMP_MEMORY_GROWTH_BOUND_BYTES at most, and every answer
     must be Kafka's (the first batch of the first entry, whole; nothing for the rest)."""
     import threading
     topic = a.topic + '-amp'
@@ -284,8 +287,8 @@ def amplification(a):
           f'{AMP_PARTITION_ENTRIES} entries, MaxBytes 100: broker VmPeak {before["VmPeak"] >> 20} -> '
           f'{after["VmPeak"] >> 20} MB, VmHWM {before["VmHWM"] >> 20} -> {after["VmHWM"] >> 20} MB')
     for k in ('VmPeak', 'VmHWM'):
-        if after[k] >= AMP_MEMORY_BOUND_BYTES:
-            problems.append(f'{k} {after[k] >> 20} MB, bound {AMP_MEMORY_BOUND_BYTES >> 20} MB')
+        if after[k] - before[k] >= AMP_MEMORY_GROWTH_BOUND_BYTES:
+            problems.append(f'{k} grew {(after[k] - before[k]) >> 20} MB, bound {AMP_MEMORY_GROWTH_BOUND_BYTES >> 20} MB')
     for why in problems[:10]:
         print(f'FAIL amplification: {why}')
     return not problems
