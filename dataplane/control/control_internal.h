@@ -20,9 +20,11 @@ int  dp_txnc_start(struct dp_core *c);      /* core setup: load and finish inter
 size_t dp_txnc_write_bytes(void);          /* init only: one log write record of its pool (budget) */
 void dp_txnc_timer(struct dp_core *c);
 void dp_txnc_stop(struct dp_core *c);
+void dp_txnc_destroy(struct dp_core *c);   /* after stop: frees the table and its pools */
 int  dp_group_start(struct dp_core *c);     /* core setup: load committed offsets */
 void dp_group_timer(struct dp_core *c);
 void dp_group_stop(struct dp_core *c);
+void dp_group_destroy(struct dp_core *c);   /* after stop: frees the tables */
 /* The transaction log's write completions (st_log_append_cb; group.c has one per kind of write). */
 void dp_txnc_on_write(void *cookie, int status, int64_t base_offset);
 

@@ -1545,3 +1545,13 @@ void dp_group_stop(struct dp_core *c)
 	if (c->grp && c->grp->clog.log)
 		st_log_close(c->grp->clog.log);
 }
+
+void dp_group_destroy(struct dp_core *c)
+{
+	if (!c->grp)
+		return;
+	grp_offsets_destroy(c->grp->offsets);
+	grp_coord_destroy(c->grp->coord);
+	free(c->grp);
+	c->grp = NULL;
+}

@@ -1233,3 +1233,12 @@ void dp_txnc_stop(struct dp_core *c)
 	if (c->txnc && c->txnc->clog.log)
 		st_log_close(c->txnc->clog.log);
 }
+
+void dp_txnc_destroy(struct dp_core *c)
+{
+	if (!c->txnc)
+		return;
+	txn_coord_destroy(c->txnc->coord);
+	free(c->txnc);
+	c->txnc = NULL;
+}
