@@ -27,6 +27,13 @@ static void control_stop(struct dp_core *c)
 	dp_group_stop(c);
 }
 
+/* After the ring is gone: the coordinators' tables and pools (a restarted simulated machine makes new ones). */
+static void control_destroy(struct dp_core *c)
+{
+	dp_txnc_destroy(c);
+	dp_group_destroy(c);
+}
+
 /* The coordinators' tables and pools on the control core (one, whatever --cores). */
 static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 {
@@ -44,6 +51,7 @@ static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 
 const struct dp_role dp_control_role = {
 	.name = "control", .start = control_start, .timer = control_timer, .stop = control_stop,
+	.destroy = control_destroy,
 	.budget = control_budget,
 };
 
