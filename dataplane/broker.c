@@ -130,8 +130,7 @@ void dp_broker_release(struct dp_broker *b)
 		if (c->topic_index)
 			txn_htab_free(c->topic_index);
 		free(c->topic_index);
-		free(c->ctrl);
-		free(c->ctrl_pids);
+		dp_scan_release(c);
 		free(c);
 		b->cores[i] = NULL;
 	}

@@ -448,6 +448,7 @@ int dp_scan_data_dir(struct dp_broker *b)
 	cc->ctrl_pids = calloc(1, sizeof(*cc->ctrl_pids));
 	if (!cc->ctrl || !cc->ctrl_pids)
 		return -ENOMEM;
+	cc->ctrl_pids->dirfd = -1;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
@@ -510,4 +511,18 @@ int dp_scan_data_dir(struct dp_broker *b)
 		}
 	}
 	return 0;
+}
+
+/* teardown, after the cores stopped: what dp_scan_data_dir made (a simulated machine boots many times). */
+void dp_scan_release(struct dp_core *cc)
+{
+	free(cc->ctrl);
+	cc->ctrl = NULL;
+	if (cc->ctrl_pids) {
+		free(cc->ctrl_pids->w);
+		if (cc->ctrl_pids->dirfd >= 0)
+			close(cc->ctrl_pids->dirfd);
+		free(cc->ctrl_pids);
+		cc->ctrl_pids = NULL;
+	}
 }

@@ -18,5 +18,6 @@ extern const struct dp_role dp_control_role;
 void dp_control_provide(struct dp_broker *b);
 
 int  dp_scan_data_dir(struct dp_broker *b);              /* init only: recovered topics */
+void dp_scan_release(struct dp_core *cc);               /* teardown: what the scan made */
 
 #endif

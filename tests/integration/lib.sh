@@ -53,6 +53,13 @@ integ_cleanup() {
 			log "broker log tail ($BROKER_LOG):"
 			tail -n 40 "$BROKER_LOG" >&2
 		fi
+		# Sanitizer reports a script sent to files (log_path=$WORK/san).
+		local f
+		for f in "$WORK"/san*; do
+			[ -s "$f" ] || continue
+			log "sanitizer report $f:"
+			head -n 80 "$f" >&2
+		done
 		# Logs stay for the post-mortem; the data (hundreds of MB) only on request.
 		[ "${SLUICE_KEEP:-0}" = 1 ] || rm -rf "$DATA"
 		log "exit $rc; kept $WORK (data dir too only with SLUICE_KEEP=1)"
