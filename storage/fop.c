@@ -173,8 +173,8 @@ static void fop_start(struct st_io *io, struct st_fop *f, unsigned plan, st_fop_
 	fop_submit_step(f);
 }
 
-void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
-                  st_fop_cb cb, void *arg)
+static void fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
+                      unsigned plan, st_fop_cb cb, void *arg)
 {
 	assert(len > 0 && len <= UINT32_MAX);
 	f->fd = fd;
@@ -183,20 +183,19 @@ void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, s
 	f->pos = pos;
 	f->tmp = f->name = f->drop = NULL;
 	f->keep = false;
-	fop_start(io, f, FOP_WRITE, cb, arg);
+	fop_start(io, f, plan, cb, arg);
+}
+
+void st_fop_write(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
+                  st_fop_cb cb, void *arg)
+{
+	fop_write(io, f, fd, buf, len, pos, FOP_WRITE, cb, arg);
 }
 
 void st_fop_write_sync(struct st_io *io, struct st_fop *f, int fd, const void *buf, size_t len, uint64_t pos,
                        st_fop_cb cb, void *arg)
 {
-	assert(len > 0 && len <= UINT32_MAX);
-	f->fd = fd;
-	f->buf = buf;
-	f->len = len;
-	f->pos = pos;
-	f->tmp = f->name = f->drop = NULL;
-	f->keep = false;
-	fop_start(io, f, FOP_WRITE | FOP_SYNC, cb, arg);
+	fop_write(io, f, fd, buf, len, pos, FOP_WRITE | FOP_SYNC, cb, arg);
 }
 
 void st_fop_create(struct st_io *io, struct st_fop *f, int dirfd, const char *name, const void *buf, size_t len,
