@@ -13,7 +13,7 @@
 # replay it), FUZZ_WIRE_ARGS (more wire_fuzz.py options), FUZZ_WIRE_SECONDS,
 # FUZZ_WIRE_RSS_MB (default 2048: ASan about doubles the broker's footprint, and
 # growth without bound passes it within seconds), SLUICE_CORES (default 3).
-# A longer run: FUZZ_WIRE_SECONDS=1800 meson test -C build -t 10 fuzz_wire.
+# A longer run: FUZZ_WIRE_SECONDS=1800 meson test -C build -t 25 fuzz_wire.
 # On a failure the burst that did it is kept in the work dir and replayed frame
 # by frame against a fresh broker, to name the single request that does it.
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +24,9 @@ PY=$(command -v python3) || skip "python3 is not installed"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FUZZ=$ROOT/tests/fuzz/wire_fuzz.py
-SECONDS_FUZZ=${FUZZ_WIRE_SECONDS:-90}
+# The caller's FUZZ_WIRE_SECONDS wins over the test's own (FUZZ_WIRE_TEST_SECONDS, set by
+# meson, whose test env would override a caller's value of the same name).
+SECONDS_FUZZ=${FUZZ_WIRE_SECONDS:-${FUZZ_WIRE_TEST_SECONDS:-90}}
 RSS_MB=${FUZZ_WIRE_RSS_MB:-2048}
 SEED=${FUZZ_WIRE_SEED:-$(( (RANDOM << 15 | RANDOM) ))}
 MAX_FRAME=1048576   # wire_fuzz.py's MAX_FRAME_BYTES
