@@ -1758,9 +1758,13 @@ int main(int argc, char **argv)
 			first_failed = s;
 	}
 	if (failed) {
-		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s\n", failed,
-		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "",
-		       M.cores != 3 ? " --cores N (as given)" : "");
+		char cores[32] = "", faults[32] = "";
+		if (M.cores != 3)
+			snprintf(cores, sizeof(cores), " --cores %d", M.cores);
+		if (M.disk_faults >= 0)
+			snprintf(faults, sizeof(faults), " --disk-faults %d", M.disk_faults);
+		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s%s\n", failed,
+		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "", cores, faults);
 		return 1;
 	}
 	printf("all %" PRIu64 " seeds passed\n", nseeds);
