@@ -204,9 +204,12 @@
  * after ENOSPC only once this much space is free again. */
 #define DP_PROBE_FIRST_MS       1000
 #define DP_PROBE_MAX_MS         60000
+#define DP_PROBE_BUSY_MS        100      /* a probe that met the log busy looks again this soon */
 #define DP_PROBE_FREE_BYTES_MIN (1u << 20)
 #define DP_FAULT_HOLD_MS        5000     /* test only: --fault-marker-write-fail holds the probe at most this long */
 #define DP_FDS_RESERVED         256
+/* How often a shard applies retention (size and time) to its partitions. */
+#define DP_RETENTION_CHECK_MS   30000
 
 /* Start-up: how long a busy listen port is waited for (a SIGKILLed broker's
  * listeners outlive it for a moment; see dp_wait_port), polled this often. */

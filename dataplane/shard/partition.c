@@ -291,7 +291,7 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 	if (p->fault_hold_ms > c->now_ms)
 		return;   /* test only: a marker sent again is to meet the partition offline first */
 	if (!st_log_idle(p->log) || p->reads || p->dupwait || part_files_busy(p) || p->markers_writing) {
-		p->probe_ms = c->now_ms + 100;   /* not reachable today: failed logs take no appends */
+		p->probe_ms = c->now_ms + DP_PROBE_BUSY_MS;   /* not reachable today: failed logs take no appends */
 		return;
 	}
 	p->probe_ms = c->now_ms + p->probe_backoff_ms;
@@ -332,7 +332,7 @@ void dp_shard_timer(struct dp_core *c)
 	/* Retention may close a segment a cold read still names by its fd: it waits for them. */
 	bool retain = c->now_ms >= c->next_retention_ms && !c->reads_inflight;
 	if (retain)
-		c->next_retention_ms = c->now_ms + 30000;
+		c->next_retention_ms = c->now_ms + DP_RETENTION_CHECK_MS;
 	/* A round starts once the last one reached every partition: each gets its snapshot, however
 	 * long a round takes (the interval is the least time between two of a partition's). */
 	bool snap = c->now_ms >= c->next_snapshot_ms && !c->snap_round_open;
