@@ -4,7 +4,9 @@
 # makes a private temp dir ($WORK, with $DATA for the broker), installs an EXIT
 # trap that always kills the broker, and picks a free port ($PORT, $BOOTSTRAP).
 # On failure the logs in the temp dir are kept and the broker log tail is
-# printed; on success everything is removed. SLUICE_KEEP=1 keeps all, data too.
+# printed, and so are the tails of the files a script names in INTEG_FAIL_LOGS
+# (its clients' logs); on success everything is removed. SLUICE_KEEP=1 keeps
+# all, data too.
 #
 # Env knobs: SLUICE_CORES (broker --cores), SLUICE_LOG_LEVEL (default info),
 # SLUICE_PORT_BASE (default: a per-test range inside 20000..31999).
@@ -53,8 +55,15 @@ integ_cleanup() {
 			log "broker log tail ($BROKER_LOG):"
 			tail -n 40 "$BROKER_LOG" >&2
 		fi
-		# Sanitizer reports a script sent to files (log_path=$WORK/san).
+		# The script's own helpers' logs, named in INTEG_FAIL_LOGS (the last
+		# lines say what each client saw when the check failed).
 		local f
+		for f in ${INTEG_FAIL_LOGS:-}; do
+			[ -f "$f" ] || continue
+			log "tail of $f ($(wc -l <"$f") lines):"
+			tail -n 30 "$f" >&2
+		done
+		# Sanitizer reports a script sent to files (log_path=$WORK/san).
 		for f in "$WORK"/san*; do
 			[ -s "$f" ] || continue
 			log "sanitizer report $f:"
