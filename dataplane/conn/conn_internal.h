@@ -56,6 +56,8 @@ struct dp_fetch_part {
 	bool min_one;                 /* may read its first batch whole past max_bytes (KIP-74: first with records) */
 	bool cut;                     /* records cut to MaxBytes (fetch_limit_response): more would not fit */
 	bool ready;                   /* fetch_round: prepared, to be asked of its owner */
+	bool deferred;                /* no credit toward its owner when asked: asked when an answer of this
+	                               * request gives one back (fetch_deferred), else answered with the error */
 };
 
 

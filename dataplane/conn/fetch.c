@@ -82,8 +82,10 @@ static bool fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	if (!dp_send_room(c, fp->owner, 1)) {
 		fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
 		fp->out->Records = (struct kbytes){ NULL, 0 };
+		fp->deferred = true;
 		return false;
 	}
+	fp->deferred = false;
 	struct dp_msg m = {
 		.type = DP_MSG_FETCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
 		.gen = fp->gen, .partition = fp->partition,
@@ -116,6 +118,7 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (fp->owner < 0)
 			continue;   /* answered locally with an error */
+		fp->deferred = false;
 		fp->max_bytes = fp->part_max < budget ? fp->part_max : budget;
 		budget -= fp->max_bytes;
 		fp->min_one = first;   /* later ones get it again only if those before had none */
@@ -234,6 +237,31 @@ static bool has_zstd(const uint8_t *p, uint32_t len)
 	return false;
 }
 
+/*
+ * An answer from owner gave back the credit its ask held: this request's
+ * partitions refused for credit toward that owner are asked now, as far as
+ * credit allows. Refused for good only when none of its asks is left to give
+ * one back (their error stays). Otherwise a fetch with more partitions on one
+ * owner than the credit always had some of them refused, and which ones
+ * depended on the order of its partitions: a client that rotates its order
+ * by one each fetch, as librdkafka does, against a round that rotates by one
+ * too (fetch_round), met the same partition refused every time, and a
+ * read_committed consumer never read it (txn_basic_credit, 1 of ~6 runs).
+ */
+static void fetch_deferred(struct dp_core *c, struct dp_req *r, int owner)
+{
+	for (uint32_t i = 0; i < r->nfparts; i++) {
+		struct dp_fetch_part *fp = &r->fparts[i];
+		if (!fp->deferred || fp->owner != owner)
+			continue;
+		if (!dp_send_room(c, owner, 1))
+			return;
+		fp->out->ErrorCode = KERR_NONE;
+		fp->out->Records = (struct kbytes){ fp->buf, 0 };
+		fetch_send(c, r, i);
+	}
+}
+
 void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 {
 	struct dp_fetch_part *fp = &r->fparts[m->idx];
@@ -269,6 +297,7 @@ void dp_fetch_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		out->AbortedTransactions = (void *)(fp->buf + pos + 8);
 		out->AbortedTransactions_n = (int32_t)n;
 	}
+	fetch_deferred(c, r, m->src);
 }
 
 /*
@@ -395,6 +424,9 @@ static bool fetch_topup(struct dp_core *c, struct dp_req *r, uint32_t i, uint32_
  */
 bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 {
+	/* Every ask is answered: a partition still refused for credit keeps its error (fetch_deferred). */
+	for (uint32_t i = 0; i < r->nfparts; i++)
+		r->fparts[i].deferred = false;
 	r->in_more = true;
 	for (int wakes = 0;; wakes++) {
 		if (r->woken) {

@@ -62,7 +62,8 @@
  * describe producers, creates and deletes), and the coordinator's markers
  * and partition grants, ask dp_send_room() first and are refused beyond
  * DP_XMSG_CREDITS (the partition gets a retriable error; the coordinator
- * sends again on its timer). Before that, past half of the credit toward
+ * sends again on its timer; a fetch first asks it again when one of its own
+ * answers gives credit back, conn/fetch.c). Before that, past half of the credit toward
  * another data core, a NIC core starts no new request (its connections
  * pause, conn.c), so a request's fan-out normally finds room. A request to the control core
  * (coordinator calls, call.h, and InitProducerId) is counted but never refused: a

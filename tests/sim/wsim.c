@@ -101,6 +101,7 @@ static struct {
 	int cores;
 	int disk_faults;              /* --disk-faults: -1 seeded, else this class for every seed */
 	bool no_sync_eio;             /* --no-sync-eio: fdatasync never fails */
+	uint32_t credits;             /* --credits: the broker's --test-xmsg-credits (0: its default) */
 	bool started[DP_CORES_MAX];   /* dp_core_start succeeded: the core is stopped at the end */
 	bool verbose;
 	/* cold reads done synchronously, completed at the core's next reap (seam: dp_seam_prep_read) */
@@ -232,6 +233,7 @@ static int broker_boot(void)
 	cfg->txn_ids_max = W_TXN_IDS_MAX;
 	cfg->test_appends_max = W_APPENDS_MAX;
 	cfg->test_txn_allows_max = W_TXN_ALLOWS_MAX;
+	cfg->test_xmsg_credits = M.credits;
 	cfg->log_level = dp_log_level = M.verbose ? (getenv("WSIM_DEBUG") ? DP_LOG_DEBUG : DP_LOG_INFO) : DP_LOG_ERROR;
 	M.stop = 0;
 	M.ready = 0;
@@ -1072,26 +1074,36 @@ static void fetch_walk(const struct FetchResponse_PartitionData *pd, int part, i
 	}
 }
 
-static int send_fetch(struct w_conn *wc, const int64_t *from, int8_t isolation, int32_t wait_ms, uint8_t kind)
+/*
+ * A Fetch of every partition, in order from partition rot on: librdkafka moves the start of its
+ * list on by one each fetch, so a topic may come twice (its tail first, then its head).
+ */
+static int send_fetch(struct w_conn *wc, const int64_t *from, int8_t isolation, int32_t wait_ms, uint8_t kind,
+                      uint32_t rot)
 {
 	struct FetchRequest req;
-	struct FetchRequest_FetchTopic ft[W_TOPICS];
+	struct FetchRequest_FetchTopic ft[W_TOPICS + 1];
 	struct FetchRequest_FetchPartition fp[W_PARTS];
 	FetchRequest_init(&req);
-	for (int ti = 0; ti < W_TOPICS; ti++) {
-		FetchRequest_FetchTopic_init(&ft[ti]);
-		ft[ti].Topic = kstr_of(topic_names[ti]);
-		ft[ti].Partitions_n = W_PARTS_PER_TOPIC;
-		ft[ti].Partitions = &fp[ti * W_PARTS_PER_TOPIC];
-		for (int pi = 0; pi < W_PARTS_PER_TOPIC; pi++) {
-			struct FetchRequest_FetchPartition *f = &fp[ti * W_PARTS_PER_TOPIC + pi];
-			FetchRequest_FetchPartition_init(f);
-			f->Partition = pi;
-			f->CurrentLeaderEpoch = -1;
-			f->FetchOffset = from[ti * W_PARTS_PER_TOPIC + pi];
-			f->LogStartOffset = -1;
-			f->PartitionMaxBytes = W_FETCH_PART_BYTES;
+	int nt = 0, last_ti = -1;
+	for (int k = 0; k < W_PARTS; k++) {
+		int part = (int)((rot + (uint32_t)k) % W_PARTS), ti = part / W_PARTS_PER_TOPIC;
+		if (ti != last_ti) {
+			FetchRequest_FetchTopic_init(&ft[nt]);
+			ft[nt].Topic = kstr_of(topic_names[ti]);
+			ft[nt].Partitions_n = 0;
+			ft[nt].Partitions = &fp[k];
+			nt++;
+			last_ti = ti;
 		}
+		struct FetchRequest_FetchPartition *f = &fp[k];
+		FetchRequest_FetchPartition_init(f);
+		f->Partition = part % W_PARTS_PER_TOPIC;
+		f->CurrentLeaderEpoch = -1;
+		f->FetchOffset = from[part];
+		f->LogStartOffset = -1;
+		f->PartitionMaxBytes = W_FETCH_PART_BYTES;
+		ft[nt - 1].Partitions_n++;
 	}
 	req.ReplicaId = -1;
 	req.MaxWaitMs = wait_ms;
@@ -1100,7 +1112,7 @@ static int send_fetch(struct w_conn *wc, const int64_t *from, int8_t isolation, 
 	req.IsolationLevel = isolation;
 	req.SessionId = 0;
 	req.SessionEpoch = -1;
-	req.Topics_n = W_TOPICS;
+	req.Topics_n = nt;
 	req.Topics = ft;
 	req.RackId = kstr_of("");
 	return conn_send(wc, KAPI_FETCH, V_FETCH, &kschema_FetchRequest, &req, kind, 0);
@@ -1208,7 +1220,7 @@ static void cons_poll(void)
 		int64_t from[W_PARTS];
 		for (int i = 0; i < W_PARTS; i++)
 			from[i] = W.live[i].next;
-		if (send_fetch(wc, from, 1, 5 + (int32_t)sim_below(50), K_FETCH) == 0)
+		if (send_fetch(wc, from, 1, 5 + (int32_t)sim_below(50), K_FETCH, 0) == 0)
 			W.cons_waiting = true;
 	}
 }
@@ -1328,8 +1340,9 @@ static int create_topics_once(void)
 		if (f == 1) {
 			struct CreateTopicsResponse resp;
 			rc = decode(&kschema_CreateTopicsResponse, &r, V_CREATE_TOPICS, &resp);
+			/* Per topic: one that exists already is a retry's (create_topics), not another's error. */
 			for (int i = 0; rc == 0 && i < resp.Topics_n; i++)
-				if (resp.Topics[i].ErrorCode)
+				if (resp.Topics[i].ErrorCode && resp.Topics[i].ErrorCode != KERR_TOPIC_ALREADY_EXISTS)
 					rc = -resp.Topics[i].ErrorCode;
 			goto out;
 		}
@@ -1347,9 +1360,11 @@ static int create_topics(void)
 	int rc = -ETIMEDOUT;
 	for (int attempt = 0; attempt < 20; attempt++) {
 		rc = create_topics_once();
-		if (rc == 0 || rc == -KERR_TOPIC_ALREADY_EXISTS)
+		if (rc == 0)
 			return 0;
-		if (rc != -ECONNRESET && rc != -ETIMEDOUT)
+		/* REQUEST_TIMED_OUT: retriable, as a client takes it (the broker's answer when it had no
+		 * credit toward the control core, --credits). */
+		if (rc != -ECONNRESET && rc != -ETIMEDOUT && rc != -KERR_REQUEST_TIMED_OUT)
 			return rc;
 		M.now_us += W_BACKOFF_US;
 	}
@@ -1392,11 +1407,17 @@ static bool final_read(void)
 	if (!conn_open(wc))
 		goto out;
 	bool waiting = false;
+	/* The list starts one partition earlier each fetch: against a broker that moves its own start
+	 * on by one each round, as fetch_round does, the same partition comes last every time. Any order
+	 * is a client's to choose (librdkafka moves its start on by one each fetch); none may starve
+	 * a partition. */
+	uint32_t rot = 0;
 	while (M.now_us < until) {
 		if (!waiting) {
-			if (send_fetch(wc, from, 1, 10, K_FETCH) < 0)
+			if (send_fetch(wc, from, 1, 10, K_FETCH, rot) < 0)
 				goto out;
 			waiting = true;
+			rot += W_PARTS - 1;
 		}
 		turn();
 		if (conn_pump(wc))
@@ -1699,7 +1720,7 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--disk-faults 0-3] [--no-sync-eio]\n"
-	                "                   [--replay-check] [--verbose]\n");
+	                "                   [--credits N] [--replay-check] [--verbose]\n");
 }
 
 int main(int argc, char **argv)
@@ -1725,6 +1746,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--disk-faults") && i + 1 < argc) {
 			M.disk_faults = atoi(argv[++i]);
 			if (M.disk_faults < 0 || M.disk_faults > 3) {
+				usage();
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--credits") && i + 1 < argc) {
+			M.credits = (uint32_t)strtoul(argv[++i], NULL, 10);
+			if (M.credits < 1 || M.credits > DP_XMSG_CREDITS) {
 				usage();
 				return 2;
 			}
