@@ -1785,13 +1785,15 @@ int main(int argc, char **argv)
 			first_failed = s;
 	}
 	if (failed) {
-		char cores[32] = "", faults[32] = "";
+		char cores[32] = "", faults[32] = "", credits[32] = "";
 		if (M.cores != 3)
 			snprintf(cores, sizeof(cores), " --cores %d", M.cores);
 		if (M.disk_faults >= 0)
 			snprintf(faults, sizeof(faults), " --disk-faults %d", M.disk_faults);
-		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s%s\n", failed,
-		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "", cores, faults);
+		if (M.credits)
+			snprintf(credits, sizeof(credits), " --credits %u", M.credits);
+		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s%s%s\n", failed,
+		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "", cores, faults, credits);
 		return 1;
 	}
 	printf("all %" PRIu64 " seeds passed\n", nseeds);
