@@ -50,6 +50,7 @@ struct dp_req {
 	bool in_park_list;
 	bool in_more;                 /* inside dp_fetch_more: a watch firing now only sets woken */
 	uint32_t topups;              /* partitions read again with more of MaxBytes (fetch_topup) */
+	uint32_t deferred;            /* partitions refused for credit, to be asked again (fetch_deferred) */
 
 	/* A coordinator request: its call (call.h), a pool buffer of call_bytes
 	 * held by r (NULL: none, or refused and shaped in r's arena). */

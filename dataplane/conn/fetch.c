@@ -82,9 +82,13 @@ static bool fetch_send(struct dp_core *c, struct dp_req *r, uint32_t i)
 	if (!dp_send_room(c, fp->owner, 1)) {
 		fp->out->ErrorCode = DP_FETCH_ERR_NO_BUFFER;
 		fp->out->Records = (struct kbytes){ NULL, 0 };
+		if (!fp->deferred)
+			r->deferred++;
 		fp->deferred = true;
 		return false;
 	}
+	if (fp->deferred)
+		r->deferred--;
 	fp->deferred = false;
 	struct dp_msg m = {
 		.type = DP_MSG_FETCH, .ctx = r, .idx = i, .topic_id = fp->topic_id,
@@ -114,6 +118,7 @@ static void fetch_round(struct dp_core *c, struct dp_req *r)
 {
 	uint32_t budget = (uint32_t)r->max_bytes;
 	bool first = true;
+	r->deferred = 0;
 	for (uint32_t i = 0; i < r->nfparts; i++) {
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (fp->owner < 0)
@@ -250,7 +255,7 @@ static bool has_zstd(const uint8_t *p, uint32_t len)
  */
 static void fetch_deferred(struct dp_core *c, struct dp_req *r, int owner)
 {
-	for (uint32_t i = 0; i < r->nfparts; i++) {
+	for (uint32_t i = 0; r->deferred && i < r->nfparts; i++) {
 		struct dp_fetch_part *fp = &r->fparts[i];
 		if (!fp->deferred || fp->owner != owner)
 			continue;
@@ -425,8 +430,9 @@ static bool fetch_topup(struct dp_core *c, struct dp_req *r, uint32_t i, uint32_
 bool dp_fetch_more(struct dp_core *c, struct dp_req *r)
 {
 	/* Every ask is answered: a partition still refused for credit keeps its error (fetch_deferred). */
-	for (uint32_t i = 0; i < r->nfparts; i++)
+	for (uint32_t i = 0; r->deferred && i < r->nfparts; i++)
 		r->fparts[i].deferred = false;
+	r->deferred = 0;
 	r->in_more = true;
 	for (int wakes = 0;; wakes++) {
 		if (r->woken) {
