@@ -1874,9 +1874,16 @@ static int log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_
 	uint64_t end = p + (uint64_t)total; /* KIP-74: the first batch goes whole */
 	expect = h.base_offset + h.last_offset_delta + 1;
 	/* The range stops before damage (known or met now): a fetch from there reports it; and
-	 * before a header not in the page cache (nowait): the next fetch starts there. */
+	 * before a header not in the page cache (nowait): ST_LOG_LOCATE_COLD where the batch
+	 * there is below lim and one could still fit max_bytes, so that the caller can bring
+	 * it in and ask again (a fetch used to get only the batches whose headers happened
+	 * to be cached: fewer than Kafka sends, and fewer on a busy machine). */
+	int rc = 0;
 	while (end < seg->durable_size && !(seg->ndmg && seg_damage_at(seg, end))) {
-		if (seg_read_header(seg, end, &h, nowait) < 0 || h.base_offset != expect)
+		int got = seg_read_header(seg, end, &h, nowait);
+		if (got == -EAGAIN && expect < lim && end - p + ST_BATCH_HEADER_BYTES <= max_bytes)
+			rc = ST_LOG_LOCATE_COLD;
+		if (got < 0 || h.base_offset != expect)
 			break;
 		total = (int)(12 + (int64_t)h.batch_length);
 		if (h.base_offset + h.last_offset_delta >= lim || end + (uint64_t)total - p > max_bytes)
@@ -1886,7 +1893,7 @@ static int log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_
 	}
 	assert(end - p <= UINT32_MAX);
 	*len = (uint32_t)(end - p);
-	return 0;
+	return rc;
 }
 
 int st_log_locate(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes, int *fd,

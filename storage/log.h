@@ -138,9 +138,14 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms);
  * ST_LOG_WARM_BYTES) naming bytes from it on: the caller reads those through
  * its io_uring (into any buffer: only the page cache matters) and calls again
  * on the completion, which then finds them, or the next cold page. Otherwise
- * as above: locate's range also stops before an uncached header (the next
- * fetch starts there), and offset_for_time returns 0 with *offset.
+ * as above, and offset_for_time returns 0 with *offset. Locate's range also
+ * stops before an uncached header: when that batch is below limit and a batch
+ * could still fit max_bytes, it returns ST_LOG_LOCATE_COLD with the range
+ * found so far, and the caller may bring in the bytes from *pos + *len on and
+ * call again for the longer range Kafka would send, or send this one (the
+ * next fetch starts after it).
  */
+#define ST_LOG_LOCATE_COLD 1
 int  st_log_locate_nowait(struct st_log *log, int64_t offset, int64_t limit, uint32_t max_bytes,
                           int *fd, uint64_t *pos, uint32_t *len);
 int  st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd,

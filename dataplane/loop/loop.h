@@ -280,6 +280,7 @@ struct dp_core {
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 	uint64_t cold_lookups;        /* Fetch/ListOffsets header lookups read through the ring (read.c; logged at exit) */
+	uint64_t cold_extends;        /* ... of them, to read a fetch's range on past its first headers */
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */

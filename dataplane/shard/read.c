@@ -248,11 +248,27 @@ static bool lookup_warm(struct dp_core *c, struct dp_msg *m, struct dp_part *p, 
 
 static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms);
 
-/* st_log_locate from the page cache; 1: the request waits for a warm read (lookup_warm). */
+/*
+ * st_log_locate from the page cache; 1: the request waits for a warm read
+ * (lookup_warm). A range that stopped before a header not in the page cache
+ * (ST_LOG_LOCATE_COLD) brings the bytes from there in and runs again, so that
+ * the answer is what Kafka sends whatever the page cache holds; after
+ * DP_LOOKUP_WARMS_MAX warm reads, or with no slot free, the range goes as it
+ * is (the next fetch starts after it): never a blocking read for more.
+ */
 static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, int64_t off, int64_t limit,
                         uint32_t max_bytes, int *fd, uint64_t *pos, uint32_t *len, unsigned warms)
 {
 	int rc = st_log_locate_nowait(p->log, off, limit, max_bytes, fd, pos, len);
+	if (rc == ST_LOG_LOCATE_COLD) {
+		uint32_t room = max_bytes - *len;   /* more than a header: log.h */
+		if (lookup_warm(c, m, p, *fd, *pos + *len, room < ST_LOG_WARM_BYTES ? room : ST_LOG_WARM_BYTES, warms,
+		                fetch_run)) {
+			c->cold_extends++;
+			return 1;
+		}
+		return 0;
+	}
 	if (rc != -EAGAIN)
 		return rc;
 	if (lookup_warm(c, m, p, *fd, *pos, *len, warms, fetch_run))

@@ -73,8 +73,9 @@ static void shard_stop(struct dp_core *c)
 		DP_INFO("%llu fetch reads missed the page cache and went through io_uring",
 		        (unsigned long long)c->cold_reads);
 	if (c->cold_lookups)
-		DP_INFO("%llu lookups met batch headers outside the page cache and read them through io_uring",
-		        (unsigned long long)c->cold_lookups);
+		DP_INFO("%llu lookups met batch headers outside the page cache and read them through io_uring "
+		        "(%llu to read a fetch's range on past its first headers)",
+		        (unsigned long long)c->cold_lookups, (unsigned long long)c->cold_extends);
 	if (c->aborted_cut_reads)
 		DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
 		        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);

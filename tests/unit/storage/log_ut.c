@@ -1022,12 +1022,19 @@ static void test_lookup_nowait(void)
 		uint32_t len, len2;
 		int rc, tries = 0;
 		ut_evict(log);
-		while ((rc = st_log_locate_nowait(log, o, 800, 8192, &fd, &pos, &len)) == -EAGAIN && tries++ < 64)
-			ut_warm(fd, pos, len, &warms);
+		/* A range that stops before an uncached header says so (COLD): brought in, the
+		 * range is the blocking lookup's, as Kafka's answer is whatever is cached. */
+		while (((rc = st_log_locate_nowait(log, o, 800, 8192, &fd, &pos, &len)) == -EAGAIN ||
+		        rc == ST_LOG_LOCATE_COLD) && tries++ < 64) {
+			if (rc == -EAGAIN)
+				ut_warm(fd, pos, len, &warms);
+			else
+				ut_warm(fd, pos + len, 8192 - len, &warms);
+		}
 		CU_ASSERT_EQUAL(rc, 0);
 		CU_ASSERT_EQUAL(st_log_locate(log, o, 800, 8192, &fd2, &pos2, &len2), 0);
 		CU_ASSERT(fd == fd2 && pos == pos2);
-		CU_ASSERT(len > 0 && len <= len2);  /* the range may stop before a header not yet cached */
+		CU_ASSERT(len > 0 && len == len2);
 	}
 	for (int64_t ts = 0; ts < 401000; ts += 9999) {
 		int fd, tries = 0, rc;
