@@ -1344,11 +1344,36 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	return 0;
 }
 
+int st_log_cut_failed(struct st_log *log)
+{
+	assert(st_log_idle(log));
+	if (!log->failed)
+		return 0;
+	/* Past durable_size lie only the writes of the failed group and of no later one (one
+	 * write+fdatasync per log is in flight, from the durable end): never acknowledged. */
+	for (uint32_t i = 0; i < log->nsegs; i++) {
+		struct st_seg *seg = log->segs[i];
+		struct stat st;
+		if (st_fs_fstat(seg->fd, &st) < 0)
+			return -errno;
+		if ((uint64_t)st.st_size <= seg->durable_size)
+			continue;
+		if (st_fs_ftruncate(seg->fd, (off_t)seg->durable_size) < 0 || st_fs_fdatasync(seg->fd) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 void st_log_close(struct st_log *log)
 {
 	if (!log)
 		return;
 	assert(st_log_idle(log));
+	/* A failed log's bytes past its durable end must not come back at the next open. */
+	int crc = st_log_cut_failed(log);
+	if (crc < 0)
+		fprintf(stderr, "sluice storage: %s: cannot cut the failed log at its durable end: %s\n", log->dir,
+		        strerror(-crc));
 	/* A failed log's LEO ran ahead of its file; let recovery rebuild from the bytes. */
 	for (uint32_t i = 0; i < log->nsegs && !log->failed; i++)
 		if (log->segs[i]->index_dirty || i == log->nsegs - 1)

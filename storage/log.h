@@ -84,8 +84,17 @@ int  st_log_dirfd(const struct st_log *log);
 /* No append of this log queued or in flight: it may be closed or deleted now. */
 bool st_log_idle(const struct st_log *log);
 /* 0, or the -errno of the write or sync that took the log offline (appends fail with -EIO);
- * such a log is brought back by closing and opening it again, whose recovery cuts the tail. */
+ * such a log is brought back by st_log_cut_failed, closing it and opening it again. */
 int  st_log_failed(const struct st_log *log);
+/*
+ * A failed log's segment files are cut at its durable end (ftruncate, fdatasync), so that a
+ * reopen does not take back what no fdatasync covered: after a failed one the page cache still
+ * holds those bytes and the disk may never get them (Linux forgets the dirty pages), and they
+ * were never acknowledged (idempotent producers resend). 0 for a log that has not failed, or
+ * -errno (the log stays failed; try again). Synchronous, like st_log_open; st_log_close does it
+ * too. The log must be idle. Locality: shard core (owner), the probe's reopen.
+ */
+int  st_log_cut_failed(struct st_log *log);
 
 int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
 int64_t st_log_end_offset(const struct st_log *log);    /* next offset to assign (LEO) */

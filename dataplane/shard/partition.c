@@ -276,9 +276,8 @@ static void part_state_free(struct dp_part *p)
 }
 
 /*
- * Try to bring an offline partition back: open its log again beside the
- * failed one (recovery cuts what the failed writes left past the last good
- * batch) and rebuild its producer state and aborted index from the disk, as
+ * Try to bring an offline partition back: cut the failed log's files at
+ * their durable end, open the log again beside the failed one and rebuild its producer state and aborted index from the disk, as
  * a restart would, since the in-memory ones took in batches that never made
  * it. Only when that worked does the new state replace the old; otherwise
  * the partition stays offline and the next try waits twice as long. After
@@ -302,7 +301,11 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 		return;
 	struct dp_part np = { .dir = p->dir };
 	struct st_log_config lc = part_log_config(&c->b->cfg);
-	int rc = st_log_open(c->io, p->dir, &lc, &np.log);
+	/* The bytes whose write or sync failed are in the page cache still: not durable, never
+	 * acknowledged, so the reopen must not find them (HW, LSO, a marker counted written). */
+	int rc = st_log_cut_failed(p->log);
+	if (rc == 0)
+		rc = st_log_open(c->io, p->dir, &lc, &np.log);
 	if (rc == 0)
 		rc = recover_producers(&np);
 	if (rc < 0) {

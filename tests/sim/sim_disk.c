@@ -290,7 +290,16 @@ static int ino_sync(int ino)
 {
 	struct sim_ino *f = &D.ino[ino];
 	if (sim_chance_ppm(D.f.sync_eio_ppm)) {
-		f->dirty_lo = f->dirty_hi = 0; /* fsyncgate: marked clean, never written */
+		/* fsyncgate: the dirty pages are marked clean and never written, so no later sync
+		 * writes them either. The disk keeps what it had there, and zeros past its old end
+		 * (the length may reach it); the page cache still serves the lost bytes to reads. */
+		if (!f->dir && f->cur_len > f->dur_len) {
+			f->dur = realloc(f->dur, f->cur_len);
+			assert(f->dur);
+			memset(f->dur + f->dur_len, 0, f->cur_len - f->dur_len);
+			f->dur_len = f->cur_len;
+		}
+		f->dirty_lo = f->dirty_hi = 0;
 		return -EIO;
 	}
 	if (f->dir) {

@@ -1819,6 +1819,50 @@ static void test_fault_write(void)
 	ut_teardown();
 }
 
+/*
+ * A failed log's file holding bytes past its durable end (after a failed
+ * fdatasync the page cache still has them, as if written; the disk may not):
+ * st_log_cut_failed, and st_log_close of a failed log, cut them, so the
+ * reopen (the owner's probe, or a restart) ends at the durable end, not at
+ * bytes no fdatasync covered and nobody was acknowledged for. The stand-in
+ * for the page cache: the failed batch's bytes written into the file here.
+ */
+static void test_failed_log_cut_at_durable(void)
+{
+	struct st_log *log;
+	char path[160];
+
+	ut_setup(true);
+	snprintf(path, sizeof(path), "%s/00000000000000000000.log", dir);
+	for (int via_close = 0; via_close < 2; via_close++) {
+		memset(&cb, 0, sizeof(cb));
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+		int64_t durable = st_log_end_offset(log);
+		CU_ASSERT_EQUAL(ut_append(log, 0, 1, 0, 10), durable);
+		ut_drive();
+		uint64_t kept = file_size("00000000000000000000.log");
+		CU_ASSERT_EQUAL(ut_append(log, 1, 2, 0, 10), durable + 1);
+		st_log_fault_write(log, durable + 1);
+		ut_drive();
+		CU_ASSERT_EQUAL(cb.status[1], -EIO);
+		CU_ASSERT_EQUAL(st_log_failed(log), -EIO);
+		int fd = open(path, O_WRONLY);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(pwrite(fd, bufs[1], lens[1], (off_t)kept), (ssize_t)lens[1]);
+		close(fd);
+		CU_ASSERT_EQUAL(file_size("00000000000000000000.log"), kept + lens[1]);
+		if (!via_close)
+			CU_ASSERT_EQUAL(st_log_cut_failed(log), 0);
+		st_log_close(log);
+		CU_ASSERT_EQUAL(file_size("00000000000000000000.log"), kept);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+		CU_ASSERT_EQUAL(st_log_end_offset(log), durable + 1);   /* the failed batch's 2 records gone */
+		CU_ASSERT_EQUAL(st_log_cut_failed(log), 0);            /* a log that has not failed: nothing */
+		st_log_close(log);
+	}
+	ut_teardown();
+}
+
 /* The slot pool bounds queued appends. */
 static void test_slot_pool_bound(void)
 {
@@ -1941,6 +1985,7 @@ int main(void)
 	CU_add_test(s, "short write, EINTR, errors", test_short_write_and_errors);
 	CU_add_test(s, "real write error", test_real_write_error);
 	CU_add_test(s, "a faulted write (test only)", test_fault_write);
+	CU_add_test(s, "a failed log is cut at its durable end", test_failed_log_cut_at_durable);
 	CU_add_test(s, "roll: directory fsync in the first group's chain", test_roll_dirsync_in_chain);
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);
