@@ -296,7 +296,7 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 	struct dp_msg out = { 0 };
 	struct dp_part *p = part_of(c, m, NULL);
 	if (!p) {
-		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out.err = part_absent_err(c, m);
 		reply(c, m, &out, DP_MSG_FETCH_DONE);
 		return;
 	}
@@ -414,7 +414,7 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 	out.u.list_done.out = m->u.list.out;
 	struct dp_part *p = part_of(c, m, NULL);
 	if (!p) {
-		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out.err = part_absent_err(c, m);
 		reply(c, m, &out, DP_MSG_LIST_DONE);
 		return;
 	}

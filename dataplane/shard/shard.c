@@ -49,6 +49,25 @@ struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_top
 	return t->parts[m->partition];
 }
 
+/*
+ * The error for a message whose partition part_of did not find. The empty
+ * slot of a partition this core owns, of a topic still there, is one whose
+ * log could not be opened at start-up: offline until a restart opens it
+ * (KAFKA_STORAGE_ERROR, retriable, as Kafka answers for a partition on a
+ * failed log directory), not gone. The coordinator takes a marker answered
+ * UNKNOWN_TOPIC_OR_PARTITION as done (the topic was deleted); so answered,
+ * a transaction ended without its marker there, and the open transaction
+ * the log held when it opened at the next start kept the LSO for good
+ * (wsim seed 828).
+ */
+int16_t part_absent_err(struct dp_core *c, const struct dp_msg *m)
+{
+	struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+	bool owned = t && !t->deleting && m->partition >= 0 && m->partition < t->nparts &&
+	             dp_owner_core(c->b, t->hash, m->partition) == c->id;
+	return owned ? KERR_KAFKA_STORAGE_ERROR : KERR_UNKNOWN_TOPIC_OR_PARTITION;
+}
+
 void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type)
 {
 	m->type = type;
@@ -339,7 +358,7 @@ static void shard_produce(struct dp_core *c, struct dp_msg *m)
 	struct dp_msg out = { 0 };
 	out.u.produce_done.out = m->u.produce.out;
 	if (!p || t->deleting) {
-		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out.err = p ? KERR_UNKNOWN_TOPIC_OR_PARTITION : part_absent_err(c, m);
 		reply(c, m, &out, DP_MSG_PRODUCE_DONE);
 		return;
 	}
@@ -491,7 +510,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	struct dp_part *p = part_of(c, m, &t);
 	int64_t pid = m->u.txn.pid;
 	if (!p) {
-		marker_reply(c, m, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		marker_reply(c, m, part_absent_err(c, m));
 		return;
 	}
 	/*
@@ -598,7 +617,7 @@ static void shard_describe_producers(struct dp_core *c, struct dp_msg *m)
 	out.u.txn.ptr = pr;
 	struct dp_part *p = part_of(c, m, NULL);
 	if (!p) {
-		out.err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		out.err = part_absent_err(c, m);
 	} else {
 		uint32_t cur = 0, n = 0;
 		struct txn_producer *x;
@@ -621,7 +640,7 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 	switch (m->type) {
 	case DP_MSG_TXN_ADD: {
 		struct dp_part *p = part_of(c, m, NULL);
-		struct dp_msg out = { .err = p ? KERR_NONE : KERR_UNKNOWN_TOPIC_OR_PARTITION };
+		struct dp_msg out = { .err = p ? KERR_NONE : part_absent_err(c, m) };
 		/* NOT_ENOUGH_REPLICAS, the owner's "could not record, retriable" (state_full): the
 		 * coordinator answers the AddPartitionsToTxn retriably and tells the owners again on its retry. */
 		if (p && allow_set(c, p, m->u.txn.pid, m->u.txn.epoch) < 0)

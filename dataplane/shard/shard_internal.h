@@ -108,6 +108,7 @@ struct dp_append {
  * sees them.
  */
 struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp);
+int16_t part_absent_err(struct dp_core *c, const struct dp_msg *m);   /* when part_of found none */
 void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type);
 int64_t readable_end(const struct dp_part *p, int8_t isolation);
 void wake_waiters(struct dp_core *c, struct dp_part *p, bool all);
