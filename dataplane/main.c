@@ -35,6 +35,8 @@ static void usage(FILE *f)
 	"  --no-auto-create        do not create topics named in Metadata requests\n"
 	"  --no-fsync              acknowledge after the write, without fdatasync (NOT durable)\n"
 	"  --segment-bytes N       roll log segments beyond N bytes (default 268435456)\n"
+	"  --prealloc-bytes N      keep N bytes of the active segments' disk space reserved ahead of\n"
+	"                          their appends (fallocate), 0 = none (default 8388608)\n"
 	"  --retention-bytes N     keep at most N bytes per partition, -1 = unlimited (default -1)\n"
 	"  --retention-ms N        delete segments older than N ms, -1 = unlimited (default 604800000)\n"
 	"  --max-frame-bytes N     largest request accepted; larger closes the connection (default 104857600)\n"
@@ -121,13 +123,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
 		{ "log-level", required_argument, 0, O_LOG }, { "partitions", required_argument, 0, O_PARTS },
 		{ "no-auto-create", no_argument, 0, O_NOAUTO }, { "no-fsync", no_argument, 0, O_NOFSYNC },
-		{ "segment-bytes", required_argument, 0, O_SEG }, { "retention-bytes", required_argument, 0, O_RBYTES },
+		{ "segment-bytes", required_argument, 0, O_SEG },
+		{ "prealloc-bytes", required_argument, 0, O_PREALLOC }, { "retention-bytes", required_argument, 0, O_RBYTES },
 		{ "retention-ms", required_argument, 0, O_RMS }, { "max-frame-bytes", required_argument, 0, O_MAXFRAME },
 		{ "node-id", required_argument, 0, O_NODE }, { "help", no_argument, 0, O_HELP },
 		{ "producer-expiration-ms", required_argument, 0, O_PEXP },
@@ -207,6 +210,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || cfg->segment_bytes < 4096)
 				goto bad;
 			break;
+		case O_PREALLOC: {
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v > UINT32_MAX)
+				goto bad;
+			cfg->prealloc_bytes = (uint32_t)v;
+			break;
+		}
 		case O_RBYTES: cfg->retention_bytes = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_RMS: cfg->retention_ms = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_MAXFRAME:

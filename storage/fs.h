@@ -163,6 +163,15 @@ static inline void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const c
 	io_uring_prep_unlinkat(sqe, dirfd, name, 0);
 	st_fs_sqe_done(sqe, user_data, link);
 }
+/* Queue fallocate(fd, mode, pos, len) (storage/log.c: FALLOC_FL_KEEP_SIZE, space reserved ahead
+ * of the appends without changing the file's size). */
+static inline void st_fs_prep_fallocate(struct io_uring *ring, int fd, int mode, uint64_t pos, uint64_t len,
+                                        uint64_t user_data, unsigned link)
+{
+	struct io_uring_sqe *sqe = st_fs_sqe(ring);
+	io_uring_prep_fallocate(sqe, fd, mode, (off_t)pos, (off_t)len);
+	st_fs_sqe_done(sqe, user_data, link);
+}
 /* Queue close(fd). */
 static inline void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link)
 {
@@ -215,6 +224,8 @@ void st_fs_prep_openat(struct io_uring *ring, int dirfd, const char *name, int f
 void st_fs_prep_renameat(struct io_uring *ring, int dirfd, const char *from, const char *to, uint64_t user_data,
                          unsigned link);
 void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const char *name, uint64_t user_data, unsigned link);
+void st_fs_prep_fallocate(struct io_uring *ring, int fd, int mode, uint64_t pos, uint64_t len, uint64_t user_data,
+                          unsigned link);
 void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link);
 void st_fs_prep_nop(struct io_uring *ring, uint64_t user_data, unsigned link);
 

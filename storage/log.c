@@ -430,6 +430,7 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 		return rc;
 	}
 	*size_out = (uint64_t)st.st_size;
+	seg->prealloc_end = (uint64_t)st.st_size; /* what lies past it is unknown: asked for again (harmless) */
 	*out = seg;
 	return 0;
 }
@@ -1584,6 +1585,22 @@ static uint64_t op_user_data(struct st_log *log, unsigned op)
 	return (((uint64_t)(uintptr_t)log | op) << 4) | ST_URING_TAG;
 }
 
+/*
+ * The end to which seg's space should be reserved now, or 0 when its reserve
+ * still holds half a step (or preallocation is off): a step past the bytes
+ * appended, never past the segment's roll size (or its one oversized batch).
+ */
+static uint64_t seg_prealloc_target(const struct st_log *log, const struct st_seg *seg)
+{
+	uint64_t step = log->io->cfg.prealloc_bytes;
+	uint64_t cap = log->cfg.segment_bytes > seg->size ? log->cfg.segment_bytes : seg->size;
+	uint64_t target = seg->size + step < cap ? seg->size + step : cap;
+
+	if (!step || log->falloc_off || seg->prealloc_end >= target || seg->prealloc_end >= seg->size + step / 2)
+		return 0;
+	return target;
+}
+
 /* Prepare the SQEs of log's group (forming it if needed). -EBUSY if the SQ lacks room. */
 static int log_prep(struct st_io *io, struct st_log *log)
 {
@@ -1592,7 +1609,8 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	bool write = !g->active || g->written < g->total;
 	struct st_seg *seg = g->active ? g->seg : log->pend_head->seg;
 	bool dirsync = fsync && !seg->name_durable;
-	unsigned need = (unsigned)dirsync + (unsigned)write + (unsigned)fsync;
+	uint64_t falloc_to = write ? seg_prealloc_target(log, seg) : 0;
+	unsigned need = (unsigned)dirsync + (unsigned)(falloc_to > 0) + (unsigned)write + (unsigned)fsync;
 
 	assert(!g->active || (g->ops_left == 0 && !g->err));
 	assert(need > 0);
@@ -1606,6 +1624,15 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	/* The segment's name first: a failure cancels the write and sync linked after it. */
 	if (dirsync)
 		st_fs_prep_sync(io->ring, log->dirfd, false, op_user_data(log, ST_OP_DIRSYNC), ST_FS_LINK);
+	/* The space ahead, before the write that needs it. A hard link: the write goes whatever it
+	 * returned (a reserve is a help, never a condition), but not after a failed dirsync. */
+	g->falloc = falloc_to > 0;
+	if (g->falloc) {
+		g->falloc_from = seg->prealloc_end;
+		st_fs_prep_fallocate(io->ring, seg->fd, FALLOC_FL_KEEP_SIZE, seg->prealloc_end,
+		                     falloc_to - seg->prealloc_end, op_user_data(log, ST_OP_FALLOC), ST_FS_HARDLINK);
+		seg->prealloc_end = falloc_to;
+	}
 	/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
 	if (write)   /* a faulted group (test only) writes no byte: its completion is made EIO */
 		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->fault ? 0 : g->iov_n - g->iov_first,
@@ -1737,13 +1764,24 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 		                res);
 		return;
 	}
-	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)ST_OP_MASK);
+	op = (unsigned)(payload & ST_OP_LOG_MASK);
+	struct st_log *log = (struct st_log *)(uintptr_t)(payload & ~(uint64_t)ST_OP_LOG_MASK);
 	struct st_group *g = &log->grp;
 
 	assert(log && log->io == io);
 	assert(g->active && g->ops_left > 0);
 	g->ops_left--;
-	if (op == ST_OP_DIRSYNC) {
+	if (op == ST_OP_FALLOC) {
+		assert(g->falloc);
+		if (res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
+			g->seg->prealloc_end = g->falloc_from; /* not done: the next group asks again */
+		} else if (res < 0 && !log->falloc_off) {
+			/* No file system space, or no fallocate: the appends go on without a reserve. */
+			fprintf(stderr, "sluice storage: %s: preallocation of segment %020" PRId64 " failed: %s; "
+			        "its segments now grow without it\n", log->dir, g->seg->base, strerror(-res));
+			log->falloc_off = true;
+		}
+	} else if (op == ST_OP_DIRSYNC) {
 		if (res == 0)
 			g->seg->name_durable = true;
 		else if (res != -EAGAIN && res != -EINTR && !g->err)

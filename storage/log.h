@@ -36,7 +36,20 @@ typedef void (*st_append_cb)(void *arg, int status, int64_t base_offset);
 struct st_io_config {
 	bool fsync;                 /* false: ack after the write, no fdatasync */
 	st_append_cb on_append;     /* st_log_append's callback; NULL if every append names its own */
+	uint32_t prealloc_bytes;    /* reserve the active segment's space this far ahead of its end
+	                             * (fallocate, FALLOC_FL_KEEP_SIZE); 0: never */
 };
+
+/*
+ * The broker's preallocation step: each active segment keeps up to this much
+ * disk space reserved past its last append, asked for in one fallocate
+ * linked in front of a group's write once less than half of it is left.
+ * Why: the file system then allocates extents in large runs instead of at
+ * each writeback, and a full disk fails the fallocate (ignored) before the
+ * append. Bounds the space a partition holds unused: at most this per
+ * partition (a sealed segment keeps what was left of its last step).
+ */
+#define ST_LOG_PREALLOC_BYTES (8u << 20)
 
 int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
 void st_io_destroy(struct st_io *io);

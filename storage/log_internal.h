@@ -200,6 +200,7 @@ struct st_seg {
 	bool index_dirty;         /* in-memory index newer than the .index file */
 	uint32_t queued;          /* appends of this segment queued or in flight */
 	bool name_durable;        /* its directory entry is synced: false after a roll until the dirsync */
+	uint64_t prealloc_end;    /* file space reserved (asked for) up to here; the file size at open */
 	struct st_index_entry *index;
 	int64_t *tindex;          /* the time index: entry i beside index[i] (header comment) */
 	uint32_t index_n, index_cap; /* both arrays' */
@@ -241,6 +242,8 @@ struct st_group {
 	bool active;              /* formed: in flight or waiting to be resubmitted */
 	bool synced;              /* the fdatasync covering every byte completed */
 	bool fault;               /* test only (st_log_fault_write): its write writes nothing and fails EIO */
+	bool falloc;              /* its chain has a fallocate in front of the write (log_prep) */
+	uint64_t falloc_from;     /* the segment's prealloc_end before it (back there if it was cancelled) */
 };
 
 /* Per-core I/O engine. Locality: shard core (one per core). */
@@ -277,19 +280,23 @@ struct st_log {
 	int64_t rp_next_base;              /* what the write in flight says */
 	uint64_t rp_next_bytes;
 	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
+	bool falloc_off;                   /* a fallocate failed: logged once, no more asked */
 	uint8_t rp_buf[ST_RP_BYTES];
 	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	uint64_t time_headers;             /* batch headers read by lookups by time (tests: the bound) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 
-/* user_data payload: the log pointer (64-byte aligned) with the op in bits 0..1; or, for
- * ST_OP_FOP, a struct st_fop (16-byte aligned) with the SQE's place in its step in bit 2. */
+/* user_data payload: the log pointer (64-byte aligned) with the op in bits 0..2; or, for
+ * ST_OP_FOP (bits 0..1 both set), a struct st_fop (16-byte aligned) with the SQE's place in
+ * its step in bit 2. */
 #define ST_OP_WRITE 0u
 #define ST_OP_SYNC 1u
 #define ST_OP_DIRSYNC 2u                   /* fsync of the directory after a roll, linked before the write */
 #define ST_OP_FOP 3u
-#define ST_OP_MASK 3u
+#define ST_OP_MASK 3u                      /* what tells ST_OP_FOP from the log's ops */
+#define ST_OP_FALLOC 4u                    /* the segment's preallocation, linked before the write */
+#define ST_OP_LOG_MASK 7u                  /* the log's ops */
 
 struct st_fop;
 /* fop.c: one CQE of a file operation. */

@@ -63,6 +63,7 @@ struct dp_config {
 	int32_t default_partitions;
 	bool auto_create;
 	bool fsync;
+	uint32_t prealloc_bytes;          /* segment space reserved ahead of the appends (st_io_config) */
 	uint64_t segment_bytes;
 	int64_t retention_bytes;
 	int64_t retention_ms;

@@ -4,7 +4,8 @@
 # A partition that ran out of disk comes back once space is freed (issue 10,
 # item 12). The broker's data directory is a small tmpfs mounted for the test
 # (as root; exit 77 where mounting is not allowed), filled up to 2 MiB with a
-# filler file. A producer then writes more than fits: its appends fail with
+# filler file. A producer then writes more than fits (the partition's preallocated reserve
+# included): its appends fail with
 # KAFKA_STORAGE_ERROR and the partition goes offline, which the broker logs
 # once, not once per failed append. The filler is removed; without a restart
 # the partition must be reopened by the broker's own retries and take appends
@@ -42,8 +43,11 @@ fill_mb=$((avail / 1048576 - 2))
 dd if=/dev/zero of="$SMALL/filler" bs=1M count="$fill_mb" status=none 2>/dev/null
 log "filled: $(df --output=avail -B1 "$SMALL" | tail -n 1) bytes left"
 
-# 8 MB into 2 MiB: most of it is refused; librdkafka retries until its message timeout.
-guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic full --partitions 1 --count 8000 --size 1000 \
+# 20 MB into 2 MiB and what the partition reserved before the filler came (its active segment's
+# preallocation, --prealloc-bytes: 8 MiB): the reserve takes appends while the disk is full, then
+# its next fallocate fails (logged once) and the writes after it; most of it is refused, and
+# librdkafka retries until its message timeout.
+guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic full --partitions 1 --count 20000 --size 1000 \
 	--acks all --allow-failures --timeout-ms 8000 --acked-file "$WORK/acked1" --no-create >"$WORK/full.log" 2>&1 ||
 	fail "produce into a full disk: $(tail -n 3 "$WORK/full.log")"
 tail -n 1 "$WORK/full.log" >&2

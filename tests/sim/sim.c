@@ -712,10 +712,12 @@ static void machine_start(void)
 	f.write_eio_ppm = f.sync_eio_ppm = f.meta_eio_ppm = 0;
 	if (!W.settling)
 		sim_disk_set_faults(&f);
-	struct st_io_config ic = { .fsync = true, .on_append = on_append };
-	/* At least 3: a roll's group is a directory fsync, a write and an fdatasync, prepared together
-	 * (storage/log.c log_prep); the simulator never submits, so the depth bounds what is in flight. */
-	W.ring = sim_ring_create(3 + (unsigned)sim_below(30));
+	/* A reserve of a quarter segment: about four fallocates per segment, in front of writes. */
+	struct st_io_config ic = { .fsync = true, .on_append = on_append, .prealloc_bytes = log_cfg.segment_bytes / 4 };
+	/* At least 4: a roll's group is a directory fsync, a fallocate, a write and an fdatasync,
+	 * prepared together (storage/log.c log_prep); the simulator never submits, so the depth bounds
+	 * what is in flight. */
+	W.ring = sim_ring_create(4 + (unsigned)sim_below(30));
 	int rc = st_io_create(&ic, W.ring, &W.io);
 	assert(rc == 0);
 	for (uint32_t i = 0; i < W.nparts; i++) {

@@ -54,7 +54,12 @@ struct sim_ino {
 	uint8_t *dur;             /* what a crash keeps */
 	size_t dur_len;
 	uint64_t dirty_lo, dirty_hi; /* bytes written since the last sync (one covering range) */
+	uint64_t alloc_len;       /* space reserved by fallocate(FALLOC_FL_KEEP_SIZE): counted as used
+	                           * up to here past cur_len, and a write below it needs no more */
 };
+
+/* The space a file holds: its bytes, or its reserve if that goes further. */
+static uint64_t ino_space(const struct sim_ino *f) { return f->alloc_len > f->cur_len ? f->alloc_len : f->cur_len; }
 
 struct sim_name {
 	char path[SIM_PATH_BYTES];
@@ -82,7 +87,7 @@ struct sim_dirstream {
 };
 
 /* What a queued submission does (storage/fs.h's st_fs_prep_*). */
-enum sim_op_kind { OP_WRITE, OP_SYNC, OP_OPENAT, OP_RENAMEAT, OP_UNLINKAT, OP_CLOSE, OP_NOP };
+enum sim_op_kind { OP_WRITE, OP_SYNC, OP_OPENAT, OP_RENAMEAT, OP_UNLINKAT, OP_CLOSE, OP_NOP, OP_FALLOCATE };
 
 struct sim_op {
 	uint32_t id;
@@ -97,6 +102,7 @@ struct sim_op {
 	struct iovec *iov;
 	unsigned n;
 	uint64_t pos, ud;
+	uint64_t len;             /* fallocate */
 };
 
 struct sim_ring {
@@ -221,7 +227,7 @@ uint64_t sim_disk_used_bytes(void)
 {
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < D.nnames; i++)
-		sum += D.ino[D.names[i].ino].cur_len;
+		sum += ino_space(&D.ino[D.names[i].ino]);
 	return sum;
 }
 
@@ -243,14 +249,14 @@ static ssize_t ino_write(int ino, const struct iovec *iov, unsigned n, uint64_t 
 		total += iov[i].iov_len;
 	if (want > total)
 		want = total;
-	uint64_t end = pos + want;
-	if (end > f->cur_len) {
-		uint64_t used = sim_disk_used_bytes(), grow = end - f->cur_len;
+	uint64_t end = pos + want, have = ino_space(f);
+	if (end > have) {
+		uint64_t used = sim_disk_used_bytes(), grow = end - have;
 		if (used + grow > D.f.capacity_bytes) {
 			uint64_t room = D.f.capacity_bytes > used ? D.f.capacity_bytes - used : 0;
-			if (pos + room <= f->cur_len && pos >= f->cur_len)
+			if (pos + room <= have && pos >= have)
 				return -ENOSPC;
-			end = f->cur_len + room;
+			end = have + room;
 			if (end <= pos)
 				return -ENOSPC;
 			want = (size_t)(end - pos);
@@ -622,6 +628,7 @@ int st_fs_ftruncate(int fd, off_t len)
 		return r == (ssize_t)grow ? 0 : fail(ENOSPC);
 	}
 	f->cur_len = (size_t)len;
+	f->alloc_len = 0; /* a truncate frees every block past the new size, the reserve too */
 	if (f->dirty_hi > f->cur_len)
 		f->dirty_hi = f->cur_len;
 	if (f->dirty_lo > f->dirty_hi)
@@ -914,6 +921,17 @@ void st_fs_prep_unlinkat(struct io_uring *ring, int dirfd, const char *name, uin
 	snprintf(o->name, SIM_PATH_BYTES, "%s", name);
 }
 
+/* The mode is FALLOC_FL_KEEP_SIZE (the only one storage/log.c asks for): space, not bytes. */
+void st_fs_prep_fallocate(struct io_uring *ring, int fd, int mode, uint64_t pos, uint64_t len, uint64_t user_data,
+                          unsigned link)
+{
+	struct sim_op *o = op_push((struct sim_ring *)ring, OP_FALLOCATE, user_data, link);
+	assert(mode == FALLOC_FL_KEEP_SIZE);
+	o->fd = fd;
+	o->pos = pos;
+	o->len = len;
+}
+
 void st_fs_prep_close(struct io_uring *ring, int fd, uint64_t user_data, unsigned link)
 {
 	op_push((struct sim_ring *)ring, OP_CLOSE, user_data, link)->fd = fd;
@@ -970,6 +988,24 @@ static int op_run(struct sim_ring *r, struct sim_op *o)
 		if (at_path(o->fd, o->name, from) < 0 || at_path(o->fd, o->name2, to) < 0)
 			return -errno;
 		return cqe_res(st_fs_rename(from, to));
+	}
+	case OP_FALLOCATE: {
+		/* All or nothing (-ENOSPC), as ext4 answers a reserve the free space cannot hold; the
+		 * metadata fault stands for a file system that has no fallocate. */
+		struct sim_fd *d = fd_get(o->fd);
+		if (!d)
+			return -EBADF;
+		if (D.ino[d->ino].dir)
+			return -ENODEV;
+		if (sim_chance_ppm(D.f.meta_eio_ppm))
+			return -EOPNOTSUPP;
+		struct sim_ino *f = &D.ino[d->ino];
+		uint64_t end = o->pos + o->len, have = ino_space(f);
+		if (end > have && sim_disk_used_bytes() + (end - have) > D.f.capacity_bytes)
+			return -ENOSPC;
+		if (end > f->alloc_len)
+			f->alloc_len = end;
+		return 0;
 	}
 	case OP_SYNC:
 	case OP_WRITE:

@@ -46,13 +46,16 @@ static const struct st_log_config cfg_default = {
 	.segment_bytes = 1 << 20, .retention_bytes = -1, .retention_ms = -1, .index_interval_bytes = 4096,
 };
 
+static uint32_t ut_prealloc; /* st_io_config.prealloc_bytes of the next ut_setup (0: none) */
+
 static void ut_setup(bool fsync)
 {
 	char tmpl[] = "/tmp/st_log_ut.XXXXXX";
 	CU_ASSERT_FATAL(mkdtemp(tmpl) != NULL);
 	snprintf(dir, sizeof(dir), "%s/t-0", tmpl);
 	CU_ASSERT_FATAL(io_uring_queue_init(UT_RING_DEPTH, &ring, 0) == 0);
-	CU_ASSERT_FATAL(st_io_create(&(struct st_io_config){ .fsync = fsync, .on_append = on_append }, &ring, &io) == 0);
+	CU_ASSERT_FATAL(st_io_create(&(struct st_io_config){ .fsync = fsync, .on_append = on_append,
+	                                                    .prealloc_bytes = ut_prealloc }, &ring, &io) == 0);
 	memset(&cb, 0, sizeof(cb));
 }
 
@@ -1762,6 +1765,118 @@ static void test_roll_dirsync_in_chain(void)
 	ut_teardown();
 }
 
+/*
+ * Preallocation: a fallocate (FALLOC_FL_KEEP_SIZE) of the next step hard-linked in
+ * front of the write of a group that leaves less than half a step reserved, never
+ * past the segment's roll size; the file's size stays the bytes appended, so a
+ * reopen recovers exactly them. A failed fallocate costs no append: the write goes,
+ * the log stops asking; a cancelled one is asked again by the next group.
+ */
+static void test_prealloc(void)
+{
+	enum { STEP = 16384 };
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	struct stat st;
+	uint64_t bytes = 0;
+	int n = 0;
+
+	cfg.segment_bytes = 64 << 10;
+	ut_prealloc = STEP;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	ut_append(log, n++, 1, 0, 900);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	struct io_uring_sqe f = *ut_sqe(3), w = *ut_sqe(2);
+	CU_ASSERT_EQUAL(f.opcode, IORING_OP_FALLOCATE);
+	CU_ASSERT_EQUAL(f.fd, log->segs[0]->fd);
+	CU_ASSERT_EQUAL(f.off, 0);
+	CU_ASSERT_EQUAL(f.addr, lens[0] + STEP);       /* liburing: the length (a step past the append) */
+	CU_ASSERT_EQUAL(f.len, FALLOC_FL_KEEP_SIZE);   /* and the mode */
+	CU_ASSERT(f.flags & IOSQE_IO_HARDLINK);
+	CU_ASSERT_FALSE(f.flags & IOSQE_IO_LINK);
+	CU_ASSERT_EQUAL(w.opcode, IORING_OP_WRITEV);
+	ut_drive();
+	bytes += lens[0];
+	/* One group at a time until the segment rolls: the reserve stays ahead by half a step. */
+	int fallocs = 1;
+	while (st_log_segment_count(log) == 1) {
+		ut_append(log, n, 1, 0, 900);
+		if (st_log_segment_count(log) > 1)
+			break;
+		bytes += lens[n++];
+		uint64_t before = log->segs[0]->prealloc_end;
+		int sqes = st_io_flush(io);
+		CU_ASSERT(sqes == 2 || sqes == 3);
+		if (sqes == 3) {
+			fallocs++;
+			CU_ASSERT_EQUAL(ut_sqe(3)->opcode, IORING_OP_FALLOCATE);
+			CU_ASSERT_EQUAL(ut_sqe(3)->off, before);
+		}
+		ut_drive();
+		struct st_seg *seg = log->segs[0];
+		CU_ASSERT(seg->prealloc_end >= seg->size + STEP / 2 || seg->prealloc_end == cfg.segment_bytes);
+		CU_ASSERT(seg->prealloc_end <= cfg.segment_bytes);
+		CU_ASSERT_EQUAL_FATAL(fstat(seg->fd, &st), 0);
+		CU_ASSERT_EQUAL(st.st_size, bytes);     /* KEEP_SIZE: the reserve is not in the size */
+		CU_ASSERT((uint64_t)st.st_blocks * 512 >= seg->prealloc_end);
+	}
+	CU_ASSERT_FALSE(log->falloc_off);
+	CU_ASSERT(fallocs >= 4 && fallocs <= 8);     /* about one per half step of 64 KiB */
+	CU_ASSERT_EQUAL(log->segs[0]->prealloc_end, cfg.segment_bytes);
+	ut_drive();
+	ut_index_writes_done(log);
+	int64_t durable = st_log_durable_offset(log);
+	CU_ASSERT_EQUAL(durable, n + 1);
+	st_log_close(log);
+
+	/* Recovery reads the sizes: every batch, nothing of the reserve. */
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_durable_offset(log), durable);
+	CU_ASSERT_EQUAL(file_size("00000000000000000000.log"), bytes);
+	/* The reopened active segment asks from its size; that one is cancelled (-EINTR, and the
+	 * write -EAGAIN cancels its sync): the resubmission asks again. */
+	struct st_seg *act = log->segs[log->nsegs - 1];
+	uint64_t from = act->size;
+	ut_append(log, 100, 1, 0, 900);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	f = *ut_sqe(3), w = *ut_sqe(2);
+	struct io_uring_sqe s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(f.opcode, IORING_OP_FALLOCATE);
+	CU_ASSERT_EQUAL(f.off, from);
+	ring.sq.sqe_tail -= 3;   /* answered here: never submitted */
+	ut_cqe(f.user_data, -EINTR);
+	ut_cqe(w.user_data, -EAGAIN);
+	ut_cqe(s.user_data, -ECANCELED);
+	CU_ASSERT_EQUAL(act->prealloc_end, from);
+	/* Asked again; now it fails (a file system without fallocate): the append is acked all the same. */
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	f = *ut_sqe(3), w = *ut_sqe(2), s = *ut_sqe(1);
+	CU_ASSERT_EQUAL(f.opcode, IORING_OP_FALLOCATE);
+	CU_ASSERT_EQUAL(f.off, from);
+	ring.sq.sqe_tail -= 3;
+	ut_cqe(f.user_data, -EOPNOTSUPP);
+	int cbn = cb.n;
+	ut_cqe(w.user_data, (int)lens[100]);
+	ut_cqe(s.user_data, 0);
+	CU_ASSERT_EQUAL(cb.n, cbn + 1);
+	CU_ASSERT_EQUAL(cb.status[cbn], 0);
+	CU_ASSERT_EQUAL(st_log_failed(log), 0);
+	CU_ASSERT(log->falloc_off);
+	/* It asks no more: a write and its sync. */
+	ut_append(log, 101, 1, 0, 900);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 2);
+	CU_ASSERT_EQUAL(ut_sqe(2)->opcode, IORING_OP_WRITEV);
+	io_uring_submit(&ring);
+	ut_drive();
+	CU_ASSERT_EQUAL(st_log_durable_offset(log), durable + 2);
+	for (int guard = 0; !st_log_idle(log) && guard < 1000; guard++)
+		ut_step(true);   /* the recovery point's write */
+	st_log_close(log);
+	ut_teardown();
+	ut_prealloc = 0;
+}
+
 /* A real write error from the kernel: the segment fd made read-only underneath. */
 static void test_real_write_error(void)
 {
@@ -1987,6 +2102,7 @@ int main(void)
 	CU_add_test(s, "a faulted write (test only)", test_fault_write);
 	CU_add_test(s, "a failed log is cut at its durable end", test_failed_log_cut_at_durable);
 	CU_add_test(s, "roll: directory fsync in the first group's chain", test_roll_dirsync_in_chain);
+	CU_add_test(s, "preallocation: fallocate ahead of the writes, size kept", test_prealloc);
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);
 	CU_add_test(s, "bad config", test_bad_config);
