@@ -215,32 +215,39 @@ static void tcp_flow_free(struct tcp_stack *s, struct tcp_flow *fl)
 	s->st.conns_closed++;
 }
 
-/* The flow is done: CLOSED for the application (which then lets the slot
- * go), or freed now when no application holds it. */
+/* CLOSED, once per handle. */
+static void tcp_post_closed(struct tcp_stack *s, struct tcp_flow *fl, int status)
+{
+	if (!(fl->f & TCP_FF_HANDLE) || (fl->f & TCP_FF_CLOSED_EV))
+		return;
+	fl->f |= TCP_FF_CLOSED_EV;
+	fl->close_status = status;
+	tcp_ev_post(s, fl, TCP_EVB_CLOSED);
+}
+
+/* The flow is done: CLOSED for the application (which reads what is left
+ * in the ring and then lets the slot go with tcp_release), or freed now
+ * when no application holds it. */
 static void tcp_flow_close(struct tcp_stack *s, struct tcp_flow *fl, int status)
 {
 	if (fl->state != TCP_S_CLOSED)
 		tcp_set_state(fl, TCP_S_CLOSED);
 	fl->rto_at = fl->delack_at = fl->idle_at = 0;
-	if (fl->f & TCP_FF_HANDLE) {
-		fl->close_status = status;
-		tcp_ev_post(s, fl, TCP_EVB_CLOSED);
-	} else {
+	if (fl->f & TCP_FF_HANDLE)
+		tcp_post_closed(s, fl, status);
+	else
 		tcp_flow_free(s, fl);
-	}
 }
 
 /* TIME_WAIT (RFC 9293 3.6): the application is told CLOSED now; the flow
- * stays, without a handle, to answer a retransmitted FIN for 2*MSL. */
+ * stays, after tcp_release without a handle, to answer a retransmitted FIN
+ * for 2*MSL. */
 static void tcp_enter_time_wait(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 {
 	tcp_set_state(fl, TCP_S_TIME_WAIT);
 	fl->rto_at = fl->delack_at = 0;
 	fl->idle_at = now + s->cfg.time_wait_us;
-	if (fl->f & TCP_FF_HANDLE) {
-		fl->close_status = 0;
-		tcp_ev_post(s, fl, TCP_EVB_CLOSED);
-	}
+	tcp_post_closed(s, fl, 0);
 }
 
 /* ---- frames ----------------------------------------------------------------- */
@@ -598,7 +605,7 @@ static uint32_t tcp_flow_out(struct tcp_stack *s, struct tcp_flow *fl, uint8_t *
 	}
 	if (!tcp_synced(fl) || fl->state == TCP_S_TIME_WAIT) {
 		if (fl->state == TCP_S_TIME_WAIT && (fl->f & TCP_FF_ACK_NOW))
-			return tcp_seg_out(s, fl, b, fl->snd_nxt, 0, 0, now);
+			return tcp_seg_out(s, fl, b, fl->snd_max, 0, 0, now);
 		return 0;
 	}
 	bool fin_sent = fl->f & TCP_FF_FIN_SENT;
@@ -652,8 +659,13 @@ static uint32_t tcp_flow_out(struct tcp_stack *s, struct tcp_flow *fl, uint8_t *
 	}
 	if (avail && fl->snd_wnd == 0 && fl->snd_una == fl->snd_max && !fl->rto_at)
 		fl->rto_at = now + tcp_rto_now(fl);   /* the persist timer (RFC 9293 3.8.6.1) */
+	/* A pure ACK carries snd_max, not snd_nxt: after an RTO snd_nxt has
+	 * gone back below what the peer holds, and a zero-length segment
+	 * before its rcv_nxt is unacceptable (RFC 9293 3.10.7.4), so its ACK
+	 * would be dropped; two ends retransmitting at once would never hear
+	 * each other. */
 	if (fl->f & TCP_FF_ACK_NOW)
-		return tcp_seg_out(s, fl, b, fl->snd_nxt, 0, 0, now);
+		return tcp_seg_out(s, fl, b, fl->snd_max, 0, 0, now);
 	return 0;
 }
 
@@ -978,7 +990,9 @@ static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	}
 	fl->last_rx_us = now;
 	fl->probes_out = 0;
-	if (s->cfg.keepalive_idle_us && fl->state >= TCP_S_ESTABLISHED && fl->state <= TCP_S_CLOSING)
+	if (fl->state == TCP_S_FIN_WAIT_2)
+		fl->idle_at = now + TCP_FIN_WAIT_2_US;   /* an idle bound: the peer may still be sending */
+	else if (s->cfg.keepalive_idle_us && fl->state >= TCP_S_ESTABLISHED && fl->state <= TCP_S_CLOSING)
 		fl->idle_at = now + s->cfg.keepalive_idle_us;
 	bool syn = g->flags & TCP_SYN, fin = g->flags & TCP_FIN, rst = g->flags & TCP_RST;
 	/* PAWS (RFC 7323 5.3): an older timestamp is an old duplicate */
@@ -990,9 +1004,9 @@ static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	/* acceptability (RFC 9293 3.10.7.4 first, the four cases) */
 	uint32_t wnd = tcp_rwnd(s, fl), seglen = g->len + syn + fin;
 	bool ok;
-	if (seglen == 0)
-		ok = wnd == 0 ? g->seq == fl->rcv_nxt
-			      : TCP_SEQ_LEQ(fl->rcv_nxt, g->seq) && TCP_SEQ_LT(g->seq, fl->rcv_nxt + wnd);
+	if (seglen == 0)   /* (up to the edge we advertised: the peer's snd_max may sit there) */
+		ok = TCP_SEQ_LEQ(fl->rcv_nxt, g->seq) &&
+		     (TCP_SEQ_LT(g->seq, fl->rcv_nxt + wnd) || TCP_SEQ_LEQ(g->seq, fl->rcv_adv));
 	else if (wnd == 0)
 		ok = false;
 	else
@@ -1052,9 +1066,10 @@ static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	case TCP_S_FIN_WAIT_1:
 		if (fin_acked) {
 			tcp_set_state(fl, TCP_S_FIN_WAIT_2);
-			/* not in RFC 9293: a peer that never sends its FIN would
-			 * hold the flow for ever; Linux bounds it the same way */
-			fl->idle_at = now + s->cfg.time_wait_us;
+			/* not in RFC 9293: a peer that goes silent without its FIN
+			 * would hold the flow for ever; Linux bounds it the same
+			 * way (tcp_fin_timeout). Restarted by every segment. */
+			fl->idle_at = now + TCP_FIN_WAIT_2_US;
 		}
 		break;
 	case TCP_S_CLOSING:
@@ -1407,13 +1422,7 @@ int tcp_events(struct tcp_stack *s, struct tcp_ev *ev, int max)
 			ev[n++] = (struct tcp_ev){ .kind = kind[k], .conn = tcp_handle(s, fl),
 						  .status = order[k] == TCP_EVB_CLOSED ? fl->close_status : 0 };
 			if (order[k] == TCP_EVB_CLOSED) {
-				/* the handle ends here: the flow is freed, or lingers in TIME_WAIT */
-				fl->ev = 0;
-				fl->f &= (uint16_t)~TCP_FF_HANDLE;
-				if (fl->state == TCP_S_CLOSED)
-					tcp_flow_free(s, fl);
-				else
-					fl->gen++;   /* TIME_WAIT keeps the slot, not the handle */
+				fl->ev = 0;   /* the last event: the application releases the handle */
 				break;
 			}
 		}
@@ -1497,6 +1506,30 @@ void tcp_close(struct tcp_stack *s, uint32_t conn)
 	}
 	fl->f |= TCP_FF_FIN_Q;
 	tcp_tx_mark(s, fl);
+}
+
+void tcp_release(struct tcp_stack *s, uint32_t conn)
+{
+	struct tcp_flow *fl = tcp_get(s, conn);
+	if (!fl)
+		return;
+	fl->f &= (uint16_t)~TCP_FF_HANDLE;
+	fl->ev = 0;
+	switch (fl->state) {
+	case TCP_S_CLOSED:
+		tcp_flow_free(s, fl);
+		return;
+	case TCP_S_TIME_WAIT:
+		fl->gen++;   /* TIME_WAIT keeps the slot, not the handle */
+		return;
+	default:
+		/* released before it closed: the peer must not wait on a
+		 * connection nobody reads, so it is reset */
+		if (fl->state != TCP_S_SYN_SENT)
+			tcp_rst_flow(s, fl);
+		tcp_flow_close(s, fl, -ECONNABORTED);
+		return;
+	}
 }
 
 void tcp_abort(struct tcp_stack *s, uint32_t conn)

@@ -32,8 +32,11 @@
  *            free room), so nic_send's SENT follows at once in that backend.
  *
  * A connection handle is idx | generation << 20 like nic.h's; it is valid
- * from OPEN until the application has seen CLOSED (after which the flow may
- * linger in TIME_WAIT inside the stack, without a handle).
+ * from OPEN (or tcp_connect) until the application calls tcp_release(),
+ * which it does after CLOSED once it has read what is left in the receive
+ * ring (the flow may then linger in TIME_WAIT inside the stack, without a
+ * handle). nic.h's CLOSED maps to the release: the backend emits the last
+ * DATA, then CLOSED, then releases.
  *
  * Memory: tcp_create() takes everything: conns_max flows, each with a
  * receive ring of rx_bytes and a send ring of tx_bytes, a flow hash, and a
@@ -129,8 +132,11 @@ int tcp_send(struct tcp_stack *s, uint32_t conn, const void *data, uint32_t len)
 uint32_t tcp_unacked(struct tcp_stack *s, uint32_t conn);
 /* Orderly close: FIN after the queued bytes. The handle stays until CLOSED. */
 void tcp_close(struct tcp_stack *s, uint32_t conn);
-/* Abort: RST now, CLOSED (-ECONNRESET) follows. */
+/* Abort: RST now, CLOSED (-ECONNABORTED) follows. */
 void tcp_abort(struct tcp_stack *s, uint32_t conn);
+/* The application is done with conn (after CLOSED; before it, the
+ * connection is reset first): the handle is dead from here on. */
+void tcp_release(struct tcp_stack *s, uint32_t conn);
 
 /* Active open (the tests' other endpoint; a broker only listens): 0 and the
  * handle in *conn, or -ENOBUFS. next_hop is the peer's (or gateway's) MAC. */

@@ -14,8 +14,9 @@
  *   TIME_WAIT --2*MSL, or a new SYN above it (RFC 6191)--> FREE
  *   any --RST, abort, retries spent--> FREE
  * The moves are the table tcp_moves[] in tcp.c, made only by tcp_set_state().
- * FREE happens when the flow is closed AND the application has seen CLOSED
- * (or never had a handle): a handle never names a reused flow.
+ * FREE happens when the flow is closed AND the application has released
+ * its handle after CLOSED (or never had one): a handle never names a
+ * reused flow, and the bytes left in the ring stay readable until then.
  *
  * Sequence space of a flow (all mod 2^32, compared with TCP_SEQ_LT & co):
  *   send:    iss | data from iss+1 ... snd_una <= snd_nxt <= snd_max,
@@ -66,6 +67,8 @@
 #define TCP_CLOCK_G_US         1000u      /* RFC 6298 clock granularity G */
 #define TCP_DELACK_US          40000u     /* RFC 1122 4.2.3.2: under 500 ms */
 #define TCP_TIME_WAIT_US       60000000u  /* 2*MSL as Linux takes it */
+#define TCP_FIN_WAIT_2_US      60000000u  /* FIN_WAIT_2 silent this long: gone (Linux tcp_fin_timeout);
+					     longer than any RTO backoff gap up to TCP_RTO_MAX_US */
 #define TCP_RETRIES_MAX        12u        /* RTO backoffs before the flow is aborted */
 #define TCP_SYNACK_RETRIES_MAX 5u         /* a half-open flow is freed after these */
 #define TCP_PERSIST_MAX_US     60000000u
@@ -79,6 +82,8 @@ _Static_assert(TCP_SACK_BLOCKS_MAX * 8 + 2 + 2 + 10 + 2 <= TCP_OPT_BYTES_MAX,
 _Static_assert(TCP_SACK_BLOCKS_MAX <= TCP_OOO_MAX, "SACK blocks come from the out-of-order ranges");
 _Static_assert((1ull << TCP_WSCALE_MAX) * 65535u >= TCP_RING_BYTES_MAX, "the largest ring can be advertised");
 _Static_assert(TCP_RETRIES_MAX < 31, "backoff shift stays defined");
+_Static_assert(TCP_FIN_WAIT_2_US >= TCP_RTO_MAX_US && TCP_FIN_WAIT_2_US >= TCP_PERSIST_MAX_US,
+	       "a peer retransmitting or probing at its slowest is not taken for gone");
 
 #define TCP_SEQ_LT(a, b)  ((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)
 #define TCP_SEQ_LEQ(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) <= 0)
@@ -129,6 +134,7 @@ enum tcp_state {
 #define TCP_FF_PASSIVE    0x1000u
 #define TCP_FF_RTT_TIMING 0x2000u  /* rtt_seq is being timed (Karn: cleared on rexmit) */
 #define TCP_FF_FIN_PEND   0x4000u  /* the peer's FIN arrived out of order at fin_seq */
+#define TCP_FF_CLOSED_EV  0x8000u  /* CLOSED was posted (once per handle) */
 
 struct tcp_range { uint32_t start, end; };
 
