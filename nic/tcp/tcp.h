@@ -30,6 +30,10 @@
  *            side copies into the connection's send ring with tcp_send()
  *            (accepted count returned; WRITABLE when acknowledged bytes
  *            free room), so nic_send's SENT follows at once in that backend.
+ *   pausing: nic_pause is simply not consuming; the ring fills, the
+ *            advertised window closes, and the peer's persist timer waits.
+ *   closing: nic_close is tcp_close (FIN after what is queued) and, at
+ *            CLOSED, tcp_release; tcp_abort is the reset.
  *
  * A connection handle is idx | generation << 20 like nic.h's; it is valid
  * from OPEN (or tcp_connect) until the application calls tcp_release(),

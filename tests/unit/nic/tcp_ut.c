@@ -900,6 +900,26 @@ static void test_keepalive(void)
 	tcp_destroy(s);
 }
 
+static void test_fin_wait_2_idle_bound(void)
+{
+	struct tcp_stack *s = srv_new(2, 4096, 4096, 0);
+	struct cl c = { .port = 43020 };
+	uint32_t h = into_state(s, &c, TCP_S_FIN_WAIT_2);
+	/* the peer still sends (half-close): each segment restarts the bound */
+	tick(s, TCP_FIN_WAIT_2_US - 1000);
+	put(s, &c, "late", 4);
+	tick(s, TCP_FIN_WAIT_2_US - 1000);
+	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_FIN_WAIT_2);
+	uint8_t buf[8];
+	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 4);
+	/* then silence for the whole bound: the flow goes */
+	tick(s, 1000);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ETIMEDOUT);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	tcp_destroy(s);
+}
+
 static void test_abort_and_stale_handles(void)
 {
 	struct tcp_stack *s = srv_new(2, 4096, 4096, 0);
@@ -950,6 +970,7 @@ int main(void)
 	CU_add_test(s, "time_wait_reuse", test_time_wait_reuse);
 	CU_add_test(s, "syn_flood_bounded", test_syn_flood_bounded);
 	CU_add_test(s, "keepalive", test_keepalive);
+	CU_add_test(s, "fin_wait_2_idle_bound", test_fin_wait_2_idle_bound);
 	CU_add_test(s, "abort_and_stale_handles", test_abort_and_stale_handles);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
