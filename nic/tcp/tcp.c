@@ -1328,7 +1328,12 @@ static void tcp_rto_fire(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 		uint32_t avail = TCP_SEQ_LT(fl->snd_nxt, fl->snd_end) ? fl->snd_end - fl->snd_nxt : 0;
 		if (avail && fl->snd_wnd == 0) {
 			/* persist: probe and back off, but never give up while the
-			 * peer answers (RFC 1122 4.2.2.17) */
+			 * peer answers (RFC 1122 4.2.2.17); a silent one goes */
+			if (now - fl->last_rx_us >= TCP_ZWP_SILENT_MAX_US) {
+				tcp_rst_flow(s, fl);
+				tcp_flow_close(s, fl, -ETIMEDOUT);
+				return;
+			}
 			fl->f |= TCP_FF_PROBE;
 			if (fl->backoff < TCP_RETRIES_MAX)
 				fl->backoff++;
@@ -1338,7 +1343,14 @@ static void tcp_rto_fire(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 		}
 		return;
 	}
-	if (fl->backoff >= TCP_RETRIES_MAX) {
+	/* The window closed with data out (the receiver shrank it, RFC 9293
+	 * 3.8.6.2.1): nothing can be retransmitted, and a lost window update
+	 * is never sent again, so probe as the persist timer does, and do not
+	 * count it against the retries while the peer answers. */
+	bool shut = fl->snd_wnd == 0;
+	if (shut && now - fl->last_rx_us < TCP_ZWP_SILENT_MAX_US)
+		fl->f |= TCP_FF_PROBE;
+	else if (fl->backoff >= TCP_RETRIES_MAX || shut) {
 		tcp_rst_flow(s, fl);
 		tcp_flow_close(s, fl, -ETIMEDOUT);
 		return;
@@ -1353,8 +1365,10 @@ static void tcp_rto_fire(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 	fl->recover = fl->snd_max;   /* RFC 6582 3.2 step 4 */
 	fl->dupacks = 0;
 	fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;   /* Karn: no sample from a retransmission */
-	fl->backoff++;
-	fl->rto_at = now + tcp_rto_now(fl);
+	if (fl->backoff < TCP_RETRIES_MAX)
+		fl->backoff++;
+	uint64_t d = tcp_rto_now(fl);
+	fl->rto_at = now + (shut && d > TCP_PERSIST_MAX_US ? TCP_PERSIST_MAX_US : d);
 	s->st.rto_fires++;
 }
 

@@ -71,7 +71,8 @@
 					     longer than any RTO backoff gap up to TCP_RTO_MAX_US */
 #define TCP_RETRIES_MAX        12u        /* RTO backoffs before the flow is aborted */
 #define TCP_SYNACK_RETRIES_MAX 5u         /* a half-open flow is freed after these */
-#define TCP_PERSIST_MAX_US     60000000u
+#define TCP_PERSIST_MAX_US     60000000u  /* the longest gap between zero-window probes */
+#define TCP_ZWP_SILENT_MAX_US  300000000u /* a zero window whose peer answers nothing this long: gone */
 #define TCP_IW_SEGS            10u        /* RFC 6928 initial window */
 #define TCP_DUPACK_THRESH      3u         /* RFC 5681 3.2 */
 #define TCP_TS_HZ_DIV          1000u      /* timestamp clock: 1 ms (RFC 7323 5.4: 1 ms..1 s) */
@@ -82,6 +83,7 @@ _Static_assert(TCP_SACK_BLOCKS_MAX * 8 + 2 + 2 + 10 + 2 <= TCP_OPT_BYTES_MAX,
 _Static_assert(TCP_SACK_BLOCKS_MAX <= TCP_OOO_MAX, "SACK blocks come from the out-of-order ranges");
 _Static_assert((1ull << TCP_WSCALE_MAX) * 65535u >= TCP_RING_BYTES_MAX, "the largest ring can be advertised");
 _Static_assert(TCP_RETRIES_MAX < 31, "backoff shift stays defined");
+_Static_assert(TCP_ZWP_SILENT_MAX_US >= 2 * TCP_PERSIST_MAX_US, "a silent peer is given two probes at the slowest");
 _Static_assert(TCP_FIN_WAIT_2_US >= TCP_RTO_MAX_US && TCP_FIN_WAIT_2_US >= TCP_PERSIST_MAX_US,
 	       "a peer retransmitting or probing at its slowest is not taken for gone");
 

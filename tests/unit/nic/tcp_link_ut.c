@@ -63,8 +63,11 @@ static void pipe_put(struct pipe *p, uint64_t *rng, const struct faults *fa, uin
 		f->at = now + 100 + (rng_below(rng, 1000) < fa->reorder ? rng_below(rng, 3000) : rng_below(rng, 20));
 		f->len = len;
 		memcpy(f->b, b, len);
+		/* a flipped byte past the Ethernet header: the IP and TCP checksums
+		 * must catch it. (Not in it: the NIC's FCS drops those, and a
+		 * corrupted source MAC in a SYN would be a next hop learned wrong.) */
 		if (rng_below(rng, 1000) < fa->corrupt)
-			f->b[rng_below(rng, len)] ^= (uint8_t)(1 + rng_below(rng, 255));
+			f->b[14 + rng_below(rng, len - 14)] ^= (uint8_t)(1 + rng_below(rng, 255));
 	}
 }
 

@@ -546,6 +546,47 @@ static void test_send_peer_window_and_zero_window_probe(void)
 	tcp_destroy(s);
 }
 
+static void test_window_shrunk_with_data_out(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
+	struct cl c = { .port = 40023 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	uint8_t d[3000];
+	memset(d, 'w', sizeof(d));
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT(drain(s) == 3);
+	/* the peer takes the first segment and shrinks its window to 0 (its
+	 * ring filled); the rest is out, beyond the window */
+	c.ack += 1460;
+	c.win = 0;
+	put(s, &c, NULL, 0);
+	/* the RTO cannot resend into a zero window: it probes instead, and
+	 * keeps probing while the peer answers (no -ETIMEDOUT) */
+	int probes = 0;
+	for (int i = 0; i < 60; i++) {
+		int n = tick(s, 1000000);
+		for (int k = 0; k < n; k++) {
+			CU_ASSERT(g_pk[k].len == 0 && g_pk[k].seq == c.ack - 1);
+			probes++;
+			put(s, &c, NULL, 0);
+		}
+	}
+	CU_ASSERT(probes >= 4);
+	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_ESTABLISHED);
+	/* its window update was lost; the next probe's answer carries it */
+	c.win = 65535;
+	int n = 0;
+	for (int i = 0; i < 120 && n == 0; i++) {
+		n = tick(s, 1000000);
+		if (n)
+			put(s, &c, NULL, 0);
+	}
+	CU_ASSERT_FATAL(n == 1);
+	n = drain(s);
+	CU_ASSERT(n >= 1 && g_pk[0].seq == c.ack && g_pk[0].len > 0);
+	tcp_destroy(s);
+}
+
 static void test_rto_backoff_karn(void)
 {
 	struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
@@ -962,6 +1003,7 @@ int main(void)
 	CU_add_test(s, "ooo_bounded", test_ooo_bounded);
 	CU_add_test(s, "receive_window_full", test_receive_window_full);
 	CU_add_test(s, "send_peer_window_and_zero_window_probe", test_send_peer_window_and_zero_window_probe);
+	CU_add_test(s, "window_shrunk_with_data_out", test_window_shrunk_with_data_out);
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
