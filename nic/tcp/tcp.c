@@ -1447,9 +1447,9 @@ int tcp_events(struct tcp_stack *s, struct tcp_ev *ev, int max)
 uint32_t tcp_recv_peek(struct tcp_stack *s, uint32_t conn, const uint8_t **data)
 {
 	struct tcp_flow *fl = tcp_get(s, conn);
-	if (!fl || !fl->rx_end)
+	if (!fl)
 		return 0;
-	uint32_t n = fl->rx_end - fl->rx_read;
+	uint32_t n = fl->rx_end - fl->rx_read;   /* (0 before the handshake: both 0) */
 	if (!n)
 		return 0;
 	uint32_t off = (fl->rx_read - fl->irs - 1) & s->rx_mask;
@@ -1698,8 +1698,8 @@ void tcp_check(const struct tcp_stack *s)
 		TCP_CHECK(TCP_SEQ_LEQ(fl->snd_una, fl->snd_nxt) && TCP_SEQ_LEQ(fl->snd_nxt, fl->snd_max));
 		if (fl->state == TCP_S_SYN_SENT || fl->state == TCP_S_SYN_RCVD)
 			continue;
-		if (fl->state == TCP_S_CLOSED && !fl->rx_end)
-			continue;
+		if (fl->snd_end == fl->iss)
+			continue;   /* closed before its handshake ended: nothing more holds */
 		TCP_CHECK(TCP_SEQ_LEQ(fl->rx_read, fl->rx_end) && fl->rx_end - fl->rx_read <= s->cfg.rx_bytes);
 		TCP_CHECK(fl->rcv_nxt == fl->rx_end || fl->rcv_nxt == fl->rx_end + 1);
 		TCP_CHECK(fl->ooo_n <= TCP_OOO_MAX);

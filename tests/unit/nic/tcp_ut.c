@@ -437,6 +437,22 @@ static void test_reorder_sack_and_duplicates(void)
 	tcp_destroy(s);
 }
 
+static void test_sequence_wrap(void)
+{
+	/* the client's data ends exactly at sequence 0, then runs past it */
+	struct tcp_stack *s = srv_new(4, 4096, 4096, 0);
+	struct cl c = { .port = 40014, .seq = 0xfffffffbu };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	CU_ASSERT(c.seq == 0xfffffffcu);
+	put(s, &c, "wrap", 4);
+	CU_ASSERT(c.seq == 0);
+	uint8_t buf[16];
+	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 4 && memcmp(buf, "wrap", 4) == 0);
+	put(s, &c, "past", 4);
+	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 4 && memcmp(buf, "past", 4) == 0);
+	tcp_destroy(s);
+}
+
 static void test_ooo_bounded(void)
 {
 	struct tcp_stack *s = srv_new(4, 8192, 4096, 0);
@@ -1000,6 +1016,7 @@ int main(void)
 	CU_add_test(s, "synack_lost_and_ack_lost", test_synack_lost_and_ack_lost);
 	CU_add_test(s, "delayed_ack", test_delayed_ack);
 	CU_add_test(s, "reorder_sack_and_duplicates", test_reorder_sack_and_duplicates);
+	CU_add_test(s, "sequence_wrap", test_sequence_wrap);
 	CU_add_test(s, "ooo_bounded", test_ooo_bounded);
 	CU_add_test(s, "receive_window_full", test_receive_window_full);
 	CU_add_test(s, "send_peer_window_and_zero_window_probe", test_send_peer_window_and_zero_window_probe);
