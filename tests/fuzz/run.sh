@@ -129,6 +129,11 @@ target() {
 		inc=(-I"$root/dataplane/control" -I"$root/dataplane/loop" -I"$root/storage" -I"$root/txn")
 		seeder=fuzz_startup_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(pidfile dirnames)
 		max_len=4096 ;;
+	tcp)       # the userspace TCP/IP stack's packet input (nic/tcp/), frames and timers
+		srcs=("$root/nic/tcp/tcp.c")
+		inc=(-I"$root/nic/tcp" -I"$root/tests/unit/nic")
+		seeder=fuzz_tcp_seeds seeder_srcs=() seed_dirs=(tcp)
+		max_len=8192 ;;
 	*)
 		echo "run.sh: unknown target $1" >&2
 		exit 2 ;;
