@@ -248,7 +248,7 @@ session_down() {
 }
 
 # ---- one run ----------------------------------------------------------------------
-results_header="label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms"
+results_header="label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms,broker_cpu_ms_per_mib"
 echo "$results_header" >"$out/results.csv"
 echo "label,config,name,round,tool,workload,mode,size,offered_rate,rc,wall_s,broker_cpu_pct,broker_disk_mb_per_s,other_cpu_pct,client_cpu_s,commits,aborts,checksum,command" >"$out/runs.csv"
 clk_tck=$(getconf CLK_TCK)
@@ -312,6 +312,9 @@ run_one() {
 		[ -x "$rdk" ] || { echo "suite.sh: $label skipped: no sluice-rdk-bench"; return 0; } ;;
 	*) echo "suite.sh: unknown workload $name" >&2; exit 2 ;;
 	esac
+	# sluice-bench's own broker CPU figure (per MiB, over the measured window
+	# only) for a broker started here; runs.csv's broker_cpu_pct spans the whole run.
+	[ -z "$broker_pid" ] || common+=(--broker-pid "$broker_pid")
 	if [ "$tool" = sluice-rdk-bench ]; then
 		cmd=("$rdk" --bootstrap "$bootstrap" --topic "$topic" --partitions "$partitions" --size "$size"
 			--seconds "$seconds" --warmup-seconds "$warmup" --acks all)
@@ -359,7 +362,7 @@ run_one() {
 		for k in records_per_sec mb_per_sec avg_ms p50_ms p95_ms p99_ms p999_ms max_ms errors; do
 			row="$row,$(bench_kv "$line" "$k")"
 		done
-		echo "$row,0,," >>"$out/results.csv"
+		echo "$row,0,,," >>"$out/results.csv"
 	else
 		[ -s "$csv" ] && merge_csv "$csv"
 		grep -q "^$label,.*,summary," "$out/results.csv" ||
