@@ -16,7 +16,8 @@ Inputs (all but the results CSV may be missing, and so may any kind of run):
   results.csv  label,workload,mode,kind,t_s,...   kind = interval | summary
                (broker_cpu_ms_per_mib: sluice-bench --broker-pid, summary rows)
   runs.csv     label,config,name,round,tool,...,broker_cpu_pct,other_cpu_pct,...
-  limits.csv   metric,value,unit,detail           (disk_seq_write, fdatasync_rate, ...)
+  limits.csv   metric,value,unit,detail           (disk_seq_write (O_DIRECT), disk_buffered_write,
+                                                  disk_prealloc_write, fdatasync_rate, ...)
   meta.txt     'key: value' lines; 'configs: A,B' marks a comparison
 Ratios are taken per round (both sides measured minutes apart, under the same
 noise), then reported as median and min..max over the rounds.
@@ -210,6 +211,10 @@ def summarise(runs, limits, meta):
         parts = []
         if lim.get("disk_seq_write"):
             parts.append(("disk sequential write", f"{num(lim['disk_seq_write'])} MB/s"))
+        if lim.get("disk_buffered_write"):
+            parts.append(("buffered write", f"{num(lim['disk_buffered_write'])} MB/s"))
+        if lim.get("disk_prealloc_write"):
+            parts.append(("buffered write into a preallocated file", f"{num(lim['disk_prealloc_write'])} MB/s"))
         if lim.get("fdatasync_rate"):
             parts.append(("small durable writes", f"{num(lim['fdatasync_rate'])} O_DSYNC 4 KiB writes/s "
                           f"({num(lim.get('fdatasync_ms'))} ms each)"))
@@ -677,6 +682,7 @@ def self_test():
         write(d, "results.csv", res)
         write(d, "runs.csv", rr)
         write(d, "limits.csv", ["metric,value,unit,detail", "disk_seq_write,500,MB/s,dd",
+                                "disk_buffered_write,250,MB/s,dd", "disk_prealloc_write,300,MB/s,dd",
                                 "fdatasync_rate,2000,writes/s,dd", "fdatasync_ms,0.5,ms,x", "loopback_tcp,4000,MB/s,x"])
         write(d, "meta.txt", ["date: 2026-01-01 00:00:00 UTC", "mode: standard"])
         text = write_report([os.path.join(d, "results.csv")], os.path.join(d, "limits.csv"),
@@ -691,6 +697,8 @@ def self_test():
         # durable / disk: 100/500, 110/500, 90/500
         assert "0.200 (0.180..0.220) of the disk's sequential write" in text, text
         assert "consume read_committed: no result (1 failed run(s))" in text, text
+        assert "disk sequential write 500.0 MB/s; buffered write 250.0 MB/s; buffered write into a preallocated " \
+               "file 300.0 MB/s" in text, text
         # sluice-bench --broker-pid: 4, 5, 6 ms per MiB over the rounds
         assert re.search(r"idempotent.*broker CPU 90 %, broker CPU per MB 5.00 ms \(4.00..6.00\)", text), text
         assert re.search(r"offered\s+23,040 rec/s", text), text
