@@ -22,17 +22,43 @@ bench_fs_info() {
 # fdatasync costs nothing and a durable figure means nothing.
 bench_fs_is_ram() { [ "$bench_fs_type" = tmpfs ] || [ "$bench_fs_type" = ramfs ]; }
 
+# bench_dd_write DIR MIB KIND: sequential 1 MiB writes of MIB MiB into a new
+# file in DIR, then one fdatasync (dd conv=fdatasync), as KIND:
+#   direct    O_DIRECT: no page cache, what the disk itself takes
+#   buffered  through the page cache: what a buffered log append meets (the
+#             kernel's copy into freshly allocated page-cache folios, block
+#             allocation, then writeback)
+#   prealloc  through the page cache into a file fallocate'd to its full size
+#             (and synced) first: no block allocation during the writes, though
+#             the fdatasync still marks the unwritten extents written
+# Sets bench_dd_mbps (MiB/s) and bench_dd_line (dd's own summary line).
+bench_dd_write() {
+	local f=$1/ddtest.$3 out bytes secs
+	local -a flags
+	rm -f "$f"
+	case "$3" in
+	direct) flags=(oflag=direct conv=fdatasync) ;;
+	buffered) flags=(conv=fdatasync) ;;
+	prealloc)
+		out=$({ fallocate -l "$(($2 * 1048576))" "$f" && sync "$f"; } 2>&1) || {
+			rm -f "$f"; echo "fallocate in $1 failed: $out" >&2; return 1; }
+		flags=(conv=notrunc conv=fdatasync) ;;
+	*) echo "bench_dd_write: unknown kind $3" >&2; return 1 ;;
+	esac
+	out=$(dd if=/dev/zero of="$f" bs=1M count="$2" "${flags[@]}" 2>&1) || {
+		rm -f "$f"; echo "dd ($3 sequential write) failed: $out" >&2; return 1; }
+	rm -f "$f"
+	bench_dd_line=$(tail -n 1 <<<"$out")
+	read -r bytes secs < <(sed -E 's/^([0-9]+) bytes.* copied, ([0-9.e+-]+) s,.*/\1 \2/' <<<"$bench_dd_line")
+	bench_dd_mbps=$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / s / 1048576 }')
+}
+
 # bench_disk_seq DIR MIB: sequential write bandwidth with O_DIRECT and a final
 # fdatasync (what a log append can hope for at best). Sets bench_disk_mbps
 # (MiB/s) and bench_disk_line (dd's own summary line).
 bench_disk_seq() {
-	local out bytes secs
-	out=$(dd if=/dev/zero of="$1/ddtest" bs=1M count="$2" oflag=direct conv=fdatasync 2>&1) || {
-		rm -f "$1/ddtest"; echo "dd (sequential write) failed: $out" >&2; return 1; }
-	rm -f "$1/ddtest"
-	bench_disk_line=$(tail -n 1 <<<"$out")
-	read -r bytes secs < <(sed -E 's/^([0-9]+) bytes.* copied, ([0-9.e+-]+) s,.*/\1 \2/' <<<"$bench_disk_line")
-	bench_disk_mbps=$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / s / 1048576 }')
+	bench_dd_write "$1" "$2" direct || return 1
+	bench_disk_mbps=$bench_dd_mbps bench_disk_line=$bench_dd_line
 }
 
 # bench_sync_rate DIR OPS: how many small durable writes (4 KiB, O_DSYNC: one

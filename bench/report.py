@@ -14,8 +14,10 @@ usage: report.py DIR
 
 Inputs (all but the results CSV may be missing, and so may any kind of run):
   results.csv  label,workload,mode,kind,t_s,...   kind = interval | summary
+               (broker_cpu_ms_per_mib: sluice-bench --broker-pid, summary rows)
   runs.csv     label,config,name,round,tool,...,broker_cpu_pct,other_cpu_pct,...
-  limits.csv   metric,value,unit,detail           (disk_seq_write, fdatasync_rate, ...)
+  limits.csv   metric,value,unit,detail           (disk_seq_write (O_DIRECT), disk_buffered_write,
+                                                  disk_prealloc_write, fdatasync_rate, ...)
   meta.txt     'key: value' lines; 'configs: A,B' marks a comparison
 Ratios are taken per round (both sides measured minutes apart, under the same
 noise), then reported as median and min..max over the rounds.
@@ -209,6 +211,10 @@ def summarise(runs, limits, meta):
         parts = []
         if lim.get("disk_seq_write"):
             parts.append(("disk sequential write", f"{num(lim['disk_seq_write'])} MB/s"))
+        if lim.get("disk_buffered_write"):
+            parts.append(("buffered write", f"{num(lim['disk_buffered_write'])} MB/s"))
+        if lim.get("disk_prealloc_write"):
+            parts.append(("buffered write into a preallocated file", f"{num(lim['disk_prealloc_write'])} MB/s"))
         if lim.get("fdatasync_rate"):
             parts.append(("small durable writes", f"{num(lim['fdatasync_rate'])} O_DSYNC 4 KiB writes/s "
                           f"({num(lim.get('fdatasync_ms'))} ms each)"))
@@ -249,6 +255,9 @@ def summarise(runs, limits, meta):
             ocpu = spread([fval(r.info, "other_cpu_pct") for r in rs])
             if bcpu:
                 line += f"; broker CPU {bcpu[0]:.0f} %"
+            cpm = spread([r.get("broker_cpu_ms_per_mib") for r in rs if r.summary.get("broker_cpu_ms_per_mib")])
+            if cpm:
+                line += f"{',' if bcpu else ';'} broker CPU per MB {fmt_spread(cpm, ' ms', digits=2)}"
             if ocpu:
                 line += f", other work {ocpu[0]:.0f} % (max {ocpu[2]:.0f})"
             out.append(line)
@@ -306,7 +315,7 @@ def compare(g, configs):
     a, b = g[configs[0]], g[configs[1]]
     res = []
     for name in name_order([n for n in b if n in a]):
-        for key in ("mb_per_s", "p50_ms", "p99_ms"):
+        for key in ("mb_per_s", "p50_ms", "p99_ms", "broker_cpu_ms_per_mib"):
             s = per_round_ratio(b[name], a[name], key)
             if s:
                 res.append((name, key, s, len([r for r in b[name] if r.summary])))
@@ -634,17 +643,17 @@ def check_html(path):
 
 def self_test():
     hdr = ("label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,"
-           "max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms")
+           "max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms,broker_cpu_ms_per_mib")
     runs_hdr = ("label,config,name,round,tool,workload,mode,size,offered_rate,rc,wall_s,broker_cpu_pct,"
                 "broker_disk_mb_per_s,other_cpu_pct,client_cpu_s,commits,aborts,checksum,command")
 
-    def rows(label, wl, mode, mb, p50, offered=0.0, intervals=3):
+    def rows(label, wl, mode, mb, p50, offered=0.0, intervals=3, cpu_ms=""):
         out = []
         for t in range(1, intervals + 1):
             out.append(f"{label},{wl},{mode},interval,{t},1000,1024000,{mb * 1024:.1f},{mb * (0.9 + t / 20):.3f},"
-                       f"{p50},{p50},{p50 * 2},{p50 * 3},{p50 * 4},{p50 * 5},0,{offered},,")
+                       f"{p50},{p50},{p50 * 2},{p50 * 3},{p50 * 4},{p50 * 5},0,{offered},,,")
         out.append(f"{label},{wl},{mode},summary,{intervals},3000,3072000,{mb * 1024:.1f},{mb:.3f},"
-                   f"{p50},{p50},{p50 * 2},{p50 * 3},{p50 * 4},{p50 * 5},0,{offered},1.5,2.5")
+                   f"{p50},{p50},{p50 * 2},{p50 * 3},{p50 * 4},{p50 * 5},0,{offered},1.5,2.5,{cpu_ms}")
         return out
 
     def write(d, name, lines):
@@ -667,12 +676,13 @@ def self_test():
                 if mb is None:
                     continue
                 label = f"{cfg}.{name}.r{k}"
-                res += rows(label, wl, mode, mb, p50, off)
+                res += rows(label, wl, mode, mb, p50, off, cpu_ms=(3 + k if name == "produce-idem-1k" else ""))
                 rr.append(f"{label},{cfg},{name},{k},sluice-bench,{wl},{mode},1024,{off},0,12,90,300,5,8,,,,\"x y\"")
         rr.append("sluice.consume-committed.r3,sluice,consume-committed,3,sluice-bench,consume,plain,0,0,1,1,,,,,,,,\"x\"")
         write(d, "results.csv", res)
         write(d, "runs.csv", rr)
         write(d, "limits.csv", ["metric,value,unit,detail", "disk_seq_write,500,MB/s,dd",
+                                "disk_buffered_write,250,MB/s,dd", "disk_prealloc_write,300,MB/s,dd",
                                 "fdatasync_rate,2000,writes/s,dd", "fdatasync_ms,0.5,ms,x", "loopback_tcp,4000,MB/s,x"])
         write(d, "meta.txt", ["date: 2026-01-01 00:00:00 UTC", "mode: standard"])
         text = write_report([os.path.join(d, "results.csv")], os.path.join(d, "limits.csv"),
@@ -687,6 +697,10 @@ def self_test():
         # durable / disk: 100/500, 110/500, 90/500
         assert "0.200 (0.180..0.220) of the disk's sequential write" in text, text
         assert "consume read_committed: no result (1 failed run(s))" in text, text
+        assert "disk sequential write 500.0 MB/s; buffered write 250.0 MB/s; buffered write into a preallocated " \
+               "file 300.0 MB/s" in text, text
+        # sluice-bench --broker-pid: 4, 5, 6 ms per MiB over the rounds
+        assert re.search(r"idempotent.*broker CPU 90 %, broker CPU per MB 5.00 ms \(4.00..6.00\)", text), text
         assert re.search(r"offered\s+23,040 rec/s", text), text
         n = check_html(os.path.join(d, "report.html"))
         assert n >= 4, f"standard report has {n} SVGs"
@@ -696,21 +710,22 @@ def self_test():
         # 2. a comparison: B is 2x A in round 1, 3x in round 2; labels only (no runs.csv).
         res = [hdr]
         for k, (ma, mb) in enumerate([(100, 200), (100, 300)], 1):
-            res += rows(f"fsync.produce-idem-1k.r{k}", "produce", "idempotent", ma, 10)
-            res += rows(f"nofsync.produce-idem-1k.r{k}", "produce", "idempotent", mb, 5)
+            res += rows(f"fsync.produce-idem-1k.r{k}", "produce", "idempotent", ma, 10, cpu_ms=8)
+            res += rows(f"nofsync.produce-idem-1k.r{k}", "produce", "idempotent", mb, 5, cpu_ms=2)
         write(d, "results.csv", res)
         write(d, "meta.txt", ["date: 2026-01-01 00:00:00 UTC", "mode: compare", "configs: fsync,nofsync"])
         text = write_report([os.path.join(d, "results.csv")], None, None, os.path.join(d, "meta.txt"),
                             os.path.join(d, "report.html"), os.path.join(d, "summary.txt"))
         assert "mb_per_s: 2.500 (2.000..3.000)  [2]" in text, text
         assert "p50_ms: 0.500" in text, text
+        assert "broker_cpu_ms_per_mib: 0.250  [2]" in text, text
         assert check_html(os.path.join(d, "report.html")) >= 3
         assert "Comparison: B = nofsync over A = fsync" in open(os.path.join(d, "report.html")).read()
 
     with tempfile.TemporaryDirectory() as d:
         # 3. the least there can be: one summary row of a label with no structure,
         #    and a results.csv with a header only; no interval rows, no open loop.
-        write(d, "results.csv", [hdr, "mytest,produce,plain,summary,5,10,10240,2.0,0.002,1,1,1,1,1,1,0,0,,"])
+        write(d, "results.csv", [hdr, "mytest,produce,plain,summary,5,10,10240,2.0,0.002,1,1,1,1,1,1,0,0,,,"])
         write(d, "empty.csv", [hdr])
         text = write_report([os.path.join(d, "results.csv"), os.path.join(d, "empty.csv")], None, None, None,
                             os.path.join(d, "report.html"), os.path.join(d, "summary.txt"))

@@ -59,6 +59,7 @@ enum {
 	sb_events_max = 256,              /* epoll events per wake */
 	sb_name_bytes_max = 249,          /* Kafka's topic name limit */
 	sb_host_bytes_max = 256,
+	sb_proc_stat_bytes_max = 4096,    /* /proc/PID/stat: 52 numbers and a comm of at most 64 bytes */
 };
 _Static_assert(sb_stamp_bytes == 8 + 4 + 4 + 8, "stamp: time_us, partition, connection, counter");
 _Static_assert((uint64_t)sb_batch_records_max * (sb_size_max + 32) > sb_batch_bytes_max,
@@ -111,6 +112,7 @@ struct sb_opts {
 	int fetch_bytes;         /* per partition per fetch */
 	int fetch_wait_ms;
 	int fetch_partitions;    /* partitions per fetch request, 0: all of the connection's */
+	int broker_pid;          /* --broker-pid: whose CPU time to report, 0: none */
 };
 
 /* MaxBytes of a fetch of n partitions: what the receive buffer is sized for. Locality: any. */
@@ -312,6 +314,9 @@ struct sb_run {
 	/* figures */
 	struct sb_fig iv, sum;
 	uint64_t last_measured_ns;
+	/* --broker-pid: the broker's CPU ticks when the measured window opened (sb_cpu.c) */
+	uint64_t broker_ticks0, broker_t0;
+	bool broker_sampled;
 	bool warned_compressed;
 	uint32_t retries_said;
 };
@@ -380,6 +385,21 @@ int sb_conss_pump(struct sb_run *r, uint64_t now);
 int sb_cons_on_answer(struct sb_cons *cs, const struct sb_req *q, struct kreader *body, uint64_t now);
 /* True when no fetch is outstanding. Locality: main thread. */
 bool sb_conss_idle(const struct sb_run *r);
+
+/* ---- sb_cpu.c: the broker's CPU time (--broker-pid) -------------------------------------- */
+
+/* utime + stime (clock ticks) from the text of /proc/PID/stat; -EINVAL if malformed. Locality: any. */
+int sb_cpu_parse_stat(const char *text, uint64_t *ticks);
+/* The same from the live file; -errno (-ENOENT: the process is gone). Locality: main thread. */
+int sb_cpu_read(int pid, uint64_t *ticks);
+/* CPU figures of `ticks` (at hz per second) spent on `bytes` record value bytes over secs. */
+struct sb_cpu_fig {
+	double ms;         /* broker CPU time */
+	double ms_per_mib; /* of it per MiB (2^20 bytes) of record values, 0 without bytes */
+	double pct;        /* 100 = one core busy for the whole window */
+};
+/* Locality: any. */
+struct sb_cpu_fig sb_cpu_fig_of(uint64_t ticks, long hz, uint64_t bytes, double secs);
 
 /* ---- sluice_bench.c: figures --------------------------------------------------------- */
 

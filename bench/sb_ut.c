@@ -18,6 +18,7 @@
 #include <CUnit/Basic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "sb.h"
@@ -348,6 +349,34 @@ static void test_fetch_read_committed(void)
 	CU_ASSERT(ut_fetch(0, recs, whole, ab, 1) == -EPROTO);
 }
 
+/* --broker-pid: utime + stime out of /proc/PID/stat, a comm with spaces and ')' included. */
+static void test_broker_cpu(void)
+{
+	uint64_t t = 0;
+	const char *stat = "4242 (sluiced) x) S 1 4242 4242 0 -1 4194560 1500 0 3 0 1234 567 0 0 20 0 3 0 99 "
+			   "123456789 2000 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 17 1 0 0 0 0 0\n";
+	CU_ASSERT(sb_cpu_parse_stat(stat, &t) == 0 && t == 1234 + 567);
+	CU_ASSERT(sb_cpu_parse_stat("4242 (sluiced) S 1 2 3", &t) == -EINVAL);
+	CU_ASSERT(sb_cpu_parse_stat("4242 sluiced S 1 2 3 4 5 6 7 8 9 10 11 12 13", &t) == -EINVAL);
+	CU_ASSERT(sb_cpu_parse_stat("1 (a) S 1 1 1 0 -1 0 0 0 0 0 12x 5 0", &t) == -EINVAL);
+
+	/* Our own process: its stat parses, and its CPU time does not go backwards. */
+	uint64_t a = 0, b = 0;
+	CU_ASSERT(sb_cpu_read((int)getpid(), &a) == 0);
+	for (volatile uint64_t i = 0; i < 20000000u; i++)
+		;
+	CU_ASSERT(sb_cpu_read((int)getpid(), &b) == 0 && b >= a);
+	CU_ASSERT(sb_cpu_read(0x7ffffffe, &a) == -ENOENT);
+
+	/* 250 ticks at 100 Hz = 2.5 s of CPU over 10 MiB in 5 s: 250 ms per MiB, half a core. */
+	struct sb_cpu_fig f = sb_cpu_fig_of(250, 100, 10u << 20, 5.0);
+	CU_ASSERT_DOUBLE_EQUAL(f.ms, 2500.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.ms_per_mib, 250.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.pct, 50.0, 1e-9);
+	f = sb_cpu_fig_of(250, 100, 0, 0.0);
+	CU_ASSERT(f.ms_per_mib == 0.0 && f.pct == 0.0);
+}
+
 int main(void)
 {
 	karena_init(&ut_dec, ut_dec_mem, sizeof ut_dec_mem);
@@ -358,6 +387,7 @@ int main(void)
 	CU_add_test(s, "sequence wraps at INT32_MAX", test_sequence_wraps);
 	CU_add_test(s, "retriable error: resend in order", test_retry_in_order);
 	CU_add_test(s, "fetch: control batches, aborted transactions", test_fetch_read_committed);
+	CU_add_test(s, "--broker-pid: /proc/PID/stat and the CPU figures", test_broker_cpu);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

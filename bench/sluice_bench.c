@@ -17,6 +17,9 @@
  *   --csv FILE, the same figures as CSV rows (header written if the file is
  *   empty). MB = 2^20 bytes of record values. A "# ..." line on stderr gives
  *   the totals (warm-up included) and the checksum used to validate a run.
+ *   With --broker-pid PID, the summary, RESULT line and CSV summary row also
+ *   give the broker's CPU time (utime + stime from /proc/PID/stat) over the
+ *   measured window per MiB of record values, and as % of one core.
  *
  * Files: sb.h (types, limits), sb_conn.c (transport), sb_setup.c (start-up),
  * sb_produce.c, sb_consume.c, sb_digest.h (record digest).
@@ -37,7 +40,7 @@
 #include "sb.h"
 
 #define SB_CSV_HEADER "label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms," \
-		      "p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms"
+		      "p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms,broker_cpu_ms_per_mib"
 #define SB_COUNT_LIMIT_DEFAULT_S 300.0 /* --count without --duration: give up after this */
 
 static volatile sig_atomic_t sb_interrupted;
@@ -131,15 +134,19 @@ static struct sb_line sb_line_of(const struct sb_fig *f, double secs)
 	return l;
 }
 
+/* cpu: the broker's CPU figures (--broker-pid, summary rows), NULL for an empty column. */
 static void sb_csv_row(FILE *csv, const struct sb_opts *o, const char *kind, double t_s, const struct sb_fig *f,
-		       const struct sb_line *l)
+		       const struct sb_line *l, const struct sb_cpu_fig *cpu)
 {
 	if (!csv)
 		return;
+	char cpu_col[32] = "";
+	if (cpu)
+		snprintf(cpu_col, sizeof cpu_col, "%.3f", cpu->ms_per_mib);
 	fprintf(csv, "%s,%s,%s,%s,%.3f,%" PRIu64 ",%" PRIu64 ",%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%" PRIu64
-		",%.0f,%.3f,%.3f\n", o->label, sb_workload_name(o->workload), sb_mode_name(o), kind, t_s, f->records,
+		",%.0f,%.3f,%.3f,%s\n", o->label, sb_workload_name(o->workload), sb_mode_name(o), kind, t_s, f->records,
 		f->bytes, l->rps, l->mbps, l->avg, l->p50, l->p95, l->p99, l->p999, l->max, f->errors, o->rate, l->c50,
-		l->c99);
+		l->c99, cpu_col);
 	fflush(csv);
 }
 
@@ -157,7 +164,7 @@ static void sb_interval_end(struct sb_run *r, FILE *csv, uint64_t end)
 	printf("%" PRIu64 " records %s, %.1f records/sec (%.2f MB/sec), %.3f ms avg latency, %.3f ms max latency.\n",
 	       r->iv.records, sb_verb(o), l.rps, l.mbps, l.avg, l.max);
 	fflush(stdout);
-	sb_csv_row(csv, o, "interval", (double)(end - r->t_measure) / 1e9, &r->iv, &l);
+	sb_csv_row(csv, o, "interval", (double)(end - r->t_measure) / 1e9, &r->iv, &l, NULL);
 	if (o->rate > 0 && r->behind_ns > 1000000u)
 		fprintf(stderr, "# behind_ms=%.1f: the open-loop schedule is ahead of what the windows allow\n",
 			(double)r->behind_ns / 1e6);
@@ -175,6 +182,14 @@ static void sb_tick(struct sb_run *r, FILE *csv, uint64_t now)
 		/* Warm-up over: what was counted so far is left out of every figure. */
 		memset(&r->iv, 0, sizeof r->iv);
 		memset(&r->sum, 0, sizeof r->sum);
+		if (r->o->broker_pid) {
+			int rc = sb_cpu_read(r->o->broker_pid, &r->broker_ticks0);
+			r->broker_sampled = rc == 0;
+			r->broker_t0 = sb_now_ns();
+			if (rc)
+				fprintf(stderr, "sluice-bench: --broker-pid %d: /proc/%d/stat: %s (no broker CPU figure)\n",
+					r->o->broker_pid, r->o->broker_pid, strerror(-rc));
+		}
 		r->iv_start = r->t_measure;
 		r->iv_next = r->t_measure + (uint64_t)(r->o->interval_s * 1e9);
 	}
@@ -201,18 +216,40 @@ static void sb_report(struct sb_run *r, FILE *csv, uint64_t end)
 	uint64_t last = r->sum.records ? r->last_measured_ns : end;
 	double secs = last > r->t_measure ? (double)(last - r->t_measure) / 1e9 : 0.0;
 	struct sb_line l = sb_line_of(&r->sum, secs);
+	/* The broker's CPU from the window's start to now: the answers to the counted records are
+	 * all in by now; what follows the last of them is the broker's idle spin (DP_IDLE_SPIN_US). */
+	struct sb_cpu_fig cpu = { 0 };
+	bool have_cpu = false;
+	if (r->broker_sampled) {
+		uint64_t ticks1 = 0;
+		int rc = sb_cpu_read(o->broker_pid, &ticks1);
+		if (rc == 0 && ticks1 >= r->broker_ticks0) {
+			cpu = sb_cpu_fig_of(ticks1 - r->broker_ticks0, sysconf(_SC_CLK_TCK), r->sum.bytes,
+					    (double)(sb_now_ns() - r->broker_t0) / 1e9);
+			have_cpu = true;
+		} else {
+			fprintf(stderr, "sluice-bench: --broker-pid %d: %s at the end (no broker CPU figure)\n",
+				o->broker_pid, rc ? strerror(-rc) : "CPU time went backwards");
+		}
+	}
 	printf("%" PRIu64 " records %s, %.1f records/sec (%.2f MB/sec), %.3f ms avg latency, %.3f ms max latency, "
 	       "%.3f ms 50th, %.3f ms 95th, %.3f ms 99th, %.3f ms 99.9th.\n",
 	       r->sum.records, sb_verb(o), l.rps, l.mbps, l.avg, l.max, l.p50, l.p95, l.p99, l.p999);
+	if (have_cpu)
+		printf("broker pid %d: %.0f ms CPU, %.3f ms per MB %s, %.1f %% of a core.\n", o->broker_pid, cpu.ms,
+		       cpu.ms_per_mib, sb_verb(o), cpu.pct);
 	printf("RESULT label=%s workload=%s mode=%s records=%" PRIu64 " bytes=%" PRIu64 " seconds=%.3f rec_per_sec=%.1f "
 	       "mb_per_sec=%.3f avg_ms=%.3f p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f errors=%" PRIu64
 	       " offered_rate=%.0f commits=%" PRIu64 " aborts=%" PRIu64 " commit_p50_ms=%.3f commit_p99_ms=%.3f "
-	       "checksum=%016" PRIx64 "\n",
+	       "checksum=%016" PRIx64,
 	       o->label, sb_workload_name(o->workload), sb_mode_name(o), r->sum.records, r->sum.bytes, secs, l.rps, l.mbps,
 	       l.avg, l.p50, l.p95, l.p99, l.p999, l.max, r->sum.errors, o->rate, r->sum.commits, r->sum.aborts, l.c50,
 	       l.c99, r->checksum);
+	if (have_cpu)
+		printf(" broker_cpu_ms=%.0f broker_cpu_ms_per_mib=%.3f broker_cpu_pct=%.1f", cpu.ms, cpu.ms_per_mib, cpu.pct);
+	printf("\n");
 	fflush(stdout);
-	sb_csv_row(csv, o, "summary", secs, &r->sum, &l);
+	sb_csv_row(csv, o, "summary", secs, &r->sum, &l, have_cpu ? &cpu : NULL);
 	sb_totals(r);
 	if (o->rate > 0)
 		fprintf(stderr, "# open loop at %.0f records/s: behind_ms=%.1f at the end, %.1f at most%s\n", o->rate,
@@ -377,6 +414,8 @@ static void sb_usage(FILE *f)
 		"  --interval S             seconds between interval lines (default 1)\n"
 		"  --label NAME             label of the RESULT line and CSV rows (default <workload>-<mode>)\n"
 		"  --csv FILE               append interval and summary rows (header if the file is empty)\n"
+		"  --broker-pid PID         report the broker's CPU time (/proc/PID/stat) over the measured\n"
+		"                           window: ms per MB of record values and %% of a core\n"
 		"  --fetch-bytes N          fetch size per partition (default 1048576)\n"
 		"  --fetch-wait-ms N        fetch MaxWaitMs (default 100)\n"
 		"  --fetch-partitions K     partitions per fetch request (default 0: all of the connection's\n"
@@ -436,7 +475,7 @@ static int sb_parse_args(int argc, char **argv, struct sb_opts *o, char *label_b
 	enum { o_bootstrap = 256, o_topic, o_workload, o_mode, o_create, o_partitions, o_repl, o_connections,
 	       o_inflight, o_batch, o_size, o_keys, o_key_count, o_seed, o_acks, o_txn_id, o_txn_records, o_abort,
 	       o_isolation, o_rate, o_warmup, o_duration, o_count, o_interval, o_label, o_csv, o_fetch_bytes,
-	       o_fetch_wait, o_fetch_parts, o_help };
+	       o_fetch_wait, o_fetch_parts, o_broker_pid, o_help };
 	static const struct option longopts[] = {
 		{ "bootstrap", required_argument, NULL, o_bootstrap }, { "topic", required_argument, NULL, o_topic },
 		{ "workload", required_argument, NULL, o_workload }, { "mode", required_argument, NULL, o_mode },
@@ -455,6 +494,7 @@ static int sb_parse_args(int argc, char **argv, struct sb_opts *o, char *label_b
 		{ "csv", required_argument, NULL, o_csv }, { "fetch-bytes", required_argument, NULL, o_fetch_bytes },
 		{ "fetch-wait-ms", required_argument, NULL, o_fetch_wait },
 		{ "fetch-partitions", required_argument, NULL, o_fetch_parts }, { "help", no_argument, NULL, o_help },
+		{ "broker-pid", required_argument, NULL, o_broker_pid },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const workloads[] = { "produce", "consume", "e2e" };
@@ -505,6 +545,7 @@ static int sb_parse_args(int argc, char **argv, struct sb_opts *o, char *label_b
 		case o_fetch_bytes: rc = sb_parse_int(optarg, sb_fetch_bytes_min, sb_fetch_bytes_max, &o->fetch_bytes); break;
 		case o_fetch_wait: rc = sb_parse_int(optarg, 0, 60000, &o->fetch_wait_ms); break;
 		case o_fetch_parts: rc = sb_parse_int(optarg, 0, sb_partitions_max, &o->fetch_partitions); break;
+		case o_broker_pid: rc = sb_parse_int(optarg, 1, 0x7fffffff, &o->broker_pid); break;
 		case 'h':
 		case o_help: sb_usage(stdout); exit(0);
 		default: sb_usage(stderr); return -EINVAL;
@@ -533,6 +574,8 @@ static int sb_parse_args(int argc, char **argv, struct sb_opts *o, char *label_b
 		why = "consume --count reads from the earliest offsets without a warm-up";
 	else if (o->label && strpbrk(o->label, " \t\n,="))
 		why = "--label may not hold spaces, commas or '='";
+	else if (o->broker_pid && sb_cpu_read(o->broker_pid, &(uint64_t){ 0 }) != 0)
+		why = "--broker-pid: no readable /proc/PID/stat for that pid";
 	if (why) {
 		fprintf(stderr, "sluice-bench: %s\n", why);
 		sb_usage(stderr);

@@ -103,7 +103,7 @@ check_format() {
 		"$WORK/$name.out" || fail "$name: no interval line in the expected format"
 	grep -Eq "^[0-9]+ records $verb, $num records/sec \($num MB/sec\), $num ms avg latency, $num ms max latency, $num ms 50th, $num ms 95th, $num ms 99th, $num ms 99\.9th\.$" \
 		"$WORK/$name.out" || fail "$name: no summary line in the expected format"
-	grep -Eq "^RESULT label=[^ ]+ workload=(produce|consume|e2e) mode=(plain|idempotent|transactional|-) records=[0-9]+ bytes=[0-9]+ seconds=$num rec_per_sec=$num mb_per_sec=$num avg_ms=$num p50_ms=$num p95_ms=$num p99_ms=$num p999_ms=$num max_ms=$num errors=[0-9]+ offered_rate=$num commits=[0-9]+ aborts=[0-9]+ commit_p50_ms=$num commit_p99_ms=$num checksum=[0-9a-f]{16}$" \
+	grep -Eq "^RESULT label=[^ ]+ workload=(produce|consume|e2e) mode=(plain|idempotent|transactional|-) records=[0-9]+ bytes=[0-9]+ seconds=$num rec_per_sec=$num mb_per_sec=$num avg_ms=$num p50_ms=$num p95_ms=$num p99_ms=$num p999_ms=$num max_ms=$num errors=[0-9]+ offered_rate=$num commits=[0-9]+ aborts=[0-9]+ commit_p50_ms=$num commit_p99_ms=$num checksum=[0-9a-f]{16}( broker_cpu_ms=$num broker_cpu_ms_per_mib=$num broker_cpu_pct=$num)?$" \
 		"$WORK/$name.out" || fail "$name: RESULT line not in the expected format"
 	[ "$(field "$name" records)" -gt 0 ] || fail "$name: no records measured"
 }
@@ -114,14 +114,24 @@ smoke() {
 	run plain --topic sp --create --duration 2 --interval 0.5 --csv "$csv" --label smoke-plain
 	check_format plain sent
 	[ "$(field plain errors)" = 0 ] || fail "plain: errors"
-	[ "$(head -n 1 "$csv")" = "label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms" ] ||
+	[ "$(head -n 1 "$csv")" = "label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms,broker_cpu_ms_per_mib" ] ||
 		fail "CSV header"
 	grep -q '^smoke-plain,produce,plain,interval,' "$csv" || fail "CSV: no interval row"
 	grep -q '^smoke-plain,produce,plain,summary,' "$csv" || fail "CSV: no summary row"
-	awk -F, 'NF != 19 { exit 1 }' "$csv" || fail "CSV: a row without 19 columns"
+	awk -F, 'NF != 20 { exit 1 }' "$csv" || fail "CSV: a row without 20 columns"
+	awk -F, '$4 == "summary" && $20 != "" { exit 1 }' "$csv" || fail "CSV: a broker CPU figure without --broker-pid"
 
-	run idem --topic si --create --mode idempotent --duration 2 --interval 0.5 --connections 2 --keys random --csv "$csv"
+	# --broker-pid: the broker's CPU over the window, per MiB, in the RESULT line and the summary row.
+	run idem --topic si --create --mode idempotent --duration 2 --interval 0.5 --connections 2 --keys random --csv "$csv" \
+		--broker-pid "$BROKER_PID"
 	check_format idem sent
+	awk -v v="$(field idem broker_cpu_ms_per_mib)" 'BEGIN { exit !(v > 0) }' ||
+		fail "idem: no positive broker_cpu_ms_per_mib with --broker-pid"
+	grep -Eq "^broker pid $BROKER_PID: $num ms CPU, $num ms per MB sent, $num % of a core\.$" "$WORK/idem.out" ||
+		fail "idem: no broker CPU line"
+	awk -F, '$1 == "produce-idempotent" && $4 == "summary" && $20 > 0 { ok = 1 } END { exit !ok }' "$csv" ||
+		fail "CSV: no broker_cpu_ms_per_mib in the summary row"
+	"$BENCH" --bootstrap "$B" --topic si --broker-pid 2147483646 >/dev/null 2>&1 && fail "--broker-pid of no process accepted"
 	[ "$(grep -c '^produce-idempotent,' "$csv")" -ge 2 ] || fail "CSV: rows of the second run not appended"
 	[ "$(grep -c '^label,' "$csv")" = 1 ] || fail "CSV: header written twice"
 

@@ -3,7 +3,8 @@
 # limits and comparison modes built from the same pieces.
 #
 # Standard (default), about 5 minutes: the machine's limits (dd sequential
-# write, O_DSYNC writes/s, loopback TCP); then, against a sluiced started here
+# write buffered, into a preallocated file and O_DIRECT, O_DSYNC writes/s,
+# loopback TCP); then, against a sluiced started here
 # (fresh data dir under the build dir each session), sluice-bench with acks=-1
 # in closed loop: produce 1 KiB plain, idempotent, transactional and 100 B plain,
 # --rounds times (a fresh broker each round), and in the last round consume
@@ -11,7 +12,12 @@
 # then e2e latency, open-loop produce at --rates percent of the closed-loop
 # idempotent rate just measured (latency vs offered load), and librdkafka
 # (sluice-rdk-bench) for what a typical application sees.
-#   --limits   the limits only.
+#   --limits   the limits only, the three dd writes --dd-rounds times (default
+#              3 here, 1 otherwise) in turn, buffered / preallocated / O_DIRECT,
+#              each figure the median of its rounds (every round in the detail).
+#              Buffered writes slow down once the page cache is full of older
+#              data (the kernel's writeback then paces them): --dd-mib sizes
+#              each file (default 1024 MiB).
 #   --compare  the chosen --workloads on two brokers, A B A B ... for --rounds
 #              rounds, each figure reported as B/A (median and range of the
 #              per-round ratios).
@@ -24,7 +30,7 @@
 #          [--out DIR] [--quick] [--rounds R] [--seconds D] [--warmup W] [--cores N]
 #          [--partitions P] [--broker-arg ARG]... [--bench-arg ARG]... [--data-root DIR]
 #          [--rates PCT,..] [--ref-rate R] [--txn-records N] [--workloads W,..] [--keep]
-#          [--connections C] [--inflight N] [--batch-records N]
+#          [--connections C] [--inflight N] [--batch-records N] [--dd-mib M] [--dd-rounds R]
 #          [--limits | --compare --a 'NAME=SPEC' --b 'NAME=SPEC']
 #   SPEC is what makes that side differ: nothing (the default sluiced), sluiced
 #   arguments ('--no-fsync', '--cores 1', '--sluiced OTHER/sluiced', together
@@ -46,7 +52,7 @@ cmdline="$0$(printf ' %q' "$@")"
 
 sluiced="" sbench="" rdk="" tcp="" out="" data_root="" keep=0 quick=0 mode=standard
 cores=$(nproc) rounds="" seconds="" warmup="" partitions=6 txn_records=1000 rates="" ref_rate=""
-workloads="" spec_a="" spec_b="" conns=2 inflight=8 batch=100
+workloads="" spec_a="" spec_b="" conns=2 inflight=8 batch=100 dd_mib="" dd_rounds=""
 broker_args=() bench_args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -70,6 +76,8 @@ while [ $# -gt 0 ]; do
 	--connections) conns=$2; shift ;;
 	--inflight) inflight=$2; shift ;;
 	--batch-records) batch=$2; shift ;;
+	--dd-mib) dd_mib=$2; shift ;;
+	--dd-rounds) dd_rounds=$2; shift ;;
 	--workloads) workloads=$2; shift ;;
 	--keep) keep=1 ;;
 	--limits) mode=limits ;;
@@ -83,11 +91,16 @@ while [ $# -gt 0 ]; do
 done
 
 # Sizes of everything. --quick is the smoke test: a few seconds per workload.
-interval=1 dd_mib=1024 sync_ops=1000 tcp_seconds=3
+interval=1 sync_ops=1000 tcp_seconds=3
 if [ "$quick" = 1 ]; then
-	: "${rounds:=1}" "${seconds:=2}" "${warmup:=1}" "${rates:=25,75}"
-	dd_mib=128 sync_ops=200 tcp_seconds=1
+	: "${rounds:=1}" "${seconds:=2}" "${warmup:=1}" "${rates:=25,75}" "${dd_mib:=128}"
+	sync_ops=200 tcp_seconds=1
 fi
+: "${dd_mib:=1024}"
+[ "$mode" = limits ] && : "${dd_rounds:=3}"
+: "${dd_rounds:=1}"
+[[ "$dd_mib" =~ ^[1-9][0-9]*$ ]] && [[ "$dd_rounds" =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "suite.sh: --dd-mib and --dd-rounds take positive integers" >&2; exit 2; }
 : "${rounds:=3}" "${seconds:=10}" "${warmup:=2}" "${rates:=10,25,50,75,90}"
 # The load shape of closed-loop and open-loop runs: enough connections and
 # requests in flight to keep sluiced's data core busy from one client process.
@@ -204,9 +217,27 @@ done
 # Measured before any broker runs, in the data dir, so nothing competes.
 echo "metric,value,unit,detail" >"$out/limits.csv"
 if [ "$mode" != compare ]; then
-	bench_disk_seq "$work" "$dd_mib" || exit 1
-	echo "disk_seq_write,$bench_disk_mbps,MB/s,dd bs=1M count=$dd_mib oflag=direct conv=fdatasync ($bench_fs_type)" >>"$out/limits.csv"
-	echo "limit: disk sequential write $bench_disk_mbps MB/s ($bench_disk_line)"
+	# dd into the data dir's filesystem: buffered, into a preallocated file, O_DIRECT,
+	# in turn for each round (A B C A B C), each figure the median of its rounds.
+	declare -A dd_vals=()
+	for r in $(seq "$dd_rounds"); do
+		for kind in buffered prealloc direct; do
+			bench_dd_write "$work" "$dd_mib" "$kind" || exit 1
+			dd_vals[$kind]="${dd_vals[$kind]:-} $bench_dd_mbps"
+			echo "limit: dd $kind write, round $r: $bench_dd_mbps MB/s ($bench_dd_line)"
+		done
+	done
+	for kind in buffered prealloc direct; do
+		case $kind in
+		buffered) metric=disk_buffered_write how="conv=fdatasync" ;;
+		prealloc) metric=disk_prealloc_write how="conv=notrunc conv=fdatasync into a file fallocate'd (and synced) first" ;;
+		direct) metric=disk_seq_write how="oflag=direct conv=fdatasync" ;;
+		esac
+		v=$(tr ' ' '\n' <<<"${dd_vals[$kind]}" | sort -g | awk 'NF { x[++n] = $1 } END {
+			printf "%.1f", n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }')
+		echo "$metric,$v,MB/s,dd bs=1M count=$dd_mib $how ($bench_fs_type); median of$(tr -s ' ' <<<"${dd_vals[$kind]}") MiB/s" >>"$out/limits.csv"
+		echo "limit: disk sequential write, $kind: $v MB/s (median of $dd_rounds)"
+	done
 	bench_sync_rate "$work" "$sync_ops" || exit 1
 	echo "fdatasync_rate,$bench_sync_rate,writes/s,dd bs=4k count=$sync_ops oflag=dsync" >>"$out/limits.csv"
 	echo "fdatasync_ms,$bench_sync_ms,ms,one 4 KiB O_DSYNC write" >>"$out/limits.csv"
@@ -248,7 +279,7 @@ session_down() {
 }
 
 # ---- one run ----------------------------------------------------------------------
-results_header="label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms"
+results_header="label,workload,mode,kind,t_s,records,bytes,rec_per_s,mb_per_s,avg_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,errors,offered_rate,commit_p50_ms,commit_p99_ms,broker_cpu_ms_per_mib"
 echo "$results_header" >"$out/results.csv"
 echo "label,config,name,round,tool,workload,mode,size,offered_rate,rc,wall_s,broker_cpu_pct,broker_disk_mb_per_s,other_cpu_pct,client_cpu_s,commits,aborts,checksum,command" >"$out/runs.csv"
 clk_tck=$(getconf CLK_TCK)
@@ -312,6 +343,9 @@ run_one() {
 		[ -x "$rdk" ] || { echo "suite.sh: $label skipped: no sluice-rdk-bench"; return 0; } ;;
 	*) echo "suite.sh: unknown workload $name" >&2; exit 2 ;;
 	esac
+	# sluice-bench's own broker CPU figure (per MiB, over the measured window
+	# only) for a broker started here; runs.csv's broker_cpu_pct spans the whole run.
+	[ -z "$broker_pid" ] || common+=(--broker-pid "$broker_pid")
 	if [ "$tool" = sluice-rdk-bench ]; then
 		cmd=("$rdk" --bootstrap "$bootstrap" --topic "$topic" --partitions "$partitions" --size "$size"
 			--seconds "$seconds" --warmup-seconds "$warmup" --acks all)
@@ -359,7 +393,7 @@ run_one() {
 		for k in records_per_sec mb_per_sec avg_ms p50_ms p95_ms p99_ms p999_ms max_ms errors; do
 			row="$row,$(bench_kv "$line" "$k")"
 		done
-		echo "$row,0,," >>"$out/results.csv"
+		echo "$row,0,,," >>"$out/results.csv"
 	else
 		[ -s "$csv" ] && merge_csv "$csv"
 		grep -q "^$label,.*,summary," "$out/results.csv" ||

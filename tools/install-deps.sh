@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything sluice needs to build and test on Debian 12 (run as root).
 # Broker: meson, ninja, a C compiler, liburing, xxHash, the codecs Kafka batches
-# use (zlib, snappy, lz4, zstd: checked on produce); DPDK is probed for the
+# use (zlib, snappy, lz4, zstd: checked on produce), ISA-L (CRC-32C); DPDK is probed for the
 # later userspace-TCP backend. Tests: CUnit, librdkafka, clang's libFuzzer,
 # Node.js + npm (kafkajs is installed by its test from the npm registry), python3.
 set -euo pipefail
@@ -12,7 +12,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libxxhash-dev libdpdk-dev
-      zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev
+      zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libisal-dev
       libcunit1-dev librdkafka-dev clang libclang-rt-dev
       procps iproute2 kcat)
 # Node.js: keep one that is already there (e.g. from NodeSource, which bundles npm).

@@ -39,6 +39,88 @@ static void test_crc32c_hw_matches_sw(void)
 	CU_ASSERT_EQUAL(crc32c(0, buf, 4096), crc32c_sw(0, buf, 4096));
 }
 
+/* CRC-32C one bit at a time, straight from the definition: the reference for every fast path. */
+static uint32_t ref_crc32c(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uint32_t c = ~crc;
+	for (size_t i = 0; i < len; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* Known values (the check value, RFC 3720 B.4, Kafka test vector 05's batch) on each implementation. */
+static void test_crc32c_impls_vectors(void)
+{
+	uint8_t b[256], z[48], ff[32];
+	size_t n = ut_hex_decode(vec05, b, sizeof(b));
+	int ran = 0;
+
+	CU_ASSERT_EQUAL_FATAL(n, 96);
+	memset(z, 0, sizeof(z));
+	memset(ff, 0xff, sizeof(ff));
+	for (int i = 0; i < CRC32C_IMPLS; i++) {
+		const char *name;
+		crc32c_fn fn = crc32c_impl_get((enum crc32c_impl)i, &name);
+		if (!fn)
+			continue;
+		ran++;
+		CU_ASSERT_EQUAL(fn(0, "123456789", 9), 0xE3069283u);
+		CU_ASSERT_EQUAL(fn(0, "", 0), 0u);
+		CU_ASSERT_EQUAL(fn(0, z, 32), 0x8A9136AAu);
+		CU_ASSERT_EQUAL(fn(0, ff, 32), 0x62A8AB43u);
+		CU_ASSERT_EQUAL(fn(0, b + 21, n - 21), 0x8e6582a3u);
+		CU_ASSERT_EQUAL(fn(fn(0, b + 21, 40), b + 61, n - 61), 0x8e6582a3u);
+		CU_ASSERT_EQUAL(ref_crc32c(0, b + 21, n - 21), 0x8e6582a3u);
+	}
+	CU_ASSERT_TRUE(ran >= 1);
+	CU_ASSERT_PTR_NOT_NULL(crc32c_impl_get(crc32c_impl_chosen(), NULL));
+}
+
+/*
+ * Every implementation against the bitwise reference over random lengths (up
+ * to 3 x 2 KiB three-chain blocks and past them, the 128- and 512-byte
+ * thresholds), random alignments and random starting CRCs, whole and split in
+ * two at a random point. The seed is printed on failure.
+ */
+static void test_crc32c_impls_random(void)
+{
+	enum { BUF_BYTES = 40000 + 64, CASES = 600 };
+	static uint8_t buf[BUF_BYTES];
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+#define UT_NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)UT_NEXT();
+	for (int t = 0; t < CASES; t++) {
+		uint64_t r = UT_NEXT();
+		size_t off = r % 64, len;
+		switch (t % 4) {
+		case 0: len = (r >> 8) % 1100; break;                /* single chain, x3 tail, ISA-L threshold */
+		case 1: len = 6144 * ((r >> 8) % 4) + 32 + (r >> 16) % 64; break; /* near 3 x 2 KiB blocks */
+		default: len = (r >> 8) % 40000; break;
+		}
+		uint32_t init = (uint32_t)(r >> 32), want = ref_crc32c(init, buf + off, len);
+		size_t cut = len ? (size_t)(UT_NEXT() % (len + 1)) : 0;
+		for (int i = 0; i < CRC32C_IMPLS; i++) {
+			const char *name;
+			crc32c_fn fn = crc32c_impl_get((enum crc32c_impl)i, &name);
+			if (!fn)
+				continue;
+			uint32_t got = fn(init, buf + off, len), split = fn(fn(init, buf + off, cut), buf + off + cut, len - cut);
+			if (got != want || split != want)
+				printf("\n  %s: case %d len %zu off %zu cut %zu init %08x: %08x / %08x, want %08x", name, t, len,
+				       off, cut, init, got, split, want);
+			CU_ASSERT_EQUAL(got, want);
+			CU_ASSERT_EQUAL(split, want);
+		}
+		CU_ASSERT_EQUAL(crc32c(init, buf + off, len), want);
+	}
+#undef UT_NEXT
+}
+
 static void test_vectors_crc_and_parse(void)
 {
 	uint8_t b[256];
@@ -292,6 +374,8 @@ int main(void)
 	s = CU_add_suite("batch", NULL, NULL);
 	CU_add_test(s, "crc32c check value", test_crc32c_check_value);
 	CU_add_test(s, "crc32c hw == sw", test_crc32c_hw_matches_sw);
+	CU_add_test(s, "crc32c every implementation: known values", test_crc32c_impls_vectors);
+	CU_add_test(s, "crc32c every implementation vs bitwise reference", test_crc32c_impls_random);
 	CU_add_test(s, "vectors 05/06", test_vectors_crc_and_parse);
 	CU_add_test(s, "parse errors", test_parse_errors);
 	CU_add_test(s, "records and varints", test_records_and_varints);
