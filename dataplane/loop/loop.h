@@ -208,8 +208,13 @@ struct dp_core {
 	int efd;                      /* wake-up eventfd */
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
-	int64_t now_ms;
+	/* The turn's clock (core.c's turn_clock): read once per loop iteration, so no handler reads
+	 * the clock per request; dp_mono_ms() and dp_wall_ms() return these on a core's thread. */
+	int64_t now_ms;               /* monotonic, ms */
 	int64_t turn_us;              /* loop/: the clock at this turn's start (dp_core_step) */
+	int64_t wall_ms;              /* wall clock, ms: now_ms + wall_offset_ms */
+	int64_t wall_offset_ms;       /* loop/: wall minus monotonic, as last read */
+	int64_t wall_sync_us;         /* loop/: when the wall clock is read again (DP_WALL_SYNC_MS) */
 	int64_t idle_since_us;        /* loop/: the last turn that found work */
 	int64_t next_timer_us;        /* loop/: when the roles' timers run next */
 	struct io_uring *sim_ring;    /* DP_LOOP_SIM only: the simulator's disk ring for this core (seam.h) */
@@ -345,6 +350,8 @@ unsigned long long dp_budget_total(const struct dp_config *cfg, const struct dp_
 void dp_budget_print(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles, FILE *f);
 /* log.c */
 void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
+/* The calling thread's lines take their time from these (a core's turn clock; NULL: read it). */
+void dp_log_set_clock(const int64_t *now_ms, const int64_t *wall_ms);
 extern int dp_log_level;
 void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DP_ERR(...)  dp_log(DP_LOG_ERROR, __VA_ARGS__)
@@ -395,6 +402,7 @@ void dp_core_stop(struct dp_core *c);
 void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init only */
 /* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
 void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
+/* The calling core's turn clock (its monotonic ms); the clock itself off a core's thread. */
 int64_t dp_mono_ms(void);
 /* The calling thread's core, for callbacks that carry none (storage's append completions). */
 struct dp_core *dp_core_self(void);
@@ -484,6 +492,8 @@ static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_
 	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);
 }
 
+/* Wall-clock ms (Kafka's timestamps, expiry): the calling core's turn clock; the clock itself off a
+ * core's thread. */
 int64_t dp_wall_ms(void);
 
 /* catalog.c */
