@@ -3,13 +3,15 @@
  * control/) may use of it: the per-core state, the message types, the
  * cross-core send, buffer pools, log lines and the core's catalog copy.
  *
- * Cores: with --cores N > 1, core 0 is the control core (control/: topic
- * catalog changes, producer ids, the coordinators) and cores 1..N-1 are data
- * cores: each is a NIC core (conn/: the connections the kernel hands its
- * listener) and an owner core (shard/: the partitions that hash to it). With
- * --cores 1 the one core plays every role, through the same code and the
- * same rings. main.c gives each core its roles (struct dp_role); the loop
- * runs their hooks without knowing what they are.
+ * Cores: core 0 plays the control role (control/: topic catalog changes,
+ * producer ids, the coordinators); data cores each are a NIC core (conn/: the
+ * connections the kernel hands its listener) and an owner core (shard/: the
+ * partitions that hash to it). The layout (dp_layout): with the control role
+ * shared, every one of the N cores is a data core and core 0 plays control
+ * beside data, as --cores 1's one core plays every role, through the same
+ * code and the same rings; with it on its own core, cores 1..N-1 are the data
+ * cores. broker.c gives each core its roles (struct dp_role); the loop runs
+ * their hooks without knowing what they are.
  *
  * Share nothing: a core touches only its own struct dp_core. Cores talk by
  * posting struct dp_msg to the SPSC ring of the (src, dst) pair. A message
@@ -58,7 +60,8 @@ struct dp_config {
 	char advertised_host[64];
 	uint16_t advertised_port;
 	char data_dir[512];
-	int cores;
+	int cores;                    /* 0: one per online CPU (main.c resolves it) */
+	int control_core;             /* enum dp_control_core: --control-core */
 	int log_level;
 	int32_t default_partitions;
 	bool auto_create;
@@ -346,6 +349,14 @@ struct dp_budget;
 void dp_budget_add(struct dp_budget *bd, const char *name, unsigned long long count, unsigned long long each,
                    const char *what);   /* what: a static string */
 unsigned dp_budget_ndata(const struct dp_config *cfg);   /* data cores for cfg */
+/*
+ * Where the control role goes (--control-core). Shared: on core 0 beside a data role, so every
+ * core takes appends (on a small machine a core of its own idles while the data cores saturate);
+ * own: core 0 plays control only. Auto picks shared below DP_CONTROL_OWN_CORES_MIN cores.
+ */
+enum dp_control_core { DP_CONTROL_AUTO, DP_CONTROL_SHARED, DP_CONTROL_OWN };
+/* Pure: the layout cfg asks for: how many data cores and the first of them (the rest follow). */
+void dp_layout(const struct dp_config *cfg, int *ndata, int *first_data);
 unsigned long long dp_budget_total(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles);
 void dp_budget_print(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles, FILE *f);
 /* log.c */

@@ -99,6 +99,7 @@ static struct {
 	volatile sig_atomic_t stop;
 	_Atomic int ready;
 	int cores;
+	int control_core;             /* --control-core: the broker's (enum dp_control_core) */
 	int disk_faults;              /* --disk-faults: -1 seeded, else this class for every seed */
 	bool no_sync_eio;             /* --no-sync-eio: fdatasync never fails */
 	uint32_t credits;             /* --credits: the broker's --test-xmsg-credits (0: its default) */
@@ -232,6 +233,7 @@ static int broker_boot(void)
 	snprintf(cfg->advertised_host, sizeof cfg->advertised_host, "%s", cfg->listen_host);
 	snprintf(cfg->data_dir, sizeof cfg->data_dir, "/w");
 	cfg->cores = M.cores;
+	cfg->control_core = M.control_core;
 	cfg->default_partitions = W_PARTS_PER_TOPIC;
 	cfg->auto_create = false;
 	cfg->segment_bytes = W_SEGMENT_BYTES;
@@ -1732,7 +1734,8 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--disk-faults 0-3] [--no-sync-eio]\n"
+	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--control-core own|shared]\n"
+	                "                   [--disk-faults 0-3] [--no-sync-eio]\n"
 	                "                   [--credits N] [--replay-check] [--verbose]\n");
 }
 
@@ -1753,6 +1756,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--cores") && i + 1 < argc) {
 			M.cores = atoi(argv[++i]);
 			if (M.cores < 1 || M.cores > 8) {
+				usage();
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--control-core") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "own"))
+				M.control_core = DP_CONTROL_OWN;
+			else if (!strcmp(argv[i], "shared"))
+				M.control_core = DP_CONTROL_SHARED;
+			else {
 				usage();
 				return 2;
 			}
