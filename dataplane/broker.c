@@ -19,7 +19,7 @@ const struct dp_role *const dp_broker_roles[DP_BROKER_ROLES] = { &dp_shard_role,
 void dp_config_defaults(struct dp_config *cfg)
 {
 	*cfg = (struct dp_config){
-		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 1,
+		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 0,
 		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
 		.prealloc_bytes = ST_LOG_PREALLOC_BYTES,
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
@@ -59,8 +59,7 @@ int dp_broker_assemble(struct dp_broker *b)
 {
 	const struct dp_config *cfg = &b->cfg;
 	b->ncores = cfg->cores;
-	b->ndata = b->ncores == 1 ? 1 : b->ncores - 1;
-	b->first_data = b->ncores == 1 ? 0 : 1;
+	dp_layout(cfg, &b->ndata, &b->first_data);
 	b->rings = calloc((size_t)b->ncores * (size_t)b->ncores, sizeof(*b->rings));
 	if (!b->rings)
 		return -ENOMEM;

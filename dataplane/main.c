@@ -29,7 +29,10 @@ static void usage(FILE *f)
 	"  --listen HOST:PORT      address to accept Kafka clients on (default 127.0.0.1:9092)\n"
 	"  --advertise HOST:PORT   address given to clients in Metadata (default: --listen)\n"
 	"  --data DIR              data directory (default ./data)\n"
-	"  --cores N               threads: N-1 data cores + 1 control core; 1 = all on one (default 1)\n"
+	"  --cores N               threads, one per core (default: one per online CPU)\n"
+	"  --control-core WHERE    shared: core 0 runs the control role beside data, every core a data core;\n"
+	"                          own: core 0 runs control only, cores 1..N-1 data (default: shared below\n"
+	"                          8 cores, own from 8; --cores 1 always runs every role on its one core)\n"
 	"  --log-level LEVEL       error | warn | info | debug (default info)\n"
 	"  --partitions N          partitions of auto-created topics (default 1)\n"
 	"  --no-auto-create        do not create topics named in Metadata requests\n"
@@ -120,13 +123,14 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
-	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
+	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
+		{ "control-core", required_argument, 0, O_CONTROL },
 		{ "log-level", required_argument, 0, O_LOG }, { "partitions", required_argument, 0, O_PARTS },
 		{ "no-auto-create", no_argument, 0, O_NOAUTO }, { "no-fsync", no_argument, 0, O_NOFSYNC },
 		{ "segment-bytes", required_argument, 0, O_SEG },
@@ -190,6 +194,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			cfg->cores = (int)strtol(optarg, &end, 10);
 			if (*end || cfg->cores < 1 || cfg->cores > DP_CORES_MAX)
 				goto bad;
+			break;
+		case O_CONTROL:
+			if (!strcmp(optarg, "shared")) cfg->control_core = DP_CONTROL_SHARED;
+			else if (!strcmp(optarg, "own")) cfg->control_core = DP_CONTROL_OWN;
+			else goto bad;
 			break;
 		case O_LOG:
 			if (!strcmp(optarg, "error")) cfg->log_level = DP_LOG_ERROR;
@@ -389,6 +398,14 @@ bad:
 		fprintf(stderr, "sluiced: unexpected argument %s\n", argv[optind]);
 		return -1;
 	}
+	if (!cfg->cores) {   /* the default: one core per online CPU */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->cores = ncpu < 1 ? 1 : ncpu > DP_CORES_MAX ? DP_CORES_MAX : (int)ncpu;
+	}
+	if (cfg->control_core == DP_CONTROL_OWN && cfg->cores < 2) {
+		fprintf(stderr, "sluiced: --control-core own needs --cores 2 or more\n");
+		return -1;
+	}
 	if (!adv) {
 		snprintf(cfg->advertised_host, sizeof(cfg->advertised_host), "%s",
 		         strcmp(cfg->listen_host, "0.0.0.0") && strcmp(cfg->listen_host, "::") ? cfg->listen_host : "localhost");
@@ -485,8 +502,9 @@ int main(int argc, char **argv)
 		if (b.cfg.fault_drop_permille || b.cfg.fault_close_permille)
 			DP_WARN("TEST-ONLY fault injection is on: Produce responses dropped %u/1000, "
 			        "connections closed %u/1000", b.cfg.fault_drop_permille, b.cfg.fault_close_permille);
-		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, data dir %s, fsync %s)",
-		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata, b.cfg.data_dir,
+		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s)",
+		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata,
+		        b.first_data ? " alone" : b.ncores > 1 ? " beside data" : "", b.cfg.data_dir,
 		        b.cfg.fsync ? "on" : "off");
 		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
 		        dp_budget_total(&b.cfg, dp_broker_roles, DP_BROKER_ROLES) >> 20);

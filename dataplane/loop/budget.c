@@ -62,22 +62,35 @@ void dp_budget_add(struct dp_budget *bd, const char *name, unsigned long long co
 	bd->total += it->bytes;
 }
 
+void dp_layout(const struct dp_config *cfg, int *ndata, int *first_data)
+{
+	bool own = cfg->control_core == DP_CONTROL_OWN ||
+	           (cfg->control_core == DP_CONTROL_AUTO && cfg->cores >= DP_CONTROL_OWN_CORES_MIN);
+	if (cfg->cores == 1)
+		own = false;   /* one core plays every role */
+	*ndata = own ? cfg->cores - 1 : cfg->cores;
+	*first_data = own ? 1 : 0;
+}
+
 unsigned dp_budget_ndata(const struct dp_config *cfg)
 {
-	return cfg->cores == 1 ? 1u : (unsigned)cfg->cores - 1u;
+	int ndata, first;
+	dp_layout(cfg, &ndata, &first);
+	return (unsigned)ndata;
 }
 
 static void budget_of(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles,
                       struct dp_budget *bd)
 {
 	memset(bd, 0, sizeof(*bd));
-	unsigned long long ncores = (unsigned)cfg->cores, ndata = dp_budget_ndata(cfg);
+	unsigned long long ncores = (unsigned)cfg->cores;
 	uint32_t credits = cfg->test_xmsg_credits ? cfg->test_xmsg_credits : DP_XMSG_CREDITS;
 
 	/* every core */
 	dp_budget_add(bd, "rings", ncores * ncores, dp_ring_bytes(DP_RING_MSGS), "DP_RING_MSGS messages per (src, dst) pair");
-	/* with --cores 1 there is no pair; else core 0 pairs with each data core both ways */
-	unsigned long long cpairs = ncores == 1 ? 0 : 2 * ndata, dpairs = ncores == 1 ? 0 : ndata * (ndata - 1);
+	/* with --cores 1 there is no pair; else core 0 (control, and data when it shares) pairs with
+	 * each other core both ways, and those others (data cores) with each other */
+	unsigned long long cpairs = 2 * (ncores - 1), dpairs = ncores > 1 ? (ncores - 1) * (ncores - 2) : 0;
 	dp_budget_add(bd, "backlogs, control", cpairs,
 	              (unsigned long long)dp_backlog_msgs(credits, true) * sizeof(struct dp_msg),
 	              "to and from the control core: credits, lends, GROUP_GONE (dp_limits.h)");

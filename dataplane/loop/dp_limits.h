@@ -166,6 +166,14 @@
 #define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
 #define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
 #define DP_SLEEP_MAX_MS         10
+/* A core reads the monotonic clock once per loop iteration and derives the wall clock from it,
+ * reading the wall clock itself again this often (a step of the system clock shows within it). */
+#define DP_WALL_SYNC_MS         1000
+/* From this many cores the control role gets a core of its own by default (dp_layout): there it
+ * costs at most an eighth of the data capacity; below, it shares core 0 with a data role. The
+ * control role's work per loop iteration is bounded either way: DP_RING_BURST messages from each
+ * other core's ring, and its timers once per DP_TXNC_TIMER_MS / DP_GRP_TIMER_MS. */
+#define DP_CONTROL_OWN_CORES_MIN 8
 #define DP_URING_ENTRIES        2048
 #define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
 /* Producer-state snapshots being written (io_uring) per data core: each is an fdatasync, a rename

@@ -18,9 +18,23 @@
 
 static _Thread_local int dp_log_core = -1;   /* the core a thread's lines name (dp_log_set_core) */
 
+/* The calling core's turn clock (loop.h's now_ms and wall_ms): a line costs no clock read. */
+static _Thread_local const int64_t *dp_log_now_ms, *dp_log_wall_ms;
+
 void dp_log_set_core(int core)
 {
 	dp_log_core = core;
+}
+
+void dp_log_set_clock(const int64_t *now_ms, const int64_t *wall_ms)
+{
+	dp_log_now_ms = now_ms;
+	dp_log_wall_ms = wall_ms;
+}
+
+static int64_t mono_ms(void)
+{
+	return dp_log_now_ms ? *dp_log_now_ms : dp_seam_mono_us() / 1000;
 }
 
 int dp_log_level = DP_LOG_INFO;
@@ -29,7 +43,8 @@ static void log_line(int level, const char *suffix, const char *fmt, va_list ap)
 {
 	static const char *names[] = { "error", "warn", "info", "debug" };
 	char line[1024];
-	int64_t wall = dp_seam_wall_ms();   /* the simulator's clock in its build: lines replay exactly */
+	/* the simulator's clock in its build: lines replay exactly */
+	int64_t wall = dp_log_wall_ms ? *dp_log_wall_ms : dp_seam_wall_ms();
 	time_t sec = (time_t)(wall / 1000);
 	struct tm tm;
 	gmtime_r(&sec, &tm);
@@ -56,11 +71,6 @@ void dp_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_line(level, NULL, fmt, ap);
 	va_end(ap);
-}
-
-static int64_t mono_ms(void)
-{
-	return dp_seam_mono_us() / 1000;
 }
 
 /* The decision alone, at a given time: true if the line is written (suffix says what went before). */

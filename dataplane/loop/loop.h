@@ -3,13 +3,15 @@
  * control/) may use of it: the per-core state, the message types, the
  * cross-core send, buffer pools, log lines and the core's catalog copy.
  *
- * Cores: with --cores N > 1, core 0 is the control core (control/: topic
- * catalog changes, producer ids, the coordinators) and cores 1..N-1 are data
- * cores: each is a NIC core (conn/: the connections the kernel hands its
- * listener) and an owner core (shard/: the partitions that hash to it). With
- * --cores 1 the one core plays every role, through the same code and the
- * same rings. main.c gives each core its roles (struct dp_role); the loop
- * runs their hooks without knowing what they are.
+ * Cores: core 0 plays the control role (control/: topic catalog changes,
+ * producer ids, the coordinators); data cores each are a NIC core (conn/: the
+ * connections the kernel hands its listener) and an owner core (shard/: the
+ * partitions that hash to it). The layout (dp_layout): with the control role
+ * shared, every one of the N cores is a data core and core 0 plays control
+ * beside data, as --cores 1's one core plays every role, through the same
+ * code and the same rings; with it on its own core, cores 1..N-1 are the data
+ * cores. broker.c gives each core its roles (struct dp_role); the loop runs
+ * their hooks without knowing what they are.
  *
  * Share nothing: a core touches only its own struct dp_core. Cores talk by
  * posting struct dp_msg to the SPSC ring of the (src, dst) pair. A message
@@ -58,7 +60,8 @@ struct dp_config {
 	char advertised_host[64];
 	uint16_t advertised_port;
 	char data_dir[512];
-	int cores;
+	int cores;                    /* 0: one per online CPU (main.c resolves it) */
+	int control_core;             /* enum dp_control_core: --control-core */
 	int log_level;
 	int32_t default_partitions;
 	bool auto_create;
@@ -209,8 +212,13 @@ struct dp_core {
 	int efd;                      /* wake-up eventfd */
 	uint64_t efd_buf;
 	_Atomic int sleeping;         /* written by this core, read by senders */
-	int64_t now_ms;
+	/* The turn's clock (core.c's turn_clock): read once per loop iteration, so no handler reads
+	 * the clock per request; dp_mono_ms() and dp_wall_ms() return these on a core's thread. */
+	int64_t now_ms;               /* monotonic, ms */
 	int64_t turn_us;              /* loop/: the clock at this turn's start (dp_core_step) */
+	int64_t wall_ms;              /* wall clock, ms: now_ms + wall_offset_ms */
+	int64_t wall_offset_ms;       /* loop/: wall minus monotonic, as last read */
+	int64_t wall_sync_us;         /* loop/: when the wall clock is read again (DP_WALL_SYNC_MS) */
 	int64_t idle_since_us;        /* loop/: the last turn that found work */
 	int64_t next_timer_us;        /* loop/: when the roles' timers run next */
 	struct io_uring *sim_ring;    /* DP_LOOP_SIM only: the simulator's disk ring for this core (seam.h) */
@@ -342,10 +350,20 @@ struct dp_budget;
 void dp_budget_add(struct dp_budget *bd, const char *name, unsigned long long count, unsigned long long each,
                    const char *what);   /* what: a static string */
 unsigned dp_budget_ndata(const struct dp_config *cfg);   /* data cores for cfg */
+/*
+ * Where the control role goes (--control-core). Shared: on core 0 beside a data role, so every
+ * core takes appends (on a small machine a core of its own idles while the data cores saturate);
+ * own: core 0 plays control only. Auto picks shared below DP_CONTROL_OWN_CORES_MIN cores.
+ */
+enum dp_control_core { DP_CONTROL_AUTO, DP_CONTROL_SHARED, DP_CONTROL_OWN };
+/* Pure: the layout cfg asks for: how many data cores and the first of them (the rest follow). */
+void dp_layout(const struct dp_config *cfg, int *ndata, int *first_data);
 unsigned long long dp_budget_total(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles);
 void dp_budget_print(const struct dp_config *cfg, const struct dp_role *const *roles, unsigned nroles, FILE *f);
 /* log.c */
 void dp_log_set_core(int core);   /* the calling thread's lines say "core N" */
+/* The calling thread's lines take their time from these (a core's turn clock; NULL: read it). */
+void dp_log_set_clock(const int64_t *now_ms, const int64_t *wall_ms);
 extern int dp_log_level;
 void dp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DP_ERR(...)  dp_log(DP_LOG_ERROR, __VA_ARGS__)
@@ -396,6 +414,7 @@ void dp_core_stop(struct dp_core *c);
 void dp_core_add_role(struct dp_core *c, const struct dp_role *role); /* init only */
 /* A role's own SQEs: completions whose user_data & 0xf is tag go to fn (its start hook registers). */
 void dp_core_on_cqe(struct dp_core *c, unsigned tag, dp_cqe_fn fn);
+/* The calling core's turn clock (its monotonic ms); the clock itself off a core's thread. */
 int64_t dp_mono_ms(void);
 /* The calling thread's core, for callbacks that carry none (storage's append completions). */
 struct dp_core *dp_core_self(void);
@@ -485,6 +504,8 @@ static inline int dp_owner_core(const struct dp_broker *b, uint32_t hash, int32_
 	return b->first_data + (int)((hash + (uint32_t)partition) % (uint32_t)b->ndata);
 }
 
+/* Wall-clock ms (Kafka's timestamps, expiry): the calling core's turn clock; the clock itself off a
+ * core's thread. */
 int64_t dp_wall_ms(void);
 
 /* catalog.c */

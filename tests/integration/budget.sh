@@ -59,14 +59,17 @@ p_big=$(parts_of "$WORK/budget-nofile.txt") p_small=$(parts_of "$WORK/budget-sma
 [ -n "$p_big" ] && [ "$p_big" -le 4096 ] || fail "partitions item without --partitions-max: '$p_big' (want <= 4096)"
 [ "$p_small" = 100 ] || fail "--partitions-max 100: the partitions item counts '$p_small'"
 pool=$(pool_of "$WORK/budget-small.txt")
-[ "$pool" = $((2 * ((8 << 20) + (8 << 20) / 64))) ] || fail "--txn-state-mib 8: the pool item is '$pool' B"
+# --cores 3 below DP_CONTROL_OWN_CORES_MIN: the control role shares core 0, three data cores.
+ndata=$(sed -n 's/^sluiced memory budget for --cores [0-9]* (\([0-9]*\) data core.*/\1/p' "$WORK/budget-small.txt")
+[ "$ndata" = 3 ] || fail "--cores 3: want 3 data cores (control beside data on core 0), the budget has '$ndata'"
+[ "$pool" = $((ndata * ((8 << 20) + (8 << 20) / 64))) ] || fail "--txn-state-mib 8: the pool item is '$pool' B"
 "$PY" "$WORK/sum.py" "$WORK/budget-small.txt" >/dev/null || fail "--partitions-max 100: items do not add up"
 log "partitions item: $p_big at the default limit (hard RLIMIT_NOFILE raised if allowed), 100 with --partitions-max 100"
 # The shard's read slots and warm-read sink are made at start-up on each data core, an item of
 # their own (before: allocated on a core's first cold read, in no item).
 read -r _ rcount _ reach _ <<<"$(sed -n 's/^  read slots  *[0-9]* B  \([0-9]*\) x \([0-9]*\) B: .*/x \1 x \2 x/p' "$WORK/budget3.txt")"
-[ "$rcount" = 2 ] && ((reach > 256 * 1024)) ||
-	fail "no read-slots item for the 2 data cores, each with the 256 KiB warm-read sink: '$rcount' x '$reach' B"
+[ "$rcount" = "$ndata" ] && ((reach > 256 * 1024)) ||
+	fail "no read-slots item for the $ndata data cores, each with the 256 KiB warm-read sink: '$rcount' x '$reach' B"
 
 start_broker --cores 3
 logged=$(sed -n 's/.*memory budget \([0-9]*\) MiB for these flags.*/\1/p' "$BROKER_LOG" | tail -n 1)

@@ -11,6 +11,7 @@
 # with N=2 the coordinator's partition grants and markers, and the clients'
 # produces and fetches, are refused for credit toward the owner cores and
 # sent again (coordinator) or retried (clients); the outcome must not change.
+# SLUICE_CORES and SLUICE_CONTROL (--control-core) choose the layout.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/txn_lib.sh"
 txn_init txn-basic 30 "$@"
@@ -18,6 +19,7 @@ TOPICS=tb1,tb2
 OUT=$WORK/produced.txt
 
 BROKER_ARGS=(--cores "${SLUICE_CORES:-3}")
+[ -z "${SLUICE_CONTROL:-}" ] || BROKER_ARGS+=(--control-core "$SLUICE_CONTROL")
 [ -z "${TXN_BASIC_CREDITS:-}" ] || BROKER_ARGS+=(--test-xmsg-credits "$TXN_BASIC_CREDITS")
 start_broker "${BROKER_ARGS[@]}"
 txn_run prod1 "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tb --topics "$TOPICS" \
@@ -39,7 +41,12 @@ consume_check rc2 committed "$WORK/exp-c2" "$TOPICS" 3
 consume_check ru2 uncommitted "$WORK/exp-all2" "$TOPICS" 3
 cores=$(grep -oE 'partition tb[12]/[0-9]+ opened on core [0-9]+' "$BROKER_LOG" | awk '{print $NF}' | sort -u | tr '\n' ' ')
 log "partitions opened on cores: $cores"
-[ "${SLUICE_CORES:-3}" -lt 3 ] || [ "$(wc -w <<<"$cores")" -ge 2 ] || fail "partitions not on both shard cores: $cores"
+# The layout the broker reports ("N cores: D data"); TXN_BASIC_DATA_CORES=D says what it must be.
+ndata=$(grep -oE 'cores: [0-9]+ data' "$BROKER_LOG" | head -1 | awk '{print $2}')
+log "data cores: $ndata"
+[ -z "${TXN_BASIC_DATA_CORES:-}" ] || [ "$ndata" = "$TXN_BASIC_DATA_CORES" ] ||
+	fail "want $TXN_BASIC_DATA_CORES data cores at --cores ${SLUICE_CORES:-3}${SLUICE_CONTROL:+ --control-core $SLUICE_CONTROL}, the broker has ${ndata:-none}"
+[ "${ndata:-0}" -lt 2 ] || [ "$(wc -w <<<"$cores")" -ge 2 ] || fail "partitions not on two or more shard cores: $cores"
 stop_broker
 if [ -n "${TXN_BASIC_CREDITS:-}" ]; then
 	refused=$(sed -n 's/.* \([0-9]*\) cross-core requests refused for credit.*/\1/p' "$BROKER_LOG" |

@@ -99,10 +99,12 @@ static struct {
 	volatile sig_atomic_t stop;
 	_Atomic int ready;
 	int cores;
+	int control_core;             /* --control-core: the broker's (enum dp_control_core) */
 	int disk_faults;              /* --disk-faults: -1 seeded, else this class for every seed */
 	bool no_sync_eio;             /* --no-sync-eio: fdatasync never fails */
 	uint32_t credits;             /* --credits: the broker's --test-xmsg-credits (0: its default) */
 	bool started[DP_CORES_MAX];   /* dp_core_start succeeded: the core is stopped at the end */
+	uint64_t clock_reads;         /* the seam's clock reads: a core's turn makes one (two each DP_WALL_SYNC_MS) */
 	bool verbose;
 	/* cold reads done synchronously, completed at the core's next reap (seam: dp_seam_prep_read) */
 	struct { struct dp_core *c; uint64_t ud; int res; } reads[DP_READS_MAX * 2];
@@ -114,11 +116,16 @@ static struct {
  * machine's time runs on by itself. */
 int64_t dp_seam_mono_us(void)
 {
+	M.clock_reads++;
 	if (M.stop)
 		M.now_us += 100;
 	return M.now_us;
 }
-int64_t dp_seam_wall_ms(void) { return W_EPOCH_WALL_MS + M.now_us / 1000; }
+int64_t dp_seam_wall_ms(void)
+{
+	M.clock_reads++;
+	return W_EPOCH_WALL_MS + M.now_us / 1000;
+}
 struct io_uring *dp_seam_ring(struct dp_core *c) { return c->sim_ring; }
 
 int dp_seam_ring_init(struct dp_core *c)
@@ -226,6 +233,7 @@ static int broker_boot(void)
 	snprintf(cfg->advertised_host, sizeof cfg->advertised_host, "%s", cfg->listen_host);
 	snprintf(cfg->data_dir, sizeof cfg->data_dir, "/w");
 	cfg->cores = M.cores;
+	cfg->control_core = M.control_core;
 	cfg->default_partitions = W_PARTS_PER_TOPIC;
 	cfg->auto_create = false;
 	cfg->segment_bytes = W_SEGMENT_BYTES;
@@ -1273,8 +1281,15 @@ static void turn(void)
 			order[i] = order[j];
 			order[j] = x;
 		}
-		for (int i = 0; i < b->ncores; i++)
+		for (int i = 0; i < b->ncores; i++) {
+			/* Issue 15: one clock read per loop iteration, whatever the turn handles (the
+			 * wall clock's resync each DP_WALL_SYNC_MS the second), never one per request. */
+			uint64_t reads = M.clock_reads;
 			work += dp_core_step(b->cores[order[i]]);
+			if (M.clock_reads - reads > 2)
+				violation("core %d read the clock %llu times in one turn", order[i],
+				          (unsigned long long)(M.clock_reads - reads));
+		}
 	}
 	for (int i = 0; i < W.nidem; i++)
 		idem_poll(&W.idem[i]);
@@ -1719,7 +1734,8 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--disk-faults 0-3] [--no-sync-eio]\n"
+	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--control-core own|shared]\n"
+	                "                   [--disk-faults 0-3] [--no-sync-eio]\n"
 	                "                   [--credits N] [--replay-check] [--verbose]\n");
 }
 
@@ -1740,6 +1756,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--cores") && i + 1 < argc) {
 			M.cores = atoi(argv[++i]);
 			if (M.cores < 1 || M.cores > 8) {
+				usage();
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--control-core") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "own"))
+				M.control_core = DP_CONTROL_OWN;
+			else if (!strcmp(argv[i], "shared"))
+				M.control_core = DP_CONTROL_SHARED;
+			else {
 				usage();
 				return 2;
 			}
