@@ -35,6 +35,7 @@ static const struct dp_api {
 	{ KAPI_API_VERSIONS, 0, 3 },
 	{ KAPI_CREATE_TOPICS, 0, 4 },
 	{ KAPI_DELETE_TOPICS, 0, 1 },
+	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -424,6 +425,100 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	return 0;
 }
 
+/* A request's names, sorted to find those given twice in O(n log n) (a request may hold millions). */
+struct name_at {
+	struct kstr name;
+	int32_t idx;
+};
+
+static int name_at_cmp(const void *a, const void *b)
+{
+	const struct name_at *x = a, *y = b;
+	if (x->name.len != y->name.len)
+		return x->name.len < y->name.len ? -1 : 1;
+	int d = x->name.len > 0 ? memcmp(x->name.ptr, y->name.ptr, (size_t)x->name.len) : 0;
+	return d ? d : x->idx < y->idx ? -1 : 1;
+}
+
+/* dup[idx] = whether names[]'s entry idx shares its name with another; names[] is sorted. */
+static void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
+{
+	qsort(names, (size_t)n, sizeof(*names), name_at_cmp);
+	for (int32_t i = 0; i < n; i++) {
+		const struct kstr *x = &names[i].name;
+		bool same_prev = i > 0 && names[i - 1].name.len == x->len &&
+		                 (x->len <= 0 || memcmp(names[i - 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		bool same_next = i + 1 < n && names[i + 1].name.len == x->len &&
+		                 (x->len <= 0 || memcmp(names[i + 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		dup[names[i].idx] = same_prev || same_next;
+	}
+}
+
+/*
+ * CreatePartitions. On one broker an assignment can name only this broker,
+ * once per new partition (replication factor 1); Kafka answers any other
+ * INVALID_REPLICA_ASSIGNMENT. The count is checked against the topic on the
+ * control core, which holds the authoritative count.
+ */
+static int16_t create_parts_assignment(const struct dp_core *c, const struct CreatePartitionsRequest_CreatePartitionsTopic *in,
+                                       int32_t now)
+{
+	if (in->Assignments_n < 0)
+		return KERR_NONE;   /* null: the broker places them */
+	if (in->Count <= now)
+		return KERR_INVALID_PARTITIONS;   /* Kafka checks the count first */
+	if (in->Assignments_n != in->Count - now)
+		return KERR_INVALID_REPLICA_ASSIGNMENT;
+	for (int32_t j = 0; j < in->Assignments_n; j++) {
+		const struct CreatePartitionsRequest_CreatePartitionsAssignment *a = &in->Assignments[j];
+		if (a->BrokerIds_n != 1 || a->BrokerIds[0] != c->b->cfg.node_id)
+			return KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	return KERR_NONE;
+}
+
+static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct CreatePartitionsRequest req;
+	if (CreatePartitionsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct CreatePartitionsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	r->resp = resp;
+	int32_t n = req.Topics_n > 0 ? req.Topics_n : 0;
+	resp->ThrottleTimeMs = 0;
+	resp->Results = dp_req_alloc(r, sizeof(*resp->Results) * (size_t)(n ? n : 1));
+	if (!resp->Results)
+		return -1;
+	resp->Results_n = n;
+	/* A name twice in one request: Kafka refuses every entry of it (which count is meant?). */
+	struct name_at *names = dp_req_alloc(r, sizeof(*names) * (size_t)(n ? n : 1));
+	bool *dup = dp_req_alloc(r, sizeof(*dup) * (size_t)(n ? n : 1));
+	if (!names || !dup)
+		return -1;
+	for (int32_t i = 0; i < n; i++)
+		names[i] = (struct name_at){ req.Topics[i].Name, i };
+	names_mark_dups(names, n, dup);
+	for (int32_t i = 0; i < n; i++) {
+		struct CreatePartitionsRequest_CreatePartitionsTopic *in = &req.Topics[i];
+		struct CreatePartitionsResponse_CreatePartitionsTopicResult *out = &resp->Results[i];
+		*out = (struct CreatePartitionsResponse_CreatePartitionsTopicResult){
+			.Name = in->Name, .ErrorMessage = { NULL, -1 } };
+		if (dup[i]) {
+			out->ErrorCode = KERR_INVALID_REQUEST;
+			continue;
+		}
+		int32_t id = in->Name.len < 0 ? -1 : dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len);
+		if (id < 0)
+			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		else if ((out->ErrorCode = create_parts_assignment(c, in, c->topics[id].nparts)) == KERR_NONE)
+			ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
+			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0);
+	}
+	return 0;
+}
+
 /* ---- InitProducerId ----------------------------------------------------------- */
 
 static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -478,6 +573,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 		break;
 	case KAPI_CREATE_TOPICS: rc = create_topics(c, r, &rd); break;
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
+	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -541,6 +637,13 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		resp->Responses[m->idx].ErrorCode = m->err;
 		return;
 	}
+	case DP_MSG_CREATE_PARTS_DONE: {
+		struct CreatePartitionsResponse *resp = r->resp;
+		resp->Results[m->idx].ErrorCode = m->err;
+		if (m->u.topic.name)   /* the control core's static reason */
+			resp->Results[m->idx].ErrorMessage = (struct kstr){ m->u.topic.name, (int32_t)m->u.topic.name_len };
+		return;
+	}
 	default:
 		assert(!"unexpected reply type");
 	}
@@ -602,6 +705,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_API_VERSIONS, ApiVersionsResponse)
 	ENCODE_CASE(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -642,6 +746,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_API_VERSIONS, ApiVersionsResponse)
 	ENCODE_CASE2(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
