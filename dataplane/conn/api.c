@@ -9,6 +9,7 @@
 
 #include "kerr.h"
 #include "conn_internal.h"
+#include "topicconf.h"
 
 /*
  * What we advertise and implement. Ranges follow VERSIONS.md: the classic
@@ -354,6 +355,48 @@ static int create_dups(struct dp_req *r, const struct CreateTopicsRequest *req, 
 	return 0;
 }
 
+static const char create_why_both[] = "both numPartitions or replicationFactor and replicasAssignment were set";
+static const char create_why_order[] =
+	"partitions should be a consecutive 0-based integer sequence";
+static const char create_why_broker[] =
+	"an assignment may name only this broker, once (a single broker: replication factor 1)";
+
+/*
+ * An explicit assignment on one broker: partitions 0..n-1, each once, each
+ * on this broker alone (Kafka answers INVALID_REPLICA_ASSIGNMENT for an
+ * unknown broker, a broker twice or a gap). Sorting is not needed: each
+ * index has one place, so a gap or a repeat shows as a slot taken twice.
+ */
+static const char *create_assignment_why(const struct dp_core *c, const struct CreateTopicsRequest_CreatableTopic *in)
+{
+	int32_t n = in->Assignments_n;
+	uint64_t seen[(DP_PARTITIONS_MAX + 63) / 64] = { 0 };
+	for (int32_t j = 0; j < n; j++) {
+		const struct CreateTopicsRequest_CreatableReplicaAssignment *a = &in->Assignments[j];
+		int32_t p = a->PartitionIndex;
+		if (p < 0 || p >= n || (seen[p / 64] >> (p % 64)) & 1)
+			return create_why_order;
+		seen[p / 64] |= 1ull << (p % 64);
+		if (a->BrokerIds_n != 1 || a->BrokerIds[0] != c->b->cfg.node_id)
+			return create_why_broker;
+	}
+	return NULL;
+}
+
+/* Every config of a create must be a topic config Kafka knows, with a value it takes. */
+static const char *create_configs_why(const struct CreateTopicsRequest_CreatableTopic *in)
+{
+	for (int32_t j = 0; j < in->Configs_n; j++) {
+		const struct CreateTopicsRequest_CreateableTopicConfig *cf = &in->Configs[j];
+		const char *why = cf->Name.len < 0 ? "null config name"
+		                  : dp_topic_config_why(cf->Name.ptr, (size_t)cf->Name.len, cf->Value.len < 0 ? NULL : cf->Value.ptr,
+		                                        cf->Value.len < 0 ? 0 : (size_t)cf->Value.len);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
 static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	struct CreateTopicsRequest req;
@@ -377,20 +420,31 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	for (int32_t i = 0; i < n; i++) {
 		struct CreateTopicsRequest_CreatableTopic *in = &req.Topics[i];
 		struct CreateTopicsResponse_CreatableTopicResult *out = &resp->Topics[i];
-		int32_t np = in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		bool assigned = in->Assignments_n > 0;
+		int32_t np = assigned ? in->Assignments_n
+		             : in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		const char *why = NULL;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
 			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
-		else if (np < 1 || np > DP_PARTITIONS_MAX || in->Assignments_n > 0)
+		else if (assigned && (in->NumPartitions != -1 || in->ReplicationFactor != -1))
+			out->ErrorCode = KERR_INVALID_REQUEST, why = create_why_both;
+		else if (np < 1 || np > DP_PARTITIONS_MAX)
 			out->ErrorCode = KERR_INVALID_PARTITIONS;
+		else if (assigned && (why = create_assignment_why(c, in)))
+			out->ErrorCode = KERR_INVALID_REPLICA_ASSIGNMENT;
 		else if (in->ReplicationFactor != -1 && in->ReplicationFactor != 1)
 			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
+		else if ((why = create_configs_why(in)))
+			out->ErrorCode = KERR_INVALID_CONFIG;
 		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
 			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
 		else   /* the control core checks the broker's limits, for validateOnly too */
 			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
 			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
+		if (why)
+			out->ErrorMessage = (struct kstr){ why, (int32_t)strlen(why) };
 		if (out->ErrorCode == KERR_NONE) {
 			out->NumPartitions = np;
 			out->ReplicationFactor = 1;

@@ -6,7 +6,10 @@
 // back from each; and that Kafka's refusals come back: a count not above the
 // topic's (INVALID_PARTITIONS), an unknown topic (UNKNOWN_TOPIC_OR_PARTITION),
 // an assignment naming another broker (INVALID_REPLICA_ASSIGNMENT), and that
-// validateOnly changes nothing.
+// validateOnly changes nothing. Then CreateTopics: an explicit assignment
+// (count and factor -1, as kafkajs sends it) creates its partitions, one to
+// another broker or with a gap is INVALID_REPLICA_ASSIGNMENT; known configs
+// are taken, an unknown key or a bad value is INVALID_CONFIG.
 // PHASE "after": (after a broker restart) Metadata still lists 5 partitions and
 // the records of the new partitions are still there (ListOffsets latest 4).
 'use strict';
@@ -16,6 +19,7 @@ const [bootstrap, phase] = process.argv.slice(2);
 const TOPIC = 'kja';
 const PER_PART = 4;
 const DEADLINE_MS = 120000;
+const NODE_ID = 1; // sluiced's default --node-id
 
 if (!bootstrap || !phase) {
   console.error('usage: node admin.js BOOTSTRAP grow|after');
@@ -46,6 +50,16 @@ async function refusal(admin, topicPartitions, validateOnly = false) {
   return 'NONE';
 }
 
+async function createRefusal(admin, topic) {
+  try {
+    await admin.createTopics({ topics: [topic] });
+  } catch (e) {
+    const inner = e.errors && e.errors.length ? e.errors[0] : e;
+    return inner.type || e.type || String(e);
+  }
+  return 'NONE';
+}
+
 async function grow(kafka, admin) {
   check(await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 2 }], waitForLeaders: true }),
     'createTopics did not create the topic');
@@ -64,6 +78,28 @@ async function grow(kafka, admin) {
   e = await refusal(admin, [{ topic: TOPIC, count: 6, assignments: [[12345]] }]);
   check(e === 'INVALID_REPLICA_ASSIGNMENT', `assignment to another broker: ${e}, want INVALID_REPLICA_ASSIGNMENT`);
   check(await partitionsOf(admin) === 5, 'a refused createPartitions changed the partition count');
+
+  // CreateTopics as kafkajs sends it with an explicit assignment: count and factor -1.
+  check(await admin.createTopics({ topics: [{ topic: 'kja-asg', replicaAssignment: [0, 1, 2].map(
+    (p) => ({ partition: p, replicas: [NODE_ID] })) }] }), 'createTopics with an assignment created nothing');
+  let md = await admin.fetchTopicMetadata({ topics: ['kja-asg'] });
+  check(md.topics[0].partitions.length === 3, `assigned topic has ${md.topics[0].partitions.length} partitions, want 3`);
+  e = await createRefusal(admin, { topic: 'kja-asg2', replicaAssignment: [{ partition: 0, replicas: [NODE_ID + 1] }] });
+  check(e === 'INVALID_REPLICA_ASSIGNMENT', `assignment to another broker: ${e}, want INVALID_REPLICA_ASSIGNMENT`);
+  e = await createRefusal(admin, { topic: 'kja-asg2', replicaAssignment: [{ partition: 1, replicas: [NODE_ID] }] });
+  check(e === 'INVALID_REPLICA_ASSIGNMENT', `assignment not from partition 0: ${e}, want INVALID_REPLICA_ASSIGNMENT`);
+  // Configs: known keys with valid values are taken; an unknown key or a bad value is INVALID_CONFIG.
+  check(await admin.createTopics({ topics: [{ topic: 'kja-cfg', numPartitions: 1, configEntries: [
+    { name: 'retention.ms', value: '3600000' }, { name: 'cleanup.policy', value: 'delete' },
+    { name: 'segment.bytes', value: '1048576' }, { name: 'max.message.bytes', value: '100000' },
+    { name: 'min.insync.replicas', value: '1' }, { name: 'retention.bytes', value: '-1' }] }] }),
+    'createTopics with configs created nothing');
+  e = await createRefusal(admin, { topic: 'kja-cfg2', configEntries: [{ name: 'no.such.config', value: '1' }] });
+  check(e === 'INVALID_CONFIG', `unknown config: ${e}, want INVALID_CONFIG`);
+  e = await createRefusal(admin, { topic: 'kja-cfg2', configEntries: [{ name: 'retention.ms', value: 'soon' }] });
+  check(e === 'INVALID_CONFIG', `bad retention.ms: ${e}, want INVALID_CONFIG`);
+  const listed = await admin.listTopics();
+  check(!listed.includes('kja-cfg2') && !listed.includes('kja-asg2'), `a refused create made its topic: ${listed}`);
 
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
