@@ -37,6 +37,7 @@ static const struct dp_api {
 	{ KAPI_CREATE_TOPICS, 0, 4 },
 	{ KAPI_DELETE_TOPICS, 0, 1 },
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
+	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -181,6 +182,9 @@ static void md_fill_topic(struct dp_core *c, struct dp_req *r, struct MetadataRe
 	}
 }
 
+/* The one broker's cluster, as Metadata and DescribeCluster name it. */
+#define DP_CLUSTER_ID "sluice-cluster"
+
 static int metadata_build(struct dp_core *c, struct dp_req *r)
 {
 	struct MetadataResponse *resp = dp_req_alloc(r, sizeof(*resp));
@@ -195,7 +199,7 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 	br->Rack = (struct kstr){ NULL, -1 };
 	resp->Brokers = br;
 	resp->Brokers_n = 1;
-	resp->ClusterId = (struct kstr){ "sluice-cluster", 14 };
+	resp->ClusterId = (struct kstr){ DP_CLUSTER_ID, sizeof(DP_CLUSTER_ID) - 1 };
 	resp->ControllerId = cfg->node_id;
 	resp->ClusterAuthorizedOperations = INT32_MIN;
 
@@ -573,6 +577,30 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 	return 0;
 }
 
+/* DescribeCluster: this broker, which is also the controller (as Metadata says). */
+static int describe_cluster(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct DescribeClusterRequest req;
+	if (DescribeClusterRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DescribeClusterResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	struct DescribeClusterResponse_DescribeClusterBroker *br = dp_req_alloc(r, sizeof(*br));
+	if (!resp || !br)
+		return -1;
+	DescribeClusterResponse_init(resp);
+	DescribeClusterResponse_DescribeClusterBroker_init(br);
+	const struct dp_config *cfg = &c->b->cfg;
+	br->BrokerId = cfg->node_id;
+	br->Host = (struct kstr){ cfg->advertised_host, (int32_t)strlen(cfg->advertised_host) };
+	br->Port = cfg->advertised_port;
+	resp->Brokers = br;
+	resp->Brokers_n = 1;
+	resp->ClusterId = (struct kstr){ DP_CLUSTER_ID, sizeof(DP_CLUSTER_ID) - 1 };
+	resp->ControllerId = cfg->node_id;
+	r->resp = resp;
+	return 0;
+}
+
 /* ---- InitProducerId ----------------------------------------------------------- */
 
 static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -628,6 +656,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_CREATE_TOPICS: rc = create_topics(c, r, &rd); break;
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
+	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -760,6 +789,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -801,6 +831,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)

@@ -21,6 +21,8 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         of its own (InitProducerId, AddOffsetsToTxn, EndTxn commit): unknown topics and
         partitions answer UNKNOWN_TOPIC_OR_PARTITION (also before the producer is checked),
         and the commit applies offsets for the known ones only
+  cluster PORT NODE HOST:PORT                DescribeCluster v0 (flexible): no error, the
+        controller is NODE and the one broker is NODE at HOST:PORT, the body read to its last byte
 Python 3 stdlib only.
 """
 import os
@@ -330,6 +332,39 @@ def cmd_txncommit(port, known, parts):
     return 0
 
 
+API_DESCRIBE_CLUSTER = 60
+
+
+def cmd_cluster(port, node, hostport):
+    host, want_port = hostport.rsplit(':', 1)
+    c = bc.Conn(port)
+    r = bc.Reader(c.call(API_DESCRIBE_CLUSTER, 0, b'\x00' + b'\x00', flexible=True))
+    r.skip_tags()   # response header v1
+
+    def cstr():
+        n = r.uvarint()
+        return None if n == 0 else r.take(n - 1).decode(errors='replace')
+    r.i32()  # throttle
+    err, msg, cluster, controller = r.i16(), cstr(), cstr(), r.i32()
+    brokers = []
+    for _ in range(r.uvarint() - 1):
+        b = (r.i32(), cstr(), r.i32(), cstr())
+        r.skip_tags()
+        brokers.append(b)
+    r.i32()  # cluster authorized operations
+    r.skip_tags()
+    if not r.done():
+        die(f'DescribeCluster: {len(r.d) - r.p} bytes after the body')
+    if err or msg is not None:
+        die(f'DescribeCluster: error {err} {msg}')
+    if not cluster or controller != node:
+        die(f'DescribeCluster: cluster {cluster!r} controller {controller}, want a cluster id and {node}')
+    if brokers != [(node, host, int(want_port), None)]:
+        die(f'DescribeCluster: brokers {brokers}, want [({node}, {host}, {want_port}, None)]')
+    print(f'cluster {cluster} controller {controller} brokers {brokers}')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -345,6 +380,8 @@ def main(argv):
             return cmd_dups(port, argv[3])
         if cmd == 'commit':
             return cmd_commit(port, argv[3], int(argv[4]))
+        if cmd == 'cluster':
+            return cmd_cluster(port, int(argv[3]), argv[4])
         if cmd == 'txncommit':
             return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:

@@ -4,7 +4,8 @@
 # sluice-admin topics: create (with configs; an unknown config is refused
 # INVALID_CONFIG), list, describe (partitions, leader, start and end
 # offsets after a produce), add-partitions (a count not above the topic's
-# is refused INVALID_PARTITIONS; the new partitions take produces), delete.
+# is refused INVALID_PARTITIONS; the new partitions take produces), delete;
+# and DescribeCluster v0 names this broker, as the controller too.
 . "$(dirname "$0")/lib.sh"
 integ_init admin-topics 39 "$@"
 ADMIN=$(abs_path "${4:-}")
@@ -40,6 +41,9 @@ guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic adt --count 1000 --
 adm topics describe adt >"$WORK/d3.out" || fail "describe exited $?"
 sum=$(awk '/^partition adt [23] /{ split($6, e, "="); n += e[2] } END { print n + 0 }' "$WORK/d3.out")
 [ "$sum" -gt 0 ] || fail "nothing was produced to the new partitions: $(cat "$WORK/d3.out")"
+
+# DescribeCluster (Kafka's AdminClient describeCluster): this broker, also the controller.
+guarded python3 "$(dirname "$0")/admin_client.py" cluster "$PORT" 1 "$BOOTSTRAP" || fail "DescribeCluster"
 
 adm topics delete adt >"$WORK/del.out" || fail "delete exited $?"
 adm topics list >"$WORK/l2.out" || fail "list exited $?"
