@@ -42,6 +42,12 @@ adm topics describe adt >"$WORK/d3.out" || fail "describe exited $?"
 sum=$(awk '/^partition adt [23] /{ split($6, e, "="); n += e[2] } END { print n + 0 }' "$WORK/d3.out")
 [ "$sum" -gt 0 ] || fail "nothing was produced to the new partitions: $(cat "$WORK/d3.out")"
 
+# CreatePartitions' refusals (hostile counts, a name twice, bad assignments), validateOnly, and an
+# explicit assignment: 4 -> 6.
+guarded python3 "$(dirname "$0")/admin_client.py" parts "$PORT" adt 4 || fail "CreatePartitions cases"
+adm topics describe adt >"$WORK/d4.out" || fail "describe exited $?"
+grep -qx "topic adt partitions=6" "$WORK/d4.out" || fail "after the CreatePartitions cases: $(cat "$WORK/d4.out")"
+
 # DescribeCluster (Kafka's AdminClient describeCluster): this broker, also the controller.
 guarded python3 "$(dirname "$0")/admin_client.py" cluster "$PORT" 1 "$BOOTSTRAP" || fail "DescribeCluster"
 
