@@ -1,12 +1,17 @@
 /*
- * sluice-admin - a small Kafka admin client: transactions (KIP-664) and
- * consumer groups.
+ * sluice-admin - a small Kafka admin client: transactions (KIP-664),
+ * consumer groups and topics.
  *
  *   sluice-admin --bootstrap HOST:PORT transactions [--older-than-ms N]
  *   sluice-admin --bootstrap HOST:PORT producers TOPIC PARTITION
  *   sluice-admin --bootstrap HOST:PORT abort-transaction TOPIC PARTITION PRODUCER_ID
  *   sluice-admin --bootstrap HOST:PORT groups
  *   sluice-admin --bootstrap HOST:PORT group GROUP
+ *   sluice-admin --bootstrap HOST:PORT topics list
+ *   sluice-admin --bootstrap HOST:PORT topics describe TOPIC
+ *   sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...
+ *   sluice-admin --bootstrap HOST:PORT topics delete TOPIC
+ *   sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT
  *
  * transactions: ListTransactions v0, then DescribeTransactions v0 for the ids
  * it names; one line per id. With --older-than-ms only Ongoing transactions
@@ -22,6 +27,12 @@
  * group) and ListOffsets v2 (read_uncommitted end offsets): one line per
  * partition with committed offset, end offset, lag and the member it is
  * assigned to.
+ * topics list: Metadata v4 of every topic, one line each with its partition
+ * count. topics describe: Metadata v4 of the topic and ListOffsets v2
+ * (earliest and latest): one line per partition with its leader and offsets.
+ * topics create: CreateTopics v4 (replication factor 1; each KEY=VALUE a
+ * topic config). topics delete: DeleteTopics v1. topics add-partitions:
+ * CreatePartitions v1, the topic's new partition count.
  *
  * sluice is one node, so every request goes to the bootstrap broker (Kafka's
  * tool would ask each broker, and the coordinator for DescribeTransactions).
@@ -90,7 +101,12 @@ static void usage(void)
 	      "       sluice-admin --bootstrap HOST:PORT producers TOPIC PARTITION\n"
 	      "       sluice-admin --bootstrap HOST:PORT abort-transaction TOPIC PARTITION PRODUCER_ID\n"
 	      "       sluice-admin --bootstrap HOST:PORT groups\n"
-	      "       sluice-admin --bootstrap HOST:PORT group GROUP\n",
+	      "       sluice-admin --bootstrap HOST:PORT group GROUP\n"
+	      "       sluice-admin --bootstrap HOST:PORT topics list\n"
+	      "       sluice-admin --bootstrap HOST:PORT topics describe TOPIC\n"
+	      "       sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...\n"
+	      "       sluice-admin --bootstrap HOST:PORT topics delete TOPIC\n"
+	      "       sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT\n",
 	      stderr);
 	exit(2);
 }
@@ -636,6 +652,224 @@ static int cmd_group(struct adm *a, const char *group)
 	return 0;
 }
 
+/* ---- topics ------------------------------------------------------------------ */
+
+#define ADM_TOPIC_CONFIGS_MAX 64   /* KEY=VALUE arguments of one create */
+#define ADM_ADMIN_TIMEOUT_MS 60000 /* the broker's time to create or delete */
+
+static struct kstr kstr_of(const char *s)
+{
+	return (struct kstr){ s, (int32_t)strlen(s) };
+}
+
+/* Metadata v4 of one topic (NULL: all). The reply stays in a->resp until the next call. */
+static void topics_metadata(struct adm *a, const char *topic, struct MetadataResponse *resp)
+{
+	struct kreader r;
+	struct MetadataRequest req;
+	struct MetadataRequest_MetadataRequestTopic t;
+	MetadataRequest_init(&req);
+	req.AllowAutoTopicCreation = false;
+	if (topic) {
+		MetadataRequest_MetadataRequestTopic_init(&t);
+		t.Name = kstr_of(topic);
+		req.Topics = &t;
+		req.Topics_n = 1;
+	} else {
+		req.Topics_n = -1;
+	}
+	ADM_CALL(a, KAPI_METADATA, 4, MetadataRequest, &req, &r);
+	ADM_DECODE(a, MetadataResponse, 4, &r, resp);
+}
+
+static int cmd_topics_list(struct adm *a)
+{
+	struct MetadataResponse resp;
+	topics_metadata(a, NULL, &resp);
+	for (int32_t i = 0; i < resp.Topics_n; i++) {
+		const struct MetadataResponse_MetadataResponseTopic *t = &resp.Topics[i];
+		printf("%.*s partitions=%d\n", t->Name.len, t->Name.ptr, t->Partitions_n);
+	}
+	return 0;
+}
+
+/* ListOffsets v2 (read_uncommitted) at timestamp ts (-2 earliest, -1 latest) of n partitions. */
+static void topic_offsets(struct adm *a, const char *topic, int32_t n, int64_t ts, int64_t *out)
+{
+	struct kreader r;
+	struct ListOffsetsRequest req;
+	struct ListOffsetsRequest_ListOffsetsTopic t;
+	ListOffsetsRequest_init(&req);
+	ListOffsetsRequest_ListOffsetsTopic_init(&t);
+	struct ListOffsetsRequest_ListOffsetsPartition *ps = calloc((size_t)(n ? n : 1), sizeof(*ps));
+	if (!ps)
+		die(2, "out of memory");
+	for (int32_t p = 0; p < n; p++) {
+		ListOffsetsRequest_ListOffsetsPartition_init(&ps[p]);
+		ps[p].PartitionIndex = p;
+		ps[p].Timestamp = ts;
+		out[p] = -1;
+	}
+	req.ReplicaId = -1;
+	t.Name = kstr_of(topic);
+	t.Partitions = ps;
+	t.Partitions_n = n;
+	req.Topics = &t;
+	req.Topics_n = 1;
+	ADM_CALL(a, KAPI_LIST_OFFSETS, 2, ListOffsetsRequest, &req, &r);
+	free(ps);
+	struct ListOffsetsResponse resp;
+	ADM_DECODE(a, ListOffsetsResponse, 2, &r, &resp);
+	for (int32_t i = 0; i < resp.Topics_n; i++)
+		for (int32_t k = 0; k < resp.Topics[i].Partitions_n; k++) {
+			const struct ListOffsetsResponse_ListOffsetsPartitionResponse *x = &resp.Topics[i].Partitions[k];
+			if (x->PartitionIndex < 0 || x->PartitionIndex >= n)
+				MALFORMED("ListOffsets answered partition %d of %d", x->PartitionIndex, n);
+			out[x->PartitionIndex] = x->ErrorCode ? -1 : x->Offset;
+		}
+}
+
+static int cmd_topics_describe(struct adm *a, const char *topic)
+{
+	struct MetadataResponse resp;
+	topics_metadata(a, topic, &resp);
+	if (resp.Topics_n != 1 || !kstr_eq(resp.Topics[0].Name, topic))
+		MALFORMED("Metadata answered %d topics for one", resp.Topics_n);
+	const struct MetadataResponse_MetadataResponseTopic *t = &resp.Topics[0];
+	if (t->ErrorCode)
+		die(1, "%s: error %d (%s)", topic, t->ErrorCode, err_name(t->ErrorCode));
+	int32_t n = t->Partitions_n;
+	int32_t *leader = calloc((size_t)(n ? n : 1), sizeof(*leader));
+	int64_t *start = calloc((size_t)(n ? n : 1), sizeof(*start)), *end = calloc((size_t)(n ? n : 1), sizeof(*end));
+	if (!leader || !start || !end)
+		die(2, "out of memory");
+	for (int32_t p = 0; p < n; p++)
+		leader[p] = -1;
+	for (int32_t i = 0; i < n; i++) {
+		const struct MetadataResponse_MetadataResponsePartition *p = &t->Partitions[i];
+		if (p->PartitionIndex < 0 || p->PartitionIndex >= n)
+			MALFORMED("partition %d of %d", p->PartitionIndex, n);
+		leader[p->PartitionIndex] = p->ErrorCode ? -1 : p->LeaderId;
+	}
+	topic_offsets(a, topic, n, -2, start);
+	topic_offsets(a, topic, n, -1, end);
+	printf("topic %s partitions=%d\n", topic, n);
+	for (int32_t p = 0; p < n; p++) {
+		printf("partition %s %d leader=%d", topic, p, leader[p]);
+		put_offset(" start=", start[p]);
+		put_offset(" end=", end[p]);
+		putchar('\n');
+	}
+	free(leader);
+	free(start);
+	free(end);
+	return 0;
+}
+
+static int cmd_topics_create(struct adm *a, const char *topic, int32_t nparts, char **kv, int nkv)
+{
+	struct kreader r;
+	struct CreateTopicsRequest req;
+	struct CreateTopicsRequest_CreatableTopic t;
+	struct CreateTopicsRequest_CreateableTopicConfig cfg[ADM_TOPIC_CONFIGS_MAX];
+	if (nkv > ADM_TOPIC_CONFIGS_MAX)
+		die(2, "at most %d configs", ADM_TOPIC_CONFIGS_MAX);
+	CreateTopicsRequest_init(&req);
+	CreateTopicsRequest_CreatableTopic_init(&t);
+	for (int i = 0; i < nkv; i++) {
+		char *eq = strchr(kv[i], '=');
+		if (!eq || eq == kv[i])
+			die(2, "config '%s' is not KEY=VALUE", kv[i]);
+		CreateTopicsRequest_CreateableTopicConfig_init(&cfg[i]);
+		cfg[i].Name = (struct kstr){ kv[i], (int32_t)(eq - kv[i]) };
+		cfg[i].Value = kstr_of(eq + 1);
+	}
+	t.Name = kstr_of(topic);
+	t.NumPartitions = nparts;
+	t.ReplicationFactor = 1;
+	t.Assignments_n = 0;
+	t.Configs = cfg;
+	t.Configs_n = nkv;
+	req.Topics = &t;
+	req.Topics_n = 1;
+	req.timeoutMs = ADM_ADMIN_TIMEOUT_MS;
+	ADM_CALL(a, KAPI_CREATE_TOPICS, 4, CreateTopicsRequest, &req, &r);
+	struct CreateTopicsResponse resp;
+	ADM_DECODE(a, CreateTopicsResponse, 4, &r, &resp);
+	if (resp.Topics_n != 1 || !kstr_eq(resp.Topics[0].Name, topic))
+		MALFORMED("CreateTopics answered %d topics for one", resp.Topics_n);
+	const struct CreateTopicsResponse_CreatableTopicResult *x = &resp.Topics[0];
+	if (x->ErrorCode)
+		die(1, "create %s: error %d (%s)%s%.*s", topic, x->ErrorCode, err_name(x->ErrorCode),
+		    x->ErrorMessage.len > 0 ? ": " : "", x->ErrorMessage.len > 0 ? x->ErrorMessage.len : 0,
+		    x->ErrorMessage.ptr);
+	printf("created %s partitions=%d\n", topic, nparts);
+	return 0;
+}
+
+static int cmd_topics_delete(struct adm *a, const char *topic)
+{
+	struct kreader r;
+	struct DeleteTopicsRequest req;
+	struct kstr name = kstr_of(topic);
+	DeleteTopicsRequest_init(&req);
+	req.TopicNames = &name;
+	req.TopicNames_n = 1;
+	req.TimeoutMs = ADM_ADMIN_TIMEOUT_MS;
+	ADM_CALL(a, KAPI_DELETE_TOPICS, 1, DeleteTopicsRequest, &req, &r);
+	struct DeleteTopicsResponse resp;
+	ADM_DECODE(a, DeleteTopicsResponse, 1, &r, &resp);
+	if (resp.Responses_n != 1 || !kstr_eq(resp.Responses[0].Name, topic))
+		MALFORMED("DeleteTopics answered %d topics for one", resp.Responses_n);
+	if (resp.Responses[0].ErrorCode)
+		die(1, "delete %s: error %d (%s)", topic, resp.Responses[0].ErrorCode, err_name(resp.Responses[0].ErrorCode));
+	printf("deleted %s\n", topic);
+	return 0;
+}
+
+static int cmd_topics_add_partitions(struct adm *a, const char *topic, int32_t count)
+{
+	struct kreader r;
+	struct CreatePartitionsRequest req;
+	struct CreatePartitionsRequest_CreatePartitionsTopic t;
+	CreatePartitionsRequest_init(&req);
+	CreatePartitionsRequest_CreatePartitionsTopic_init(&t);
+	t.Name = kstr_of(topic);
+	t.Count = count;
+	t.Assignments_n = -1;   /* the broker places them */
+	req.Topics = &t;
+	req.Topics_n = 1;
+	req.TimeoutMs = ADM_ADMIN_TIMEOUT_MS;
+	ADM_CALL(a, KAPI_CREATE_PARTITIONS, 1, CreatePartitionsRequest, &req, &r);
+	struct CreatePartitionsResponse resp;
+	ADM_DECODE(a, CreatePartitionsResponse, 1, &r, &resp);
+	if (resp.Results_n != 1 || !kstr_eq(resp.Results[0].Name, topic))
+		MALFORMED("CreatePartitions answered %d topics for one", resp.Results_n);
+	const struct CreatePartitionsResponse_CreatePartitionsTopicResult *x = &resp.Results[0];
+	if (x->ErrorCode)
+		die(1, "add partitions to %s: error %d (%s)%s%.*s", topic, x->ErrorCode, err_name(x->ErrorCode),
+		    x->ErrorMessage.len > 0 ? ": " : "", x->ErrorMessage.len > 0 ? x->ErrorMessage.len : 0,
+		    x->ErrorMessage.ptr);
+	printf("%s partitions=%d\n", topic, count);
+	return 0;
+}
+
+static int cmd_topics(struct adm *a, char **av, int n)
+{
+	if (n == 1 && strcmp(av[0], "list") == 0)
+		return cmd_topics_list(a);
+	if (n == 2 && strcmp(av[0], "describe") == 0)
+		return cmd_topics_describe(a, av[1]);
+	if (n >= 3 && strcmp(av[0], "create") == 0)
+		return cmd_topics_create(a, av[1], (int32_t)parse_int(av[2], 1, INT32_MAX, "partitions"), av + 3, n - 3);
+	if (n == 2 && strcmp(av[0], "delete") == 0)
+		return cmd_topics_delete(a, av[1]);
+	if (n == 3 && strcmp(av[0], "add-partitions") == 0)
+		return cmd_topics_add_partitions(a, av[1], (int32_t)parse_int(av[2], 1, INT32_MAX, "count"));
+	usage();
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *bootstrap = NULL;
@@ -678,6 +912,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "group") == 0 && i + 1 == argc) {
 		adm_connect(&a, bootstrap);
 		rc = cmd_group(&a, argv[i]);
+	} else if (strcmp(cmd, "topics") == 0 && i < argc) {
+		adm_connect(&a, bootstrap);
+		rc = cmd_topics(&a, argv + i, argc - i);
 	} else {
 		usage();
 	}

@@ -9,6 +9,7 @@
 
 #include "kerr.h"
 #include "conn_internal.h"
+#include "topicconf.h"
 
 /*
  * What we advertise and implement. Ranges follow VERSIONS.md: the classic
@@ -35,6 +36,8 @@ static const struct dp_api {
 	{ KAPI_API_VERSIONS, 0, 3 },
 	{ KAPI_CREATE_TOPICS, 0, 4 },
 	{ KAPI_DELETE_TOPICS, 0, 1 },
+	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
+	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -179,6 +182,9 @@ static void md_fill_topic(struct dp_core *c, struct dp_req *r, struct MetadataRe
 	}
 }
 
+/* The one broker's cluster, as Metadata and DescribeCluster name it. */
+#define DP_CLUSTER_ID "sluice-cluster"
+
 static int metadata_build(struct dp_core *c, struct dp_req *r)
 {
 	struct MetadataResponse *resp = dp_req_alloc(r, sizeof(*resp));
@@ -193,7 +199,7 @@ static int metadata_build(struct dp_core *c, struct dp_req *r)
 	br->Rack = (struct kstr){ NULL, -1 };
 	resp->Brokers = br;
 	resp->Brokers_n = 1;
-	resp->ClusterId = (struct kstr){ "sluice-cluster", 14 };
+	resp->ClusterId = (struct kstr){ DP_CLUSTER_ID, sizeof(DP_CLUSTER_ID) - 1 };
 	resp->ControllerId = cfg->node_id;
 	resp->ClusterAuthorizedOperations = INT32_MIN;
 
@@ -353,6 +359,48 @@ static int create_dups(struct dp_req *r, const struct CreateTopicsRequest *req, 
 	return 0;
 }
 
+static const char create_why_both[] = "both numPartitions or replicationFactor and replicasAssignment were set";
+static const char create_why_order[] =
+	"partitions should be a consecutive 0-based integer sequence";
+static const char create_why_broker[] =
+	"an assignment may name only this broker, once (a single broker: replication factor 1)";
+
+/*
+ * An explicit assignment on one broker: partitions 0..n-1, each once, each
+ * on this broker alone (Kafka answers INVALID_REPLICA_ASSIGNMENT for an
+ * unknown broker, a broker twice or a gap). Sorting is not needed: each
+ * index has one place, so a gap or a repeat shows as a slot taken twice.
+ */
+static const char *create_assignment_why(const struct dp_core *c, const struct CreateTopicsRequest_CreatableTopic *in)
+{
+	int32_t n = in->Assignments_n;
+	uint64_t seen[(DP_PARTITIONS_MAX + 63) / 64] = { 0 };
+	for (int32_t j = 0; j < n; j++) {
+		const struct CreateTopicsRequest_CreatableReplicaAssignment *a = &in->Assignments[j];
+		int32_t p = a->PartitionIndex;
+		if (p < 0 || p >= n || (seen[p / 64] >> (p % 64)) & 1)
+			return create_why_order;
+		seen[p / 64] |= 1ull << (p % 64);
+		if (a->BrokerIds_n != 1 || a->BrokerIds[0] != c->b->cfg.node_id)
+			return create_why_broker;
+	}
+	return NULL;
+}
+
+/* Every config of a create must be a topic config Kafka knows, with a value it takes. */
+static const char *create_configs_why(const struct CreateTopicsRequest_CreatableTopic *in)
+{
+	for (int32_t j = 0; j < in->Configs_n; j++) {
+		const struct CreateTopicsRequest_CreateableTopicConfig *cf = &in->Configs[j];
+		const char *why = cf->Name.len < 0 ? "null config name"
+		                  : dp_topic_config_why(cf->Name.ptr, (size_t)cf->Name.len, cf->Value.len < 0 ? NULL : cf->Value.ptr,
+		                                        cf->Value.len < 0 ? 0 : (size_t)cf->Value.len);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
 static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	struct CreateTopicsRequest req;
@@ -376,20 +424,31 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	for (int32_t i = 0; i < n; i++) {
 		struct CreateTopicsRequest_CreatableTopic *in = &req.Topics[i];
 		struct CreateTopicsResponse_CreatableTopicResult *out = &resp->Topics[i];
-		int32_t np = in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		bool assigned = in->Assignments_n > 0;
+		int32_t np = assigned ? in->Assignments_n
+		             : in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
+		const char *why = NULL;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
 			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
-		else if (np < 1 || np > DP_PARTITIONS_MAX || in->Assignments_n > 0)
+		else if (assigned && (in->NumPartitions != -1 || in->ReplicationFactor != -1))
+			out->ErrorCode = KERR_INVALID_REQUEST, why = create_why_both;
+		else if (np < 1 || np > DP_PARTITIONS_MAX)
 			out->ErrorCode = KERR_INVALID_PARTITIONS;
+		else if (assigned && (why = create_assignment_why(c, in)))
+			out->ErrorCode = KERR_INVALID_REPLICA_ASSIGNMENT;
 		else if (in->ReplicationFactor != -1 && in->ReplicationFactor != 1)
 			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
+		else if ((why = create_configs_why(in)))
+			out->ErrorCode = KERR_INVALID_CONFIG;
 		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
 			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
 		else   /* the control core checks the broker's limits, for validateOnly too */
 			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
 			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
+		if (why)
+			out->ErrorMessage = (struct kstr){ why, (int32_t)strlen(why) };
 		if (out->ErrorCode == KERR_NONE) {
 			out->NumPartitions = np;
 			out->ReplicationFactor = 1;
@@ -421,6 +480,124 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		else
 			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0);
 	}
+	return 0;
+}
+
+/* A request's names, sorted to find those given twice in O(n log n) (a request may hold millions). */
+struct name_at {
+	struct kstr name;
+	int32_t idx;
+};
+
+static int name_at_cmp(const void *a, const void *b)
+{
+	const struct name_at *x = a, *y = b;
+	if (x->name.len != y->name.len)
+		return x->name.len < y->name.len ? -1 : 1;
+	int d = x->name.len > 0 ? memcmp(x->name.ptr, y->name.ptr, (size_t)x->name.len) : 0;
+	return d ? d : x->idx < y->idx ? -1 : 1;
+}
+
+/* dup[idx] = whether names[]'s entry idx shares its name with another; names[] is sorted. */
+static void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
+{
+	qsort(names, (size_t)n, sizeof(*names), name_at_cmp);
+	for (int32_t i = 0; i < n; i++) {
+		const struct kstr *x = &names[i].name;
+		bool same_prev = i > 0 && names[i - 1].name.len == x->len &&
+		                 (x->len <= 0 || memcmp(names[i - 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		bool same_next = i + 1 < n && names[i + 1].name.len == x->len &&
+		                 (x->len <= 0 || memcmp(names[i + 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		dup[names[i].idx] = same_prev || same_next;
+	}
+}
+
+/*
+ * CreatePartitions. On one broker an assignment can name only this broker,
+ * once per new partition (replication factor 1); Kafka answers any other
+ * INVALID_REPLICA_ASSIGNMENT. The count is checked against the topic on the
+ * control core, which holds the authoritative count.
+ */
+static int16_t create_parts_assignment(const struct dp_core *c, const struct CreatePartitionsRequest_CreatePartitionsTopic *in,
+                                       int32_t now)
+{
+	if (in->Assignments_n < 0)
+		return KERR_NONE;   /* null: the broker places them */
+	if (in->Count <= now)
+		return KERR_INVALID_PARTITIONS;   /* Kafka checks the count first */
+	if (in->Assignments_n != in->Count - now)
+		return KERR_INVALID_REPLICA_ASSIGNMENT;
+	for (int32_t j = 0; j < in->Assignments_n; j++) {
+		const struct CreatePartitionsRequest_CreatePartitionsAssignment *a = &in->Assignments[j];
+		if (a->BrokerIds_n != 1 || a->BrokerIds[0] != c->b->cfg.node_id)
+			return KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	return KERR_NONE;
+}
+
+static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct CreatePartitionsRequest req;
+	if (CreatePartitionsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct CreatePartitionsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	r->resp = resp;
+	int32_t n = req.Topics_n > 0 ? req.Topics_n : 0;
+	resp->ThrottleTimeMs = 0;
+	resp->Results = dp_req_alloc(r, sizeof(*resp->Results) * (size_t)(n ? n : 1));
+	if (!resp->Results)
+		return -1;
+	resp->Results_n = n;
+	/* A name twice in one request: Kafka refuses every entry of it (which count is meant?). */
+	struct name_at *names = dp_req_alloc(r, sizeof(*names) * (size_t)(n ? n : 1));
+	bool *dup = dp_req_alloc(r, sizeof(*dup) * (size_t)(n ? n : 1));
+	if (!names || !dup)
+		return -1;
+	for (int32_t i = 0; i < n; i++)
+		names[i] = (struct name_at){ req.Topics[i].Name, i };
+	names_mark_dups(names, n, dup);
+	for (int32_t i = 0; i < n; i++) {
+		struct CreatePartitionsRequest_CreatePartitionsTopic *in = &req.Topics[i];
+		struct CreatePartitionsResponse_CreatePartitionsTopicResult *out = &resp->Results[i];
+		*out = (struct CreatePartitionsResponse_CreatePartitionsTopicResult){
+			.Name = in->Name, .ErrorMessage = { NULL, -1 } };
+		if (dup[i]) {
+			out->ErrorCode = KERR_INVALID_REQUEST;
+			continue;
+		}
+		int32_t id = in->Name.len < 0 ? -1 : dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len);
+		if (id < 0)
+			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		else if ((out->ErrorCode = create_parts_assignment(c, in, c->topics[id].nparts)) == KERR_NONE)
+			ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
+			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0);
+	}
+	return 0;
+}
+
+/* DescribeCluster: this broker, which is also the controller (as Metadata says). */
+static int describe_cluster(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct DescribeClusterRequest req;
+	if (DescribeClusterRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DescribeClusterResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	struct DescribeClusterResponse_DescribeClusterBroker *br = dp_req_alloc(r, sizeof(*br));
+	if (!resp || !br)
+		return -1;
+	DescribeClusterResponse_init(resp);
+	DescribeClusterResponse_DescribeClusterBroker_init(br);
+	const struct dp_config *cfg = &c->b->cfg;
+	br->BrokerId = cfg->node_id;
+	br->Host = (struct kstr){ cfg->advertised_host, (int32_t)strlen(cfg->advertised_host) };
+	br->Port = cfg->advertised_port;
+	resp->Brokers = br;
+	resp->Brokers_n = 1;
+	resp->ClusterId = (struct kstr){ DP_CLUSTER_ID, sizeof(DP_CLUSTER_ID) - 1 };
+	resp->ControllerId = cfg->node_id;
+	r->resp = resp;
 	return 0;
 }
 
@@ -478,6 +655,8 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 		break;
 	case KAPI_CREATE_TOPICS: rc = create_topics(c, r, &rd); break;
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
+	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
+	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -541,6 +720,13 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		resp->Responses[m->idx].ErrorCode = m->err;
 		return;
 	}
+	case DP_MSG_CREATE_PARTS_DONE: {
+		struct CreatePartitionsResponse *resp = r->resp;
+		resp->Results[m->idx].ErrorCode = m->err;
+		if (m->u.topic.name)   /* the control core's static reason */
+			resp->Results[m->idx].ErrorMessage = (struct kstr){ m->u.topic.name, (int32_t)m->u.topic.name_len };
+		return;
+	}
 	default:
 		assert(!"unexpected reply type");
 	}
@@ -602,6 +788,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_API_VERSIONS, ApiVersionsResponse)
 	ENCODE_CASE(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -642,6 +830,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_API_VERSIONS, ApiVersionsResponse)
 	ENCODE_CASE2(KAPI_CREATE_TOPICS, CreateTopicsResponse)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
+	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)

@@ -35,7 +35,7 @@ struct ctrl_topic {
 	int32_t nparts;
 	uint16_t len;
 	char name[DP_TOPIC_NAME_MAX + 1];
-	struct dp_ctrl_op create_op, delete_op;
+	struct dp_ctrl_op create_op, delete_op, grow_op;   /* grow_op: a CreatePartitions */
 	/* A delete's record (names.h): written before any partition is touched, removed after all. */
 	struct st_fop mark_fop;
 	struct dp_core *mark_core;    /* the control core, for the record's completion */
@@ -54,6 +54,8 @@ static const char ctrl_why_topics[] = "the broker holds no more topics (catalog 
 static const char ctrl_why_fds[] =
 	"the broker's file descriptor limit (RLIMIT_NOFILE) holds no more partitions";
 static const char ctrl_why_parts[] = "the broker's partition limit (--partitions-max) holds no more partitions";
+static const char ctrl_why_fewer[] = "the topic has at least as many partitions as requested (they can only grow)";
+static const char ctrl_why_busy[] = "the topic is being created, deleted or grown by another request";
 
 static int32_t ctrl_find(struct dp_ctrl *k, const char *name, size_t len)
 {
@@ -178,6 +180,71 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
 		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &add);
+	}
+}
+
+/*
+ * CreatePartitions of one topic: the new partition directories are made
+ * (durable first, as a create's: they are the count's record, the start-up
+ * scan takes the count from them), then every data core grows its copy and
+ * opens the new partitions it owns (dp_owner_core, the rule every partition
+ * follows); the answer waits for every core, as a create's does.
+ */
+static void ctrl_create_parts(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_ctrl *k = c->ctrl;
+	const char *name = m->u.topic.name;
+	size_t len = m->u.topic.name_len;
+	int32_t count = m->u.topic.nparts;
+	int32_t id = ctrl_find(k, name, len);
+	if (id < 0 || k->topics[id].deleting) {
+		done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+		return;
+	}
+	struct ctrl_topic *t = &k->topics[id];
+	if (t->create_op.used || t->grow_op.used) {
+		done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_REASSIGNMENT_IN_PROGRESS, ctrl_why_busy);
+		return;
+	}
+	if (count <= t->nparts || count > DP_PARTITIONS_MAX) {
+		done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_INVALID_PARTITIONS, count <= t->nparts ? ctrl_why_fewer : NULL);
+		return;
+	}
+	int32_t add = count - t->nparts;
+	if (k->nparts + add > c->b->partitions_max) {
+		const char *why = c->b->partitions_by_flag ? ctrl_why_parts : ctrl_why_fds;
+		limit_log(c, name, len, count, why);
+		done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_POLICY_VIOLATION, why);
+		return;
+	}
+	if (m->flags & DP_F_VALIDATE_ONLY) {
+		done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_NONE, NULL);
+		return;
+	}
+	const struct dp_config *cfg = &c->b->cfg;
+	for (int32_t p = t->nparts; p < count; p++) {
+		char dir[1024];
+		dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			DP_ERR("topic %s: add partitions: mkdir %s: %s", t->name, dir, strerror(errno));
+			while (--p >= t->nparts) {   /* the count stays what it was */
+				dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+				rmdir(dir);
+			}
+			done(c, m, DP_MSG_CREATE_PARTS_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
+			return;
+		}
+	}
+	fsync_dir(cfg->data_dir);
+	DP_INFO("topic %s: %d partitions, was %d", t->name, count, t->nparts);
+	op_start(&t->grow_op, m, DP_MSG_CREATE_PARTS_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
+	t->nparts = count;
+	k->nparts += add;
+	for (int d = 0; d < c->b->ndata; d++) {
+		struct dp_msg grow = { .type = DP_MSG_TOPIC_GROW, .ctx = &t->grow_op, .topic_id = (uint32_t)id,
+		                       .gen = t->gen };
+		grow.u.topic.nparts = count;
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &grow);
 	}
 }
 
@@ -342,7 +409,9 @@ void dp_control_msg(struct dp_core *c, struct dp_msg *m)
 	switch (m->type) {
 	case DP_MSG_CREATE: ctrl_create(c, m); return;
 	case DP_MSG_DELETE: ctrl_delete(c, m); return;
+	case DP_MSG_CREATE_PARTS: ctrl_create_parts(c, m); return;
 	case DP_MSG_TOPIC_ADD_ACK:
+	case DP_MSG_TOPIC_GROW_ACK:
 	case DP_MSG_TOPIC_DEL_ACK: ctrl_ack(c, m); return;
 	case DP_MSG_INIT_PID: dp_pid_init_producer(c, m); return;
 	default: assert(!"not a control message");

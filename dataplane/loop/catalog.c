@@ -139,6 +139,28 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	return 0;
 }
 
+/*
+ * CreatePartitions: the topic's partition table grows to nparts; the new
+ * slots are empty until the owner opens them. The table is swapped whole
+ * (nothing else holds it across a loop iteration). -ENOENT: not this topic
+ * any more (deleted, its slot reused); -ENOMEM: the old table stays.
+ */
+int dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts)
+{
+	struct dp_topic *t = dp_topic_get(c, id, gen);
+	if (!t || t->deleting)
+		return -ENOENT;
+	assert(nparts > t->nparts && nparts <= DP_PARTITIONS_MAX);
+	struct dp_part **parts = calloc((size_t)nparts, sizeof(*parts));
+	if (!parts)
+		return -ENOMEM;
+	memcpy(parts, t->parts, sizeof(*parts) * (size_t)t->nparts);
+	free(t->parts);
+	t->parts = parts;
+	t->nparts = nparts;
+	return 0;
+}
+
 void dp_topic_remove(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];

@@ -139,6 +139,10 @@ enum dp_msg_type {
 	DP_MSG_GROUP_REQ,       /* data core -> control: a group coordinator call (call.h) */
 	DP_MSG_GROUP_DONE,
 	DP_MSG_GROUP_GONE,      /* data core -> control: the client of a JoinGroup/SyncGroup call left */
+	DP_MSG_CREATE_PARTS,    /* data core -> control: CreatePartitions of one topic (u.topic.nparts: new count) */
+	DP_MSG_CREATE_PARTS_DONE,
+	DP_MSG_TOPIC_GROW,      /* control -> every data core: the topic now has u.topic.nparts partitions */
+	DP_MSG_TOPIC_GROW_ACK,
 };
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
@@ -515,6 +519,7 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
                       int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
+int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
 int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);

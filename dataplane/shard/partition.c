@@ -153,12 +153,12 @@ unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg)
 }
 
 /* Open (creating or recovering) every partition of t that this core owns. */
-int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id)
+int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int32_t first)
 {
 	int failed = 0;
 	const struct dp_config *cfg = &c->b->cfg;
 	struct st_log_config lc = part_log_config(cfg);
-	for (int32_t i = 0; i < t->nparts; i++) {
+	for (int32_t i = first; i < t->nparts; i++) {
 		if (dp_owner_core(c->b, t->hash, i) != c->id)
 			continue;
 		char dir[1024];

@@ -407,13 +407,26 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 		                          m->u.topic.nparts);
 		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
 		/* A partition that cannot be opened fails the create (the control core takes it back). */
-		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id) > 0)
+		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id, 0) > 0)
 			err = KERR_KAFKA_STORAGE_ERROR;
 		struct dp_msg ack = { .type = DP_MSG_TOPIC_ADD_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
 		dp_answer(c, m, &ack);
 		return;
 	}
 	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;
+	case DP_MSG_TOPIC_GROW: {
+		/* Only the new partitions are opened: the old ones carry on, with their I/O in flight. */
+		struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+		int32_t first = t ? t->nparts : 0;
+		int rc = dp_topic_grow(c, m->topic_id, m->gen, m->u.topic.nparts);
+		int16_t err = rc == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
+		/* A new partition that cannot be opened stays offline, as at start-up; the answer says so. */
+		if (rc == 0 && dp_shard_open_owned(c, t, m->topic_id, first) > 0)
+			err = KERR_KAFKA_STORAGE_ERROR;
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_GROW_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
+		dp_answer(c, m, &ack);
+		return;
+	}
 	default:
 		assert(!"not a shard message");
 		return;

@@ -19,7 +19,7 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset);
 void dp_shard_markers_due(struct dp_core *c);
 int  dp_shard_deletes(struct dp_core *c);
 /* Returns how many owned partitions could not be opened (they stay offline). */
-int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id);
+int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int32_t first);
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
 void dp_shard_timer(struct dp_core *c);
 /* A cold fetch read (DP_READ_TAG) completed. */

@@ -44,7 +44,7 @@ static int shard_start(struct dp_core *c)
 	dp_core_on_cqe(c, DP_READ_TAG, dp_shard_read_complete);
 	for (uint32_t id = 0; id < c->topics_end; id++)
 		if (c->topics[id].live)
-			dp_shard_open_owned(c, &c->topics[id], id);
+			dp_shard_open_owned(c, &c->topics[id], id, 0);
 	c->next_snapshot_ms = dp_mono_ms() + c->b->cfg.producer_snapshot_ms;
 	return 0;
 }

@@ -21,6 +21,10 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         of its own (InitProducerId, AddOffsetsToTxn, EndTxn commit): unknown topics and
         partitions answer UNKNOWN_TOPIC_OR_PARTITION (also before the producer is checked),
         and the commit applies offsets for the known ones only
+  cluster PORT NODE HOST:PORT                DescribeCluster v0 (flexible): no error, the
+        controller is NODE and the one broker is NODE at HOST:PORT, the body read to its last byte
+  parts PORT TOPIC NOW                       CreatePartitions v1 against TOPIC of NOW partitions
+        (hostile counts and names, an explicit assignment, validateOnly); the topic ends with NOW + 2
 Python 3 stdlib only.
 """
 import os
@@ -330,6 +334,87 @@ def cmd_txncommit(port, known, parts):
     return 0
 
 
+API_DESCRIBE_CLUSTER = 60
+
+
+def cmd_cluster(port, node, hostport):
+    host, want_port = hostport.rsplit(':', 1)
+    c = bc.Conn(port)
+    r = bc.Reader(c.call(API_DESCRIBE_CLUSTER, 0, b'\x00' + b'\x00', flexible=True))
+    r.skip_tags()   # response header v1
+
+    def cstr():
+        n = r.uvarint()
+        return None if n == 0 else r.take(n - 1).decode(errors='replace')
+    r.i32()  # throttle
+    err, msg, cluster, controller = r.i16(), cstr(), cstr(), r.i32()
+    brokers = []
+    for _ in range(r.uvarint() - 1):
+        b = (r.i32(), cstr(), r.i32(), cstr())
+        r.skip_tags()
+        brokers.append(b)
+    r.i32()  # cluster authorized operations
+    r.skip_tags()
+    if not r.done():
+        die(f'DescribeCluster: {len(r.d) - r.p} bytes after the body')
+    if err or msg is not None:
+        die(f'DescribeCluster: error {err} {msg}')
+    if not cluster or controller != node:
+        die(f'DescribeCluster: cluster {cluster!r} controller {controller}, want a cluster id and {node}')
+    if brokers != [(node, host, int(want_port), None)]:
+        die(f'DescribeCluster: brokers {brokers}, want [({node}, {host}, {want_port}, None)]')
+    print(f'cluster {cluster} controller {controller} brokers {brokers}')
+    return 0
+
+
+API_CREATE_PARTITIONS = 37
+INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT = 37, 39
+
+
+def create_partitions_v1(conn, topics, validate=False):
+    """topics: [(name, count, assignments or None)]; returns [(name, error)]."""
+    body = struct.pack('>i', len(topics))
+    for name, count, asg in topics:
+        body += bc.kstr(name) + struct.pack('>i', count)
+        if asg is None:
+            body += struct.pack('>i', -1)
+        else:
+            body += struct.pack('>i', len(asg))
+            for ids in asg:
+                body += struct.pack('>i', len(ids)) + b''.join(struct.pack('>i', i) for i in ids)
+    body += struct.pack('>i', 30000) + (b'\x01' if validate else b'\x00')
+    r = bc.Reader(conn.call(API_CREATE_PARTITIONS, 1, body))
+    r.i32()  # throttle
+    out = []
+    for _ in range(r.i32()):
+        name, err = r.string(), r.i16()
+        r.string()  # message
+        out.append((name, err))
+    if not r.done():
+        die('CreatePartitions: bytes after the body')
+    return out
+
+
+def cmd_parts(port, topic, now):
+    c = bc.Conn(port)
+    cases = [
+        ('a count past any limit', [(topic, 2**31 - 1, None)], False, [INVALID_PARTITIONS]),
+        ('a count below the topic\'s', [(topic, now - 1, None)], False, [INVALID_PARTITIONS]),
+        ('past --partitions-max', [(topic, 5000, None)], False, [POLICY_VIOLATION]),
+        ('the topic twice', [(topic, now + 1, None), (topic, now + 2, None)], False,
+         [INVALID_REQUEST, INVALID_REQUEST]),
+        ('an assignment one short', [(topic, now + 2, [[1]])], False, [INVALID_REPLICA_ASSIGNMENT]),
+        ('an assignment of two brokers', [(topic, now + 1, [[1, 1]])], False, [INVALID_REPLICA_ASSIGNMENT]),
+        ('validateOnly', [(topic, now + 5, None)], True, [0]),
+        ('an assignment to this broker', [(topic, now + 2, [[1], [1]])], False, [0]),
+    ]
+    for what, topics, validate, want in cases:
+        got = [e for _, e in create_partitions_v1(c, topics, validate)]
+        if got != want:
+            die(f'CreatePartitions, {what}: errors {got}, want {want}')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -345,6 +430,10 @@ def main(argv):
             return cmd_dups(port, argv[3])
         if cmd == 'commit':
             return cmd_commit(port, argv[3], int(argv[4]))
+        if cmd == 'cluster':
+            return cmd_cluster(port, int(argv[3]), argv[4])
+        if cmd == 'parts':
+            return cmd_parts(port, argv[3], int(argv[4]))
         if cmd == 'txncommit':
             return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:

@@ -1,6 +1,7 @@
 /* catalog_ut.c - the catalog's pure rules: the file-descriptor budget, internal and valid names,
  * partition directory names. */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <string.h>
 
 #include "loop.h"
@@ -127,6 +128,33 @@ static void test_index_churn(void)
 	}
 }
 
+/* CreatePartitions on a core's copy: the table grows, owned partitions stay where they were. */
+static void test_grow(void)
+{
+	static struct dp_core c;
+	CU_ASSERT_EQUAL_FATAL(dp_catalog_init(&c), 0);
+	CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, 7, 3, "grow", 4, 2), 0);
+	struct dp_topic *t = dp_topic_get(&c, 7, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	struct dp_part *owned = (struct dp_part *)&c;   /* any non-NULL pointer: the table only holds it */
+	t->parts[1] = owned;
+	CU_ASSERT_EQUAL(dp_topic_grow(&c, 7, 4, 5), -ENOENT);   /* another generation: not this topic */
+	CU_ASSERT_EQUAL(t->nparts, 2);
+	CU_ASSERT_EQUAL_FATAL(dp_topic_grow(&c, 7, 3, 5), 0);
+	CU_ASSERT_EQUAL(t->nparts, 5);
+	CU_ASSERT_PTR_NULL(t->parts[0]);
+	CU_ASSERT_PTR_EQUAL(t->parts[1], owned);
+	for (int32_t i = 2; i < 5; i++)
+		CU_ASSERT_PTR_NULL(t->parts[i]);
+	CU_ASSERT_EQUAL(dp_topic_find(&c, "grow", 4), 7);
+	t->deleting = true;
+	CU_ASSERT_EQUAL(dp_topic_grow(&c, 7, 3, 6), -ENOENT);   /* a topic being deleted does not grow */
+	CU_ASSERT_EQUAL(t->nparts, 5);
+	t->deleting = false;
+	t->parts[1] = NULL;
+	dp_topic_remove(&c, 7);
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -136,6 +164,7 @@ int main(void)
 	CU_add_test(s, "internal topic names", test_internal_names);
 	CU_add_test(s, "partition directory names", test_dir_names);
 	CU_add_test(s, "name index: create/delete churn", test_index_churn);
+	CU_add_test(s, "a topic's partition table grows", test_grow);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
