@@ -458,10 +458,11 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 {
 	bool commit = m->state == TXN_PREPARE_COMMIT;
 	fault_point(c, 3, "before CompleteCommit/CompleteAbort is written");
-	/* Offsets staged by TxnOffsetCommit: applied or dropped (the group
-	 * coordinator resolves them on start should this not get durable). */
+	/* Offsets staged by TxnOffsetCommit were ended with the markers (txnc_step); what is
+	 * still staged was not then: a resume at start-up, before the group coordinator had
+	 * loaded (the coordinator resolves them on start should this not get durable). */
 	for (uint32_t i = 0; i < m->ngroups; i++)
-		dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, commit);
+		dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, commit, NULL);
 	txn_set_state(m, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
 	txn_meta_clear_txn(m);
 	if (persist(c, m, false) < 0)
@@ -520,7 +521,20 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		 */
 		op_answer(c, m, KERR_NONE);
 		fault_point(c, 1, "after Prepare is durable, before any marker");
-		if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
+		/*
+		 * The offsets staged by TxnOffsetCommit end now too, as Kafka writes
+		 * its marker to __consumer_offsets with the others: their ends count
+		 * as markers, so Complete (and the producer's next request, queued
+		 * meanwhile) waits for them. Ended only at Complete, they were still
+		 * being written when the next AddPartitionsToTxn was served, and that
+		 * was answered CONCURRENT_TRANSACTIONS (dp_group_txn_ending): every
+		 * transaction with offsets cost its successor a client back-off.
+		 */
+		m->markers_left++;   /* held over both fan-outs, as in to_owners */
+		for (uint32_t i = 0; i < m->ngroups; i++)
+			dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, m->state == TXN_PREPARE_COMMIT, m);
+		(void)to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT);
+		if (--m->markers_left)
 			return;
 		complete(c, m);
 		return;
@@ -633,6 +647,20 @@ static void marker_retries(struct dp_core *c, int64_t now)
 		if (--m->markers_left == 0)
 			txnc_step(c, m);
 	}
+}
+
+void dp_txnc_offsets_waiting(struct txn_meta *m)
+{
+	assert(m->drive == TXN_DRIVE_MARKERS);
+	m->markers_left++;
+}
+
+/* A transaction's staged offsets' end (dp_group_txn_end) is durable or failed: one marker fewer to wait for. */
+void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m)
+{
+	assert(m->drive == TXN_DRIVE_MARKERS && m->markers_left > 0);
+	if (--m->markers_left == 0)
+		txnc_step(c, m);
 }
 
 static void owner_ack(struct dp_core *c, struct dp_msg *msg)
