@@ -4,13 +4,15 @@
  * Every state change that matters is appended to the coordinator's own log,
  * DATA/__transaction_state (one RecordBatch per change: key = transactional
  * id, value = txn_meta_encode), and acted on only once that write is
- * durable. EndTxn: Prepare{Commit,Abort} is written, then a marker message
- * goes to the owner shard of every partition in the transaction; each owner
- * appends its COMMIT/ABORT control batch and answers once it is durable;
- * then Complete{Commit,Abort} is written and the client answered. The
- * answer does not wait for the Complete record: should we crash first, the
- * log still says Prepare*, and the restart finishes the fan-out (owners
- * ignore a marker for a transaction they already closed).
+ * durable. EndTxn: Prepare{Commit,Abort} is written and, once it is durable,
+ * the client answered (the outcome is decided); then a marker message goes
+ * to the owner shard of every partition in the transaction, and the offsets
+ * it staged are ended in __consumer_offsets (group.c); each owner appends its
+ * COMMIT/ABORT control batch and answers once it is durable; once all are,
+ * Complete{Commit,Abort} is written, not waited for, and the producer's next
+ * request, queued meanwhile, is taken. Should we crash before the markers
+ * are all durable, the log still says Prepare*, and the restart finishes the
+ * fan-out (owners ignore a marker for a transaction they already closed).
  *
  * On start the whole log is read back (latest record per id wins), every
  * interrupted Prepare* fan-out is finished, and the owners of Ongoing
