@@ -491,7 +491,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	struct dp_part *p = part_of(c, m, &t);
 	int64_t pid = m->u.txn.pid;
 	if (!p) {
-		marker_reply(c, m, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		/* A partition of a live topic that could not be opened is offline, not gone: its
+		 * marker is refused retriably (sent again), never taken as not needed. */
+		bool opened_not = t && m->partition >= 0 && m->partition < t->nparts;
+		marker_reply(c, m, opened_not ? KERR_KAFKA_STORAGE_ERROR : KERR_UNKNOWN_TOPIC_OR_PARTITION);
 		return;
 	}
 	/*
