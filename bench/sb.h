@@ -247,6 +247,8 @@ struct sb_prod {
 	uint64_t txn_retry_at_ns;       /* resend the coordinator request at this time (0: none) */
 	uint32_t txn_retries;
 	uint64_t end_sent_ns;
+	uint64_t add_first_ns;   /* the transaction's first AddPartitionsToTxn sent (retries after it count in) */
+	uint64_t add_done_ns;    /* ... answered without error: its batches may go */
 };
 
 /* One partition as a consumer follows it. Locality: main thread. */
@@ -273,6 +275,11 @@ struct sb_fig {
 	uint64_t records, bytes, errors, commits, aborts;
 	struct bench_hist lat;    /* per record, us */
 	struct bench_hist commit; /* EndTxn(commit) round trip, us */
+	/* A committed transaction's steps, us: AddPartitionsToTxn from its first send to its
+	 * answer (back-offs of retries included), its batches (that answer to the EndTxn
+	 * sent, i.e. to the last batch acknowledged), and the whole (first send to EndTxn's answer). */
+	struct bench_hist add, open, txn;
+	uint64_t coord_retries;   /* coordinator answers that asked to try again (CONCURRENT_TRANSACTIONS...) */
 };
 
 /* Everything of one run. Locality: main thread. */
@@ -410,6 +417,10 @@ void sb_fig_records(struct sb_run *r, uint64_t n, uint64_t bytes, uint64_t lat_u
 void sb_fig_error(struct sb_run *r);
 /* One transaction ended (commit round trip in us). Locality: main thread. */
 void sb_fig_txn(struct sb_run *r, bool commit, uint64_t lat_us, bool measured);
+/* A measured committed transaction's steps (struct sb_fig's add, open, txn), us. Locality: main thread. */
+void sb_fig_txn_steps(struct sb_run *r, uint64_t add_us, uint64_t open_us, uint64_t txn_us);
+/* A coordinator answer that asked to try again. Locality: main thread. */
+void sb_fig_coord_retry(struct sb_run *r);
 
 /* CLOCK_MONOTONIC in ns. Locality: any. */
 uint64_t sb_now_ns(void);

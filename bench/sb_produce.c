@@ -457,6 +457,7 @@ static int sb_txn_begin(struct sb_prod *p, uint64_t now)
 	p->rr = (p->rr + p->txn_nslots) % p->nslots;
 	p->txn_abort = o->abort_every && p->txn_no % o->abort_every == 0;
 	p->txn_retries = 0;
+	p->add_first_ns = now;
 	return sb_txn_send_add(p, now);
 }
 
@@ -466,6 +467,7 @@ static int sb_txn_retry_or_fail(struct sb_prod *p, const char *what, int16_t ec,
 	if ((ec == KERR_CONCURRENT_TRANSACTIONS || ec == KERR_COORDINATOR_LOAD_IN_PROGRESS ||
 	     ec == KERR_COORDINATOR_NOT_AVAILABLE || ec == KERR_NOT_COORDINATOR) && ++p->txn_retries <= sb_coord_retry_max) {
 		p->txn_retry_at_ns = now + (uint64_t)sb_coord_retry_ms * 1000000u;
+		sb_fig_coord_retry(p->run);
 		return 0;
 	}
 	fprintf(stderr, "sluice-bench: %s for %s (producer id %lld epoch %d, transaction %llu): error %d (%s)\n", what,
@@ -498,6 +500,7 @@ static int sb_txn_on_add(struct sb_prod *p, struct kreader *rd, uint64_t now)
 		return sb_txn_retry_or_fail(p, "AddPartitionsToTxn", ec, now);
 	p->txn = SB_TXN_OPEN;
 	p->txn_retries = 0;
+	p->add_done_ns = now;
 	return 0;
 }
 
@@ -519,6 +522,9 @@ static int sb_txn_on_end(struct sb_prod *p, struct kreader *rd, uint64_t now)
 		r->checksum += p->txn_digest;
 	}
 	sb_fig_txn(r, !p->txn_abort, (now - p->end_sent_ns) / 1000u, p->end_sent_ns >= r->t_measure);
+	if (!p->txn_abort && p->add_first_ns >= r->t_measure)
+		sb_fig_txn_steps(r, (p->add_done_ns - p->add_first_ns) / 1000u, (p->end_sent_ns - p->add_done_ns) / 1000u,
+				 (now - p->add_first_ns) / 1000u);
 	p->txn_acked = p->txn_digest = 0;
 	p->txn = SB_TXN_IDLE;
 	return 0;

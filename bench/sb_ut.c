@@ -34,6 +34,8 @@ void sb_fig_records(struct sb_run *r, uint64_t n, uint64_t bytes, uint64_t lat_u
 }
 void sb_fig_error(struct sb_run *r) { ut_errors++; }
 void sb_fig_txn(struct sb_run *r, bool commit, uint64_t lat_us, bool measured) {}
+void sb_fig_txn_steps(struct sb_run *r, uint64_t add_us, uint64_t open_us, uint64_t txn_us) {}
+void sb_fig_coord_retry(struct sb_run *r) {}
 uint64_t sb_now_ns(void) { return ut_now_ns; }
 int64_t sb_wall_ms(void) { return 1700000000000; }
 

@@ -100,6 +100,22 @@ void sb_fig_txn(struct sb_run *r, bool commit, uint64_t lat_us, bool measured)
 	}
 }
 
+void sb_fig_txn_steps(struct sb_run *r, uint64_t add_us, uint64_t open_us, uint64_t txn_us)
+{
+	struct sb_fig *f[2] = { &r->iv, &r->sum };
+	for (int i = 0; i < 2; i++) {
+		sb_hist_add_n(&f[i]->add, add_us, 1);
+		sb_hist_add_n(&f[i]->open, open_us, 1);
+		sb_hist_add_n(&f[i]->txn, txn_us, 1);
+	}
+}
+
+void sb_fig_coord_retry(struct sb_run *r)
+{
+	r->iv.coord_retries++;
+	r->sum.coord_retries++;
+}
+
 static const char *sb_workload_name(enum sb_workload w)
 {
 	return w == SB_WL_PRODUCE ? "produce" : w == SB_WL_CONSUME ? "consume" : "e2e";
@@ -248,6 +264,18 @@ static void sb_report(struct sb_run *r, FILE *csv, uint64_t end)
 	if (have_cpu)
 		printf(" broker_cpu_ms=%.0f broker_cpu_ms_per_mib=%.3f broker_cpu_pct=%.1f", cpu.ms, cpu.ms_per_mib, cpu.pct);
 	printf("\n");
+	if (o->workload != SB_WL_CONSUME && o->mode == SB_MODE_TRANSACTIONAL) {
+		/* Where a transaction's time goes, step by step (committed, measured ones). */
+		const struct sb_fig *f = &r->sum;
+		printf("TXN label=%s commits=%" PRIu64 " commits_per_sec=%.1f add_p50_ms=%.3f add_p99_ms=%.3f "
+		       "produce_p50_ms=%.3f produce_p99_ms=%.3f end_p50_ms=%.3f end_p99_ms=%.3f txn_p50_ms=%.3f "
+		       "txn_p99_ms=%.3f coord_retries=%" PRIu64 "\n", o->label, f->commits,
+		       secs > 0 ? (double)f->commits / secs : 0.0, bench_hist_quantile_us(&f->add, 0.50) / 1e3,
+		       bench_hist_quantile_us(&f->add, 0.99) / 1e3, bench_hist_quantile_us(&f->open, 0.50) / 1e3,
+		       bench_hist_quantile_us(&f->open, 0.99) / 1e3, l.c50, l.c99,
+		       bench_hist_quantile_us(&f->txn, 0.50) / 1e3, bench_hist_quantile_us(&f->txn, 0.99) / 1e3,
+		       f->coord_retries);
+	}
 	fflush(stdout);
 	sb_csv_row(csv, o, "summary", secs, &r->sum, &l, have_cpu ? &cpu : NULL);
 	sb_totals(r);

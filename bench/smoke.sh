@@ -139,6 +139,15 @@ smoke() {
 		--txn-id smoke-txn --connections 2
 	check_format txn sent
 	[ "$(field txn commits)" -gt 0 ] && [ "$(field txn aborts)" -gt 0 ] || fail "txn: commits and aborts expected"
+	# the transaction breakdown: one TXN line, the same commits, and no step of a committed one takes 0 ms
+	grep -Eq "^TXN label=[^ ]+ commits=[0-9]+ commits_per_sec=$num add_p50_ms=$num add_p99_ms=$num produce_p50_ms=$num produce_p99_ms=$num end_p50_ms=$num end_p99_ms=$num txn_p50_ms=$num txn_p99_ms=$num coord_retries=[0-9]+$" \
+		"$WORK/txn.out" || fail "txn: TXN line not in the expected format"
+	txnf() { grep '^TXN ' "$WORK/txn.out" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+	[ "$(txnf commits)" = "$(field txn commits)" ] || fail "txn: TXN commits $(txnf commits), RESULT $(field txn commits)"
+	for k in add_p50_ms produce_p50_ms end_p50_ms txn_p50_ms; do
+		awk -v v="$(txnf $k)" 'BEGIN { exit !(v > 0) }' || fail "txn: $k is $(txnf $k)"
+	done
+	! grep -q '^TXN ' "$WORK/idem.out" || fail "idem: a TXN line in an idempotent run"
 
 	run cu --topic st --workload consume --duration 2 --interval 0.5
 	check_format cu read

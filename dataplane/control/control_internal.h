@@ -100,8 +100,17 @@ void dp_clog_compact_end(struct dp_clog *l);              /* every rewrite queue
 /* How many rewrites this turn may queue: DP_CLOG_COMPACT_SLICE less those still in flight. */
 uint32_t dp_clog_compact_room(const struct dp_clog *l);
 void dp_clog_compact_done(struct dp_clog *l, int status); /* a rewrite's completion */
-/* A transaction of pid that staged offsets for group ended: apply (commit) or drop them. */
-void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit);
+/*
+ * A transaction of pid that staged offsets for group ended: apply (commit)
+ * or drop them. waiter (or NULL): the transaction's marker fan-out, told
+ * dp_txnc_offsets_waiting once per end written and dp_txnc_offsets_ended
+ * once that end is durable or failed.
+ */
+struct txn_meta;
+void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit,
+                      struct txn_meta *waiter);
+void dp_txnc_offsets_waiting(struct txn_meta *m);
+void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m);
 /* pid has staged offsets whose end (dp_group_txn_end) is not durable yet: its next transaction waits. */
 bool dp_group_txn_ending(struct dp_core *c, int64_t pid);
 /* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */

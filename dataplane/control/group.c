@@ -135,6 +135,7 @@ struct grp_end {
 	uint8_t key[GRP_KEY_BYTES_MAX];
 	uint16_t pklen;               /* the pending (v2) key */
 	uint8_t pkey[GRP_PENDING_KEY_BYTES_MAX];
+	struct txn_meta *waiter;      /* the transaction whose markers wait for this end (dp_group_txn_end), or NULL */
 };
 
 /* Hand call r back to its caller with its answer (call.h). */
@@ -884,13 +885,16 @@ static void end_done(struct dp_core *c, struct grp_end *w, int status)
 	                                 w->commit_ms, w->meta, w->meta_len) < 0) {
 		DP_ERR("offsets: no memory to apply a committed transactional offset; it stays staged");
 	}
+	struct txn_meta *waiter = w->waiter;
 	dp_buf_put(w->buf);
 	dp_buf_put(w->meta);
 	dp_buf_put(w);
+	if (waiter)
+		dp_txnc_offsets_ended(c, waiter);
 }
 
 /* Write the end of one staged offset o (see struct grp_end); o leaves the table. */
-static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
+static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit, struct txn_meta *waiter)
 {
 	struct dp_grp *t = c->grp;
 	size_t cap = 2 * (ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + GRP_PENDING_KEY_BYTES_MAX + GRP_VALUE_BYTES_MAX);
@@ -933,6 +937,9 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
 		dp_buf_put(w);
 		return -EINVAL;
 	}
+	w->waiter = waiter;   /* from here on end_done runs once, and answers it */
+	if (waiter)
+		dp_txnc_offsets_waiting(waiter);
 	w->left = 1;   /* held until both are queued */
 	at = 0;
 	for (int i = 0; i < 2; i++) {
@@ -959,7 +966,8 @@ static int end_one(struct dp_core *c, const struct grp_offset *o, bool commit)
  * the table (marked ending) until their end is durable, so one pass: the
  * table is not changed under it (end_one changes nothing when it fails).
  */
-static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
+static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit,
+                           struct txn_meta *waiter)
 {
 	struct grp_offsets *tab = c->grp->offsets;
 	uint32_t ended = 0, cur = 0;
@@ -972,7 +980,7 @@ static uint32_t end_staged(struct dp_core *c, const char *group, size_t glen, in
 		if (o->ending || grp_pending_pid(o) != pid || (group && (gl != glen || memcmp(g, group, gl))))
 			continue;
 		(void)grp_pending_end_begin(tab, o->key, o->key_len);   /* o is in the table: cannot fail */
-		if (end_one(c, o, commit) < 0)
+		if (end_one(c, o, commit, waiter) < 0)
 			DP_ERR("offsets: could not end a staged offset of producer %lld; it stays staged until a restart",
 			       (long long)pid);
 		ended++;
@@ -1006,7 +1014,7 @@ static void resolve_staged(struct dp_core *c)
 		enum txn_state s = m ? m->state : TXN_EMPTY;
 		if (s == TXN_ONGOING || s == TXN_PREPARE_COMMIT || s == TXN_PREPARE_ABORT || s == TXN_PREPARE_EPOCH_FENCE)
 			continue;
-		ended += end_staged(c, NULL, 0, pids[i], s == TXN_COMPLETE_COMMIT);
+		ended += end_staged(c, NULL, 0, pids[i], s == TXN_COMPLETE_COMMIT, NULL);
 	}
 	free(pids);
 	if (n)
@@ -1014,11 +1022,12 @@ static void resolve_staged(struct dp_core *c)
 		        grp_pending_count(c->grp->offsets) - ended);   /* the resolved ones leave once durable */
 }
 
-void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit)
+void dp_group_txn_end(struct dp_core *c, const char *group, size_t glen, int64_t pid, bool commit,
+                      struct txn_meta *waiter)
 {
 	if (!c->grp)
 		return;   /* start-up: dp_group_start resolves from the final state */
-	uint32_t n = end_staged(c, group, glen, pid, commit);
+	uint32_t n = end_staged(c, group, glen, pid, commit, waiter);
 	DP_DBG("group %.*s: %u staged offset(s) of producer %lld %s", (int)glen, group, n, (long long)pid,
 	       commit ? "committed" : "dropped");
 }

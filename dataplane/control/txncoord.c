@@ -4,13 +4,15 @@
  * Every state change that matters is appended to the coordinator's own log,
  * DATA/__transaction_state (one RecordBatch per change: key = transactional
  * id, value = txn_meta_encode), and acted on only once that write is
- * durable. EndTxn: Prepare{Commit,Abort} is written, then a marker message
- * goes to the owner shard of every partition in the transaction; each owner
- * appends its COMMIT/ABORT control batch and answers once it is durable;
- * then Complete{Commit,Abort} is written and the client answered. The
- * answer does not wait for the Complete record: should we crash first, the
- * log still says Prepare*, and the restart finishes the fan-out (owners
- * ignore a marker for a transaction they already closed).
+ * durable. EndTxn: Prepare{Commit,Abort} is written and, once it is durable,
+ * the client answered (the outcome is decided); then a marker message goes
+ * to the owner shard of every partition in the transaction, and the offsets
+ * it staged are ended in __consumer_offsets (group.c); each owner appends its
+ * COMMIT/ABORT control batch and answers once it is durable; once all are,
+ * Complete{Commit,Abort} is written, not waited for, and the producer's next
+ * request, queued meanwhile, is taken. Should we crash before the markers
+ * are all durable, the log still says Prepare*, and the restart finishes the
+ * fan-out (owners ignore a marker for a transaction they already closed).
  *
  * On start the whole log is read back (latest record per id wins), every
  * interrupted Prepare* fan-out is finished, and the owners of Ongoing
@@ -458,10 +460,11 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 {
 	bool commit = m->state == TXN_PREPARE_COMMIT;
 	fault_point(c, 3, "before CompleteCommit/CompleteAbort is written");
-	/* Offsets staged by TxnOffsetCommit: applied or dropped (the group
-	 * coordinator resolves them on start should this not get durable). */
+	/* Offsets staged by TxnOffsetCommit were ended with the markers (txnc_step); what is
+	 * still staged was not then: a resume at start-up, before the group coordinator had
+	 * loaded (the coordinator resolves them on start should this not get durable). */
 	for (uint32_t i = 0; i < m->ngroups; i++)
-		dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, commit);
+		dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, commit, NULL);
 	txn_set_state(m, commit ? TXN_COMPLETE_COMMIT : TXN_COMPLETE_ABORT);
 	txn_meta_clear_txn(m);
 	if (persist(c, m, false) < 0)
@@ -520,7 +523,20 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		 */
 		op_answer(c, m, KERR_NONE);
 		fault_point(c, 1, "after Prepare is durable, before any marker");
-		if (to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT))
+		/*
+		 * The offsets staged by TxnOffsetCommit end now too, as Kafka writes
+		 * its marker to __consumer_offsets with the others: their ends count
+		 * as markers, so Complete (and the producer's next request, queued
+		 * meanwhile) waits for them. Ended only at Complete, they were still
+		 * being written when the next AddPartitionsToTxn was served, and that
+		 * was answered CONCURRENT_TRANSACTIONS (dp_group_txn_ending): every
+		 * transaction with offsets cost its successor a client back-off.
+		 */
+		m->markers_left++;   /* held over both fan-outs, as in to_owners */
+		for (uint32_t i = 0; i < m->ngroups; i++)
+			dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, m->state == TXN_PREPARE_COMMIT, m);
+		(void)to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT);
+		if (--m->markers_left)
 			return;
 		complete(c, m);
 		return;
@@ -633,6 +649,20 @@ static void marker_retries(struct dp_core *c, int64_t now)
 		if (--m->markers_left == 0)
 			txnc_step(c, m);
 	}
+}
+
+void dp_txnc_offsets_waiting(struct txn_meta *m)
+{
+	assert(m->drive == TXN_DRIVE_MARKERS);
+	m->markers_left++;
+}
+
+/* A transaction's staged offsets' end (dp_group_txn_end) is durable or failed: one marker fewer to wait for. */
+void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m)
+{
+	assert(m->drive == TXN_DRIVE_MARKERS && m->markers_left > 0);
+	if (--m->markers_left == 0)
+		txnc_step(c, m);
 }
 
 static void owner_ack(struct dp_core *c, struct dp_msg *msg)

@@ -18,6 +18,9 @@ usage:
       else "added mixed ERR...").
   txn_ids.py offsets --port P --id ID --pid N --epoch E --group G
       AddOffsetsToTxn v0 of group G; prints "offsets ERR".
+  txn_ids.py txncommit --port P --id ID --pid N --epoch E --group G --topic T --offset O
+      TxnOffsetCommit v0 of offset O for T/0 in group G (staged in the id's
+      transaction); prints "txncommit ERR".
   txn_ids.py end --port P --id ID --pid N --epoch E [--commit]
       EndTxn v1 (abort, or commit); prints "ended ERR".
   txn_ids.py commit --port P --group G --topic T --partitions N --offset O
@@ -34,6 +37,7 @@ TIMEOUT_S = 60.0
 CLIENT_ID = b'txn_ids'
 TXN_TIMEOUT_MS = 600000
 API_OFFSET_COMMIT, API_INIT_PRODUCER_ID, API_ADD_PARTITIONS, API_ADD_OFFSETS, API_END_TXN = 8, 22, 24, 25, 26
+API_TXN_OFFSET_COMMIT = 28
 
 
 def kstr(b):
@@ -135,6 +139,20 @@ def cmd_offsets(a):
     print('offsets %d' % err)
 
 
+def cmd_txncommit(a):
+    c = Conn(a.port)
+    body = kstr(a.id.encode()) + kstr(a.group.encode()) + struct.pack('>qh', a.pid, a.epoch)
+    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>i', 1)
+    body += struct.pack('>iq', 0, a.offset) + kstr(b'')
+    resp = c.recv(c.send(API_TXN_OFFSET_COMMIT, 0, body))
+    # throttle, [topic: name, [partition, error]]
+    off = 4 + 4
+    tlen = struct.unpack('>h', resp[off:off + 2])[0]
+    off += 2 + tlen + 4
+    _part, err = struct.unpack('>ih', resp[off:off + 6])
+    print('txncommit %d' % err)
+
+
 def cmd_end(a):
     c = Conn(a.port)
     body = kstr(a.id.encode()) + struct.pack('>qhb', a.pid, a.epoch, 1 if a.commit else 0)
@@ -190,6 +208,14 @@ def main():
     f.add_argument('--pid', type=int, required=True)
     f.add_argument('--epoch', type=int, required=True)
     f.add_argument('--group', required=True)
+    t = sub.add_parser('txncommit')
+    t.add_argument('--port', type=int, required=True)
+    t.add_argument('--id', required=True)
+    t.add_argument('--pid', type=int, required=True)
+    t.add_argument('--epoch', type=int, required=True)
+    t.add_argument('--group', required=True)
+    t.add_argument('--topic', required=True)
+    t.add_argument('--offset', type=int, required=True)
     e = sub.add_parser('end')
     e.add_argument('--port', type=int, required=True)
     e.add_argument('--id', required=True)
@@ -204,7 +230,8 @@ def main():
     o.add_argument('--offset', type=int, required=True)
     a = p.parse_args()
     try:
-        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'offsets': cmd_offsets, 'end': cmd_end, 'commit': cmd_commit}[a.cmd](a)
+        {'init': cmd_init, 'ids': cmd_ids, 'begin': cmd_begin, 'offsets': cmd_offsets, 'txncommit': cmd_txncommit, 'end': cmd_end,
+         'commit': cmd_commit}[a.cmd](a)
     except (OSError, ValueError, struct.error) as e:
         print('txn_ids: %s' % e, file=sys.stderr)
         return 1
