@@ -65,6 +65,8 @@ static void usage(FILE *f)
 	"                          AddOffsetsToTxn beyond is answered COORDINATOR_NOT_AVAILABLE (default 8192)\n"
 	"  --offsets-retention-ms N  forget a committed offset not committed again for N ms once its\n"
 	"                          group has no members (for N ms), -1 = never (default 604800000)\n"
+	"  --group-initial-rebalance-delay-ms N  an empty group's first rebalance waits N ms for more\n"
+	"                          members to join, as Kafka's (0..300000, default 3000)\n"
 	"  test only (fault injection, off by default):\n"
 	"  --fault-drop-produce N  after appending, drop the Produce response with N/1000 odds\n"
 	"  --fault-close-produce N after appending, close the connection instead of answering, N/1000\n"
@@ -125,7 +127,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -169,6 +171,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "txn-partitions-max", required_argument, 0, O_TXNTPSMAX },
 		{ "txn-groups-max", required_argument, 0, O_TXNGRPMAX },
 		{ "offsets-retention-ms", required_argument, 0, O_OFFRET },
+		{ "group-initial-rebalance-delay-ms", required_argument, 0, O_GRPDELAY },
 		{ 0, 0, 0, 0 },
 	};
 	dp_config_defaults(cfg);
@@ -384,6 +387,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || cfg->offsets_retention_ms < -1 || cfg->offsets_retention_ms == 0)
 				goto bad;
 			break;
+		case O_GRPDELAY: {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > DP_GROUP_INITIAL_DELAY_MAX_MS)
+				goto bad;
+			cfg->group_initial_delay_ms = (int32_t)v;
+			break;
+		}
 		case O_PBUDGET: cfg->print_budget = true; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;

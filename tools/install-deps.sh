@@ -3,7 +3,10 @@
 # Broker: meson, ninja, a C compiler, liburing, xxHash, the codecs Kafka batches
 # use (zlib, snappy, lz4, zstd: checked on produce), ISA-L (CRC-32C); DPDK is probed for the
 # later userspace-TCP backend. Tests: CUnit, librdkafka, clang's libFuzzer,
-# Node.js + npm (kafkajs is installed by its test from the npm registry), python3.
+# Node.js + npm (kafkajs is installed by its test from the npm registry), python3;
+# librdkafka 2.0.2's own test suite (tests/rdkafka-suite) fetches its source with
+# `apt-get source` (dpkg-dev unpacks it, with xz) and builds it with g++ (in
+# build-essential) against zlib and zstd; its stats test checks JSON with RapidJSON.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: run as root (or: sudo bash $0)" >&2
@@ -14,7 +17,8 @@ pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libxxhash-dev libdpdk-dev
       zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libisal-dev
       libcunit1-dev librdkafka-dev clang libclang-rt-dev
-      procps iproute2 kcat)
+      procps iproute2 kcat
+      dpkg-dev xz-utils debian-archive-keyring rapidjson-dev)
 # Node.js: keep one that is already there (e.g. from NodeSource, which bundles npm).
 command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)

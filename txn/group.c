@@ -336,7 +336,7 @@ static void member_remove(struct grp_group *g, struct grp_member *m, int16_t err
 	member_free(m);
 }
 
-static void prepare_rebalance(struct grp_group *g, int64_t now, struct grp_outs *o)
+static void prepare_rebalance(struct grp_group *g, int64_t now, int32_t initial_delay_ms, struct grp_outs *o)
 {
 	if (g->state == GRP_COMPLETING_REBALANCE)
 		/* The leader's assignment for this generation will never come: retry the join. */
@@ -348,6 +348,12 @@ static void prepare_rebalance(struct grp_group *g, int64_t now, struct grp_outs 
 	for (uint32_t i = 0; i < g->nmembers; i++)
 		if (g->members[i]->rebalance_ms > timeout)
 			timeout = g->members[i]->rebalance_ms;
+	if (g->state == GRP_EMPTY && initial_delay_ms > 0) {
+		g->initial_delay_ms = g->initial_cur_ms = initial_delay_ms;
+		g->initial_left_ms = timeout > initial_delay_ms ? timeout - initial_delay_ms : 0;
+		g->initial_until_ms = now + initial_delay_ms;
+		g->initial_joined = false;
+	}
 	grp_set_state(g, GRP_PREPARING_REBALANCE);
 	g->rebalance_deadline_ms = now + timeout;
 }
@@ -394,6 +400,24 @@ static void try_complete_join(struct grp_group *g, int64_t now, struct grp_outs 
 {
 	if (g->state != GRP_PREPARING_REBALANCE)
 		return;
+	if (g->initial_until_ms && g->nmembers) {
+		if (now < g->initial_until_ms)
+			return;
+		if (g->initial_joined && g->initial_left_ms > 0) {
+			/* Kafka's next InitialDelayedJoin: the same delay, or what is left. */
+			int32_t d = g->initial_delay_ms < g->initial_left_ms ? g->initial_delay_ms : g->initial_left_ms;
+			g->initial_left_ms = g->initial_left_ms > g->initial_cur_ms ? g->initial_left_ms - g->initial_cur_ms : 0;
+			g->initial_cur_ms = d;
+			g->initial_until_ms = now + d;
+			g->initial_joined = false;
+			return;
+		}
+		g->initial_until_ms = 0;
+		complete_join(g, o);
+		return;
+	}
+	/* Everyone left during the initial delay: the group is Empty again now. */
+	g->initial_until_ms = 0;
 	bool all = true;
 	for (uint32_t i = 0; i < g->nmembers && all; i++)
 		all = g->members[i]->join.ctx != NULL;
@@ -543,7 +567,7 @@ static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct
 	}
 	s->join = w;
 	if (g->state != GRP_PREPARING_REBALANCE)
-		prepare_rebalance(g, now, o);
+		prepare_rebalance(g, now, q->initial_delay_ms, o);
 	try_complete_join(g, now, o);
 	return 0;
 }
@@ -605,7 +629,9 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 		m->last_hb_ms = now;
 		m->join = w;
 		if (g->state != GRP_PREPARING_REBALANCE)
-			prepare_rebalance(g, now, o);
+			prepare_rebalance(g, now, q->initial_delay_ms, o);
+		else if (g->generation == 0)
+			g->initial_joined = true;   /* Kafka's newMemberAdded */
 		try_complete_join(g, now, o);
 		return 0;
 	}
@@ -630,7 +656,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 			return 0;
 		}
 		m->join = w;
-		prepare_rebalance(g, now, o);
+		prepare_rebalance(g, now, 0, o);
 		try_complete_join(g, now, o);
 		return 0;
 	default:
@@ -696,7 +722,7 @@ int16_t grp_heartbeat(struct grp_group *g, const char *member, size_t member_len
 static void after_removal(struct grp_group *g, int64_t now, struct grp_outs *o)
 {
 	if (g->state == GRP_STABLE || g->state == GRP_COMPLETING_REBALANCE)
-		prepare_rebalance(g, now, o);
+		prepare_rebalance(g, now, 0, o);
 	try_complete_join(g, now, o);
 }
 

@@ -113,6 +113,18 @@ struct grp_group {
 	struct grp_member **members;  /* [nmembers], in join order */
 	uint32_t nmembers, members_cap;
 	int64_t rebalance_deadline_ms;
+	/*
+	 * Kafka's InitialDelayedJoin: an Empty group's first rebalance waits
+	 * group.initial.rebalance.delay.ms, even once everyone has joined, so
+	 * members starting together land in one generation; each wait in which a
+	 * new member joined (generation 0 only, as Kafka) is followed by another,
+	 * until the rebalance timeout is used up.
+	 */
+	int64_t initial_until_ms;     /* 0: not in the initial delay */
+	int32_t initial_delay_ms;     /* the configured delay */
+	int32_t initial_cur_ms;       /* this wait's length */
+	int32_t initial_left_ms;      /* of the rebalance timeout, after this wait */
+	bool initial_joined;          /* a new member joined during this wait */
 	uint64_t next_member_seq;
 	struct grp_pending_member *pending;   /* [npending] (KIP-394) */
 	uint32_t npending, pending_cap;
@@ -155,6 +167,7 @@ struct grp_join_req {
 	const char *client_host; size_t client_host_len;   /* may be empty */
 	const char *protocol_type; size_t protocol_type_len;
 	int32_t session_ms, rebalance_ms;
+	int32_t initial_delay_ms;     /* the broker's group.initial.rebalance.delay.ms, 0 none */
 	uint32_t nprotocols;
 	const char *proto_names[GRP_PROTOCOLS_MAX];
 	size_t proto_name_lens[GRP_PROTOCOLS_MAX];

@@ -288,6 +288,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call 
 		.protocol_type = q->ProtocolType.ptr,
 		.protocol_type_len = q->ProtocolType.len > 0 ? (size_t)q->ProtocolType.len : 0,
 		.session_ms = q->SessionTimeoutMs, .rebalance_ms = q->RebalanceTimeoutMs,
+		.initial_delay_ms = c->b->cfg.group_initial_delay_ms,
 		.nprotocols = (uint32_t)q->Protocols_n,
 	};
 	if (!j.client_id_len) {

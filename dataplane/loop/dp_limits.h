@@ -220,6 +220,16 @@
 /* How often a shard applies retention (size and time) to its partitions. */
 #define DP_RETENTION_CHECK_MS   30000
 
+/*
+ * Kafka's group.initial.rebalance.delay.ms (its default): an Empty group's
+ * first rebalance waits this long, and again while new members come, within
+ * the rebalance timeout (txn/group.h). The broker flag takes up to the max:
+ * JoinGroups wait that long in the coordinator.
+ */
+#define DP_GROUP_INITIAL_DELAY_MS_DEFAULT 3000
+#define DP_GROUP_INITIAL_DELAY_MAX_MS     300000
+_Static_assert(DP_GROUP_INITIAL_DELAY_MS_DEFAULT <= DP_GROUP_INITIAL_DELAY_MAX_MS, "initial delay bounds");
+
 /* Start-up: how long a busy listen port is waited for (a SIGKILLed broker's
  * listeners outlive it for a moment; see dp_wait_port), polled this often. */
 #define DP_LISTEN_WAIT_MS       10000

@@ -107,6 +107,8 @@ struct dp_config {
 	uint32_t txn_tps_max;            /* partitions in all open transactions' lists (a pool) */
 	uint32_t txn_groups_max;         /* groups in all open transactions' lists (a pool) */
 	int64_t offsets_retention_ms; /* committed offsets of groups without members expire; -1 never */
+	int32_t group_initial_delay_ms; /* an Empty group's first rebalance waits this long (Kafka's
+	                                 * group.initial.rebalance.delay.ms); 0 none */
 };
 
 enum dp_msg_type {

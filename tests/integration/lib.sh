@@ -9,7 +9,9 @@
 # all, data too.
 #
 # Env knobs: SLUICE_CORES (broker --cores), SLUICE_LOG_LEVEL (default info),
-# SLUICE_PORT_BASE (default: a per-test range inside 20000..31999).
+# SLUICE_PORT_BASE (default: a per-test range inside 20000..31999),
+# SLUICE_GROUP_DELAY_MS (--group-initial-rebalance-delay-ms, default 0; empty:
+# the broker's own default, Kafka's 3000).
 
 set -u -o pipefail
 
@@ -126,8 +128,13 @@ start_broker() {
 	local from
 	from=1
 	[ -f "$BROKER_LOG" ] && from=$(($(wc -l <"$BROKER_LOG") + 1))
-	echo "=== start: $SLUICED --listen $BOOTSTRAP --data $DATA $*" >>"$BROKER_LOG"
-	"$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --log-level "${SLUICE_LOG_LEVEL:-info}" "$@" \
+	# Kafka's initial rebalance delay (3 s per new group) would only slow these
+	# tests down: 0 unless SLUICE_GROUP_DELAY_MS says otherwise; set and empty, the
+	# broker's default. A script's own flag, after it, wins.
+	local delay=()
+	[ -n "${SLUICE_GROUP_DELAY_MS-0}" ] && delay=(--group-initial-rebalance-delay-ms "${SLUICE_GROUP_DELAY_MS-0}")
+	echo "=== start: $SLUICED --listen $BOOTSTRAP --data $DATA ${delay[*]} $*" >>"$BROKER_LOG"
+	"$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --log-level "${SLUICE_LOG_LEVEL:-info}" "${delay[@]}" "$@" \
 		>>"$BROKER_LOG" 2>&1 &
 	BROKER_PID=$!
 	local deadline=$((SECONDS + START_TIMEOUT_S))

@@ -66,6 +66,94 @@ static struct grp_member *join_new(struct grp_group *g, uintptr_t w, const char 
 	return g->members[g->nmembers - 1];
 }
 
+/* join_new with the broker's group.initial.rebalance.delay.ms and a rebalance timeout. */
+static struct grp_member *join_new_delayed(struct grp_group *g, uintptr_t w, const char *client, int32_t delay_ms,
+                                           int32_t rebalance_ms, int64_t now)
+{
+	struct grp_join_req q = jreq("", client, "range", "roundrobin");
+	q.initial_delay_ms = delay_ms;
+	q.rebalance_ms = rebalance_ms;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(w), now, &ut_o), 0);
+	return g->members[g->nmembers - 1];
+}
+
+/*
+ * Kafka's InitialDelayedJoin (librdkafka's 0102: two static members joining
+ * 1 ms apart must land in one generation): an Empty group's first rebalance
+ * waits the delay even when everyone has joined; a member joining during a
+ * wait (generation 0) earns another, within the rebalance timeout; later
+ * rebalances are not delayed.
+ */
+static void test_initial_delay(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "gd", 2);
+	struct grp_member *a = join_new_delayed(g, 1, "a", 3000, UT_REBALANCE_MS, 0);
+	CU_ASSERT_PTR_NULL(out_for(1));   /* the only member, yet no answer before the delay */
+	CU_ASSERT_EQUAL(g->state, GRP_PREPARING_REBALANCE);
+	ut_o.n = 0;
+	grp_tick(g, 1000, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	struct grp_member *b = join_new_delayed(g, 2, "b", 3000, UT_REBALANCE_MS, 1001);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	/* The first wait ends with a new member in it: another 3000 ms. */
+	grp_tick(g, 3000, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	grp_tick(g, 5999, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	CU_ASSERT_EQUAL(g->generation, 0);
+	grp_tick(g, 6000, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 2);
+	CU_ASSERT(out_for(1) && out_for(1)->err == KERR_NONE && out_for(1)->m == a);
+	CU_ASSERT(out_for(2) && out_for(2)->err == KERR_NONE && out_for(2)->m == b);
+	CU_ASSERT_EQUAL(g->generation, 1);
+	CU_ASSERT_EQUAL(g->nmembers, 2);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	/* A later rebalance (a third member) completes once everyone rejoined, undelayed. */
+	struct grp_member *m3 = join_new_delayed(g, 3, "c", 3000, UT_REBALANCE_MS, 7000);
+	struct grp_join_req qa = jreq(a->id, "a", "range", "roundrobin"), qb = jreq(b->id, "b", "range", "roundrobin");
+	qa.initial_delay_ms = qb.initial_delay_ms = 3000;
+	CU_ASSERT_EQUAL(grp_join(g, &qa, W(4), 7001, &ut_o), 0);
+	CU_ASSERT_EQUAL(grp_join(g, &qb, W(5), 7002, &ut_o), 0);
+	CU_ASSERT(out_for(3) && out_for(3)->err == KERR_NONE && out_for(3)->m == m3);
+	CU_ASSERT(out_for(4) && out_for(4)->err == KERR_NONE);
+	CU_ASSERT_EQUAL(g->generation, 2);
+
+	/* The waits stop at the rebalance timeout (5000 ms here), joiners or not. */
+	struct grp_group *h = grp_get(c, "gt", 2);
+	join_new_delayed(h, 11, "a", 3000, 5000, 0);
+	join_new_delayed(h, 12, "b", 3000, 5000, 1000);
+	ut_o.n = 0;
+	grp_tick(h, 3000, &ut_o);   /* a joiner in the first wait: 2000 ms more, all that is left */
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	join_new_delayed(h, 13, "c", 3000, 5000, 4000);
+	grp_tick(h, 4999, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	grp_tick(h, 5000, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 3);
+	CU_ASSERT_EQUAL(h->generation, 1);
+	CU_ASSERT_EQUAL(h->nmembers, 3);
+
+	/* Everyone leaves during the wait: Empty again at once (nothing left to tick it). */
+	struct grp_group *e = grp_get(c, "ge", 2);
+	struct grp_member *x = join_new_delayed(e, 21, "x", 3000, UT_REBALANCE_MS, 0);
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_leave(e, x->id, x->id_len, 500, &ut_o), KERR_NONE);
+	CU_ASSERT_EQUAL(e->state, GRP_EMPTY);
+	CU_ASSERT(out_for(21) && out_for(21)->err == KERR_UNKNOWN_MEMBER_ID);
+	/* ... and its next first rebalance waits again. */
+	join_new_delayed(e, 22, "y", 3000, UT_REBALANCE_MS, 1000);
+	CU_ASSERT_EQUAL(e->state, GRP_PREPARING_REBALANCE);
+	ut_o.n = 0;
+	grp_tick(e, 3999, &ut_o);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	grp_tick(e, 4000, &ut_o);
+	CU_ASSERT(out_for(22) && out_for(22)->err == KERR_NONE);
+	grp_coord_destroy(c);
+}
+
 static void test_state_table(void)
 {
 	/* Kafka's GroupState validPreviousStates, written out independently. */
@@ -906,6 +994,7 @@ int main(void)
 	CU_add_test(s, "rebalance timeout bounded, session timeout bounds", test_rebalance_bound);
 	CU_add_test(s, "a waiting request whose client left is answered at once", test_waiter_gone);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
+	CU_add_test(s, "initial rebalance delay (group.initial.rebalance.delay.ms)", test_initial_delay);
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
 	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);

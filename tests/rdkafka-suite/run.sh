@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# run.sh - librdkafka 2.0.2's own integration tests (its tests/ folder) against a
+# sluiced started here.
+#
+#   run.sh SLUICED [LIST]        (LIST defaults to tests.list beside this script)
+#
+# The source comes from Debian's source package: a deb-src entry in a private apt
+# directory under the cache dir (its own sources.list, lists and archive cache), so
+# the system's apt configuration is neither read nor changed, and `apt-get source`
+# unpacks it (Debian's orig tarball has tests/). The library and its test-runner are
+# built there, outside our tree, once; later runs reuse the build. Every test of
+# LIST marked quick/full runs in its own test-runner process under its own time
+# limit, against one broker per scenario (default: topics auto-created with 4
+# partitions; noautocreate: --no-auto-create, as the runner's scenario wants). The
+# script fails when any listed test fails, and skips (77) only when the source
+# cannot be fetched.
+#
+# Env: RDK_SUITE_CACHE (default $TMPDIR/sluice-rdkafka-suite), RDK_SUITE_JOBS (make
+# -j, default 2), RDK_SUITE_PARALLEL (tests at a time, default 2), RDK_SUITE_ONLY (space-separated test numbers: run only those of
+# the list), RDK_SUITE_LIMIT_SCALE (multiplies every time limit, default 1),
+# SLUICE_CORES (default 2), SLUICE_KEEP=1 (keep the work dir).
+
+set -u -o pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../integration/lib.sh
+. "$HERE/../integration/lib.sh"
+
+RDK_VERSION=2.0.2
+RDK_DEB_VERSION=2.0.2-1            # bookworm's
+RDK_SUITE=bookworm
+RDK_MIRROR=${RDK_SUITE_MIRROR:-http://deb.debian.org/debian}
+# The broker version the runner is told: it skips tests that need a newer one.
+RDK_BROKER_VERSION=3.4.0
+JOBS=${RDK_SUITE_JOBS:-2}
+SCALE=${RDK_SUITE_LIMIT_SCALE:-1}
+# Tests run this many at a time against the broker: most of a test's time is
+# spent waiting (timeouts, rebalances), not computing.
+PAR=${RDK_SUITE_PARALLEL:-2}
+LIST=$(abs_path "${2:-$HERE/tests.list}")
+[ -f "$LIST" ] || { echo "rdkafka-suite: no list file '$LIST'" >&2; exit 1; }
+
+# The broker keeps its own default initial rebalance delay (Kafka's 3000 ms):
+# 0102 depends on it (lib.sh would pass 0).
+SLUICE_GROUP_DELAY_MS=
+integ_init rdkafka-suite 59 "${1:-}"
+CACHE=${RDK_SUITE_CACHE:-${TMPDIR:-/tmp}/sluice-rdkafka-suite}
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+SRC=$CACHE/librdkafka-$RDK_VERSION
+
+# ---- fetch ---------------------------------------------------------------------
+fetch_source() {
+	[ -f "$SRC/.sluice-fetched" ] && return 0
+	command -v apt-get >/dev/null || skip "apt-get is not installed: cannot fetch librdkafka's source"
+	command -v dpkg-source >/dev/null || skip "dpkg-source (dpkg-dev) is not installed: cannot unpack librdkafka's source"
+	local apt=$CACHE/apt
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d"
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $RDK_MIRROR $RDK_SUITE main" \
+		>"$apt/sources.list"
+	# Only our sources.list (an empty parts dir), our lists and our cache: the
+	# system's apt state is left as it is. As root, apt would hand the download
+	# to the _apt user, which cannot write into our directory.
+	APT_OPTS=(-o "Dir::Etc::sourcelist=$apt/sources.list" -o "Dir::Etc::sourceparts=$apt/sources.list.d"
+	          -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+	          -o "Debug::NoLocking=1" -o "APT::Sandbox::User=$(id -un)")
+	log "fetching librdkafka $RDK_DEB_VERSION's source ($RDK_MIRROR $RDK_SUITE)"
+	if ! apt-get "${APT_OPTS[@]}" update >"$WORK/apt-update.log" 2>&1 ||
+	   grep -q '^[WE]: Failed to fetch' "$WORK/apt-update.log"; then
+		cat "$WORK/apt-update.log" >&2
+		skip "apt-get update of the private deb-src list failed: cannot fetch librdkafka's source"
+	fi
+	rm -rf "$SRC"
+	if ! (cd "$CACHE" && apt-get "${APT_OPTS[@]}" source "librdkafka=$RDK_DEB_VERSION") >"$WORK/apt-source.log" 2>&1; then
+		cat "$WORK/apt-source.log" >&2
+		grep -Eqi 'Failed to fetch|Unable to find a source package|Temporary failure|Could not resolve' \
+			"$WORK/apt-source.log" &&
+			skip "apt-get source librdkafka=$RDK_DEB_VERSION failed: cannot fetch librdkafka's source"
+		fail "apt-get source librdkafka=$RDK_DEB_VERSION failed to unpack"
+	fi
+	[ -f "$SRC/tests/test.c" ] || fail "the unpacked source has no tests/test.c"
+	touch "$SRC/.sluice-fetched"
+}
+
+# ---- build ---------------------------------------------------------------------
+# Only what the tests need against a plaintext broker: no SSL, SASL or curl, so
+# the build needs nothing beyond build-essential, zlib and zstd.
+RDK_CONFIGURE=(--no-download --disable-ssl --disable-gssapi --disable-curl
+               --enable-zlib --enable-zstd --disable-debug-symbols)
+build_runner() {
+	# The stamp holds the configure line: a changed one builds again.
+	[ -x "$SRC/tests/test-runner" ] && [ "$(cat "$SRC/.sluice-built" 2>/dev/null)" = "${RDK_CONFIGURE[*]}" ] &&
+		return 0
+	local t0=$SECONDS
+	log "building librdkafka $RDK_VERSION and its test-runner in $SRC (make -j$JOBS)"
+	rm -f "$SRC/.sluice-built"
+	(cd "$SRC" &&
+		./configure "${RDK_CONFIGURE[@]}" &&
+		make -j"$JOBS" libs &&
+		make -C tests -j"$JOBS" test-runner) >"$CACHE/build.log" 2>&1 ||
+		{ tail -n 40 "$CACHE/build.log" >&2; fail "building librdkafka's tests failed (log: $CACHE/build.log)"; }
+	echo "${RDK_CONFIGURE[*]}" >"$SRC/.sluice-built"
+	log "built in $((SECONDS - t0)) s"
+}
+
+fetch_source
+build_runner
+
+# ---- run -----------------------------------------------------------------------
+# tests.list: "NNNN quick|full LIMIT_S [SCENARIO]" runs test NNNN (every non-local
+# test of that number; -L leaves out its _local/_mock parts), quick with -Q;
+# "NNNN skip REASON" records why it is left out. '#' starts a comment.
+declare -a RUN_ID RUN_MODE RUN_LIMIT RUN_SCEN
+while read -r id mode limit scen _; do
+	case "$id" in ''|'#'*) continue ;; esac
+	[[ "$id" =~ ^[0-9]{4}$ ]] || fail "$LIST: bad test number '$id'"
+	case "$mode" in
+	skip) continue ;;
+	quick|full) ;;
+	*) fail "$LIST: test $id: mode '$mode' is not quick, full or skip" ;;
+	esac
+	[[ "$limit" =~ ^[0-9]+$ ]] || fail "$LIST: test $id: bad time limit '$limit'"
+	[ -z "${scen%%#*}" ] && scen=default
+	if [ -n "${RDK_SUITE_ONLY:-}" ] && [[ " $RDK_SUITE_ONLY " != *" $id "* ]]; then
+		continue
+	fi
+	RUN_ID+=("$id"); RUN_MODE+=("$mode"); RUN_LIMIT+=("$limit"); RUN_SCEN+=("$scen")
+done <"$LIST"
+[ ${#RUN_ID[@]} -gt 0 ] || fail "no test of $LIST to run"
+
+# ran_one ID LOG: the runner saw a test numbered ID pass (one skipped as not
+# applicable, or a number whose tests are all local, would look like a pass).
+ran_one() {
+	grep -Eq "=+ Test $1_[A-Za-z0-9_]+ PASSED =+" "$2"
+}
+# run_one I SCEN: test RUN_ID[I] in its own runner under its limit; writes its
+# verdict (PASS/FAIL) to $WORK/ID-SCEN.verdict and says why on failure.
+run_one() {
+	local i=$1 scen=$2 id=${RUN_ID[$1]} q= t0=$SECONDS rc limit
+	local out=$WORK/$id-$scen
+	limit=$(awk -v l="${RUN_LIMIT[$i]}" -v s="$SCALE" 'BEGIN { printf "%d", l * s }')
+	[ "${RUN_MODE[$i]}" = quick ] && q=-Q
+	(cd "$SRC/tests" &&
+		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
+		RDKAFKA_TEST_CONF=$WORK/test.conf TEST_LEVEL=2 \
+		LD_LIBRARY_PATH=$SRC/src:$SRC/src-cpp \
+		timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1
+	rc=$?
+	# Passed: the runner says so, and ran (did not skip) a test of this number.
+	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log"; then
+		echo PASS >"$out.verdict"
+		log "PASS $id ($scen, ${RUN_MODE[$i]}) in $((SECONDS - t0)) s"
+		return 0
+	fi
+	echo FAIL >"$out.verdict"
+	{ [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && log "test $id ran past its limit of $limit s (status $rc)"
+	# The runner's own verdict lines ("### Test ... failed at ...") and the
+	# line after each say why; then the log's end. One block, so that the
+	# output of two tests running together does not interleave.
+	{
+		log "FAIL $id ($scen, ${RUN_MODE[$i]}) status $rc in $((SECONDS - t0)) s; from $out.log:"
+		grep -a -A2 '^.*### Test ' "$out.log" | head -n 30
+		grep -a -v '^\s*$' "$out.log" | tail -n 15
+	} 2>&1 | cat >&2
+}
+
+passed=() failed=()
+run_scenario() {
+	local scen=$1 i n=0
+	for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && n=$((n + 1)); done
+	[ "$n" -gt 0 ] || return 0
+	local args=(--cores "${SLUICE_CORES:-2}" --partitions 4)
+	[ "$scen" = noautocreate ] && args+=(--no-auto-create)
+	start_broker "${args[@]}"
+	# The runner's timeouts, times 3: this machine is shared and slow.
+	cat >"$WORK/test.conf" <<-EOF
+	metadata.broker.list=$BOOTSTRAP
+	test.timeout.multiplier=3
+	test.topic.random=true
+	EOF
+	log "scenario $scen: $n tests against $BOOTSTRAP, $PAR at a time"
+	# The tests' pids only: a bare wait would wait for the broker too.
+	local pids=() p live
+	for i in "${!RUN_ID[@]}"; do
+		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
+		while :; do
+			live=()
+			for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
+			pids=("${live[@]}")
+			[ "${#pids[@]}" -lt "$PAR" ] && break
+			sleep 0.5
+		done
+		broker_alive || fail "the broker died (before test ${RUN_ID[$i]})"
+		run_one "$i" "$scen" &
+		pids+=($!)
+		INTEG_CHILDREN="${INTEG_CHILDREN:-} $!"
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	broker_alive || fail "the broker died during the $scen tests"
+	for i in "${!RUN_ID[@]}"; do
+		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
+		if [ "$(cat "$WORK/${RUN_ID[$i]}-$scen.verdict" 2>/dev/null)" = PASS ]; then
+			passed+=("${RUN_ID[$i]}")
+		else
+			failed+=("${RUN_ID[$i]}")
+		fi
+	done
+	stop_broker
+}
+
+t0=$SECONDS
+run_scenario default
+run_scenario noautocreate
+log "${#passed[@]} passed, ${#failed[@]} failed in $((SECONDS - t0)) s: passed ${passed[*]:-none}"
+[ ${#failed[@]} -eq 0 ] || fail "failed: ${failed[*]}"
+pass "librdkafka $RDK_VERSION tests: ${#passed[@]} passed"
