@@ -29,7 +29,7 @@ static void usage(FILE *f)
 	"  --listen HOST:PORT      address to accept Kafka clients on (default 127.0.0.1:9092)\n"
 	"  --advertise HOST:PORT   address given to clients in Metadata (default: --listen)\n"
 	"  --data DIR              data directory (default ./data)\n"
-	"  --cores N               threads, one per core (default: one per online CPU)\n"
+	"  --cores N               threads, one per core (default: one per CPU it may run on)\n"
 	"  --control-core WHERE    shared: core 0 runs the control role beside data, every core a data core;\n"
 	"                          own: core 0 runs control only, cores 1..N-1 data (default: shared below\n"
 	"                          8 cores, own from 8; --cores 1 always runs every role on its one core)\n"
@@ -121,6 +121,26 @@ static int parse_hostport(const char *s, char *host, size_t cap, uint16_t *port)
 	host[hl] = 0;
 	*port = (uint16_t)p;
 	return 0;
+}
+
+/*
+ * The CPUs this process may run on (sched_getaffinity: a container's cpuset or a
+ * taskset, not every online CPU) into *set when set is not NULL; their count. The
+ * online CPUs when the mask cannot be read.
+ */
+static int allowed_cpus(cpu_set_t *set)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	if (sched_getaffinity(0, sizeof(s), &s) < 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		n = n < 1 ? 1 : n > CPU_SETSIZE ? CPU_SETSIZE : n;
+		for (long i = 0; i < n; i++)
+			CPU_SET(i, &s);
+	}
+	if (set)
+		*set = s;
+	return CPU_COUNT(&s);
 }
 
 static int parse_args(int argc, char **argv, struct dp_config *cfg)
@@ -408,9 +428,9 @@ bad:
 		fprintf(stderr, "sluiced: unexpected argument %s\n", argv[optind]);
 		return -1;
 	}
-	if (!cfg->cores) {   /* the default: one core per online CPU */
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		cfg->cores = ncpu < 1 ? 1 : ncpu > DP_CORES_MAX ? DP_CORES_MAX : (int)ncpu;
+	if (!cfg->cores) {   /* the default: one core per CPU this process may run on */
+		int ncpu = allowed_cpus(NULL);
+		cfg->cores = ncpu < 1 ? 1 : ncpu > DP_CORES_MAX ? DP_CORES_MAX : ncpu;
 	}
 	if (cfg->control_core == DP_CONTROL_OWN && cfg->cores < 2) {
 		fprintf(stderr, "sluiced: --control-core own needs --cores 2 or more\n");
@@ -427,12 +447,18 @@ bad:
 static void *core_thread(void *arg)
 {
 	struct dp_core *c = arg;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t allowed;
+	int ncpu = allowed_cpus(&allowed);
 	if (ncpu > 1 && c->b->ncores <= ncpu) {
-		/* One core per CPU when there are enough; otherwise let the kernel place them. */
+		/* One core per allowed CPU when there are enough (the id-th of them: a cpuset or
+		 * taskset may leave CPUs 0..n-1 out); otherwise let the kernel place them. */
 		cpu_set_t set;
 		CPU_ZERO(&set);
-		CPU_SET(c->id % ncpu, &set);
+		for (int cpu = 0, n = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &allowed) && n++ == c->id) {
+				CPU_SET(cpu, &set);
+				break;
+			}
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	}
 	dp_core_run(c);
