@@ -95,6 +95,12 @@ seg=$(find "$DATA/broken-0-1" -name '*.log' | head -n 1)
 rm "$seg" && mkdir "$seg" && echo x >"$seg/stray"
 from=$(($(wc -l <"$BROKER_LOG") + 1))
 start_broker --cores $CORES --no-auto-create
+# The port is up before every data core has opened its partitions (core 0 also runs the
+# control role): wait for the line.
+for _ in $(seq 300); do
+	tail -n +"$from" "$BROKER_LOG" | grep -q "partition broken-0/1: cannot open" && break
+	sleep 0.1
+done
 tail -n +"$from" "$BROKER_LOG" | grep -q "partition broken-0/1: cannot open" || fail "broken-0/1 opened"
 out=$("$PY" "$CLIENT_DIR/admin_client.py" delete "$PORT" broken 0 1) || fail "delete broken: $out"
 [ "$out" = "broken-0 0" ] || fail "delete broken answered: $out"

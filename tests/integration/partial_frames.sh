@@ -26,7 +26,7 @@ CORE_BUDGET_KB=$(((512 + 100 + 256 + 55 + 256 + 16) * 1024))
 SLACK_KB=$((64 * 1024))
 hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$BROKER_PID/status"; }
 
-start_broker --cores 2
+start_broker --cores 2 --control-core own   # one data core, as the bounds below assume
 hwm0=$(hwm_kb)
 cat >"$WORK/partial.py" <<'PY'
 import select, socket, struct, sys, time

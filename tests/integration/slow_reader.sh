@@ -35,7 +35,7 @@ PMB_MB=64
 CONNS=$((CORE_MB / CONN_MB * 3 / 2))
 log "limits: core $CORE_MB MB, connection $CONN_MB MB, idle pool $IDLE_MB MB; $CONNS clients"
 
-start_broker --cores 2
+start_broker --cores 2 --control-core own   # one data core, as the bounds below assume
 guarded "$RDK_LOAD" produce --bootstrap "$BOOTSTRAP" --topic big --partitions 1 --count 8000 --size 1024 \
 	--acks all || fail "setup produce exited $?"
 base=$(awk '/^VmRSS:/ {print int($2 / 1024)}' "/proc/$BROKER_PID/status")
@@ -54,7 +54,7 @@ guarded "$PY" "$(dirname "$0")/slow_reader.py" --port "$PORT" --pid "$BROKER_PID
 # each client parks up to DP_CONN_REQS_MAX requests (arenas and frames held).
 PARK_CONNS=$((CORE_MB / PMB_MB + 4))
 stop_broker
-start_broker --cores 2
+start_broker --cores 2 --control-core own   # one data core, as the bounds below assume
 guarded "$PY" "$(dirname "$0")/slow_reader.py" --port "$PORT" --pid "$BROKER_PID" --topic big \
 	--bound-mb "$bound" --conns "$PARK_CONNS" --duration "${SLOW_READER_PARK_S:-10}" --park-offset 8000 \
 	--partition-max-bytes $((PMB_MB << 20)) || fail "slow_reader.py --park-offset failed"
