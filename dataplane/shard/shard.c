@@ -58,7 +58,7 @@ struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_top
  * UNKNOWN_TOPIC_OR_PARTITION as done (the topic was deleted); so answered,
  * a transaction ended without its marker there, and the open transaction
  * the log held when it opened at the next start kept the LSO for good
- * (wsim seed 2688; 828 before the default layout changed).
+ * (wsim seed 142; 828 and 2688 before the code under them changed).
  */
 int16_t part_absent_err(struct dp_core *c, const struct dp_msg *m)
 {
