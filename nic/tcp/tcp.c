@@ -853,15 +853,22 @@ static void tcp_rcv_data(struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq,
 
 /* ---- input: the send side (RFC 9293 3.10.7.4 fifth, RFC 5681, RFC 6582) ------ */
 
-/* false when the ACK is for data not yet sent: the segment is dropped. */
+/* false when the ACK is unacceptable: for data not yet sent, or older than
+ * the largest window the peer ever offered behind snd_una (RFC 5961 5.2:
+ * a blind attacker must guess within that range, and no real peer's ACK
+ * can be older). The segment is dropped, an ACK sent. */
 static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
 {
-	if (TCP_SEQ_GT(g->ack, fl->snd_max)) {
+	if (TCP_SEQ_GT(g->ack, fl->snd_max) || TCP_SEQ_LT(g->ack, fl->snd_una - fl->max_wnd)) {
 		fl->f |= TCP_FF_ACK_NOW;
 		return false;
 	}
 	uint32_t old_wnd = fl->snd_wnd;
-	if (TCP_SEQ_LT(fl->snd_wl1, g->seq) || (fl->snd_wl1 == g->seq && TCP_SEQ_LEQ(fl->snd_wl2, g->ack))) {
+	/* RFC 9293 3.10.7.4 fifth (793's SND.WL1/WL2 rule): the window only
+	 * from an ACK at or above snd_una, and not from an older segment; an
+	 * old ACK would pull the right edge back (even shut it). */
+	if (TCP_SEQ_GEQ(g->ack, fl->snd_una) &&
+	    (TCP_SEQ_LT(fl->snd_wl1, g->seq) || (fl->snd_wl1 == g->seq && TCP_SEQ_LEQ(fl->snd_wl2, g->ack)))) {
 		fl->snd_wnd = (uint32_t)g->wnd << fl->snd_shift;
 		fl->snd_wl1 = g->seq;
 		fl->snd_wl2 = g->ack;

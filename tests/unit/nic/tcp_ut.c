@@ -687,6 +687,53 @@ static void test_fast_retransmit_newreno(void)
 	tcp_destroy(s);
 }
 
+/* An ACK far below snd_una (RFC 5961 5.2): even with an in-window sequence
+ * number the segment is dropped with an ACK, its data not taken, its window
+ * not used. An old ACK within the peer's largest window is taken, with its
+ * data, but does not move the window (RFC 9293 3.10.7.4 fifth). */
+static void test_ack_below_window(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 4096, 0);
+	struct cl c = { .port = 40024 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	struct tcp_flow *fl = &s->flows[h & 0xfffff];
+	uint32_t una = c.ack, wnd = fl->snd_wnd;
+	CU_ASSERT(wnd == 65535);
+	struct cl bad = c;
+	bad.ack = una - (1u << 30);
+	bad.win = 0;
+	put(s, &bad, "evil", 4);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x10 && g_pk[0].ack == c.seq && g_pk[0].seq == una);
+	CU_ASSERT(fl->snd_wnd == wnd);
+	const uint8_t *d;
+	CU_ASSERT(tcp_recv_peek(s, h, &d) == 0);
+	evs(s);
+	CU_ASSERT(!got(h, TCP_EV_READABLE));
+	/* 100 bytes out and ACKed with data; then a newer segment whose ACK is
+	 * 50 bytes old and whose window is 0 (a reordered ACK) */
+	uint8_t out[100];
+	memset(out, 'o', sizeof(out));
+	CU_ASSERT(tcp_send(s, h, out, sizeof(out)) == 100);
+	CU_ASSERT(drain(s) == 1);
+	c.ack = una + 100;
+	put(s, &c, "ab", 2);
+	struct cl old = c;
+	old.ack = una + 50;
+	old.win = 0;
+	put(s, &old, "ok", 2);
+	c.seq = old.seq;
+	CU_ASSERT(fl->snd_una == una + 100);
+	CU_ASSERT(fl->snd_wnd == wnd);               /* the old ACK's zero window is not used */
+	uint8_t buf[8];
+	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 4 && memcmp(buf, "abok", 4) == 0);
+	/* the window still lets data go at once */
+	CU_ASSERT(tcp_send(s, h, "z", 1) == 1);
+	int n = drain(s);
+	CU_ASSERT(n >= 1 && g_pk[n - 1].len == 1 && g_pk[n - 1].seq == una + 100);
+	tcp_destroy(s);
+}
+
 /* ---- closing, RST ---------------------------------------------------------- */
 
 /* Drive a connection into state st; returns its handle. */
@@ -1023,6 +1070,7 @@ int main(void)
 	CU_add_test(s, "window_shrunk_with_data_out", test_window_shrunk_with_data_out);
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
+	CU_add_test(s, "ack_below_window", test_ack_below_window);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
 	CU_add_test(s, "orderly_close_both_ways", test_orderly_close_both_ways);
 	CU_add_test(s, "simultaneous_close", test_simultaneous_close);
