@@ -989,18 +989,26 @@ static void tcp_in_syn_sent(struct tcp_stack *s, struct tcp_flow *fl, const stru
 	fl->f |= TCP_FF_ACK_NOW;
 }
 
-static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
+/* The peer is alive: restart the silent-peer limit, the keepalive count and
+ * the FIN_WAIT_2 idle bound. Only for a segment that passed the timestamp,
+ * sequence and ACK checks: out-of-window garbage (or an attacker's guesses)
+ * must not keep a dead connection's flow for ever. */
+static void tcp_heard(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 {
-	if (fl->state == TCP_S_SYN_SENT) {
-		tcp_in_syn_sent(s, fl, g, now);
-		return;
-	}
 	fl->last_rx_us = now;
 	fl->probes_out = 0;
 	if (fl->state == TCP_S_FIN_WAIT_2)
 		fl->idle_at = now + TCP_FIN_WAIT_2_US;   /* an idle bound: the peer may still be sending */
 	else if (s->cfg.keepalive_idle_us && fl->state >= TCP_S_ESTABLISHED && fl->state <= TCP_S_CLOSING)
 		fl->idle_at = now + s->cfg.keepalive_idle_us;
+}
+
+static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
+{
+	if (fl->state == TCP_S_SYN_SENT) {
+		tcp_in_syn_sent(s, fl, g, now);
+		return;
+	}
 	bool syn = g->flags & TCP_SYN, fin = g->flags & TCP_FIN, rst = g->flags & TCP_RST;
 	/* PAWS (RFC 7323 5.3): an older timestamp is an old duplicate */
 	if (fl->ts_ok && g->has_ts && !rst && TCP_SEQ_LT(g->tsval, fl->ts_recent)) {
@@ -1068,6 +1076,7 @@ static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	} else if (!tcp_rcv_ack(s, fl, g, now)) {
 		return;
 	}
+	tcp_heard(s, fl, now);
 	bool fin_acked = (fl->f & TCP_FF_FIN_SENT) && fl->snd_una == fl->snd_end + 1;
 	switch (fl->state) {
 	case TCP_S_FIN_WAIT_1:

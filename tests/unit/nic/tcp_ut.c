@@ -1024,6 +1024,63 @@ static void test_fin_wait_2_idle_bound(void)
 	tcp_destroy(s);
 }
 
+/* Out-of-window segments (an old sequence number, one far ahead, a stale
+ * timestamp, an ACK of data never sent) are answered, but they are not the
+ * peer being alive: keepalive probes still go and still give up, and the
+ * FIN_WAIT_2 bound still ends the flow. */
+static void garbage(struct tcp_stack *s, const struct cl *c, int k)
+{
+	struct cl g = *c;
+	switch (k % 3) {
+	case 0: g.seq = c->seq + 100000; break;   /* beyond the window */
+	case 1: g.seq = c->seq - 100000; break;   /* long before it */
+	default: g.ack = c->ack + 5000; break;    /* ACKs data never sent */
+	}
+	put(s, &g, "junk", 4);
+	drain(s);
+}
+
+static void test_garbage_is_not_liveness(void)
+{
+	struct tcp_config cfg = { .ip = TH_SRV_IP, .port = TH_PORT, .conns_max = 2, .rx_bytes = 4096, .tx_bytes = 4096,
+				  .keepalive_idle_us = 10000000, .keepalive_intvl_us = 1000000, .keepalive_probes = 3 };
+	memcpy(cfg.mac, th_srv_mac, 6);
+	struct tcp_stack *s = NULL;
+	CU_ASSERT_FATAL(tcp_create(&cfg, &s) == 0);
+	struct cl c = { .port = 43030 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	CU_ASSERT(tick(s, 9000000) == 0);
+	garbage(s, &c, 0);
+	CU_ASSERT_FATAL(tick(s, 1000000) == 1);       /* the probe at 10 s all the same */
+	CU_ASSERT(g_pk[0].seq == c.ack - 1 && g_pk[0].len == 0);
+	bool rst = false;
+	for (int i = 1; i < 8 && !rst; i++) {
+		garbage(s, &c, i);
+		int n = tick(s, 1000000);
+		for (int k = 0; k < n; k++)
+			rst |= (g_pk[k].flags & 0x04) != 0;
+	}
+	CU_ASSERT(rst);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ETIMEDOUT);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	tcp_destroy(s);
+
+	s = srv_new(2, 4096, 4096, 0);
+	c = (struct cl){ .port = 43031 };
+	h = into_state(s, &c, TCP_S_FIN_WAIT_2);
+	for (int i = 0; i < 3; i++) {
+		tick(s, TCP_FIN_WAIT_2_US / 4);
+		garbage(s, &c, i);
+	}
+	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_FIN_WAIT_2);
+	tick(s, TCP_FIN_WAIT_2_US / 4);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ETIMEDOUT);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	tcp_destroy(s);
+}
+
 static void test_abort_and_stale_handles(void)
 {
 	struct tcp_stack *s = srv_new(2, 4096, 4096, 0);
@@ -1078,6 +1135,7 @@ int main(void)
 	CU_add_test(s, "syn_flood_bounded", test_syn_flood_bounded);
 	CU_add_test(s, "keepalive", test_keepalive);
 	CU_add_test(s, "fin_wait_2_idle_bound", test_fin_wait_2_idle_bound);
+	CU_add_test(s, "garbage_is_not_liveness", test_garbage_is_not_liveness);
 	CU_add_test(s, "abort_and_stale_handles", test_abort_and_stale_handles);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
