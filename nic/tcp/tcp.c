@@ -145,7 +145,8 @@ static void tcp_tx_mark(struct tcp_stack *s, struct tcp_flow *fl)
 
 static void tcp_ev_post(struct tcp_stack *s, struct tcp_flow *fl, uint8_t bit)
 {
-	if (!(fl->f & TCP_FF_HANDLE))
+	/* CLOSED is the handle's last event (tcp.h): nothing after it */
+	if (!(fl->f & TCP_FF_HANDLE) || ((fl->f & TCP_FF_CLOSED_EV) && bit != TCP_EVB_CLOSED))
 		return;
 	fl->ev |= bit;
 	if (fl->f & TCP_FF_ON_EV)
@@ -1174,6 +1175,15 @@ static int tcp_in_tcp(struct tcp_stack *s, const uint8_t *mac, uint32_t src, uin
 		tcp_flow_close(s, fl, 0);
 		s->st.tw_reused++;
 		fl = NULL;
+	}
+	/* A CLOSED flow waits only for the application's tcp_release: to the
+	 * peer the connection is gone (RFC 9293 3.10.7.1, CLOSED), so it is
+	 * answered as if no flow held it, a RST for anything but a RST. (A SYN
+	 * too: the slot cannot take a new connection before the release, and
+	 * the peer's next SYN finds it free.) */
+	if (fl && fl->state == TCP_S_CLOSED) {
+		tcp_rst_reply(s, &g);
+		return 0;
 	}
 	if (!fl) {
 		if (g.flags & TCP_RST)

@@ -815,6 +815,45 @@ static void test_rst_every_state(void)
 	}
 }
 
+/* A flow CLOSED but not yet released is gone to the peer: its segments are
+ * answered as for no flow (RST, none for a RST), and the handle sees no
+ * event after CLOSED (tcp.h: CLOSED is the last one). */
+static void test_closed_not_released(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 4096, 0);
+	struct cl c = { .port = 41100 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	CU_ASSERT(tcp_send(s, h, "abc", 3) == 3);
+	CU_ASSERT(drain(s) == 1);
+	seg(s, &c, c.seq, 0x04, NULL, 0);             /* reset at rcv_nxt */
+	CU_ASSERT(drain(s) == 0);
+	struct tcp_ev ev[8];
+	int n = tcp_events(s, ev, 8);                 /* the application has not released yet */
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(ev[0].kind == TCP_EV_CLOSED && ev[0].status == -ECONNRESET);
+	/* the peer, not knowing, ACKs our data and sends more */
+	c.ack += 3;
+	put(s, &c, "zz", 2);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x04 && g_pk[0].seq == c.ack);
+	CU_ASSERT(tcp_events(s, ev, 8) == 0);         /* no WRITABLE or READABLE after CLOSED */
+	const uint8_t *d;
+	CU_ASSERT(tcp_recv_peek(s, h, &d) == 0);
+	/* a SYN for the same 4-tuple: a RST with its ACK, the slot not reused yet */
+	c.seq += 1000;
+	syn(s, &c, TH_O_MSS, 1460, 0);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x14 && g_pk[0].ack == c.seq);
+	/* a RST: nothing */
+	seg(s, &c, c.seq, 0x04, NULL, 0);
+	CU_ASSERT(drain(s) == 0);
+	CU_ASSERT(tcp_flows_used(s) == 1);
+	tcp_release(s, h);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	CU_ASSERT(tcp_events(s, ev, 8) == 0);
+	tcp_destroy(s);
+}
+
 static void test_orderly_close_both_ways(void)
 {
 	/* the client closes first: CLOSE_WAIT, EOF, our FIN, LAST_ACK, gone */
@@ -1129,6 +1168,7 @@ int main(void)
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
 	CU_add_test(s, "ack_below_window", test_ack_below_window);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
+	CU_add_test(s, "closed_not_released", test_closed_not_released);
 	CU_add_test(s, "orderly_close_both_ways", test_orderly_close_both_ways);
 	CU_add_test(s, "simultaneous_close", test_simultaneous_close);
 	CU_add_test(s, "time_wait_reuse", test_time_wait_reuse);
