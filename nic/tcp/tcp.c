@@ -854,6 +854,15 @@ static void tcp_rcv_data(struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq,
 
 /* ---- input: the send side (RFC 9293 3.10.7.4 fifth, RFC 5681, RFC 6582) ------ */
 
+/* A congestion window beyond what the send ring can fill means nothing;
+ * the cap keeps it from growing without bound (duplicate ACKs in fast
+ * recovery each add a segment). */
+static inline uint32_t tcp_cwnd_capped(const struct tcp_stack *s, uint64_t cwnd)
+{
+	uint64_t cap = 2ull * s->cfg.tx_bytes;
+	return (uint32_t)(cwnd > cap ? cap : cwnd);
+}
+
 /* false when the ACK is unacceptable: for data not yet sent, or older than
  * the largest window the peer ever offered behind snd_una (RFC 5961 5.2:
  * a blind attacker must guess within that range, and no real peer's ACK
@@ -885,7 +894,8 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 		 * window, and something is outstanding. */
 		if (g->ack == fl->snd_una && !g->len && !(g->flags & (TCP_SYN | TCP_FIN)) && fl->snd_wnd == old_wnd &&
 		    fl->snd_una != fl->snd_max) {
-			fl->dupacks++;
+			if (fl->dupacks < UINT8_MAX)
+				fl->dupacks++;   /* saturates: a uint8_t would wrap to 0 at 256 */
 			uint32_t flight = fl->snd_max - fl->snd_una;
 			if (fl->dupacks == TCP_DUPACK_THRESH && !fl->in_recovery &&
 			    TCP_SEQ_GT(g->ack, fl->recover)) {   /* RFC 6582 3.2 step 2 */
@@ -896,7 +906,8 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 				fl->f |= TCP_FF_REXMIT1;
 				s->st.fast_rexmits++;
 			} else if (fl->in_recovery) {
-				fl->cwnd += fl->smss;   /* step 3: inflate per extra duplicate */
+				/* step 3: inflate per extra duplicate, to the same cap */
+				fl->cwnd = tcp_cwnd_capped(s, (uint64_t)fl->cwnd + fl->smss);
 			}
 		}
 		return true;
@@ -934,8 +945,7 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 		uint32_t inc = (uint32_t)((uint64_t)fl->smss * fl->smss / fl->cwnd);
 		fl->cwnd += inc ? inc : 1;                                      /* congestion avoidance */
 	}
-	if (fl->cwnd > 2 * s->cfg.tx_bytes)
-		fl->cwnd = 2 * s->cfg.tx_bytes;   /* more than the ring can fill means nothing */
+	fl->cwnd = tcp_cwnd_capped(s, fl->cwnd);
 	fl->rto_at = fl->snd_una == fl->snd_max ? 0 : now + tcp_rto_now(fl);  /* RFC 6298 5.2, 5.3 */
 	(void)acked;
 	tcp_ev_post(s, fl, TCP_EVB_WRITABLE);

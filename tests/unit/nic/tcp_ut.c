@@ -687,6 +687,38 @@ static void test_fast_retransmit_newreno(void)
 	tcp_destroy(s);
 }
 
+/* A storm of duplicate ACKs in fast recovery: each inflates cwnd by a
+ * segment (RFC 6582 3.2 step 3) but no further than the cap a new ACK
+ * meets (twice the send ring), and the count saturates instead of wrapping. */
+static void test_dupack_storm_bounded(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
+	struct cl c = { .port = 40025 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	struct tcp_flow *fl = &s->flows[h & 0xfffff];
+	static uint8_t d[8 * 1460];
+	memset(d, 'd', sizeof(d));
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT_FATAL(drain(s) == 8);
+	for (int i = 0; i < 3; i++)
+		put(s, &c, NULL, 0);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT_FATAL(fl->in_recovery);
+	for (int i = 3; i < 300; i++) {
+		put(s, &c, NULL, 0);
+		drain(s);
+		CU_ASSERT(fl->cwnd <= 2u * 65536);
+	}
+	CU_ASSERT(fl->cwnd == 2u * 65536);
+	CU_ASSERT(fl->dupacks == UINT8_MAX);
+	CU_ASSERT(fl->in_recovery && tcp_stats(s)->fast_rexmits == 1);
+	/* the full ACK still ends recovery */
+	c.ack += sizeof(d);
+	put(s, &c, NULL, 0);
+	CU_ASSERT(!fl->in_recovery && fl->dupacks == 0 && tcp_unacked(s, h) == 0);
+	tcp_destroy(s);
+}
+
 /* An ACK far below snd_una (RFC 5961 5.2): even with an in-window sequence
  * number the segment is dropped with an ACK, its data not taken, its window
  * not used. An old ACK within the peer's largest window is taken, with its
@@ -1167,6 +1199,7 @@ int main(void)
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
 	CU_add_test(s, "ack_below_window", test_ack_below_window);
+	CU_add_test(s, "dupack_storm_bounded", test_dupack_storm_bounded);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
 	CU_add_test(s, "closed_not_released", test_closed_not_released);
 	CU_add_test(s, "orderly_close_both_ways", test_orderly_close_both_ways);
