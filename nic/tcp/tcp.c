@@ -424,19 +424,24 @@ static uint16_t tcp_wnd_field(const struct tcp_stack *s, struct tcp_flow *fl, bo
 
 /* ---- RTT and RTO (RFC 6298) -------------------------------------------------- */
 
-static void tcp_rtt_sample(struct tcp_flow *fl, uint32_t r)
+static void tcp_rtt_sample(struct tcp_flow *fl, uint64_t r)
 {
 	if (r == 0)
 		r = 1;
+	/* no round trip longer than the largest RTO means anything; clamped,
+	 * 7 * srtt and 4 * rttvar below stay far inside 32 bits */
+	if (r > TCP_RTO_MAX_US)
+		r = TCP_RTO_MAX_US;
 	if (fl->srtt_us == 0) {                         /* 2.2 */
-		fl->srtt_us = r;
-		fl->rttvar_us = r / 2;
+		fl->srtt_us = (uint32_t)r;
+		fl->rttvar_us = (uint32_t)(r / 2);
 	} else {                                        /* 2.3, alpha 1/8, beta 1/4 */
-		uint32_t d = fl->srtt_us > r ? fl->srtt_us - r : r - fl->srtt_us;
-		fl->rttvar_us = (3 * fl->rttvar_us + d) / 4;
-		fl->srtt_us = (7 * fl->srtt_us + r) / 8;
+		uint64_t d = fl->srtt_us > r ? fl->srtt_us - r : r - fl->srtt_us;
+		fl->rttvar_us = (uint32_t)((3ull * fl->rttvar_us + d) / 4);
+		fl->srtt_us = (uint32_t)((7ull * fl->srtt_us + r) / 8);
 	}
-	uint64_t rto = (uint64_t)fl->srtt_us + (4 * fl->rttvar_us > TCP_CLOCK_G_US ? 4 * fl->rttvar_us : TCP_CLOCK_G_US);
+	uint64_t var4 = 4ull * fl->rttvar_us;
+	uint64_t rto = (uint64_t)fl->srtt_us + (var4 > TCP_CLOCK_G_US ? var4 : TCP_CLOCK_G_US);
 	if (rto < TCP_RTO_MIN_US)
 		rto = TCP_RTO_MIN_US;
 	if (rto > TCP_RTO_MAX_US)
@@ -923,10 +928,10 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	if (fl->ts_ok && g->has_ts && g->tsecr) {
 		uint32_t ms = tcp_ts_now(now) - g->tsecr;
 		if (ms < TCP_RTO_MAX_US / 1000)
-			tcp_rtt_sample(fl, ms * 1000u);
+			tcp_rtt_sample(fl, (uint64_t)ms * 1000u);
 		fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	} else if ((fl->f & TCP_FF_RTT_TIMING) && TCP_SEQ_GT(g->ack, fl->rtt_seq)) {
-		tcp_rtt_sample(fl, (uint32_t)(now - fl->rtt_start_us));
+		tcp_rtt_sample(fl, now - fl->rtt_start_us);
 		fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	}
 	if (fl->in_recovery) {
@@ -966,7 +971,7 @@ static void tcp_open_done(struct tcp_stack *s, struct tcp_flow *fl, const struct
 	fl->snd_wnd = (uint32_t)g->wnd << ((g->flags & TCP_SYN) ? 0 : fl->snd_shift);
 	fl->max_wnd = fl->snd_wnd;
 	if (fl->f & TCP_FF_RTT_TIMING && fl->backoff == 0)
-		tcp_rtt_sample(fl, (uint32_t)(now - fl->rtt_start_us));
+		tcp_rtt_sample(fl, now - fl->rtt_start_us);
 	fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	fl->rto_at = 0;
 	fl->backoff = 0;

@@ -650,6 +650,38 @@ static void test_rto_backoff_karn(void)
 	tcp_destroy(s);
 }
 
+/* An RTT sample longer than TCP_RTO_MAX_US (an ACK held back for an hour,
+ * no timestamps) counts as TCP_RTO_MAX_US: SRTT and RTTVAR stay bounded
+ * (4 * RTTVAR in 32 bits overflowed), and a gap past 2^32 us is not taken
+ * for a short one. */
+static void test_rtt_sample_clamped(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
+		struct cl c = { .port = (uint16_t)(40026 + k) };
+		uint32_t h = open_conn(s, &c, TH_O_MSS);
+		struct tcp_flow *fl = &s->flows[h & 0xfffff];
+		fl->srtt_us = 0;   /* as if the handshake gave no sample: this one is the first */
+		CU_ASSERT(tcp_send(s, h, "abc", 3) == 3);
+		CU_ASSERT(drain(s) == 1);
+		g_now += k ? (1ull << 32) + 5000 : 3000000000ull;
+		c.ack += 3;
+		put(s, &c, NULL, 0);
+		CU_ASSERT(tcp_unacked(s, h) == 0);
+		CU_ASSERT(fl->srtt_us == TCP_RTO_MAX_US && fl->rttvar_us == TCP_RTO_MAX_US / 2);
+		CU_ASSERT(fl->rto_us == TCP_RTO_MAX_US);
+		/* a 10 ms sample next: the estimate comes down smoothly, bounded */
+		CU_ASSERT(tcp_send(s, h, "d", 1) == 1);
+		CU_ASSERT(drain(s) == 1);
+		g_now += 10000;
+		c.ack += 1;
+		put(s, &c, NULL, 0);
+		CU_ASSERT(fl->srtt_us == (7ull * TCP_RTO_MAX_US + 10000) / 8);
+		CU_ASSERT(fl->rttvar_us <= TCP_RTO_MAX_US && fl->rto_us == TCP_RTO_MAX_US);
+		tcp_destroy(s);
+	}
+}
+
 static void test_fast_retransmit_newreno(void)
 {
 	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
@@ -1197,6 +1229,7 @@ int main(void)
 	CU_add_test(s, "send_peer_window_and_zero_window_probe", test_send_peer_window_and_zero_window_probe);
 	CU_add_test(s, "window_shrunk_with_data_out", test_window_shrunk_with_data_out);
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
+	CU_add_test(s, "rtt_sample_clamped", test_rtt_sample_clamped);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
 	CU_add_test(s, "ack_below_window", test_ack_below_window);
 	CU_add_test(s, "dupack_storm_bounded", test_dupack_storm_bounded);
