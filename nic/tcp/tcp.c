@@ -380,13 +380,17 @@ static void tcp_rst_reply(struct tcp_stack *s, const struct tcp_seg *g)
 	s->st.rst_sent++;
 }
 
-/* RST on an open flow (abort, retries spent). */
+/* RST on an open flow (abort, retries spent). Its sequence number is
+ * snd_max, as a pure ACK's is: after an RTO snd_nxt has gone back below
+ * what the peer may hold, and an RFC 5961 peer takes only a RST at its
+ * rcv_nxt (anything else in the window gets a challenge ACK we no longer
+ * answer). */
 static void tcp_rst_flow(struct tcp_stack *s, const struct tcp_flow *fl)
 {
 	uint8_t *b = tcp_ctl_slot(s);
 	if (!b)
 		return;
-	tcp_ctl_push(s, tcp_frame(s, b, fl->mac, fl->rip, fl->lport, fl->rport, fl->snd_nxt, fl->rcv_nxt,
+	tcp_ctl_push(s, tcp_frame(s, b, fl->mac, fl->rip, fl->lport, fl->rport, fl->snd_max, fl->rcv_nxt,
 				  TCP_RST | TCP_ACK, 0, NULL, 0, 0));
 	s->st.rst_sent++;
 }

@@ -682,6 +682,29 @@ static void test_rtt_sample_clamped(void)
 	}
 }
 
+/* An abort after an RTO: snd_nxt went back to snd_una, but the peer may
+ * hold everything sent; the RST carries snd_max, where an RFC 5961 peer
+ * takes it (a RST at snd_nxt would get a challenge ACK). */
+static void test_abort_after_rto_rst_at_snd_max(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
+	struct cl c = { .port = 40028 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	uint8_t d[3 * 1460];
+	memset(d, 'r', sizeof(d));
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT(drain(s) == 3);
+	CU_ASSERT_FATAL(tick(s, TCP_RTO_INIT_US) == 1);   /* one segment again, from snd_una */
+	CU_ASSERT(g_pk[0].seq == c.ack && g_pk[0].len == 1460);
+	tcp_abort(s, h);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags & 0x04);
+	CU_ASSERT(g_pk[0].seq == c.ack + sizeof(d) && g_pk[0].ack == c.seq);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ECONNABORTED);
+	tcp_destroy(s);
+}
+
 static void test_fast_retransmit_newreno(void)
 {
 	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
@@ -1230,6 +1253,7 @@ int main(void)
 	CU_add_test(s, "window_shrunk_with_data_out", test_window_shrunk_with_data_out);
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
 	CU_add_test(s, "rtt_sample_clamped", test_rtt_sample_clamped);
+	CU_add_test(s, "abort_after_rto_rst_at_snd_max", test_abort_after_rto_rst_at_snd_max);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
 	CU_add_test(s, "ack_below_window", test_ack_below_window);
 	CU_add_test(s, "dupack_storm_bounded", test_dupack_storm_bounded);
