@@ -145,7 +145,8 @@ static void tcp_tx_mark(struct tcp_stack *s, struct tcp_flow *fl)
 
 static void tcp_ev_post(struct tcp_stack *s, struct tcp_flow *fl, uint8_t bit)
 {
-	if (!(fl->f & TCP_FF_HANDLE))
+	/* CLOSED is the handle's last event (tcp.h): nothing after it */
+	if (!(fl->f & TCP_FF_HANDLE) || ((fl->f & TCP_FF_CLOSED_EV) && bit != TCP_EVB_CLOSED))
 		return;
 	fl->ev |= bit;
 	if (fl->f & TCP_FF_ON_EV)
@@ -379,13 +380,17 @@ static void tcp_rst_reply(struct tcp_stack *s, const struct tcp_seg *g)
 	s->st.rst_sent++;
 }
 
-/* RST on an open flow (abort, retries spent). */
+/* RST on an open flow (abort, retries spent). Its sequence number is
+ * snd_max, as a pure ACK's is: after an RTO snd_nxt has gone back below
+ * what the peer may hold, and an RFC 5961 peer takes only a RST at its
+ * rcv_nxt (anything else in the window gets a challenge ACK we no longer
+ * answer). */
 static void tcp_rst_flow(struct tcp_stack *s, const struct tcp_flow *fl)
 {
 	uint8_t *b = tcp_ctl_slot(s);
 	if (!b)
 		return;
-	tcp_ctl_push(s, tcp_frame(s, b, fl->mac, fl->rip, fl->lport, fl->rport, fl->snd_nxt, fl->rcv_nxt,
+	tcp_ctl_push(s, tcp_frame(s, b, fl->mac, fl->rip, fl->lport, fl->rport, fl->snd_max, fl->rcv_nxt,
 				  TCP_RST | TCP_ACK, 0, NULL, 0, 0));
 	s->st.rst_sent++;
 }
@@ -423,19 +428,24 @@ static uint16_t tcp_wnd_field(const struct tcp_stack *s, struct tcp_flow *fl, bo
 
 /* ---- RTT and RTO (RFC 6298) -------------------------------------------------- */
 
-static void tcp_rtt_sample(struct tcp_flow *fl, uint32_t r)
+static void tcp_rtt_sample(struct tcp_flow *fl, uint64_t r)
 {
 	if (r == 0)
 		r = 1;
+	/* no round trip longer than the largest RTO means anything; clamped,
+	 * 7 * srtt and 4 * rttvar below stay far inside 32 bits */
+	if (r > TCP_RTO_MAX_US)
+		r = TCP_RTO_MAX_US;
 	if (fl->srtt_us == 0) {                         /* 2.2 */
-		fl->srtt_us = r;
-		fl->rttvar_us = r / 2;
+		fl->srtt_us = (uint32_t)r;
+		fl->rttvar_us = (uint32_t)(r / 2);
 	} else {                                        /* 2.3, alpha 1/8, beta 1/4 */
-		uint32_t d = fl->srtt_us > r ? fl->srtt_us - r : r - fl->srtt_us;
-		fl->rttvar_us = (3 * fl->rttvar_us + d) / 4;
-		fl->srtt_us = (7 * fl->srtt_us + r) / 8;
+		uint64_t d = fl->srtt_us > r ? fl->srtt_us - r : r - fl->srtt_us;
+		fl->rttvar_us = (uint32_t)((3ull * fl->rttvar_us + d) / 4);
+		fl->srtt_us = (uint32_t)((7ull * fl->srtt_us + r) / 8);
 	}
-	uint64_t rto = (uint64_t)fl->srtt_us + (4 * fl->rttvar_us > TCP_CLOCK_G_US ? 4 * fl->rttvar_us : TCP_CLOCK_G_US);
+	uint64_t var4 = 4ull * fl->rttvar_us;
+	uint64_t rto = (uint64_t)fl->srtt_us + (var4 > TCP_CLOCK_G_US ? var4 : TCP_CLOCK_G_US);
 	if (rto < TCP_RTO_MIN_US)
 		rto = TCP_RTO_MIN_US;
 	if (rto > TCP_RTO_MAX_US)
@@ -853,15 +863,31 @@ static void tcp_rcv_data(struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq,
 
 /* ---- input: the send side (RFC 9293 3.10.7.4 fifth, RFC 5681, RFC 6582) ------ */
 
-/* false when the ACK is for data not yet sent: the segment is dropped. */
+/* A congestion window beyond what the send ring can fill means nothing;
+ * the cap keeps it from growing without bound (duplicate ACKs in fast
+ * recovery each add a segment). */
+static inline uint32_t tcp_cwnd_capped(const struct tcp_stack *s, uint64_t cwnd)
+{
+	uint64_t cap = 2ull * s->cfg.tx_bytes;
+	return (uint32_t)(cwnd > cap ? cap : cwnd);
+}
+
+/* false when the ACK is unacceptable: for data not yet sent, or older than
+ * the largest window the peer ever offered behind snd_una (RFC 5961 5.2:
+ * a blind attacker must guess within that range, and no real peer's ACK
+ * can be older). The segment is dropped, an ACK sent. */
 static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
 {
-	if (TCP_SEQ_GT(g->ack, fl->snd_max)) {
+	if (TCP_SEQ_GT(g->ack, fl->snd_max) || TCP_SEQ_LT(g->ack, fl->snd_una - fl->max_wnd)) {
 		fl->f |= TCP_FF_ACK_NOW;
 		return false;
 	}
 	uint32_t old_wnd = fl->snd_wnd;
-	if (TCP_SEQ_LT(fl->snd_wl1, g->seq) || (fl->snd_wl1 == g->seq && TCP_SEQ_LEQ(fl->snd_wl2, g->ack))) {
+	/* RFC 9293 3.10.7.4 fifth (793's SND.WL1/WL2 rule): the window only
+	 * from an ACK at or above snd_una, and not from an older segment; an
+	 * old ACK would pull the right edge back (even shut it). */
+	if (TCP_SEQ_GEQ(g->ack, fl->snd_una) &&
+	    (TCP_SEQ_LT(fl->snd_wl1, g->seq) || (fl->snd_wl1 == g->seq && TCP_SEQ_LEQ(fl->snd_wl2, g->ack)))) {
 		fl->snd_wnd = (uint32_t)g->wnd << fl->snd_shift;
 		fl->snd_wl1 = g->seq;
 		fl->snd_wl2 = g->ack;
@@ -877,7 +903,8 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 		 * window, and something is outstanding. */
 		if (g->ack == fl->snd_una && !g->len && !(g->flags & (TCP_SYN | TCP_FIN)) && fl->snd_wnd == old_wnd &&
 		    fl->snd_una != fl->snd_max) {
-			fl->dupacks++;
+			if (fl->dupacks < UINT8_MAX)
+				fl->dupacks++;   /* saturates: a uint8_t would wrap to 0 at 256 */
 			uint32_t flight = fl->snd_max - fl->snd_una;
 			if (fl->dupacks == TCP_DUPACK_THRESH && !fl->in_recovery &&
 			    TCP_SEQ_GT(g->ack, fl->recover)) {   /* RFC 6582 3.2 step 2 */
@@ -888,7 +915,8 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 				fl->f |= TCP_FF_REXMIT1;
 				s->st.fast_rexmits++;
 			} else if (fl->in_recovery) {
-				fl->cwnd += fl->smss;   /* step 3: inflate per extra duplicate */
+				/* step 3: inflate per extra duplicate, to the same cap */
+				fl->cwnd = tcp_cwnd_capped(s, (uint64_t)fl->cwnd + fl->smss);
 			}
 		}
 		return true;
@@ -904,10 +932,10 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	if (fl->ts_ok && g->has_ts && g->tsecr) {
 		uint32_t ms = tcp_ts_now(now) - g->tsecr;
 		if (ms < TCP_RTO_MAX_US / 1000)
-			tcp_rtt_sample(fl, ms * 1000u);
+			tcp_rtt_sample(fl, (uint64_t)ms * 1000u);
 		fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	} else if ((fl->f & TCP_FF_RTT_TIMING) && TCP_SEQ_GT(g->ack, fl->rtt_seq)) {
-		tcp_rtt_sample(fl, (uint32_t)(now - fl->rtt_start_us));
+		tcp_rtt_sample(fl, now - fl->rtt_start_us);
 		fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	}
 	if (fl->in_recovery) {
@@ -926,8 +954,7 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 		uint32_t inc = (uint32_t)((uint64_t)fl->smss * fl->smss / fl->cwnd);
 		fl->cwnd += inc ? inc : 1;                                      /* congestion avoidance */
 	}
-	if (fl->cwnd > 2 * s->cfg.tx_bytes)
-		fl->cwnd = 2 * s->cfg.tx_bytes;   /* more than the ring can fill means nothing */
+	fl->cwnd = tcp_cwnd_capped(s, fl->cwnd);
 	fl->rto_at = fl->snd_una == fl->snd_max ? 0 : now + tcp_rto_now(fl);  /* RFC 6298 5.2, 5.3 */
 	(void)acked;
 	tcp_ev_post(s, fl, TCP_EVB_WRITABLE);
@@ -948,7 +975,7 @@ static void tcp_open_done(struct tcp_stack *s, struct tcp_flow *fl, const struct
 	fl->snd_wnd = (uint32_t)g->wnd << ((g->flags & TCP_SYN) ? 0 : fl->snd_shift);
 	fl->max_wnd = fl->snd_wnd;
 	if (fl->f & TCP_FF_RTT_TIMING && fl->backoff == 0)
-		tcp_rtt_sample(fl, (uint32_t)(now - fl->rtt_start_us));
+		tcp_rtt_sample(fl, now - fl->rtt_start_us);
 	fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;
 	fl->rto_at = 0;
 	fl->backoff = 0;
@@ -982,18 +1009,26 @@ static void tcp_in_syn_sent(struct tcp_stack *s, struct tcp_flow *fl, const stru
 	fl->f |= TCP_FF_ACK_NOW;
 }
 
-static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
+/* The peer is alive: restart the silent-peer limit, the keepalive count and
+ * the FIN_WAIT_2 idle bound. Only for a segment that passed the timestamp,
+ * sequence and ACK checks: out-of-window garbage (or an attacker's guesses)
+ * must not keep a dead connection's flow for ever. */
+static void tcp_heard(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 {
-	if (fl->state == TCP_S_SYN_SENT) {
-		tcp_in_syn_sent(s, fl, g, now);
-		return;
-	}
 	fl->last_rx_us = now;
 	fl->probes_out = 0;
 	if (fl->state == TCP_S_FIN_WAIT_2)
 		fl->idle_at = now + TCP_FIN_WAIT_2_US;   /* an idle bound: the peer may still be sending */
 	else if (s->cfg.keepalive_idle_us && fl->state >= TCP_S_ESTABLISHED && fl->state <= TCP_S_CLOSING)
 		fl->idle_at = now + s->cfg.keepalive_idle_us;
+}
+
+static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
+{
+	if (fl->state == TCP_S_SYN_SENT) {
+		tcp_in_syn_sent(s, fl, g, now);
+		return;
+	}
 	bool syn = g->flags & TCP_SYN, fin = g->flags & TCP_FIN, rst = g->flags & TCP_RST;
 	/* PAWS (RFC 7323 5.3): an older timestamp is an old duplicate */
 	if (fl->ts_ok && g->has_ts && !rst && TCP_SEQ_LT(g->tsval, fl->ts_recent)) {
@@ -1061,6 +1096,7 @@ static void tcp_in_flow(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	} else if (!tcp_rcv_ack(s, fl, g, now)) {
 		return;
 	}
+	tcp_heard(s, fl, now);
 	bool fin_acked = (fl->f & TCP_FF_FIN_SENT) && fl->snd_una == fl->snd_end + 1;
 	switch (fl->state) {
 	case TCP_S_FIN_WAIT_1:
@@ -1158,6 +1194,15 @@ static int tcp_in_tcp(struct tcp_stack *s, const uint8_t *mac, uint32_t src, uin
 		tcp_flow_close(s, fl, 0);
 		s->st.tw_reused++;
 		fl = NULL;
+	}
+	/* A CLOSED flow waits only for the application's tcp_release: to the
+	 * peer the connection is gone (RFC 9293 3.10.7.1, CLOSED), so it is
+	 * answered as if no flow held it, a RST for anything but a RST. (A SYN
+	 * too: the slot cannot take a new connection before the release, and
+	 * the peer's next SYN finds it free.) */
+	if (fl && fl->state == TCP_S_CLOSED) {
+		tcp_rst_reply(s, &g);
+		return 0;
 	}
 	if (!fl) {
 		if (g.flags & TCP_RST)

@@ -650,6 +650,61 @@ static void test_rto_backoff_karn(void)
 	tcp_destroy(s);
 }
 
+/* An RTT sample longer than TCP_RTO_MAX_US (an ACK held back for an hour,
+ * no timestamps) counts as TCP_RTO_MAX_US: SRTT and RTTVAR stay bounded
+ * (4 * RTTVAR in 32 bits overflowed), and a gap past 2^32 us is not taken
+ * for a short one. */
+static void test_rtt_sample_clamped(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
+		struct cl c = { .port = (uint16_t)(40026 + k) };
+		uint32_t h = open_conn(s, &c, TH_O_MSS);
+		struct tcp_flow *fl = &s->flows[h & 0xfffff];
+		fl->srtt_us = 0;   /* as if the handshake gave no sample: this one is the first */
+		CU_ASSERT(tcp_send(s, h, "abc", 3) == 3);
+		CU_ASSERT(drain(s) == 1);
+		g_now += k ? (1ull << 32) + 5000 : 3000000000ull;
+		c.ack += 3;
+		put(s, &c, NULL, 0);
+		CU_ASSERT(tcp_unacked(s, h) == 0);
+		CU_ASSERT(fl->srtt_us == TCP_RTO_MAX_US && fl->rttvar_us == TCP_RTO_MAX_US / 2);
+		CU_ASSERT(fl->rto_us == TCP_RTO_MAX_US);
+		/* a 10 ms sample next: the estimate comes down smoothly, bounded */
+		CU_ASSERT(tcp_send(s, h, "d", 1) == 1);
+		CU_ASSERT(drain(s) == 1);
+		g_now += 10000;
+		c.ack += 1;
+		put(s, &c, NULL, 0);
+		CU_ASSERT(fl->srtt_us == (7ull * TCP_RTO_MAX_US + 10000) / 8);
+		CU_ASSERT(fl->rttvar_us <= TCP_RTO_MAX_US && fl->rto_us == TCP_RTO_MAX_US);
+		tcp_destroy(s);
+	}
+}
+
+/* An abort after an RTO: snd_nxt went back to snd_una, but the peer may
+ * hold everything sent; the RST carries snd_max, where an RFC 5961 peer
+ * takes it (a RST at snd_nxt would get a challenge ACK). */
+static void test_abort_after_rto_rst_at_snd_max(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 16384, 0);
+	struct cl c = { .port = 40028 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	uint8_t d[3 * 1460];
+	memset(d, 'r', sizeof(d));
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT(drain(s) == 3);
+	CU_ASSERT_FATAL(tick(s, TCP_RTO_INIT_US) == 1);   /* one segment again, from snd_una */
+	CU_ASSERT(g_pk[0].seq == c.ack && g_pk[0].len == 1460);
+	tcp_abort(s, h);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags & 0x04);
+	CU_ASSERT(g_pk[0].seq == c.ack + sizeof(d) && g_pk[0].ack == c.seq);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ECONNABORTED);
+	tcp_destroy(s);
+}
+
 static void test_fast_retransmit_newreno(void)
 {
 	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
@@ -684,6 +739,85 @@ static void test_fast_retransmit_newreno(void)
 	put(s, &c, NULL, 0);
 	CU_ASSERT(!fl->in_recovery && fl->cwnd <= fl->ssthresh);
 	CU_ASSERT(tcp_unacked(s, h) == 0);
+	tcp_destroy(s);
+}
+
+/* A storm of duplicate ACKs in fast recovery: each inflates cwnd by a
+ * segment (RFC 6582 3.2 step 3) but no further than the cap a new ACK
+ * meets (twice the send ring), and the count saturates instead of wrapping. */
+static void test_dupack_storm_bounded(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
+	struct cl c = { .port = 40025 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	struct tcp_flow *fl = &s->flows[h & 0xfffff];
+	static uint8_t d[8 * 1460];
+	memset(d, 'd', sizeof(d));
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT_FATAL(drain(s) == 8);
+	for (int i = 0; i < 3; i++)
+		put(s, &c, NULL, 0);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT_FATAL(fl->in_recovery);
+	for (int i = 3; i < 300; i++) {
+		put(s, &c, NULL, 0);
+		drain(s);
+		CU_ASSERT(fl->cwnd <= 2u * 65536);
+	}
+	CU_ASSERT(fl->cwnd == 2u * 65536);
+	CU_ASSERT(fl->dupacks == UINT8_MAX);
+	CU_ASSERT(fl->in_recovery && tcp_stats(s)->fast_rexmits == 1);
+	/* the full ACK still ends recovery */
+	c.ack += sizeof(d);
+	put(s, &c, NULL, 0);
+	CU_ASSERT(!fl->in_recovery && fl->dupacks == 0 && tcp_unacked(s, h) == 0);
+	tcp_destroy(s);
+}
+
+/* An ACK far below snd_una (RFC 5961 5.2): even with an in-window sequence
+ * number the segment is dropped with an ACK, its data not taken, its window
+ * not used. An old ACK within the peer's largest window is taken, with its
+ * data, but does not move the window (RFC 9293 3.10.7.4 fifth). */
+static void test_ack_below_window(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 4096, 0);
+	struct cl c = { .port = 40024 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	struct tcp_flow *fl = &s->flows[h & 0xfffff];
+	uint32_t una = c.ack, wnd = fl->snd_wnd;
+	CU_ASSERT(wnd == 65535);
+	struct cl bad = c;
+	bad.ack = una - (1u << 30);
+	bad.win = 0;
+	put(s, &bad, "evil", 4);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x10 && g_pk[0].ack == c.seq && g_pk[0].seq == una);
+	CU_ASSERT(fl->snd_wnd == wnd);
+	const uint8_t *d;
+	CU_ASSERT(tcp_recv_peek(s, h, &d) == 0);
+	evs(s);
+	CU_ASSERT(!got(h, TCP_EV_READABLE));
+	/* 100 bytes out and ACKed with data; then a newer segment whose ACK is
+	 * 50 bytes old and whose window is 0 (a reordered ACK) */
+	uint8_t out[100];
+	memset(out, 'o', sizeof(out));
+	CU_ASSERT(tcp_send(s, h, out, sizeof(out)) == 100);
+	CU_ASSERT(drain(s) == 1);
+	c.ack = una + 100;
+	put(s, &c, "ab", 2);
+	struct cl old = c;
+	old.ack = una + 50;
+	old.win = 0;
+	put(s, &old, "ok", 2);
+	c.seq = old.seq;
+	CU_ASSERT(fl->snd_una == una + 100);
+	CU_ASSERT(fl->snd_wnd == wnd);               /* the old ACK's zero window is not used */
+	uint8_t buf[8];
+	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 4 && memcmp(buf, "abok", 4) == 0);
+	/* the window still lets data go at once */
+	CU_ASSERT(tcp_send(s, h, "z", 1) == 1);
+	int n = drain(s);
+	CU_ASSERT(n >= 1 && g_pk[n - 1].len == 1 && g_pk[n - 1].seq == una + 100);
 	tcp_destroy(s);
 }
 
@@ -766,6 +900,45 @@ static void test_rst_every_state(void)
 		CU_ASSERT(tcp_flows_used(s) == 0);
 		tcp_destroy(s);
 	}
+}
+
+/* A flow CLOSED but not yet released is gone to the peer: its segments are
+ * answered as for no flow (RST, none for a RST), and the handle sees no
+ * event after CLOSED (tcp.h: CLOSED is the last one). */
+static void test_closed_not_released(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 4096, 0);
+	struct cl c = { .port = 41100 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	CU_ASSERT(tcp_send(s, h, "abc", 3) == 3);
+	CU_ASSERT(drain(s) == 1);
+	seg(s, &c, c.seq, 0x04, NULL, 0);             /* reset at rcv_nxt */
+	CU_ASSERT(drain(s) == 0);
+	struct tcp_ev ev[8];
+	int n = tcp_events(s, ev, 8);                 /* the application has not released yet */
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(ev[0].kind == TCP_EV_CLOSED && ev[0].status == -ECONNRESET);
+	/* the peer, not knowing, ACKs our data and sends more */
+	c.ack += 3;
+	put(s, &c, "zz", 2);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x04 && g_pk[0].seq == c.ack);
+	CU_ASSERT(tcp_events(s, ev, 8) == 0);         /* no WRITABLE or READABLE after CLOSED */
+	const uint8_t *d;
+	CU_ASSERT(tcp_recv_peek(s, h, &d) == 0);
+	/* a SYN for the same 4-tuple: a RST with its ACK, the slot not reused yet */
+	c.seq += 1000;
+	syn(s, &c, TH_O_MSS, 1460, 0);
+	CU_ASSERT_FATAL(drain(s) == 1);
+	CU_ASSERT(g_pk[0].flags == 0x14 && g_pk[0].ack == c.seq);
+	/* a RST: nothing */
+	seg(s, &c, c.seq, 0x04, NULL, 0);
+	CU_ASSERT(drain(s) == 0);
+	CU_ASSERT(tcp_flows_used(s) == 1);
+	tcp_release(s, h);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	CU_ASSERT(tcp_events(s, ev, 8) == 0);
+	tcp_destroy(s);
 }
 
 static void test_orderly_close_both_ways(void)
@@ -907,8 +1080,13 @@ static void test_time_wait_reuse(void)
 static void test_syn_flood_bounded(void)
 {
 	struct tcp_config cfg = { .ip = TH_SRV_IP, .port = TH_PORT, .conns_max = 8, .rx_bytes = 4096, .tx_bytes = 4096 };
-	size_t mem = tcp_memory_bytes(&cfg);
 	struct tcp_stack *s = srv_new(8, 4096, 4096, 0);
+	/* the budget's figure is what tcp_create took, allocation by
+	 * allocation (flows, hash heads, rings, control frames); the stack
+	 * allocates nothing after it, so that is all a flood can cost */
+	size_t took = (size_t)s->cfg.conns_max * sizeof(struct tcp_flow) + (size_t)(s->hash_mask + 1) * sizeof(uint32_t) +
+		      s->mem_bytes + (size_t)TCP_CTLQ_MAX * s->frame_max;
+	CU_ASSERT(tcp_memory_bytes(&cfg) == took);
 	int synacks = 0;
 	for (uint32_t i = 0; i < 1000; i++) {
 		struct cl c = { .port = (uint16_t)(10000 + i), .seq = i * 77 };
@@ -918,7 +1096,6 @@ static void test_syn_flood_bounded(void)
 	CU_ASSERT(synacks == 8);
 	CU_ASSERT(tcp_flows_used(s) == 8);
 	CU_ASSERT(tcp_stats(s)->syn_dropped == 992);
-	CU_ASSERT(tcp_memory_bytes(&cfg) == mem);
 	/* half-open flows go after TCP_SYNACK_RETRIES_MAX unanswered SYN-ACKs */
 	for (int i = 0; i < 200 && tcp_flows_used(s); i++)
 		tick(s, 1000000);
@@ -977,6 +1154,63 @@ static void test_fin_wait_2_idle_bound(void)
 	tcp_destroy(s);
 }
 
+/* Out-of-window segments (an old sequence number, one far ahead, a stale
+ * timestamp, an ACK of data never sent) are answered, but they are not the
+ * peer being alive: keepalive probes still go and still give up, and the
+ * FIN_WAIT_2 bound still ends the flow. */
+static void garbage(struct tcp_stack *s, const struct cl *c, int k)
+{
+	struct cl g = *c;
+	switch (k % 3) {
+	case 0: g.seq = c->seq + 100000; break;   /* beyond the window */
+	case 1: g.seq = c->seq - 100000; break;   /* long before it */
+	default: g.ack = c->ack + 5000; break;    /* ACKs data never sent */
+	}
+	put(s, &g, "junk", 4);
+	drain(s);
+}
+
+static void test_garbage_is_not_liveness(void)
+{
+	struct tcp_config cfg = { .ip = TH_SRV_IP, .port = TH_PORT, .conns_max = 2, .rx_bytes = 4096, .tx_bytes = 4096,
+				  .keepalive_idle_us = 10000000, .keepalive_intvl_us = 1000000, .keepalive_probes = 3 };
+	memcpy(cfg.mac, th_srv_mac, 6);
+	struct tcp_stack *s = NULL;
+	CU_ASSERT_FATAL(tcp_create(&cfg, &s) == 0);
+	struct cl c = { .port = 43030 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS);
+	CU_ASSERT(tick(s, 9000000) == 0);
+	garbage(s, &c, 0);
+	CU_ASSERT_FATAL(tick(s, 1000000) == 1);       /* the probe at 10 s all the same */
+	CU_ASSERT(g_pk[0].seq == c.ack - 1 && g_pk[0].len == 0);
+	bool rst = false;
+	for (int i = 1; i < 8 && !rst; i++) {
+		garbage(s, &c, i);
+		int n = tick(s, 1000000);
+		for (int k = 0; k < n; k++)
+			rst |= (g_pk[k].flags & 0x04) != 0;
+	}
+	CU_ASSERT(rst);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ETIMEDOUT);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	tcp_destroy(s);
+
+	s = srv_new(2, 4096, 4096, 0);
+	c = (struct cl){ .port = 43031 };
+	h = into_state(s, &c, TCP_S_FIN_WAIT_2);
+	for (int i = 0; i < 3; i++) {
+		tick(s, TCP_FIN_WAIT_2_US / 4);
+		garbage(s, &c, i);
+	}
+	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_FIN_WAIT_2);
+	tick(s, TCP_FIN_WAIT_2_US / 4);
+	evs(s);
+	CU_ASSERT(closed_status(h) == -ETIMEDOUT);
+	CU_ASSERT(tcp_flows_used(s) == 0);
+	tcp_destroy(s);
+}
+
 static void test_abort_and_stale_handles(void)
 {
 	struct tcp_stack *s = srv_new(2, 4096, 4096, 0);
@@ -1022,14 +1256,20 @@ int main(void)
 	CU_add_test(s, "send_peer_window_and_zero_window_probe", test_send_peer_window_and_zero_window_probe);
 	CU_add_test(s, "window_shrunk_with_data_out", test_window_shrunk_with_data_out);
 	CU_add_test(s, "rto_backoff_karn", test_rto_backoff_karn);
+	CU_add_test(s, "rtt_sample_clamped", test_rtt_sample_clamped);
+	CU_add_test(s, "abort_after_rto_rst_at_snd_max", test_abort_after_rto_rst_at_snd_max);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
+	CU_add_test(s, "ack_below_window", test_ack_below_window);
+	CU_add_test(s, "dupack_storm_bounded", test_dupack_storm_bounded);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
+	CU_add_test(s, "closed_not_released", test_closed_not_released);
 	CU_add_test(s, "orderly_close_both_ways", test_orderly_close_both_ways);
 	CU_add_test(s, "simultaneous_close", test_simultaneous_close);
 	CU_add_test(s, "time_wait_reuse", test_time_wait_reuse);
 	CU_add_test(s, "syn_flood_bounded", test_syn_flood_bounded);
 	CU_add_test(s, "keepalive", test_keepalive);
 	CU_add_test(s, "fin_wait_2_idle_bound", test_fin_wait_2_idle_bound);
+	CU_add_test(s, "garbage_is_not_liveness", test_garbage_is_not_liveness);
 	CU_add_test(s, "abort_and_stale_handles", test_abort_and_stale_handles);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
