@@ -138,6 +138,8 @@ run_one() {
 	local i=$1 scen=$2 id=${RUN_ID[$1]} q= t0=$SECONDS rc limit
 	local out=$WORK/$id-$scen
 	limit=$(awk -v l="${RUN_LIMIT[$i]}" -v s="$SCALE" 'BEGIN { printf "%d", l * s }')
+	# At least 1 s: a small scale rounds to 0, and `timeout 0` means no limit.
+	[ "$limit" -ge 1 ] || limit=1
 	[ "${RUN_MODE[$i]}" = quick ] && q=-Q
 	(cd "$SRC/tests" &&
 		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
