@@ -141,11 +141,12 @@ run_one() {
 	# At least 1 s: a small scale rounds to 0, and `timeout 0` means no limit.
 	[ "$limit" -ge 1 ] || limit=1
 	[ "${RUN_MODE[$i]}" = quick ] && q=-Q
+	# exec: timeout is this subshell's child, where kill_group finds it.
 	(cd "$SRC/tests" &&
 		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
 		RDKAFKA_TEST_CONF=$WORK/test.conf TEST_LEVEL=2 \
 		LD_LIBRARY_PATH=$SRC/src:$SRC/src-cpp \
-		timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1
+		exec timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1
 	rc=$?
 	# Passed: the runner says so, and ran (did not skip) a test of this number.
 	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log"; then
@@ -164,6 +165,37 @@ run_one() {
 		grep -a -v '^\s*$' "$out.log" | tail -n 15
 	} 2>&1 | cat >&2
 }
+
+# kill_group P...: SIGKILL what each run_one subshell P runs: its children
+# (timeout, which makes itself the leader of its own process group, so a kill
+# of P alone would leave it and test-runner running for up to their limit),
+# each child's group (test-runner is in timeout's), and the child itself (not
+# yet a group leader before its exec).
+kill_group() {
+	local p c
+	for p in "$@"; do
+		for c in $(pgrep -P "$p"); do
+			kill -KILL -- "-$c" 2>/dev/null
+			kill -KILL "$c" 2>/dev/null
+		done
+	done
+}
+# kill_tests: every test still running. The subshells are stopped first, so
+# that none starts its timeout after its children were looked up.
+kill_tests() {
+	local p
+	for p in ${INTEG_CHILDREN:-}; do kill -STOP "$p" 2>/dev/null; done
+	kill_group ${INTEG_CHILDREN:-}
+}
+# On any exit (failure, meson's SIGTERM at its timeout) the tests go first,
+# then lib.sh's cleanup with the script's status.
+rdk_cleanup() {
+	local rc=$?
+	kill_tests
+	(exit "$rc")
+	integ_cleanup
+}
+trap rdk_cleanup EXIT
 
 passed=() failed=()
 run_scenario() {
@@ -188,15 +220,18 @@ run_scenario() {
 			live=()
 			for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
 			pids=("${live[@]}")
+			# Only live subshells: a reaped one's pid may be someone else's by now.
+			INTEG_CHILDREN="${pids[*]}"
 			[ "${#pids[@]}" -lt "$PAR" ] && break
 			sleep 0.5
 		done
 		broker_alive || fail "the broker died (before test ${RUN_ID[$i]})"
 		run_one "$i" "$scen" &
 		pids+=($!)
-		INTEG_CHILDREN="${INTEG_CHILDREN:-} $!"
+		INTEG_CHILDREN="${pids[*]}"
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
+	INTEG_CHILDREN=
 	broker_alive || fail "the broker died during the $scen tests"
 	for i in "${!RUN_ID[@]}"; do
 		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
