@@ -6,14 +6,16 @@
 #
 # The source comes from Debian's source package: a deb-src entry in a private apt
 # directory under the cache dir (its own sources.list, lists and archive cache), so
-# the system's apt configuration is neither read nor changed, and `apt-get source`
+# the system's sources and package lists are neither read nor changed (apt still
+# reads its settings in /etc/apt/apt.conf.d and dpkg's status), and `apt-get source`
 # unpacks it (Debian's orig tarball has tests/). The library and its test-runner are
 # built there, outside our tree, once; later runs reuse the build. Every test of
 # LIST marked quick/full runs in its own test-runner process under its own time
 # limit, against one broker per scenario (default: topics auto-created with 4
 # partitions; noautocreate: --no-auto-create, as the runner's scenario wants). The
-# script fails when any listed test fails, and skips (77) only when the source
-# cannot be fetched.
+# script fails when any listed test fails, and skips (77) only when the mirror
+# cannot be reached; a missing tool or keyring (tools/install-deps.sh installs
+# them) or a signature that does not verify fails.
 #
 # Env: RDK_SUITE_CACHE (default $TMPDIR/sluice-rdkafka-suite), RDK_SUITE_JOBS (make
 # -j, default 2), RDK_SUITE_PARALLEL (tests at a time, default 2), RDK_SUITE_ONLY (space-separated test numbers: run only those of
@@ -58,13 +60,31 @@ CACHE=$(cd "$CACHE" && pwd)
 SRC=$CACHE/librdkafka-$RDK_VERSION
 
 # ---- fetch ---------------------------------------------------------------------
+RDK_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+# fetch_failed LOG WHAT: apt's LOG says why WHAT failed. A mirror that cannot be
+# reached (no route, refused, no name, timed out) skips: this machine has no
+# network. Anything else fails: a signature or hash that does not verify, a
+# mirror that answers but lacks the package (404, no such source), an unpack error.
+fetch_failed() {
+	if grep -Eqi 'GPG error|NO_PUBKEY|EXPKEYSIG|BADSIG|is not signed|signatures (couldn.t be verified|were invalid)|failed to verify signature|Clearsigned file|Hash Sum mismatch' "$1"; then
+		fail "$2 failed: the source's signature or hashes do not verify (log: $1)"
+	fi
+	if grep -Eqi 'Could not connect|Could not resolve|Temporary failure resolving|Connection refused|Connection timed out|Connection failed|No route to host|Network is unreachable|Unable to connect' "$1"; then
+		skip "$2 failed: $RDK_MIRROR cannot be reached: cannot fetch librdkafka's source"
+	fi
+	fail "$2 failed, and not for want of a network (log: $1)"
+}
 fetch_source() {
 	[ -f "$SRC/.sluice-fetched" ] && return 0
-	command -v apt-get >/dev/null || skip "apt-get is not installed: cannot fetch librdkafka's source"
-	command -v dpkg-source >/dev/null || skip "dpkg-source (dpkg-dev) is not installed: cannot unpack librdkafka's source"
+	# What install-deps.sh provides is a failure when missing, not a skip.
+	command -v apt-get >/dev/null || fail "apt-get is not installed: cannot fetch librdkafka's source"
+	command -v dpkg-source >/dev/null ||
+		fail "dpkg-source is not installed (tools/install-deps.sh installs dpkg-dev): cannot unpack librdkafka's source"
+	[ -r "$RDK_KEYRING" ] ||
+		fail "no $RDK_KEYRING (tools/install-deps.sh installs debian-archive-keyring): cannot verify librdkafka's source"
 	local apt=$CACHE/apt
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d"
-	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $RDK_MIRROR $RDK_SUITE main" \
+	echo "deb-src [signed-by=$RDK_KEYRING] $RDK_MIRROR $RDK_SUITE main" \
 		>"$apt/sources.list"
 	# Only our sources.list (an empty parts dir), our lists and our cache: the
 	# system's apt state is left as it is. As root, apt would hand the download
@@ -74,17 +94,14 @@ fetch_source() {
 	          -o "Debug::NoLocking=1" -o "APT::Sandbox::User=$(id -un)")
 	log "fetching librdkafka $RDK_DEB_VERSION's source ($RDK_MIRROR $RDK_SUITE)"
 	if ! apt-get "${APT_OPTS[@]}" update >"$WORK/apt-update.log" 2>&1 ||
-	   grep -q '^[WE]: Failed to fetch' "$WORK/apt-update.log"; then
+	   grep -Eq '^E: |^W: (Failed to fetch|GPG error)|^Err:' "$WORK/apt-update.log"; then
 		cat "$WORK/apt-update.log" >&2
-		skip "apt-get update of the private deb-src list failed: cannot fetch librdkafka's source"
+		fetch_failed "$WORK/apt-update.log" "apt-get update of the private deb-src list"
 	fi
 	rm -rf "$SRC"
 	if ! (cd "$CACHE" && apt-get "${APT_OPTS[@]}" source "librdkafka=$RDK_DEB_VERSION") >"$WORK/apt-source.log" 2>&1; then
 		cat "$WORK/apt-source.log" >&2
-		grep -Eqi 'Failed to fetch|Unable to find a source package|Temporary failure|Could not resolve' \
-			"$WORK/apt-source.log" &&
-			skip "apt-get source librdkafka=$RDK_DEB_VERSION failed: cannot fetch librdkafka's source"
-		fail "apt-get source librdkafka=$RDK_DEB_VERSION failed to unpack"
+		fetch_failed "$WORK/apt-source.log" "apt-get source librdkafka=$RDK_DEB_VERSION"
 	fi
 	[ -f "$SRC/tests/test.c" ] || fail "the unpacked source has no tests/test.c"
 	touch "$SRC/.sluice-fetched"
