@@ -167,13 +167,19 @@ run_one() {
 	# At least 1 s: a small scale rounds to 0, and `timeout 0` means no limit.
 	[ "$limit" -ge 1 ] || limit=1
 	[ "${RUN_MODE[$i]}" = quick ] && q=-Q
-	# exec: timeout is this subshell's child, where kill_group finds it.
+	# exec: timeout is this subshell's child, where kill_group finds it, and
+	# its pid is its process group's id, kept in $out.pgid for kill_tests: a
+	# signal to the whole script's group (meson's, at its timeout) kills this
+	# subshell before the script's trap runs, and timeout is then init's.
 	(cd "$SRC/tests" &&
 		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
 		RDKAFKA_TEST_CONF=$WORK/test.conf TEST_LEVEL=2 \
 		LD_LIBRARY_PATH=$SRC/src:$SRC/src-cpp \
-		exec timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1
+		exec timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1 &
+	echo $! >"$out.pgid"
+	wait $!
 	rc=$?
+	rm -f "$out.pgid"
 	# Passed: the runner says so, and ran (did not skip) a test of this number.
 	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log"; then
 		echo PASS >"$out.verdict"
@@ -211,11 +217,19 @@ kill_group() {
 	done
 }
 # kill_tests: every test still running. The subshells are stopped first, so
-# that none starts its timeout after its children were looked up.
+# that none starts its timeout after its children were looked up; then the
+# groups run_one recorded (those whose subshell is gone too).
 kill_tests() {
-	local p
+	local p f
 	for p in ${INTEG_CHILDREN:-}; do kill -STOP "$p" 2>/dev/null; done
 	kill_group ${INTEG_CHILDREN:-}
+	for f in "$WORK"/*.pgid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f" 2>/dev/null)
+		[[ "$p" =~ ^[0-9]+$ ]] || continue
+		kill -KILL -- "-$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
 }
 # On any exit (failure, meson's SIGTERM at its timeout) the tests go first,
 # then lib.sh's cleanup with the script's status.
