@@ -5,7 +5,8 @@
 # topic from 2 to 5 partitions (Metadata follows, the new partitions take
 # produces and are consumed, Kafka's refusals come back); after a restart
 # the count and the records stay. The new partitions are spread over the
-# data cores by the rule every partition follows (--cores 3: two data cores).
+# data cores by the rule every partition follows (--cores 3: three data cores,
+# as the control role shares core 0 by default below 8 cores).
 # node_modules as in kafkajs.sh (skipped, 77, without node/npm/network).
 . "$(dirname "$0")/lib.sh"
 integ_init kafkajs-admin 37 "$@"

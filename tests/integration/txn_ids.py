@@ -21,8 +21,10 @@ usage:
   txn_ids.py txncommit --port P --id ID --pid N --epoch E --group G --topic T --offset O
       TxnOffsetCommit v0 of offset O for T/0 in group G (staged in the id's
       transaction); prints "txncommit ERR".
-  txn_ids.py end --port P --id ID --pid N --epoch E [--commit]
-      EndTxn v1 (abort, or commit); prints "ended ERR".
+  txn_ids.py end --port P --id ID --pid N --epoch E [--commit] [--then-begin T [--partitions N]]
+      EndTxn v1 (abort, or commit); prints "ended ERR". --then-begin: then, on the
+      same connection, AddPartitionsToTxn for T as begin does; prints "added ERR"
+      and "sent_ms MS" (how long after EndTxn's answer it was sent).
   txn_ids.py commit --port P --group G --topic T --partitions N --offset O
       OffsetCommit v2 (a simple commit, no member) of offset O for
       partitions 0..N-1 of T; prints "err CODE COUNT" per error code.
@@ -32,6 +34,7 @@ import argparse
 import socket
 import struct
 import sys
+import time
 
 TIMEOUT_S = 60.0
 CLIENT_ID = b'txn_ids'
@@ -107,13 +110,16 @@ def cmd_ids(a):
         print('%s %d %d %d' % (name, err, pid, epoch))
 
 
-def cmd_begin(a):
-    c = Conn(a.port)
+def begin(c, a, topic):
+    """AddPartitionsToTxn for partitions 0..a.partitions-1 of topic on c:
+    ('added ERR', the monotonic time it was sent)."""
     body = kstr(a.id.encode()) + struct.pack('>qh', a.pid, a.epoch)
-    body += struct.pack('>i', 1) + kstr(a.topic.encode()) + struct.pack('>i', a.partitions)
+    body += struct.pack('>i', 1) + kstr(topic.encode()) + struct.pack('>i', a.partitions)
     for part in range(a.partitions):
         body += struct.pack('>i', part)
-    resp = c.recv(c.send(API_ADD_PARTITIONS, 1, body))
+    corr = c.send(API_ADD_PARTITIONS, 1, body)
+    sent = time.monotonic()
+    resp = c.recv(corr)
     # throttle, [topic: name, [partition, error]]
     off = 4 + 4
     tlen = struct.unpack('>h', resp[off:off + 2])[0]
@@ -126,9 +132,12 @@ def cmd_begin(a):
         off += 6
         errs.append(err)
     if len(set(errs)) == 1:
-        print('added %d' % errs[0])
-    else:
-        print('added mixed %s' % ' '.join(str(e) for e in errs))
+        return 'added %d' % errs[0], sent
+    return 'added mixed %s' % ' '.join(str(e) for e in errs), sent
+
+
+def cmd_begin(a):
+    print(begin(Conn(a.port), a, a.topic)[0])
 
 
 def cmd_offsets(a):
@@ -157,8 +166,17 @@ def cmd_end(a):
     c = Conn(a.port)
     body = kstr(a.id.encode()) + struct.pack('>qhb', a.pid, a.epoch, 1 if a.commit else 0)
     resp = c.recv(c.send(API_END_TXN, 1, body))
+    answered = time.monotonic()
     _throttle, err = struct.unpack('>ih', resp[:6])
     print('ended %d' % err)
+    if a.then_begin is not None:
+        # The next transaction's AddPartitionsToTxn right after EndTxn's answer,
+        # on the same connection, as a client does: no process start between
+        # them. sent_ms says how soon after the answer it went (the caller
+        # checks that it fell inside the window it means to test).
+        out, sent = begin(c, a, a.then_begin)
+        print(out)
+        print('sent_ms %d' % int((sent - answered) * 1000))
 
 
 def cmd_commit(a):
@@ -222,6 +240,9 @@ def main():
     e.add_argument('--pid', type=int, required=True)
     e.add_argument('--epoch', type=int, required=True)
     e.add_argument('--commit', action='store_true')
+    e.add_argument('--then-begin', metavar='TOPIC',
+                   help='then AddPartitionsToTxn for TOPIC on the same connection')
+    e.add_argument('--partitions', type=int, default=1)
     o = sub.add_parser('commit')
     o.add_argument('--port', type=int, required=True)
     o.add_argument('--group', required=True)

@@ -6,18 +6,24 @@
 #
 # The source comes from Debian's source package: a deb-src entry in a private apt
 # directory under the cache dir (its own sources.list, lists and archive cache), so
-# the system's apt configuration is neither read nor changed, and `apt-get source`
+# the system's sources and package lists are neither read nor changed (apt still
+# reads its settings in /etc/apt/apt.conf.d and dpkg's status), and `apt-get source`
 # unpacks it (Debian's orig tarball has tests/). The library and its test-runner are
 # built there, outside our tree, once; later runs reuse the build. Every test of
 # LIST marked quick/full runs in its own test-runner process under its own time
 # limit, against one broker per scenario (default: topics auto-created with 4
 # partitions; noautocreate: --no-auto-create, as the runner's scenario wants). The
-# script fails when any listed test fails, and skips (77) only when the source
-# cannot be fetched.
+# script fails when any listed test fails, and skips (77) only when the mirror
+# cannot be reached; a missing tool or keyring (tools/install-deps.sh installs
+# them) or a signature that does not verify fails.
 #
 # Env: RDK_SUITE_CACHE (default $TMPDIR/sluice-rdkafka-suite), RDK_SUITE_JOBS (make
 # -j, default 2), RDK_SUITE_PARALLEL (tests at a time, default 2), RDK_SUITE_ONLY (space-separated test numbers: run only those of
 # the list), RDK_SUITE_LIMIT_SCALE (multiplies every time limit, default 1),
+# RDK_SUITE_DEADLINE_S (seconds from the script's start, fetch and build
+# included, after which the tests still running are killed and count as
+# failed, those not started as not run; default 2580, below meson's 2700 s
+# timeout, so that the summary is printed),
 # SLUICE_CORES (default 2), SLUICE_KEEP=1 (keep the work dir).
 
 set -u -o pipefail
@@ -36,6 +42,11 @@ SCALE=${RDK_SUITE_LIMIT_SCALE:-1}
 # Tests run this many at a time against the broker: most of a test's time is
 # spent waiting (timeouts, rebalances), not computing.
 PAR=${RDK_SUITE_PARALLEL:-2}
+# The tests' limits add up to far more than meson's timeout for this test
+# (meson.build, 2700 s); 120 s below it leaves time to kill, stop the broker
+# and say which passed.
+DEADLINE_S=${RDK_SUITE_DEADLINE_S:-2580}
+[[ "$DEADLINE_S" =~ ^[0-9]+$ ]] || { echo "rdkafka-suite: bad RDK_SUITE_DEADLINE_S '$DEADLINE_S'" >&2; exit 1; }
 LIST=$(abs_path "${2:-$HERE/tests.list}")
 [ -f "$LIST" ] || { echo "rdkafka-suite: no list file '$LIST'" >&2; exit 1; }
 
@@ -49,13 +60,31 @@ CACHE=$(cd "$CACHE" && pwd)
 SRC=$CACHE/librdkafka-$RDK_VERSION
 
 # ---- fetch ---------------------------------------------------------------------
+RDK_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+# fetch_failed LOG WHAT: apt's LOG says why WHAT failed. A mirror that cannot be
+# reached (no route, refused, no name, timed out) skips: this machine has no
+# network. Anything else fails: a signature or hash that does not verify, a
+# mirror that answers but lacks the package (404, no such source), an unpack error.
+fetch_failed() {
+	if grep -Eqi 'GPG error|NO_PUBKEY|EXPKEYSIG|BADSIG|is not signed|signatures (couldn.t be verified|were invalid)|failed to verify signature|Clearsigned file|Hash Sum mismatch' "$1"; then
+		fail "$2 failed: the source's signature or hashes do not verify (log: $1)"
+	fi
+	if grep -Eqi 'Could not connect|Could not resolve|Temporary failure resolving|Connection refused|Connection timed out|Connection failed|No route to host|Network is unreachable|Unable to connect' "$1"; then
+		skip "$2 failed: $RDK_MIRROR cannot be reached: cannot fetch librdkafka's source"
+	fi
+	fail "$2 failed, and not for want of a network (log: $1)"
+}
 fetch_source() {
 	[ -f "$SRC/.sluice-fetched" ] && return 0
-	command -v apt-get >/dev/null || skip "apt-get is not installed: cannot fetch librdkafka's source"
-	command -v dpkg-source >/dev/null || skip "dpkg-source (dpkg-dev) is not installed: cannot unpack librdkafka's source"
+	# What install-deps.sh provides is a failure when missing, not a skip.
+	command -v apt-get >/dev/null || fail "apt-get is not installed: cannot fetch librdkafka's source"
+	command -v dpkg-source >/dev/null ||
+		fail "dpkg-source is not installed (tools/install-deps.sh installs dpkg-dev): cannot unpack librdkafka's source"
+	[ -r "$RDK_KEYRING" ] ||
+		fail "no $RDK_KEYRING (tools/install-deps.sh installs debian-archive-keyring): cannot verify librdkafka's source"
 	local apt=$CACHE/apt
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d"
-	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $RDK_MIRROR $RDK_SUITE main" \
+	echo "deb-src [signed-by=$RDK_KEYRING] $RDK_MIRROR $RDK_SUITE main" \
 		>"$apt/sources.list"
 	# Only our sources.list (an empty parts dir), our lists and our cache: the
 	# system's apt state is left as it is. As root, apt would hand the download
@@ -65,17 +94,14 @@ fetch_source() {
 	          -o "Debug::NoLocking=1" -o "APT::Sandbox::User=$(id -un)")
 	log "fetching librdkafka $RDK_DEB_VERSION's source ($RDK_MIRROR $RDK_SUITE)"
 	if ! apt-get "${APT_OPTS[@]}" update >"$WORK/apt-update.log" 2>&1 ||
-	   grep -q '^[WE]: Failed to fetch' "$WORK/apt-update.log"; then
+	   grep -Eq '^E: |^W: (Failed to fetch|GPG error)|^Err:' "$WORK/apt-update.log"; then
 		cat "$WORK/apt-update.log" >&2
-		skip "apt-get update of the private deb-src list failed: cannot fetch librdkafka's source"
+		fetch_failed "$WORK/apt-update.log" "apt-get update of the private deb-src list"
 	fi
 	rm -rf "$SRC"
 	if ! (cd "$CACHE" && apt-get "${APT_OPTS[@]}" source "librdkafka=$RDK_DEB_VERSION") >"$WORK/apt-source.log" 2>&1; then
 		cat "$WORK/apt-source.log" >&2
-		grep -Eqi 'Failed to fetch|Unable to find a source package|Temporary failure|Could not resolve' \
-			"$WORK/apt-source.log" &&
-			skip "apt-get source librdkafka=$RDK_DEB_VERSION failed: cannot fetch librdkafka's source"
-		fail "apt-get source librdkafka=$RDK_DEB_VERSION failed to unpack"
+		fetch_failed "$WORK/apt-source.log" "apt-get source librdkafka=$RDK_DEB_VERSION"
 	fi
 	[ -f "$SRC/tests/test.c" ] || fail "the unpacked source has no tests/test.c"
 	touch "$SRC/.sluice-fetched"
@@ -138,13 +164,22 @@ run_one() {
 	local i=$1 scen=$2 id=${RUN_ID[$1]} q= t0=$SECONDS rc limit
 	local out=$WORK/$id-$scen
 	limit=$(awk -v l="${RUN_LIMIT[$i]}" -v s="$SCALE" 'BEGIN { printf "%d", l * s }')
+	# At least 1 s: a small scale rounds to 0, and `timeout 0` means no limit.
+	[ "$limit" -ge 1 ] || limit=1
 	[ "${RUN_MODE[$i]}" = quick ] && q=-Q
+	# exec: timeout is this subshell's child, where kill_group finds it, and
+	# its pid is its process group's id, kept in $out.pgid for kill_tests: a
+	# signal to the whole script's group (meson's, at its timeout) kills this
+	# subshell before the script's trap runs, and timeout is then init's.
 	(cd "$SRC/tests" &&
 		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
 		RDKAFKA_TEST_CONF=$WORK/test.conf TEST_LEVEL=2 \
 		LD_LIBRARY_PATH=$SRC/src:$SRC/src-cpp \
-		timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1
+		exec timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1 &
+	echo $! >"$out.pgid"
+	wait $!
 	rc=$?
+	rm -f "$out.pgid"
 	# Passed: the runner says so, and ran (did not skip) a test of this number.
 	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log"; then
 		echo PASS >"$out.verdict"
@@ -152,7 +187,11 @@ run_one() {
 		return 0
 	fi
 	echo FAIL >"$out.verdict"
-	{ [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && log "test $id ran past its limit of $limit s (status $rc)"
+	if [ -f "$WORK/past-deadline" ]; then
+		log "test $id killed at the suite's deadline (RDK_SUITE_DEADLINE_S=$DEADLINE_S)"
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		log "test $id ran past its limit of $limit s (status $rc)"
+	fi
 	# The runner's own verdict lines ("### Test ... failed at ...") and the
 	# line after each say why; then the log's end. One block, so that the
 	# output of two tests running together does not interleave.
@@ -163,11 +202,66 @@ run_one() {
 	} 2>&1 | cat >&2
 }
 
-passed=() failed=()
+# kill_group P...: SIGKILL what each run_one subshell P runs: its children
+# (timeout, which makes itself the leader of its own process group, so a kill
+# of P alone would leave it and test-runner running for up to their limit),
+# each child's group (test-runner is in timeout's), and the child itself (not
+# yet a group leader before its exec).
+kill_group() {
+	local p c
+	for p in "$@"; do
+		for c in $(pgrep -P "$p"); do
+			kill -KILL -- "-$c" 2>/dev/null
+			kill -KILL "$c" 2>/dev/null
+		done
+	done
+}
+# kill_tests: every test still running. The subshells are stopped first, so
+# that none starts its timeout after its children were looked up; then the
+# groups run_one recorded (those whose subshell is gone too).
+kill_tests() {
+	local p f
+	for p in ${INTEG_CHILDREN:-}; do kill -STOP "$p" 2>/dev/null; done
+	kill_group ${INTEG_CHILDREN:-}
+	for f in "$WORK"/*.pgid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f" 2>/dev/null)
+		[[ "$p" =~ ^[0-9]+$ ]] || continue
+		kill -KILL -- "-$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
+}
+# On any exit (failure, meson's SIGTERM at its timeout) the tests go first,
+# then lib.sh's cleanup with the script's status.
+rdk_cleanup() {
+	local rc=$?
+	kill_tests
+	(exit "$rc")
+	integ_cleanup
+}
+trap rdk_cleanup EXIT
+
+# past_deadline: the suite's time is up; the first call that finds it so
+# kills the tests P... still running (they count as failed).
+past_deadline() {
+	((SECONDS >= DEADLINE_S)) || return 1
+	if [ ! -f "$WORK/past-deadline" ]; then
+		log "the suite's deadline (RDK_SUITE_DEADLINE_S=$DEADLINE_S s) has passed: killing the tests still running"
+		touch "$WORK/past-deadline"
+	fi
+	kill_group "$@"
+	return 0
+}
+
+passed=() failed=() notrun=()
 run_scenario() {
 	local scen=$1 i n=0
 	for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && n=$((n + 1)); done
 	[ "$n" -gt 0 ] || return 0
+	if past_deadline; then
+		for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && notrun+=("${RUN_ID[$i]}"); done
+		return 0
+	fi
 	local args=(--cores "${SLUICE_CORES:-2}" --partitions 4)
 	[ "$scen" = noautocreate ] && args+=(--no-auto-create)
 	start_broker "${args[@]}"
@@ -179,25 +273,37 @@ run_scenario() {
 	EOF
 	log "scenario $scen: $n tests against $BOOTSTRAP, $PAR at a time"
 	# The tests' pids only: a bare wait would wait for the broker too.
-	local pids=() p live
-	for i in "${!RUN_ID[@]}"; do
-		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
+	local pids=() all=() started=() p live
+	# reap MAX: wait until fewer than MAX tests run; past the deadline, they are killed.
+	reap() {
 		while :; do
 			live=()
 			for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
 			pids=("${live[@]}")
-			[ "${#pids[@]}" -lt "$PAR" ] && break
+			# Only live subshells: a reaped one's pid may be someone else's by now.
+			INTEG_CHILDREN="${pids[*]}"
+			[ "${#pids[@]}" -lt "$1" ] && return 0
+			past_deadline "${pids[@]}"
 			sleep 0.5
 		done
-		broker_alive || fail "the broker died (before test ${RUN_ID[$i]})"
-		run_one "$i" "$scen" &
-		pids+=($!)
-		INTEG_CHILDREN="${INTEG_CHILDREN:-} $!"
-	done
-	for p in "${pids[@]}"; do wait "$p"; done
-	broker_alive || fail "the broker died during the $scen tests"
+	}
 	for i in "${!RUN_ID[@]}"; do
 		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
+		reap "$PAR"
+		if past_deadline; then
+			notrun+=("${RUN_ID[$i]}")
+			continue
+		fi
+		broker_alive || fail "the broker died (before test ${RUN_ID[$i]})"
+		run_one "$i" "$scen" &
+		pids+=($!) all+=($!) started+=("$i")
+		INTEG_CHILDREN="${pids[*]}"
+	done
+	reap 1
+	for p in "${all[@]}"; do wait "$p"; done
+	INTEG_CHILDREN=
+	broker_alive || fail "the broker died during the $scen tests"
+	for i in "${started[@]}"; do
 		if [ "$(cat "$WORK/${RUN_ID[$i]}-$scen.verdict" 2>/dev/null)" = PASS ]; then
 			passed+=("${RUN_ID[$i]}")
 		else
@@ -210,6 +316,7 @@ run_scenario() {
 t0=$SECONDS
 run_scenario default
 run_scenario noautocreate
-log "${#passed[@]} passed, ${#failed[@]} failed in $((SECONDS - t0)) s: passed ${passed[*]:-none}"
-[ ${#failed[@]} -eq 0 ] || fail "failed: ${failed[*]}"
+log "${#passed[@]} passed, ${#failed[@]} failed, ${#notrun[@]} not run (deadline) in $((SECONDS - t0)) s: passed ${passed[*]:-none}"
+[ ${#failed[@]} -eq 0 ] && [ ${#notrun[@]} -eq 0 ] ||
+	fail "failed: ${failed[*]:-none}; not run before the deadline: ${notrun[*]:-none}"
 pass "librdkafka $RDK_VERSION tests: ${#passed[@]} passed"
