@@ -92,6 +92,13 @@ static void die(int status, const char *fmt, ...)
 	exit(status);
 }
 
+/* An error code in an answer, with the broker's message when it sent one: exit 1. */
+static void die_kerr(const char *what, int16_t code, struct kstr msg)
+{
+	die(1, "%s: error %d (%s)%s%.*s", what, code, err_name(code), msg.len > 0 ? ": " : "",
+	    msg.len > 0 ? msg.len : 0, msg.ptr);
+}
+
 /* A reply that breaks the protocol. */
 #define MALFORMED(...) die(1, "malformed reply: " __VA_ARGS__)
 
@@ -361,10 +368,11 @@ static const struct DescribeProducersResponse_PartitionResponse *describe_produc
 	}
 	if (!found)
 		MALFORMED("DescribeProducers: no answer for %s-%d", topic, partition);
-	if (found->ErrorCode)
-		die(1, "DescribeProducers %s-%d: error %d (%s)%s%.*s", topic, partition, found->ErrorCode,
-		    err_name(found->ErrorCode), found->ErrorMessage.len > 0 ? ": " : "",
-		    found->ErrorMessage.len > 0 ? found->ErrorMessage.len : 0, found->ErrorMessage.ptr);
+	if (found->ErrorCode) {
+		char what[300];
+		snprintf(what, sizeof(what), "DescribeProducers %s-%d", topic, partition);
+		die_kerr(what, found->ErrorCode, found->ErrorMessage);
+	}
 	if (found->ActiveProducers_n < 0)
 		MALFORMED("DescribeProducers: null ActiveProducers");
 	return found;
@@ -799,10 +807,11 @@ static int cmd_topics_create(struct adm *a, const char *topic, int32_t nparts, c
 	if (resp.Topics_n != 1 || !kstr_eq(resp.Topics[0].Name, topic))
 		MALFORMED("CreateTopics answered %d topics for one", resp.Topics_n);
 	const struct CreateTopicsResponse_CreatableTopicResult *x = &resp.Topics[0];
-	if (x->ErrorCode)
-		die(1, "create %s: error %d (%s)%s%.*s", topic, x->ErrorCode, err_name(x->ErrorCode),
-		    x->ErrorMessage.len > 0 ? ": " : "", x->ErrorMessage.len > 0 ? x->ErrorMessage.len : 0,
-		    x->ErrorMessage.ptr);
+	if (x->ErrorCode) {
+		char what[300];
+		snprintf(what, sizeof(what), "create %s", topic);
+		die_kerr(what, x->ErrorCode, x->ErrorMessage);
+	}
 	printf("created %s partitions=%d\n", topic, nparts);
 	return 0;
 }
@@ -846,10 +855,11 @@ static int cmd_topics_add_partitions(struct adm *a, const char *topic, int32_t c
 	if (resp.Results_n != 1 || !kstr_eq(resp.Results[0].Name, topic))
 		MALFORMED("CreatePartitions answered %d topics for one", resp.Results_n);
 	const struct CreatePartitionsResponse_CreatePartitionsTopicResult *x = &resp.Results[0];
-	if (x->ErrorCode)
-		die(1, "add partitions to %s: error %d (%s)%s%.*s", topic, x->ErrorCode, err_name(x->ErrorCode),
-		    x->ErrorMessage.len > 0 ? ": " : "", x->ErrorMessage.len > 0 ? x->ErrorMessage.len : 0,
-		    x->ErrorMessage.ptr);
+	if (x->ErrorCode) {
+		char what[300];
+		snprintf(what, sizeof(what), "add partitions to %s", topic);
+		die_kerr(what, x->ErrorCode, x->ErrorMessage);
+	}
 	printf("%s partitions=%d\n", topic, count);
 	return 0;
 }
