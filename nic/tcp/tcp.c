@@ -1313,8 +1313,13 @@ int tcp_input(struct tcp_stack *s, const uint8_t *fr, uint32_t len, uint64_t now
 		return -ENOENT;
 	}
 	const uint8_t *ip = fr + TCP_ETH_HDR_BYTES;
-	uint32_t n = len - TCP_ETH_HDR_BYTES, ihl = (uint32_t)(ip[0] & 0xf) * 4;
-	if (n < TCP_IP_HDR_BYTES || ip[0] >> 4 != 4 || ihl < TCP_IP_HDR_BYTES || ihl > n) {
+	uint32_t n = len - TCP_ETH_HDR_BYTES;
+	if (n < TCP_IP_HDR_BYTES) {   /* before ip[0] is read: a bare Ethernet header */
+		s->st.drop_ip++;
+		return -EPROTO;
+	}
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4;
+	if (ip[0] >> 4 != 4 || ihl < TCP_IP_HDR_BYTES || ihl > n) {
 		s->st.drop_ip++;
 		return -EPROTO;
 	}

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <CUnit/Basic.h>
 
 #include "tcp.h"
@@ -245,6 +247,20 @@ static void test_ipv4_icmp(void)
 	/* a frame for another MAC */
 	f[0] ^= 4;
 	CU_ASSERT(tcp_input(s, f, o + 40, g_now) == -ENOENT);
+	/* an IPv4 frame cut at every length and placed against an unmapped page, so that
+	 * a read past its end faults: dropped, down to a bare Ethernet header (fuzz_tcp
+	 * found ip[0] read before the length was checked) */
+	o = th_eth_ip(f, th_srv_mac, th_cli_mac, TH_CLI_IP, TH_SRV_IP, 1, 40);
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *area = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(area != MAP_FAILED);
+	CU_ASSERT_FATAL(mprotect(area + pg, (size_t)pg, PROT_NONE) == 0);
+	for (uint32_t cut = 14; cut < o + 8; cut++) {
+		uint8_t *g = area + pg - cut;
+		memcpy(g, f, cut);
+		CU_ASSERT(tcp_input(s, g, cut, g_now) == -EPROTO);
+	}
+	munmap(area, (size_t)pg * 2);
 	/* a TCP segment with a bad checksum */
 	uint32_t n = th_tcp(f, th_srv_mac, th_cli_mac, TH_CLI_IP, TH_SRV_IP, 5000, TH_PORT, 1, 0, 0x02, 1000, NULL, 0, NULL, 0);
 	f[n - 1] ^= 0x40;
