@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "coord.h"
 #include "lso.h"
@@ -18,9 +19,28 @@
 #include "pstate.h"
 #include "broker.h"
 #include "control.h"   /* dp_scan_data_dir */
+#ifdef DP_NIC_DPDK
+#include "nic_dpdk.h"
+#endif
 
 static volatile sig_atomic_t stop_flag;
 static _Atomic int ready_count;
+
+/* --nic and the DPDK backend's flags: init only, main.c's alone (the cores see
+ * only their nic). The backend is chosen when the binary is linked: sluiced
+ * has the socket one, sluiced-dpdk (built where libdpdk is found) DPDK's. */
+#ifdef DP_NIC_DPDK
+#define DP_NIC_BUILT "dpdk"
+#else
+#define DP_NIC_BUILT "socket"
+#endif
+static struct {
+	char mode[16];           /* "socket" or "dpdk" */
+	const char *eal;         /* --dpdk-eal */
+	long port;               /* --dpdk-port */
+	uint32_t ip;             /* --ip, host order; 0: --listen's host */
+	int prefix;
+} nic_flags = { .mode = DP_NIC_BUILT };
 
 static void usage(FILE *f)
 {
@@ -100,6 +120,13 @@ static void usage(FILE *f)
 	"                          (4096..1048575) instead of --txn-state-mib\n"
 	"  --test-txn-allows-max N per data core, at most N partitions granted to open transactions\n"
 	"                          (default 65536)\n"
+	"  --nic socket|dpdk       the NIC backend; this binary has \"" DP_NIC_BUILT "\" (sluiced: socket,\n"
+	"                          sluiced-dpdk: dpdk, built where libdpdk is found)\n"
+	"  --dpdk-eal \"ARGS\"       sluiced-dpdk: words for rte_eal_init (cores, --vdev, and where hugepages\n"
+	"                          are absent --no-huge -m MB --in-memory)\n"
+	"  --dpdk-port N           sluiced-dpdk: the DPDK port (default 0); one queue pair per data core\n"
+	"  --ip ADDR[/PREFIX]      sluiced-dpdk: the userspace stack's IPv4 address (default: --listen's host;\n"
+	"                          replies go to each frame's source MAC, so no route is needed)\n"
 	"  --print-budget          print the itemised memory budget for these flags and exit\n"
 	"  --help                  this text\n");
 }
@@ -148,7 +175,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -184,6 +211,8 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "partitions-max", required_argument, 0, O_PARTSMAX },
 		{ "test-txn-state-bytes", required_argument, 0, O_TTXNSTATE },
 		{ "print-budget", no_argument, 0, O_PBUDGET },
+		{ "nic", required_argument, 0, O_NIC }, { "dpdk-eal", required_argument, 0, O_DPDKEAL },
+		{ "dpdk-port", required_argument, 0, O_DPDKPORT }, { "ip", required_argument, 0, O_IP },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -415,6 +444,38 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_PBUDGET: cfg->print_budget = true; break;
+		case O_NIC:
+			if (strcmp(optarg, "socket") && strcmp(optarg, "dpdk"))
+				goto bad;
+			if (strcmp(optarg, DP_NIC_BUILT)) {
+				fprintf(stderr, "sluiced: --nic %s: this binary is built with the %s NIC; %s\n", optarg,
+				        DP_NIC_BUILT, strcmp(optarg, "dpdk") ? "use sluiced" :
+				        "use sluiced-dpdk (built where meson finds libdpdk)");
+				return -1;
+			}
+			break;
+		case O_DPDKEAL: nic_flags.eal = optarg; break;
+		case O_DPDKPORT:
+			nic_flags.port = strtol(optarg, &end, 10);
+			if (*end || nic_flags.port < 0 || nic_flags.port > UINT16_MAX)
+				goto bad;
+			break;
+		case O_IP: {
+			char a[INET_ADDRSTRLEN];
+			const char *slash = strchr(optarg, '/');
+			size_t alen = slash ? (size_t)(slash - optarg) : strlen(optarg);
+			struct in_addr in;
+			if (alen >= sizeof(a))
+				goto bad;
+			memcpy(a, optarg, alen);
+			a[alen] = 0;
+			nic_flags.prefix = slash ? (int)strtol(slash + 1, &end, 10) : 32;
+			if (inet_pton(AF_INET, a, &in) != 1 || (slash && (*end || nic_flags.prefix < 1 ||
+			                                                   nic_flags.prefix > 32)))
+				goto bad;
+			nic_flags.ip = ntohl(in.s_addr);
+			break;
+		}
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -507,6 +568,28 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dp_fd_budget_init(&b);
+#ifdef DP_NIC_DPDK
+	{
+		struct in_addr in;
+		if (!nic_flags.ip && inet_pton(AF_INET, b.cfg.listen_host, &in) == 1)
+			nic_flags.ip = ntohl(in.s_addr);
+		/* rte_eal_init pins this thread to its main lcore; the cores place themselves
+		 * by the mask this process had before (core_thread reads it) */
+		cpu_set_t mask;
+		sched_getaffinity(0, sizeof(mask), &mask);
+		struct nic_dpdk_config dc = { .eal_args = nic_flags.eal, .port_id = (uint16_t)nic_flags.port,
+		                              .queues = (uint16_t)b.ndata, .ip = nic_flags.ip };
+		char err[256];
+		int drc = nic_dpdk_init(&dc, err, sizeof(err));
+		sched_setaffinity(0, sizeof(mask), &mask);
+		if (drc < 0) {
+			DP_ERR("DPDK: %s", err);
+			return 1;
+		}
+		DP_INFO("DPDK port %ld up: %d queue pairs, stack address %u.%u.%u.%u", nic_flags.port, b.ndata,
+		        nic_flags.ip >> 24, nic_flags.ip >> 16 & 0xffu, nic_flags.ip >> 8 & 0xffu, nic_flags.ip & 0xffu);
+	}
+#endif
 	int rc = b.cfg.listen_port ? dp_wait_port(b.cfg.listen_host, b.cfg.listen_port) : 0;
 	if (rc < 0) {
 		DP_ERR("cannot listen on %s:%u: %s", b.cfg.listen_host, b.cfg.listen_port, strerror(-rc));
@@ -558,6 +641,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < b.ncores; i++)
 		pthread_join(th[i], NULL);
 	dp_broker_release(&b);
+#ifdef DP_NIC_DPDK
+	nic_dpdk_fini();
+#endif
 	DP_INFO("stopped");
 	return stop_flag && atomic_load(&ready_count) >= 1000 ? 1 : 0;
 }

@@ -51,7 +51,8 @@ static int conn_flush(struct dp_core *c)
 /* A parked fetch's deadline is checked by the timer: the core must not sleep through it. */
 static bool conn_ticking(struct dp_core *c)
 {
-	return c->parked != NULL || c->npool_wait;   /* paused connections resume on the timer */
+	/* paused connections resume on the timer; a polled NIC (DPDK) is looked at every tick */
+	return c->parked != NULL || c->npool_wait || (c->nic && dp_seam_nic_polled());
 }
 
 static void conn_quiesce(struct dp_core *c)
@@ -93,6 +94,10 @@ static void conn_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "or a coordinator call");
 	dp_budget_add(bd, "NIC receive buffers", ndata, (unsigned long long)DP_NIC_RX_BUFS * DP_NIC_RX_BUF_BYTES,
 	              "DP_NIC_RX_BUFS of DP_NIC_RX_BUF_BYTES per data core");
+#ifdef DP_NIC_DPDK
+	dp_budget_add(bd, "DPDK queue: mbufs, TCP flows", ndata, nic_dpdk_queue_bytes(),
+	              "NIC_DPDK_MBUFS mbufs, NIC_DPDK_FLOWS_MAX flows with their rings per data core");
+#endif
 }
 
 const struct dp_role dp_conn_role = {

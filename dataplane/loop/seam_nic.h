@@ -1,8 +1,11 @@
 /*
  * seam_nic.h - seam.h's part for the NIC side (conn/): the listener a data
  * core creates. Normal build: nic_uring on the core's io_uring, its
- * completions by NIC_URING_TAG; -DDP_LOOP_SIM: tests/sim/wsim.c's, an
- * in-memory nic (nic/nic_sim.c) on the simulator's network. Apart from
+ * completions by NIC_URING_TAG; -DDP_NIC_DPDK (sluiced-dpdk): the DPDK
+ * backend (nic/nic_dpdk.h) on the queue pair of the core's data index, which
+ * the core must poll: it has no completion to wake the core's io_uring wait;
+ * -DDP_LOOP_SIM: tests/sim/wsim.c's, an in-memory nic (nic/nic_sim.c) on the
+ * simulator's network. Apart from
  * seam.h so that loop/'s own files need no NIC header. Locality: NIC core.
  */
 #ifndef SLUICE_DP_LOOP_SEAM_NIC_H
@@ -11,7 +14,27 @@
 #include "seam.h"
 #include "nic.h"
 
-#ifndef DP_LOOP_SIM
+#if defined(DP_NIC_DPDK) && !defined(DP_LOOP_SIM)
+
+#include "nic_dpdk.h"
+
+static inline int dp_seam_nic_create(struct dp_core *c, const struct nic_config *nc, struct nic **out)
+{
+	return nic_dpdk_create(nc, (uint16_t)c->data_index, out);
+}
+
+/* Frames arrive without a completion: an idle core sleeps a tick, not DP_SLEEP_MAX_MS. */
+static inline bool dp_seam_nic_polled(void)
+{
+	return true;
+}
+
+#elif !defined(DP_LOOP_SIM)
+
+static inline bool dp_seam_nic_polled(void)
+{
+	return false;
+}
 
 static inline void dp_seam_nic_cqe(struct dp_core *c, const struct io_uring_cqe *cqe)
 {
@@ -28,6 +51,11 @@ static inline int dp_seam_nic_create(struct dp_core *c, const struct nic_config 
 }
 
 #else /* DP_LOOP_SIM: tests/sim/wsim.c */
+
+static inline bool dp_seam_nic_polled(void)
+{
+	return false;
+}
 
 int dp_seam_nic_create(struct dp_core *c, const struct nic_config *nc, struct nic **out);
 

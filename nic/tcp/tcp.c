@@ -1550,6 +1550,16 @@ uint32_t tcp_unacked(struct tcp_stack *s, uint32_t conn)
 	return fl && TCP_SEQ_GT(fl->snd_end, fl->snd_una) ? fl->snd_end - fl->snd_una : 0;
 }
 
+int tcp_peer(struct tcp_stack *s, uint32_t conn, uint32_t *ip, uint16_t *port)
+{
+	struct tcp_flow *fl = tcp_get(s, conn);
+	if (!fl)
+		return -ENOTCONN;
+	*ip = fl->rip;
+	*port = fl->rport;
+	return 0;
+}
+
 void tcp_close(struct tcp_stack *s, uint32_t conn)
 {
 	struct tcp_flow *fl = tcp_get(s, conn);

@@ -134,6 +134,8 @@ void tcp_recv_consume(struct tcp_stack *s, uint32_t conn, uint32_t n);
 int tcp_send(struct tcp_stack *s, uint32_t conn, const void *data, uint32_t len);
 /* Bytes queued and not yet acknowledged. */
 uint32_t tcp_unacked(struct tcp_stack *s, uint32_t conn);
+/* The peer's IPv4 address (host order) and port: 0, or -ENOTCONN. */
+int tcp_peer(struct tcp_stack *s, uint32_t conn, uint32_t *ip, uint16_t *port);
 /* Orderly close: FIN after the queued bytes. The handle stays until CLOSED. */
 void tcp_close(struct tcp_stack *s, uint32_t conn);
 /* Abort: RST now, CLOSED (-ECONNABORTED) follows. */

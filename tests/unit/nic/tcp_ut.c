@@ -147,6 +147,12 @@ static uint32_t open_conn(struct tcp_stack *s, struct cl *c, unsigned opts)
 	CU_ASSERT(drain(s) == 0);
 	CU_ASSERT_FATAL(evs(s) == 1);
 	CU_ASSERT_FATAL(g_ev[0].kind == TCP_EV_OPEN);
+	/* the peer nic_conn_peer prints (the DPDK backend) is the SYN's source */
+	uint32_t pip = 0;
+	uint16_t pport = 0;
+	CU_ASSERT(tcp_peer(s, g_ev[0].conn, &pip, &pport) == 0);
+	CU_ASSERT(pip == TH_CLI_IP && pport == c->port);
+	CU_ASSERT(tcp_peer(s, g_ev[0].conn ^ (1u << 20), &pip, &pport) == -ENOTCONN);
 	return g_ev[0].conn;
 }
 
