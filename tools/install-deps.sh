@@ -17,7 +17,7 @@ pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libxxhash-dev libdpdk-dev
       zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev libisal-dev
       libcunit1-dev librdkafka-dev clang libclang-rt-dev
-      procps iproute2 kcat
+      procps iproute2 ethtool kcat
       dpkg-dev xz-utils debian-archive-keyring rapidjson-dev)
 # Node.js: keep one that is already there (e.g. from NodeSource, which bundles npm).
 command -v node >/dev/null || pkgs+=(nodejs)
