@@ -5,8 +5,10 @@
 # (the kernel has no address there, so only the userspace stack can answer),
 # and unmodified librdkafka clients in the other namespace produce (acks=all,
 # idempotent, 6 partitions) and read everything back exactly once, in order
-# per partition, through it. One data core, one queue (the lab's default;
-# with qpairs=N the kernel's fanout hash keeps each flow on one queue).
+# per partition, through it. DPDK_LAB_CORES data cores (default 1), one
+# queue each: with net_af_packet's qpairs=N the kernel's fanout hash keeps a
+# flow's packets on one queue, so on the core that owns its connection (a
+# packet on another core's stack would meet no flow and be reset).
 # Skipped (77) only where the machine cannot create network namespaces (or a
 # veth pair), or where DPDK's EAL cannot start; the skip line says which.
 . "$(dirname "$0")/lib.sh"
@@ -32,7 +34,8 @@ fi
 ip netns del "$DPDK_LAB_NAME-p"
 
 BROKER_LOG=/tmp/$DPDK_LAB_NAME.lab/broker.log
-if ! up=$("$LAB" up --no-fsync 2>&1); then
+CORES=${DPDK_LAB_CORES:-1}
+if ! up=$("$LAB" up --no-fsync --cores "$CORES" 2>&1); then
 	if grep -q "cannot create network namespace\|cannot create a veth pair" <<<"$up"; then
 		skip "cannot create network namespaces or a veth pair: $(grep -m1 'dpdk-lab:' <<<"$up")"
 	fi
@@ -64,5 +67,8 @@ kill -0 "$pid" 2>/dev/null && fail "sluiced-dpdk did not stop within 30 s of SIG
 cp "$BROKER_LOG" "$WORK/broker.log"
 BROKER_LOG=$WORK/broker.log
 grep -q "info .*stopped" "$BROKER_LOG" || fail "sluiced-dpdk did not log its clean stop"
+queues=$(grep -c "DPDK queue [0-9]*: rx" "$BROKER_LOG" || true)
+[ "$queues" -eq "$CORES" ] || fail "$queues of $CORES DPDK queues reported at stop"
+grep "DPDK queue" "$BROKER_LOG" | sed 's/^.*info  //' >&2
 INTEG_OK=1
 pass "$COUNT idempotent messages produced and read back exactly once through DPDK af_packet and the userspace TCP"
