@@ -6,6 +6,9 @@
 #                                                         SLUICE_BOOTSTRAP set
 #   tools/dpdk-lab.sh down                                stop the broker, remove the lab
 #   tools/dpdk-lab.sh status                              the broker's pid, log and counters
+#   tools/dpdk-lab.sh ab [ROUNDS [COUNT [SIZE]]]           DPDK vs socket over this veth, A B A B:
+#                                                         produce (acks=all, idempotent) and consume
+#                                                         MiB/s and the broker's CPU s per GiB
 #
 # Two namespaces NAME-s (server) and NAME-c (client) joined by one veth pair;
 # nothing else is attached, so no frame leaves them. The client end has
@@ -147,10 +150,50 @@ lab_exec() {
 	exec ip netns exec "$NS_C" env SLUICE_BOOTSTRAP="$SRV_IP:$PORT" "$@"
 }
 
+# CPU seconds (user + system) the broker has used so far
+broker_cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$(cat "$STATE/pid")/stat"
+}
+
+# A B A B: each round brings the lab up in one mode, produces and consumes
+# with rdk_load (RDK_LOAD: default the build dir's), and takes it down.
+lab_ab() {
+	local rounds=${1:-2} count=${2:-200000} size=${3:-1024}
+	local rdk=${RDK_LOAD:-$ROOT/build/tests/integration/rdk_load}
+	[ -x "$rdk" ] || die "no $rdk"
+	local mib
+	mib=$(awk -v c="$count" -v s="$size" 'BEGIN { printf "%.1f", c * s / 1048576 }')
+	echo "# $rounds rounds of $count x $size B ($mib MiB), --no-fsync --cores 1, A=dpdk B=socket"
+	for r in $(seq 1 "$rounds"); do
+		for mode in dpdk socket; do
+			local up=()
+			[ "$mode" = socket ] && up=(--socket)
+			lab_up "${up[@]}" --no-fsync >/dev/null
+			local p c cpu
+			p=$(ip netns exec "$NS_C" "$rdk" produce --bootstrap "$SRV_IP:$PORT" --topic ab --partitions 6 \
+				--count "$count" --size "$size" --acks all --idempotent --timeout-ms 240000 2>&1 | tail -1)
+			local cpu_p
+			cpu_p=$(broker_cpu_s)
+			c=$(ip netns exec "$NS_C" "$rdk" consume --bootstrap "$SRV_IP:$PORT" --topic ab --partitions 6 \
+				--expect "$count" --timeout 240 2>&1 | tail -1)
+			cpu=$(broker_cpu_s)
+			lab_down
+			local ps cs
+			ps=$(sed -n 's/.* in \([0-9.]*\) s .*/\1/p' <<<"$p")
+			cs=$(sed -n 's/.* in \([0-9.]*\) s: OK$/\1/p' <<<"$c")
+			[ -n "$ps" ] && [ -n "$cs" ] || die "round $r $mode failed: $p / $c"
+			awk -v r="$r" -v m="$mode" -v mib="$mib" -v ps="$ps" -v cs="$cs" -v cp="$cpu_p" -v ca="$cpu" \
+				'BEGIN { printf "round %s %-6s produce %7.1f MiB/s  consume %7.1f MiB/s  broker CPU %5.1f s/GiB produced, %5.1f s/GiB in all\n",
+				         r, m, mib / ps, mib / cs, cp * 1024 / mib, ca * 1024 / mib }'
+		done
+	done
+}
+
 case "${1:-}" in
 up) shift; lab_up "$@" ;;
 exec) shift; lab_exec "$@" ;;
 down) lab_down; rm -rf "$STATE" ;;
+ab) shift; lab_ab "$@"; rm -rf "$STATE" ;;
 status)
 	[ -e "$STATE/pid" ] || die "lab $NAME is not up"
 	echo "mode $(cat "$STATE/mode"), pid $(cat "$STATE/pid"), log $STATE/broker.log"
