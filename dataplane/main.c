@@ -40,6 +40,7 @@ static struct {
 	long port;               /* --dpdk-port */
 	uint32_t ip;             /* --ip, host order; 0: --listen's host */
 	int prefix;
+	const char *faults;      /* --dpdk-faults (test only), checked by sluiced-dpdk */
 } nic_flags = { .mode = DP_NIC_BUILT };
 
 static void usage(FILE *f)
@@ -127,6 +128,8 @@ static void usage(FILE *f)
 	"  --dpdk-port N           sluiced-dpdk: the DPDK port (default 0); one queue pair per data core\n"
 	"  --ip ADDR[/PREFIX]      sluiced-dpdk: the userspace stack's IPv4 address (default: --listen's host;\n"
 	"                          replies go to each frame's source MAC, so no route is needed)\n"
+	"  --dpdk-faults F         sluiced-dpdk, TEST ONLY: seeded link faults, F = drop=PPM,dup=PPM,\n"
+	"                          reorder=PPM,corrupt=PPM,txdrop=PPM,seed=N (parts per million per frame)\n"
 	"  --print-budget          print the itemised memory budget for these flags and exit\n"
 	"  --help                  this text\n");
 }
@@ -175,7 +178,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -213,6 +216,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "print-budget", no_argument, 0, O_PBUDGET },
 		{ "nic", required_argument, 0, O_NIC }, { "dpdk-eal", required_argument, 0, O_DPDKEAL },
 		{ "dpdk-port", required_argument, 0, O_DPDKPORT }, { "ip", required_argument, 0, O_IP },
+		{ "dpdk-faults", required_argument, 0, O_DPDKFAULTS },
 		{ "transaction-max-timeout-ms", required_argument, 0, O_TXNMAX },
 		{ "transaction-log-compact-records", required_argument, 0, O_TXNCOMPACT },
 		{ "transactional-id-expiration-ms", required_argument, 0, O_TXNIDEXP },
@@ -455,6 +459,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			}
 			break;
 		case O_DPDKEAL: nic_flags.eal = optarg; break;
+		case O_DPDKFAULTS: nic_flags.faults = optarg; break;
 		case O_DPDKPORT:
 			nic_flags.port = strtol(optarg, &end, 10);
 			if (*end || nic_flags.port < 0 || nic_flags.port > UINT16_MAX)
@@ -489,6 +494,12 @@ bad:
 		fprintf(stderr, "sluiced: unexpected argument %s\n", argv[optind]);
 		return -1;
 	}
+#ifndef DP_NIC_DPDK
+	if (nic_flags.eal || nic_flags.faults || nic_flags.port || nic_flags.ip) {
+		fprintf(stderr, "sluiced: --dpdk-eal, --dpdk-port, --dpdk-faults and --ip are sluiced-dpdk's\n");
+		return -1;
+	}
+#endif
 	if (!cfg->cores) {   /* the default: one core per CPU this process may run on */
 		int ncpu = allowed_cpus(NULL);
 		cfg->cores = ncpu < 1 ? 1 : ncpu > DP_CORES_MAX ? DP_CORES_MAX : ncpu;
@@ -579,6 +590,13 @@ int main(int argc, char **argv)
 		sched_getaffinity(0, sizeof(mask), &mask);
 		struct nic_dpdk_config dc = { .eal_args = nic_flags.eal, .port_id = (uint16_t)nic_flags.port,
 		                              .queues = (uint16_t)b.ndata, .ip = nic_flags.ip };
+		if (nic_flags.faults && nic_dpdk_faults_parse(nic_flags.faults, &dc.faults) < 0) {
+			DP_ERR("--dpdk-faults %s: want drop=PPM,dup=PPM,reorder=PPM,corrupt=PPM,txdrop=PPM,seed=N",
+			       nic_flags.faults);
+			return 2;
+		}
+		if (nic_flags.faults)
+			DP_WARN("TEST-ONLY link faults are on: %s", nic_flags.faults);
 		char err[256];
 		int drc = nic_dpdk_init(&dc, err, sizeof(err));
 		sched_setaffinity(0, sizeof(mask), &mask);

@@ -19,6 +19,9 @@
  *   tx:      tcp_output's frames written straight into mbufs and sent in
  *            bursts; what the queue does not take waits (bounded: one burst)
  *            and tcp_output is not asked for more until it went.
+ *   faults:  test only (--dpdk-faults): frames dropped, doubled, held back
+ *            behind the next one or corrupted on the way in, dropped on the
+ *            way out, by a seeded generator per queue.
  *
  * Slot lifecycle on top of nic_common.h's: OPEN (mapped to a TCP handle) ->
  * CLOSED when the peer's EOF has been read to its end (we close too), when the
@@ -79,6 +82,10 @@ struct nic {
 	uint8_t *lin;            /* a multi-segment frame made contiguous (frame_max bytes) */
 	uint32_t frame_max;
 	uint64_t timers_at_us;
+	struct nic_dpdk_faults faults;   /* test only: all zero normally */
+	bool faulty;
+	uint64_t rng;
+	struct rte_mbuf *held;   /* a received frame held back behind the next (reorder fault) */
 	struct nic_dpdk_stats st;
 };
 
@@ -93,6 +100,7 @@ static struct {
 	uint32_t ip;
 	uint16_t mtu;
 	uint8_t mac[6];
+	struct nic_dpdk_faults faults;
 	struct rte_mempool *pool[NIC_DPDK_QUEUES_MAX];
 } nic_dpdk_port;
 
@@ -104,6 +112,35 @@ static uint64_t nic_dpdk_now_us(void)
 }
 
 /* ---- init ---------------------------------------------------------------- */
+
+/* Locality: init only. */
+int nic_dpdk_faults_parse(const char *s, struct nic_dpdk_faults *f)
+{
+	static const char *const keys[] = { "drop", "dup", "reorder", "corrupt", "txdrop", "seed" };
+	memset(f, 0, sizeof(*f));
+	while (*s) {
+		const char *eq = strchr(s, '=');
+		if (!eq)
+			return -EINVAL;
+		size_t klen = (size_t)(eq - s);
+		char *end;
+		unsigned long long v = strtoull(eq + 1, &end, 10);
+		if (end == eq + 1 || (*end && *end != ','))
+			return -EINVAL;
+		uint32_t k = 0;
+		while (k < 6 && (strlen(keys[k]) != klen || strncmp(s, keys[k], klen)))
+			k++;
+		if (k == 6 || (k < 5 && v > NIC_DPDK_PPM))
+			return -EINVAL;
+		uint32_t *ppm[] = { &f->rx_drop, &f->rx_dup, &f->rx_reorder, &f->rx_corrupt, &f->tx_drop };
+		if (k < 5)
+			*ppm[k] = (uint32_t)v;
+		else
+			f->seed = v;
+		s = *end ? end + 1 : end;
+	}
+	return 0;
+}
 
 size_t nic_dpdk_queue_bytes(void)
 {
@@ -220,6 +257,7 @@ int nic_dpdk_init(const struct nic_dpdk_config *cfg, char *err, size_t cap)
 	nic_dpdk_port.queues = cfg->queues;
 	nic_dpdk_port.ip = cfg->ip;
 	nic_dpdk_port.mtu = cfg->mtu ? cfg->mtu : 1500;
+	nic_dpdk_port.faults = cfg->faults;
 	return 0;
 }
 
@@ -264,6 +302,10 @@ int nic_dpdk_create(const struct nic_config *cfg, uint16_t queue, struct nic **o
 	n->queue = queue;
 	n->pool = nic_dpdk_port.pool[queue];
 	n->tcp_flows = NIC_DPDK_FLOWS_MAX;
+	n->faults = nic_dpdk_port.faults;
+	n->faulty = n->faults.rx_drop || n->faults.rx_dup || n->faults.rx_reorder || n->faults.rx_corrupt ||
+		    n->faults.tx_drop;
+	n->rng = (n->faults.seed ^ (uint64_t)queue << 32) | 1u;
 	struct tcp_config tc = {
 		.ip = nic_dpdk_port.ip, .port = cfg->port, .mtu = nic_dpdk_port.mtu,
 		.conns_max = n->tcp_flows, .rx_bytes = NIC_DPDK_TCP_RX_BYTES, .tx_bytes = NIC_DPDK_TCP_TX_BYTES,
@@ -304,6 +346,8 @@ void nic_destroy(struct nic *n)
 		rte_pktmbuf_free(n->txw[i]);
 	if (n->spare)
 		rte_pktmbuf_free(n->spare);
+	if (n->held)
+		rte_pktmbuf_free(n->held);
 	if (n->tcp)
 		tcp_destroy(n->tcp);
 	free(n->tcp_map);
@@ -442,6 +486,62 @@ static uint64_t nic_dpdk_service(struct nic *n, uint32_t idx)
 	return moved;
 }
 
+/* One received frame into the stack; the mbuf goes back to its pool. */
+static void nic_dpdk_rx_one(struct nic *n, struct rte_mbuf *m, uint64_t now)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	const uint8_t *fr = rte_pktmbuf_mtod(m, const uint8_t *);
+	if (m->nb_segs > 1)   /* a chained frame, made contiguous (no longer than an MTU) */
+		fr = len <= n->frame_max ? rte_pktmbuf_read(m, 0, len, n->lin) : NULL;
+	if (!fr || tcp_input(n->tcp, fr, len, now) < 0)
+		n->st.rx_dropped++;
+	n->st.rx_frames++;
+	n->st.rx_bytes += len;
+	rte_pktmbuf_free(m);
+}
+
+/* Test only (--dpdk-faults): xorshift64, seeded per queue. */
+static bool nic_dpdk_roll(struct nic *n, uint32_t ppm)
+{
+	if (!ppm)
+		return false;
+	n->rng ^= n->rng << 13;
+	n->rng ^= n->rng >> 7;
+	n->rng ^= n->rng << 17;
+	return n->rng % NIC_DPDK_PPM < ppm;
+}
+
+/* nic_dpdk_rx_one through the link's faults. */
+static void nic_dpdk_rx_faulty(struct nic *n, struct rte_mbuf *m, uint64_t now)
+{
+	if (nic_dpdk_roll(n, n->faults.rx_drop)) {
+		n->st.fault_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (nic_dpdk_roll(n, n->faults.rx_corrupt) && m->data_len > 0) {
+		n->st.fault_corrupts++;
+		uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+		d[(uint32_t)(n->rng >> 32) % m->data_len] ^= (uint8_t)(1u << (n->rng >> 24 & 7u));
+	}
+	if (nic_dpdk_roll(n, n->faults.rx_dup)) {
+		n->st.fault_dups++;
+		uint32_t len = rte_pktmbuf_pkt_len(m);
+		if (m->nb_segs == 1 && tcp_input(n->tcp, rte_pktmbuf_mtod(m, const uint8_t *), len, now) < 0)
+			n->st.rx_dropped++;
+	}
+	if (!n->held && nic_dpdk_roll(n, n->faults.rx_reorder)) {
+		n->st.fault_reorders++;
+		n->held = m;   /* goes in behind the next frame */
+		return;
+	}
+	nic_dpdk_rx_one(n, m, now);
+	if (n->held) {
+		nic_dpdk_rx_one(n, n->held, now);
+		n->held = NULL;
+	}
+}
+
 /* Frames waiting in txw to the queue. */
 static uint32_t nic_dpdk_tx_push(struct nic *n)
 {
@@ -478,6 +578,11 @@ static uint32_t nic_dpdk_tx(struct nic *n, uint64_t now)
 			n->spare = m;
 			break;
 		}
+		if (n->faulty && nic_dpdk_roll(n, n->faults.tx_drop)) {
+			n->st.fault_drops++;   /* lost on the wire: the mbuf is the next frame's */
+			n->spare = m;
+			continue;
+		}
 		m->data_len = (uint16_t)len;
 		m->pkt_len = len;
 		n->txw[n->txw_n++] = m;
@@ -494,20 +599,18 @@ int nic_flush(struct nic *n)
 	for (uint32_t b = 0; b < NIC_DPDK_RX_BURSTS; b++) {
 		uint16_t nb = rte_eth_rx_burst(n->port_id, n->queue, pkts, NIC_DPDK_BURST);
 		for (uint16_t i = 0; i < nb; i++) {
-			struct rte_mbuf *m = pkts[i];
-			uint32_t len = rte_pktmbuf_pkt_len(m);
-			const uint8_t *fr = rte_pktmbuf_mtod(m, const uint8_t *);
-			if (m->nb_segs > 1)   /* a chained frame, made contiguous (no longer than an MTU) */
-				fr = len <= n->frame_max ? rte_pktmbuf_read(m, 0, len, n->lin) : NULL;
-			if (!fr || tcp_input(n->tcp, fr, len, now) < 0)
-				n->st.rx_dropped++;
-			n->st.rx_frames++;
-			n->st.rx_bytes += len;
-			rte_pktmbuf_free(m);
+			if (n->faulty)
+				nic_dpdk_rx_faulty(n, pkts[i], now);
+			else
+				nic_dpdk_rx_one(n, pkts[i], now);
 		}
 		work += nb;
 		if (nb < NIC_DPDK_BURST)
 			break;
+	}
+	if (n->held && work == 0) {   /* no frame came to pass it: it goes now (a turn late) */
+		nic_dpdk_rx_one(n, n->held, now);
+		n->held = NULL;
 	}
 	if (now - n->timers_at_us >= NIC_DPDK_TIMER_US) {
 		n->timers_at_us = now;
@@ -590,8 +693,10 @@ void nic_close(struct nic *n, uint32_t conn)
 	nic_slot_closed(&n->cm, &c->s, idx, 0);   /* the unsent rest: SENT -ECANCELED */
 }
 
-const struct nic_dpdk_stats *nic_dpdk_stats(const struct nic *n)
+const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n)
 {
+	n->st.tcp_rexmits = tcp_stats(n->tcp)->rexmits;   /* the stack's two, copied in */
+	n->st.tcp_drop_csum = tcp_stats(n->tcp)->drop_csum;
 	return &n->st;
 }
 

@@ -43,6 +43,21 @@
 _Static_assert(NIC_DPDK_MBUFS >= NIC_DPDK_RXD + NIC_DPDK_TXD + 2u * NIC_DPDK_BURST + 1u,
 	       "the pool covers every descriptor and what the core holds");
 
+/*
+ * Test only (--dpdk-faults): seeded faults on the link, since this kernel has
+ * no netem. Odds in parts per million per frame. Received frames may be
+ * dropped, handed to the stack twice, held back behind the next one
+ * (reordered) or have one byte flipped (the checksums must catch it); frames
+ * sent may be dropped. All zero: no fault (the default).
+ */
+#define NIC_DPDK_PPM 1000000u
+struct nic_dpdk_faults {
+	uint32_t rx_drop, rx_dup, rx_reorder, rx_corrupt, tx_drop;   /* ppm */
+	uint64_t seed;
+};
+/* "drop=PPM,dup=PPM,reorder=PPM,corrupt=PPM,txdrop=PPM,seed=N" (any subset): 0 or -EINVAL. */
+int nic_dpdk_faults_parse(const char *s, struct nic_dpdk_faults *f);
+
 /* Init only: what --nic dpdk and its flags give. */
 struct nic_dpdk_config {
 	const char *eal_args;    /* --dpdk-eal: words passed to rte_eal_init */
@@ -50,6 +65,7 @@ struct nic_dpdk_config {
 	uint16_t queues;         /* one pair per data core, 1..NIC_DPDK_QUEUES_MAX */
 	uint32_t ip;             /* --ip: our IPv4 address, host byte order */
 	uint16_t mtu;            /* IP MTU; 0 means 1500 */
+	struct nic_dpdk_faults faults;   /* test only */
 };
 
 /*
@@ -80,8 +96,10 @@ struct nic_dpdk_stats {
 	uint64_t tx_full;        /* the tx queue took less than the burst */
 	uint64_t bytes_copied;   /* stream bytes copied into rx buffers and tcp's send rings */
 	uint64_t accepts_rejected;
+	uint64_t fault_drops, fault_dups, fault_reorders, fault_corrupts;   /* --dpdk-faults fired */
+	uint64_t tcp_rexmits, tcp_drop_csum;   /* the stack's, for the lab's fault run */
 };
-const struct nic_dpdk_stats *nic_dpdk_stats(const struct nic *n);
+const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n);
 /* Flows the TCP holds and rx buffers the application holds (leak checks). */
 uint32_t nic_dpdk_flows_used(const struct nic *n);
 

@@ -73,12 +73,16 @@ static void conn_destroy(struct dp_core *c)
 		const struct nic_dpdk_stats *ds = nic_dpdk_stats(c->nic);
 		DP_INFO("DPDK queue %d: rx %llu frames %llu bytes (%llu dropped), tx %llu frames %llu bytes "
 		        "(%llu pool empty, %llu queue full), %llu stream bytes copied, %llu refused at open, "
-		        "%u flows still held", c->data_index, (unsigned long long)ds->rx_frames,
+		        "%u flows still held; faults: %llu dropped %llu doubled %llu reordered %llu corrupted; "
+		        "tcp: %llu retransmits %llu bad checksums", c->data_index, (unsigned long long)ds->rx_frames,
 		        (unsigned long long)ds->rx_bytes, (unsigned long long)ds->rx_dropped,
 		        (unsigned long long)ds->tx_frames, (unsigned long long)ds->tx_bytes,
 		        (unsigned long long)ds->tx_nombuf, (unsigned long long)ds->tx_full,
 		        (unsigned long long)ds->bytes_copied, (unsigned long long)ds->accepts_rejected,
-		        nic_dpdk_flows_used(c->nic));
+		        nic_dpdk_flows_used(c->nic), (unsigned long long)ds->fault_drops,
+		        (unsigned long long)ds->fault_dups, (unsigned long long)ds->fault_reorders,
+		        (unsigned long long)ds->fault_corrupts, (unsigned long long)ds->tcp_rexmits,
+		        (unsigned long long)ds->tcp_drop_csum);
 	}
 #endif
 	if (c->nic)

@@ -9,6 +9,8 @@
 # queue each: with net_af_packet's qpairs=N the kernel's fanout hash keeps a
 # flow's packets on one queue, so on the core that owns its connection (a
 # packet on another core's stack would meet no flow and be reset).
+# DPDK_LAB_FAULTS runs it through the backend's seeded link faults (loss,
+# duplication, reordering, corruption): still exactly once, in order.
 # Skipped (77) only where the machine cannot create network namespaces (or a
 # veth pair), or where DPDK's EAL cannot start; the skip line says which.
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +37,10 @@ ip netns del "$DPDK_LAB_NAME-p"
 
 BROKER_LOG=/tmp/$DPDK_LAB_NAME.lab/broker.log
 CORES=${DPDK_LAB_CORES:-1}
-if ! up=$("$LAB" up --no-fsync --cores "$CORES" 2>&1); then
+# DPDK_LAB_FAULTS: the backend's seeded link faults (--dpdk-faults, test only)
+FAULTS=()
+[ -n "${DPDK_LAB_FAULTS:-}" ] && FAULTS=(--dpdk-faults "$DPDK_LAB_FAULTS")
+if ! up=$("$LAB" up --no-fsync --cores "$CORES" "${FAULTS[@]}" 2>&1); then
 	if grep -q "cannot create network namespace\|cannot create a veth pair" <<<"$up"; then
 		skip "cannot create network namespaces or a veth pair: $(grep -m1 'dpdk-lab:' <<<"$up")"
 	fi
@@ -70,5 +75,15 @@ grep -q "info .*stopped" "$BROKER_LOG" || fail "sluiced-dpdk did not log its cle
 queues=$(grep -c "DPDK queue [0-9]*: rx" "$BROKER_LOG" || true)
 [ "$queues" -eq "$CORES" ] || fail "$queues of $CORES DPDK queues reported at stop"
 grep "DPDK queue" "$BROKER_LOG" | sed 's/^.*info  //' >&2
+# no flow leaked: every client closed before the stop, so the stack holds none
+held=$(sed -n 's/.* \([0-9]*\) flows still held.*/\1/p' "$BROKER_LOG" | awk '{ s += $1 } END { print s + 0 }')
+[ "$held" -eq 0 ] || fail "$held TCP flows still held at stop after every client closed"
+if [ ${#FAULTS[@]} -gt 0 ]; then
+	# the faults fired and TCP repaired them: otherwise the run proved nothing
+	sum() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" "$BROKER_LOG" | awk '{ s += $1 } END { print s + 0 }'; }
+	for what in dropped doubled reordered retransmits; do
+		[ "$(sum "$what")" -gt 0 ] || fail "no frame $what under --dpdk-faults $DPDK_LAB_FAULTS"
+	done
+fi
 INTEG_OK=1
 pass "$COUNT idempotent messages produced and read back exactly once through DPDK af_packet and the userspace TCP"
