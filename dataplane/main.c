@@ -124,7 +124,7 @@ static void usage(FILE *f)
 	"  --nic socket|dpdk       the NIC backend; this binary has \"" DP_NIC_BUILT "\" (sluiced: socket,\n"
 	"                          sluiced-dpdk: dpdk, built where libdpdk is found)\n"
 	"  --dpdk-eal \"ARGS\"       sluiced-dpdk: words for rte_eal_init (cores, --vdev, and where hugepages\n"
-	"                          are absent --no-huge -m MB --in-memory)\n"
+	"                          are absent --no-huge -m MB --no-shconf --file-prefix NAME)\n"
 	"  --dpdk-port N           sluiced-dpdk: the DPDK port (default 0); one queue pair per data core\n"
 	"  --ip ADDR[/PREFIX]      sluiced-dpdk: the userspace stack's IPv4 address (default: --listen's host;\n"
 	"                          replies go to each frame's source MAC, so no route is needed)\n"

@@ -18,8 +18,9 @@
 # With --socket the same lab runs the socket sluiced instead, the address on
 # the server end (the A/B against the kernel's TCP over the same veth).
 #
-# DPDK in a container: --no-huge -m MB (no hugepages needed), --in-memory (no
-# runtime files, no shared config, so several labs run side by side),
+# DPDK in a container: --no-huge -m MB (no hugepages needed), --no-shconf and a
+# --file-prefix of the lab's name (no shared runtime files, so several labs run
+# side by side; --in-memory is refused with --no-huge),
 # --no-pci (no device scan), -l on one lcore (the data cores are the broker's
 # own threads, not EAL lcores). The client end has checksum offload, TSO and
 # GSO off, and the server end GRO off: the PMD reads frames from a packet
