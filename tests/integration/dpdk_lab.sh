@@ -5,7 +5,8 @@
 # (the kernel has no address there, so only the userspace stack can answer),
 # and unmodified librdkafka clients in the other namespace produce (acks=all,
 # idempotent, 6 partitions) and read everything back exactly once, in order
-# per partition, through it. DPDK_LAB_CORES data cores (default 1), one
+# per partition, through it; then 500 connections at once pipeline requests
+# and close, and no TCP flow is left at stop. DPDK_LAB_CORES data cores (default 1), one
 # queue each: with net_af_packet's qpairs=N the kernel's fanout hash keeps a
 # flow's packets on one queue, so on the core that owns its connection (a
 # packet on another core's stack would meet no flow and be reset).
@@ -64,6 +65,15 @@ grep -q "acked $COUNT failed 0" "$WORK/produce.log" || fail "not every message a
 	--timeout 240 >"$WORK/consume.log" 2>&1 ||
 	fail "exactly-once read-back through the lab failed ($?): $(tail -3 "$WORK/consume.log")"
 log "$(tail -1 "$WORK/consume.log")"
+# 500 connections at once, each pipelining requests, then closed by the client:
+# answered in order, and (checked at stop) no flow left behind
+if PY=$(command -v python3); then
+	"$LAB" exec "$PY" "$(dirname "$0")/many_conns.py" --host 198.18.0.1 --port 9092 --conns 500 \
+		>"$WORK/conns.log" 2>&1 || fail "500 connections through the lab: $(tail -3 "$WORK/conns.log")"
+	log "$(tail -1 "$WORK/conns.log")"
+else
+	log "no python3: the 500-connection part is left out"
+fi
 # the broker stops cleanly (SIGTERM: the cores quiesce, the port and the EAL are released)
 pid=$(cat "/tmp/$DPDK_LAB_NAME.lab/pid")
 kill -TERM "$pid"

@@ -6,7 +6,7 @@ ApiVersions v3 / Metadata v1 / ApiVersions v2 requests without waiting, then
 reads every response and checks that each connection's answers come back
 complete and in request order (by correlation id). Python 3 stdlib only.
 
-usage: many_conns.py --port P [--conns N] [--depth D]
+usage: many_conns.py --port P [--host H] [--conns N] [--depth D]
 """
 import argparse
 import selectors
@@ -37,6 +37,7 @@ def frame(b):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--port', type=int, required=True)
+    ap.add_argument('--host', default='127.0.0.1')
     ap.add_argument('--conns', type=int, default=400)
     ap.add_argument('--depth', type=int, default=9)
     a = ap.parse_args()
@@ -44,7 +45,7 @@ def main():
     sel = selectors.DefaultSelector()
     conns = []
     for i in range(a.conns):
-        s = socket.create_connection(('127.0.0.1', a.port), timeout=10)
+        s = socket.create_connection((a.host, a.port), timeout=10)
         s.setblocking(False)
         reqs = bytearray()
         expect = []
