@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# dpdk_lab.sh SLUICED RDK_LOAD SLUICE_DUMP SLUICED_DPDK
+# dpdk_lab.sh SLUICED RDK_LOAD SLUICE_DUMP SLUICED_DPDK RDK_TXN
 # Issue 13's lab (tools/dpdk-lab.sh): sluiced-dpdk in one network namespace
 # drives its veth end through DPDK's net_af_packet with its own ARP/IPv4/TCP
 # (the kernel has no address there, so only the userspace stack can answer),
 # and unmodified librdkafka clients in the other namespace produce (acks=all,
 # idempotent, 6 partitions) and read everything back exactly once, in order
 # per partition, through it; then 500 connections at once pipeline requests
-# and close, and no TCP flow is left at stop. DPDK_LAB_CORES data cores (default 1), one
+# and close; a transaction committed and one aborted are read back right
+# under read_committed and read_uncommitted (txn_basic's first half); and no
+# TCP flow is left at stop. DPDK_LAB_CORES data cores (default 1), one
 # queue each: with net_af_packet's qpairs=N the kernel's fanout hash keeps a
 # flow's packets on one queue, so on the core that owns its connection (a
 # packet on another core's stack would meet no flow and be reset).
@@ -15,11 +17,14 @@
 # Skipped (77) only where the machine cannot create network namespaces (or a
 # veth pair), or where DPDK's EAL cannot start; the skip line says which.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/txn_lib.sh"
 COUNT=${DPDK_LAB_COUNT:-200000}
 integ_init dpdk_lab 51 "$@"
 need_exe "$RDK_LOAD"
 SLUICED_DPDK=$(abs_path "${4:-}")
 [ -x "$SLUICED_DPDK" ] || fail "not an executable: '${4:-}' (the 4th argument: sluiced-dpdk)"
+RDK_TXN_BIN=$(abs_path "${5:-}")
+need_exe "$RDK_TXN_BIN"
 LAB=$(cd "$(dirname "$0")/../.." && pwd)/tools/dpdk-lab.sh
 export DPDK_LAB_NAME=sltest$$ SLUICED_DPDK SLUICED
 lab_cleanup() {
@@ -74,6 +79,22 @@ if PY=$(command -v python3); then
 else
 	log "no python3: the 500-connection part is left out"
 fi
+# transactions through the lab: txn_lib's helpers run rdk_txn in the client namespace
+RDK_TXN=$WORK/rdk_txn_lab
+printf '#!/bin/sh\nexec "%s" exec "%s" "$@"\n' "$LAB" "$RDK_TXN_BIN" >"$RDK_TXN"
+chmod +x "$RDK_TXN"
+BOOTSTRAP=$BOOT
+BROKER_PID=$(cat "/tmp/$DPDK_LAB_NAME.lab/pid")   # guarded watches it
+OUT=$WORK/produced.txt
+txn_run prod1 "$RDK_TXN" produce --bootstrap "$BOOT" --txn-id lab --topics lt1,lt2 \
+	--partitions 3 --count 20 --tag one --plan commit,abort --out "$OUT" --create ||
+	fail "transactional producer (commit, abort) exited $?: $(txn_show prod1)"
+expect_lines "$OUT" commit >"$WORK/exp-c1"
+expect_lines "$OUT" commit abort >"$WORK/exp-all1"
+[ -s "$WORK/exp-c1" ] && [ "$(wc -l <"$WORK/exp-all1")" -eq 240 ] || fail "want 120 + 120 records in $OUT"
+consume_check rc1 committed "$WORK/exp-c1" lt1,lt2 3
+consume_check ru1 uncommitted "$WORK/exp-all1" lt1,lt2 3
+BROKER_PID=
 # the broker stops cleanly (SIGTERM: the cores quiesce, the port and the EAL are released)
 pid=$(cat "/tmp/$DPDK_LAB_NAME.lab/pid")
 kill -TERM "$pid"
@@ -96,4 +117,4 @@ if [ ${#FAULTS[@]} -gt 0 ]; then
 	done
 fi
 INTEG_OK=1
-pass "$COUNT idempotent messages produced and read back exactly once through DPDK af_packet and the userspace TCP"
+pass "through DPDK af_packet and the userspace TCP ($CORES data cores${DPDK_LAB_FAULTS:+, link faults}): $COUNT idempotent messages exactly once, 500 connections, commit and abort"
