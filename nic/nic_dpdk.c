@@ -700,6 +700,11 @@ const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n)
 	return &n->st;
 }
 
+bool nic_dpdk_draining(struct nic *n)
+{
+	return n->txw_n > 0 || tcp_flows_closing(n->tcp) > 0;
+}
+
 uint32_t nic_dpdk_flows_used(const struct nic *n)
 {
 	return tcp_flows_used(n->tcp);

@@ -19,6 +19,7 @@
 #ifndef SLUICE_NIC_DPDK_H
 #define SLUICE_NIC_DPDK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +101,10 @@ struct nic_dpdk_stats {
 	uint64_t tcp_rexmits, tcp_drop_csum;   /* the stack's, for the lab's fault run */
 };
 const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n);
+/* At stop: true while a closed connection's FIN is not yet acknowledged or
+ * frames wait for the tx queue, so the core keeps polling (bounded by the
+ * core's own stop limit) and the peers see an orderly close. */
+bool nic_dpdk_draining(struct nic *n);
 /* Flows the TCP holds and rx buffers the application holds (leak checks). */
 uint32_t nic_dpdk_flows_used(const struct nic *n);
 

@@ -55,6 +55,12 @@ static bool conn_ticking(struct dp_core *c)
 	return c->parked != NULL || c->npool_wait || (c->nic && dp_seam_nic_polled());
 }
 
+/* At stop, after quiesce closed the connections: a userspace TCP still owes their FINs. */
+static bool conn_busy(struct dp_core *c)
+{
+	return c->nic && dp_seam_nic_draining(c->nic);
+}
+
 static void conn_quiesce(struct dp_core *c)
 {
 	if (c->frames_waited || c->conns_reclaimed)
@@ -120,6 +126,6 @@ static void conn_budget(const struct dp_config *cfg, struct dp_budget *bd)
 
 const struct dp_role dp_conn_role = {
 	.name = "conn", .start = conn_start, .poll = conn_poll, .timer = dp_conn_timer,
-	.ticking = conn_ticking, .flush = conn_flush, .quiesce = conn_quiesce, .destroy = conn_destroy,
+	.ticking = conn_ticking, .busy = conn_busy, .flush = conn_flush, .quiesce = conn_quiesce, .destroy = conn_destroy,
 	.budget = conn_budget,
 };

@@ -29,10 +29,22 @@ static inline bool dp_seam_nic_polled(void)
 	return true;
 }
 
+/* At stop: the closed connections' FINs are still owed (the kernel sends a socket's itself). */
+static inline bool dp_seam_nic_draining(struct nic *n)
+{
+	return nic_dpdk_draining(n);
+}
+
 #elif !defined(DP_LOOP_SIM)
 
 static inline bool dp_seam_nic_polled(void)
 {
+	return false;
+}
+
+static inline bool dp_seam_nic_draining(struct nic *n)
+{
+	(void)n;
 	return false;
 }
 
@@ -54,6 +66,12 @@ static inline int dp_seam_nic_create(struct dp_core *c, const struct nic_config 
 
 static inline bool dp_seam_nic_polled(void)
 {
+	return false;
+}
+
+static inline bool dp_seam_nic_draining(struct nic *n)
+{
+	(void)n;
 	return false;
 }
 

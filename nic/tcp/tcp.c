@@ -1665,6 +1665,19 @@ void tcp_arp_resolve(struct tcp_stack *s, uint32_t ip)
 const struct tcp_stats *tcp_stats(const struct tcp_stack *s) { return &s->st; }
 uint32_t tcp_flows_used(const struct tcp_stack *s) { return s->used_n; }
 
+uint32_t tcp_flows_closing(const struct tcp_stack *s)
+{
+	uint32_t n = 0;
+	for (uint32_t i = s->used_head; i != NIL; i = s->flows[i].unext) {
+		const struct tcp_flow *fl = &s->flows[i];
+		/* our FIN queued or sent and not yet acknowledged: the peer has not had all of it */
+		if (fl->state == TCP_S_FIN_WAIT_1 || fl->state == TCP_S_CLOSING || fl->state == TCP_S_LAST_ACK ||
+		    ((fl->state == TCP_S_ESTABLISHED || fl->state == TCP_S_CLOSE_WAIT) && (fl->f & TCP_FF_FIN_Q)))
+			n++;
+	}
+	return n;
+}
+
 /* ---- creation --------------------------------------------------------------- */
 
 static uint32_t tcp_hash_size(uint32_t conns)

@@ -156,6 +156,9 @@ void tcp_arp_resolve(struct tcp_stack *s, uint32_t ip);
 const struct tcp_stats *tcp_stats(const struct tcp_stack *s);
 /* Flows in use (any state), for leak checks. */
 uint32_t tcp_flows_used(const struct tcp_stack *s);
+/* Flows whose FIN the application asked for and the peer has not yet
+ * acknowledged (what a stopping backend still owes its peers). O(flows). */
+uint32_t tcp_flows_closing(const struct tcp_stack *s);
 /* Bytes tcp_create() took, for the memory budget and the fuzz target. */
 size_t tcp_memory_bytes(const struct tcp_config *cfg);
 /* Assert every invariant of every flow (tests and the fuzz target). */

@@ -95,20 +95,43 @@ expect_lines "$OUT" commit abort >"$WORK/exp-all1"
 consume_check rc1 committed "$WORK/exp-c1" lt1,lt2 3
 consume_check ru1 uncommitted "$WORK/exp-all1" lt1,lt2 3
 BROKER_PID=
-# the broker stops cleanly (SIGTERM: the cores quiesce, the port and the EAL are released)
+# the broker stops cleanly (SIGTERM: the cores quiesce, the port and the EAL are
+# released), and a client still connected then sees the connection closed (our
+# FIN, sent before the cores stop polling), not a peer gone silent
 pid=$(cat "/tmp/$DPDK_LAB_NAME.lab/pid")
+idle_out=$WORK/idle.out
+if [ -n "${PY:-}" ]; then
+	"$LAB" exec "$PY" -c '
+import socket, sys
+s = socket.create_connection(("198.18.0.1", 9092), timeout=60)
+open(sys.argv[1] + ".up", "w").close()
+try:
+    print("eof" if s.recv(1) == b"" else "data")
+except socket.timeout:
+    print("timeout: no FIN in 60 s")
+' "$idle_out" >"$idle_out" 2>&1 &
+	idle_pid=$!
+	for _ in $(seq 1 300); do [ -e "$idle_out.up" ] && break; sleep 0.1; done
+	[ -e "$idle_out.up" ] || fail "the idle client did not connect: $(cat "$idle_out")"
+fi
 kill -TERM "$pid"
 for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "sluiced-dpdk did not stop within 30 s of SIGTERM"
 cp "$BROKER_LOG" "$WORK/broker.log"
 BROKER_LOG=$WORK/broker.log
 grep -q "info .*stopped" "$BROKER_LOG" || fail "sluiced-dpdk did not log its clean stop"
+if [ -n "${PY:-}" ]; then
+	wait "$idle_pid" || true
+	[ "$(cat "$idle_out")" = eof ] || fail "a client connected at the stop: $(cat "$idle_out")"
+fi
 queues=$(grep -c "DPDK queue [0-9]*: rx" "$BROKER_LOG" || true)
 [ "$queues" -eq "$CORES" ] || fail "$queues of $CORES DPDK queues reported at stop"
 grep "DPDK queue" "$BROKER_LOG" | sed 's/^.*info  //' >&2
-# no flow leaked: every client closed before the stop, so the stack holds none
+# no flow leaked: every client but the idle one closed before the stop, so the
+# stack holds that one's flow at most (FIN_WAIT_2 or TIME_WAIT)
 held=$(sed -n 's/.* \([0-9]*\) flows still held.*/\1/p' "$BROKER_LOG" | awk '{ s += $1 } END { print s + 0 }')
-[ "$held" -eq 0 ] || fail "$held TCP flows still held at stop after every client closed"
+[ "$held" -le "$([ -n "${PY:-}" ] && echo 1 || echo 0)" ] ||
+	fail "$held TCP flows still held at stop after every client (but the idle one) closed"
 if [ ${#FAULTS[@]} -gt 0 ]; then
 	# the faults fired and TCP repaired them: otherwise the run proved nothing
 	sum() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" "$BROKER_LOG" | awk '{ s += $1 } END { print s + 0 }'; }

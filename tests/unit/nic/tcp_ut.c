@@ -976,11 +976,15 @@ static void test_orderly_close_both_ways(void)
 	evs(s);
 	CU_ASSERT(got(h, TCP_EV_READABLE) && got(h, TCP_EV_EOF));
 	CU_ASSERT(tcp_send(s, h, "ok", 2) == 2);
+	CU_ASSERT(tcp_flows_closing(s) == 0);
 	tcp_close(s, h);
+	CU_ASSERT(tcp_flows_closing(s) == 1);         /* CLOSE_WAIT, FIN queued */
 	CU_ASSERT_FATAL(drain(s) == 1);
 	CU_ASSERT(g_pk[0].flags == 0x19 && g_pk[0].len == 2);   /* data with the FIN */
+	CU_ASSERT(tcp_flows_closing(s) == 1);         /* LAST_ACK */
 	c.ack += 3;
 	put(s, &c, NULL, 0);
+	CU_ASSERT(tcp_flows_closing(s) == 0);
 	evs(s);
 	CU_ASSERT(closed_status(h) == 0);
 	CU_ASSERT(tcp_flows_used(s) == 0);
@@ -993,9 +997,11 @@ static void test_orderly_close_both_ways(void)
 	tcp_close(s, h);
 	CU_ASSERT(tcp_send(s, h, "x", 1) == -EPIPE);
 	CU_ASSERT_FATAL(drain(s) == 1 && g_pk[0].flags == 0x11);
+	CU_ASSERT(tcp_flows_closing(s) == 1);         /* FIN_WAIT_1 */
 	c.ack++;
 	put(s, &c, NULL, 0);
 	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_FIN_WAIT_2);
+	CU_ASSERT(tcp_flows_closing(s) == 0);         /* our FIN is acknowledged */
 	seg(s, &c, c.seq, 0x11, NULL, 0);
 	CU_ASSERT(drain(s) == 1 && g_pk[0].ack == c.seq + 1);
 	evs(s);
@@ -1020,6 +1026,7 @@ static void test_simultaneous_close(void)
 	/* the client's FIN crosses ours: it does not ACK our FIN */
 	seg(s, &c, c.seq++, 0x11, NULL, 0);
 	CU_ASSERT(s->flows[h & 0xfffff].state == TCP_S_CLOSING);
+	CU_ASSERT(tcp_flows_closing(s) == 1);
 	CU_ASSERT_FATAL(drain(s) == 1 && g_pk[0].ack == c.seq);
 	/* then its ACK of our FIN */
 	c.ack++;
