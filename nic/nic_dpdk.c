@@ -150,18 +150,13 @@ size_t nic_dpdk_queue_bytes(void)
 	       tcp_memory_bytes(&tc) + (size_t)NIC_DPDK_FLOWS_MAX * sizeof(uint32_t);
 }
 
-/* Locality: init only. */
-int nic_dpdk_init(const struct nic_dpdk_config *cfg, char *err, size_t cap)
+/* rte_eal_init on the words of args. Locality: init only. */
+static int nic_dpdk_eal(const char *args_in, char *err, size_t cap)
 {
-	assert(!nic_dpdk_port.eal_up);
-	if (cfg->queues == 0 || cfg->queues > NIC_DPDK_QUEUES_MAX || cfg->ip == 0) {
-		snprintf(err, cap, "queues 1..%u and an --ip are needed", NIC_DPDK_QUEUES_MAX);
-		return -EINVAL;
-	}
 	/* rte_eal_init takes argv and may keep pointers into it: a static copy */
 	static char words[NIC_DPDK_EAL_BYTES_MAX];
 	static char *argv[NIC_DPDK_EAL_ARGS_MAX + 2];
-	const char *args = cfg->eal_args ? cfg->eal_args : "";
+	const char *args = args_in ? args_in : "";
 	if (strlen(args) >= sizeof(words)) {
 		snprintf(err, cap, "--dpdk-eal is longer than %u bytes", NIC_DPDK_EAL_BYTES_MAX - 1);
 		return -EINVAL;
@@ -184,6 +179,23 @@ int nic_dpdk_init(const struct nic_dpdk_config *cfg, char *err, size_t cap)
 		return -(rte_errno ? rte_errno : EINVAL);
 	}
 	nic_dpdk_port.eal_up = true;
+	return 0;
+}
+
+/* Locality: init only. */
+int nic_dpdk_init(const struct nic_dpdk_config *cfg, char *err, size_t cap)
+{
+	assert(!nic_dpdk_port.eal_up);
+	if (cfg->queues == 0 || cfg->queues > NIC_DPDK_QUEUES_MAX || cfg->ip == 0) {
+		snprintf(err, cap, "queues 1..%u and an --ip are needed", NIC_DPDK_QUEUES_MAX);
+		return -EINVAL;
+	}
+	if (!cfg->eal_started) {
+		int erc = nic_dpdk_eal(cfg->eal_args, err, cap);
+		if (erc < 0)
+			return erc;
+	}
+	int rc;
 	uint16_t pid = cfg->port_id;
 	if (!rte_eth_dev_is_valid_port(pid)) {
 		snprintf(err, cap, "EAL started but has no port %u (%u ports: give a --vdev or a device)",

@@ -62,6 +62,7 @@ int nic_dpdk_faults_parse(const char *s, struct nic_dpdk_faults *f);
 /* Init only: what --nic dpdk and its flags give. */
 struct nic_dpdk_config {
 	const char *eal_args;    /* --dpdk-eal: words passed to rte_eal_init */
+	bool eal_started;        /* tests: the caller ran rte_eal_init (and made the port) itself */
 	uint16_t port_id;        /* --dpdk-port */
 	uint16_t queues;         /* one pair per data core, 1..NIC_DPDK_QUEUES_MAX */
 	uint32_t ip;             /* --ip: our IPv4 address, host byte order */
