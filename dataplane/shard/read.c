@@ -51,6 +51,8 @@ struct dp_read {
 };
 
 _Static_assert(DP_LOOKUP_WARMS_MAX <= UINT8_MAX, "dp_read.warms holds the count");
+_Static_assert(DP_LIST_PART_WORK_BYTES_MAX <= ST_BATCH_DECOMPRESSED_BYTES_MAX, "a lookup decompresses within the codec's bound");
+_Static_assert(DP_LIST_BATCH_BYTES_MAX <= DP_LIST_PART_WORK_BYTES_MAX, "a lone lookup may read a whole buffer");
 
 /*
  * The core's DP_READS_MAX read slots and, behind them, the warm-read sink:
@@ -417,8 +419,9 @@ void shard_list(struct dp_core *c, struct dp_msg *m) { list_run(c, m, 0); }
  * LogAppendTime batch every record bears the batch's maxTimestamp, so the first one. The batch is
  * read as a lookup reads headers: from the page cache, else a warm read of it and the request runs
  * again (1), with blocking reads only once that is spent (lookup_warm). A batch over
- * DP_LIST_BATCH_BYTES_MAX, one that no longer reads back whole with its CRC, or one whose records
- * do not bear out its maxTimestamp is answered by its header.
+ * DP_LIST_BATCH_BYTES_MAX or over the request's share of work (work_max: bytes read, and bytes
+ * decompressed, dp_limits.h), one that no longer reads back whole with its CRC, or one whose
+ * records do not bear out its maxTimestamp is answered by its header.
  */
 static int list_in_batch(struct dp_core *c, struct dp_msg *m, struct dp_part *p, const struct st_time_hit *hit,
                          int64_t ts, unsigned warms, int64_t *offset, int64_t *timestamp)
@@ -426,7 +429,8 @@ static int list_in_batch(struct dp_core *c, struct dp_msg *m, struct dp_part *p,
 	const struct st_batch_hdr *h = &hit->h;
 	*offset = h->base_offset;
 	*timestamp = h->max_timestamp;
-	if ((h->attributes & ST_BATCH_ATTR_TIMESTAMP_TYPE) || hit->len > DP_LIST_BATCH_BYTES_MAX)
+	uint32_t work = m->u.list.work_max;
+	if ((h->attributes & ST_BATCH_ATTR_TIMESTAMP_TYPE) || hit->len > DP_LIST_BATCH_BYTES_MAX || hit->len > work)
 		return 0;
 	uint8_t *buf = list_buf(c);
 	ssize_t n = st_fs_pread_nowait(hit->fd, buf, hit->len, (off_t)hit->pos);
@@ -462,12 +466,11 @@ static int list_in_batch(struct dp_core *c, struct dp_msg *m, struct dp_part *p,
 	}
 	int32_t delta;
 	int64_t rts;
-	/* The records were checked at produce time within the same bound (produce.c). */
-	int rc = st_codec_find_time(c->codec, buf, hit->len, &bh, ts, ST_BATCH_DECOMPRESSED_BYTES_MAX, &delta, &rts);
+	int rc = st_codec_find_time(c->codec, buf, hit->len, &bh, ts, work, &delta, &rts);
 	if (rc == 0) {
 		*offset = h->base_offset + delta;
 		*timestamp = rts;
-	} else if (rc != -ENOENT) {
+	} else if (rc != -ENOENT && rc != -EMSGSIZE) {   /* -EMSGSIZE: past the request's share */
 		DP_ERR_RL("list offsets: the records of the batch at offset %lld: %s", (long long)h->base_offset,
 		          strerror(-rc));
 	}

@@ -9,7 +9,8 @@
 # cache, from evicted
 # segments, and after a restart, whose sealed segments' time indexes are then
 # read from their files; and again after every .timeindex file was removed or
-# damaged, which the restart rebuilds (the log says so).
+# damaged, which the restart rebuilds (the log says so). One request of
+# 300,000 lookups by time is past DP_LIST_WORK_BYTES_MAX: header answers.
 . "$(dirname "$0")/lib.sh"
 integ_init list-time 81 "$@"
 PY=$(command -v python3) || skip "python3 is not installed"
