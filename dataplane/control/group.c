@@ -57,6 +57,9 @@
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 #define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
 #define DP_GRP_HELD_MAX    256         /* completions --fault-offsets-delay-ms holds at once */
+/* Groups one DeleteGroups deletes: each costs a pass over the offsets table on this core; names
+ * past it answer INVALID_REQUEST (clients send what their caller lists: rarely more than a few). */
+#define DP_GRP_DELETE_GROUPS_MAX 256
 
 /* A write completion held back by --fault-offsets-delay-ms (test only). */
 struct grp_held {
@@ -1444,27 +1447,14 @@ static int tomb_append(struct dp_core *c, const uint8_t *key, size_t klen, struc
 	return 0;
 }
 
-/* Is offset o group gid's, and (topic non-NULL) of topic/partition? */
-static bool offset_is(const struct grp_offset *o, const char *gid, size_t glen, const struct kstr *topic,
-                      int32_t partition)
-{
-	const char *gp, *tp;
-	size_t gl, tl;
-	int32_t part;
-	grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
-	if (gl != glen || memcmp(gp, gid, gl))
-		return false;
-	return !topic || (part == partition && tl == (size_t)topic->len && !memcmp(tp, topic->ptr, tl));
-}
-
 /*
- * Tombstone and forget group gid's committed offsets (every one, or topic/partition's): 0, or
- * -errno once one could not be queued (those before it are gone, the rest stay: a retry finishes).
- * Staged offsets of open transactions stay, as Kafka's removeAllOffsets leaves its pending ones.
- * The pointers are collected first (deletes move the table's slots, not its entries).
+ * Tombstone and forget group gid's committed offsets: 0, or -errno once one could not be queued
+ * (those before it are gone, the rest stay: a retry finishes). Staged offsets of open
+ * transactions stay, as Kafka's removeAllOffsets leaves its pending ones. The pointers are
+ * collected first (deletes move the table's slots, not its entries). One pass over the table
+ * per group deleted (at most DP_GRP_DELETE_GROUPS_MAX a call).
  */
-static int tomb_offsets(struct dp_core *c, const char *gid, size_t glen, const struct kstr *topic, int32_t partition,
-                        struct grp_tomb_op *op)
+static int tomb_offsets(struct dp_core *c, const char *gid, size_t glen, struct grp_tomb_op *op)
 {
 	struct dp_grp *t = c->grp;
 	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
@@ -1474,9 +1464,14 @@ static int tomb_offsets(struct dp_core *c, const char *gid, size_t glen, const s
 	const struct grp_offset *o;
 	if (!hit)
 		return -ENOMEM;
-	while (n < cap && (o = grp_offset_next(t->offsets, &cur)))
-		if (offset_is(o, gid, glen, topic, partition))
+	while (n < cap && (o = grp_offset_next(t->offsets, &cur))) {
+		const char *gp, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		if (gl == glen && !memcmp(gp, gid, gl))
 			hit[n++] = o;
+	}
 	int rc = 0;
 	for (uint32_t i = 0; i < n && rc == 0; i++)
 		if ((rc = tomb_append(c, hit[i]->key, hit[i]->key_len, op)) == 0)
@@ -1507,7 +1502,7 @@ static int16_t delete_group(struct dp_core *c, struct kstr id, struct grp_tomb_o
 		return KERR_NON_EMPTY_GROUP;
 	if (t->inflight)
 		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
-	if (tomb_offsets(c, id.ptr, len, NULL, 0, op) < 0)
+	if (tomb_offsets(c, id.ptr, len, op) < 0)
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (g && g->state == GRP_EMPTY) {
 		uint8_t key[GRP_GROUP_KEY_BYTES_MAX];
@@ -1535,7 +1530,7 @@ static int16_t delete_groups(struct dp_core *c, struct dp_call *r)
 	for (int32_t i = 0; i < ng; i++) {
 		struct kstr id = q->GroupsNames[i];
 		resp->Results[i].GroupId = id.len >= 0 ? id : (struct kstr){ "", 0 };
-		resp->Results[i].ErrorCode = delete_group(c, id, op);
+		resp->Results[i].ErrorCode = i < DP_GRP_DELETE_GROUPS_MAX ? delete_group(c, id, op) : KERR_INVALID_REQUEST;
 	}
 	return tomb_put(c, op, false) ? KERR_NONE : DP_ANSWER_LATER;
 }
@@ -1621,13 +1616,17 @@ static int16_t offset_delete(struct dp_core *c, struct dp_call *r)
 		for (int32_t j = 0; j < ot->Partitions_n; j++) {
 			int32_t part = it->Partitions[j].PartitionIndex;
 			uint32_t id, gen, hash;
+			const struct grp_offset *o = NULL;
 			int16_t err = KERR_NONE;
 			if (it->Name.len <= 0 || !dp_ctrl_topic(c, it->Name.ptr, (size_t)it->Name.len, part, &id, &gen, &hash))
 				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (subscribed)
 				err = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
-			else if (tomb_offsets(c, q->GroupId.ptr, len, &it->Name, part, op) < 0)
+			else if ((o = grp_offset_get(t->offsets, q->GroupId.ptr, len, it->Name.ptr, (size_t)it->Name.len,
+			                             part)) && tomb_append(c, o->key, o->key_len, op) < 0)
 				err = KERR_COORDINATOR_NOT_AVAILABLE;
+			else if (o)
+				grp_offset_del(t->offsets, o->key, o->key_len);   /* the tombstone copied the key */
 			ot->Partitions[j] = (struct OffsetDeleteResponse_OffsetDeleteResponsePartition){
 				.PartitionIndex = part, .ErrorCode = err };
 		}

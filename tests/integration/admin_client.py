@@ -27,8 +27,10 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         group G to every partition of KNOWN; deleting partition 0's, an unknown topic's
         (UNKNOWN_TOPIC_OR_PARTITION) and one never committed answer NONE, and OffsetFetch then
         has -1 for partition 0 and the others kept; an unknown or empty group id is
-        GROUP_ID_NOT_FOUND / INVALID_GROUP_ID at the top. PHASE "after" (after a restart): the
-        same offsets read back (the tombstone held)
+        GROUP_ID_NOT_FOUND / INVALID_GROUP_ID at the top; a DeleteGroups v1 of 300 unknown
+        names answers GROUP_ID_NOT_FOUND for the first 256 (DP_GRP_DELETE_GROUPS_MAX) and
+        INVALID_REQUEST for the rest. PHASE "after" (after a restart): the same offsets read
+        back (the tombstone held)
   parts PORT TOPIC NOW                       CreatePartitions v1 against TOPIC of NOW partitions
         (hostile counts and names, an explicit assignment, validateOnly); the topic ends with NOW + 2
 Python 3 stdlib only.
@@ -421,8 +423,19 @@ def cmd_parts(port, topic, now):
     return 0
 
 
-API_OFFSET_DELETE = 47
-GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, UNKNOWN_TOPIC_OR_PARTITION = 69, 24, 3
+API_OFFSET_DELETE, API_DELETE_GROUPS = 47, 42
+GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 69, 24, 3, 42
+
+
+def delete_groups_v1(conn, groups):
+    """Returns [(group, error)] in the answer's order."""
+    body = struct.pack('>i', len(groups)) + b''.join(bc.kstr(g) for g in groups)
+    r = bc.Reader(conn.call(API_DELETE_GROUPS, 1, body))
+    r.i32()
+    out = [(r.string(), r.i16()) for _ in range(r.i32())]
+    if not r.done():
+        raise ValueError('trailing bytes in DeleteGroups v1 response')
+    return out
 
 
 def offset_delete_v0(conn, group, parts):
@@ -466,6 +479,11 @@ def cmd_offdel(port, known, parts, phase):
             err, res = offset_delete_v0(c, g, [(known, 1)])
             if err != e:
                 die(f'OffsetDelete of group {g!r}: error {err}, want {e}')
+        names = [f'dg-none-{i}' for i in range(300)]
+        got = delete_groups_v1(c, names)
+        want_dg = [(n, GROUP_ID_NOT_FOUND if i < 256 else INVALID_REQUEST) for i, n in enumerate(names)]
+        if got != want_dg:
+            die(f'DeleteGroups of 300 unknown names: {got[:2]}...{got[-2:]}')
     got = offset_fetch_v1(c, group, [(known, p) for p in range(parts)])
     if got != want:
         die(f'OffsetFetch after OffsetDelete ({phase}): {got}, want {want}')
