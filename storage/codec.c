@@ -231,7 +231,7 @@ static int check_gzip(struct st_codec *z, struct st_recs_check *v, const uint8_t
 			return -ENOMEM;
 		if (zr != Z_OK && zr != Z_STREAM_END)
 			return -EBADMSG;   /* corrupt, or Z_BUF_ERROR: the input ended inside a member */
-		if ((rc = out_bytes(z, v, z->window, ST_CODEC_WINDOW_BYTES - s->avail_out)) < 0)
+		if ((rc = out_bytes(z, v, z->window, ST_CODEC_WINDOW_BYTES - s->avail_out)) != 0)
 			return rc;
 		if (zr == Z_STREAM_END) {
 			/* Another member follows only if it starts like one. */
@@ -276,8 +276,8 @@ static int check_snappy(struct st_codec *z, struct st_recs_check *v, const uint8
 		if (blen > (size_t)(end - p))
 			return -EBADMSG;
 		int rc = snappy_block(z, v, p, blen);
-		if (rc < 0)
-			return rc;
+		if (rc != 0)
+			return rc;   /* an error, or ST_RECS_FOUND */
 		p += blen;
 	}
 	return 0;
@@ -297,7 +297,7 @@ static int check_lz4(struct st_codec *z, struct st_recs_check *v, const uint8_t 
 		if (LZ4F_isError(hint))
 			return z->lz4pool.failed != failed ? -ENOMEM : -EBADMSG;
 		p += in;
-		if ((rc = out_bytes(z, v, z->window, out)) < 0)
+		if ((rc = out_bytes(z, v, z->window, out)) != 0)
 			return rc;
 		if (hint == 0)
 			return 0;   /* the frame ended: Kafka reads one, and so do we; the rest is ignored */
@@ -310,7 +310,7 @@ static int check_lz4(struct st_codec *z, struct st_recs_check *v, const uint8_t 
 		hint = LZ4F_decompress(z->lz4, z->window, &out, p, &in, NULL);
 		if (LZ4F_isError(hint) || out == 0)
 			return -EBADMSG;   /* truncated frame */
-		if ((rc = out_bytes(z, v, z->window, out)) < 0)
+		if ((rc = out_bytes(z, v, z->window, out)) != 0)
 			return rc;
 	}
 	return 0;
@@ -346,7 +346,7 @@ static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t
 			return ZSTD_getErrorCode(hint) == ZSTD_error_dstSize_tooSmall ? -EMSGSIZE :
 			       ZSTD_getErrorCode(hint) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
 		/* Check what came out so far: a bad record stops the work early. */
-		if ((rc = out_bytes(z, v, z->scratch + fed, out.pos - fed)) < 0)
+		if ((rc = out_bytes(z, v, z->scratch + fed, out.pos - fed)) != 0)
 			return rc;
 		fed = out.pos;
 		if (hint != 0 && out.pos == out.size)
@@ -356,29 +356,59 @@ static int check_zstd(struct st_codec *z, struct st_recs_check *v, const uint8_t
 	return hint == 0 && in.size > 0 ? 0 : -EBADMSG;
 }
 
+/* The records of the batch through v (st_codec_check_batch's checks): 0, ST_RECS_FOUND, -errno. */
+static int codec_feed(struct st_codec *z, struct st_recs_check *v, const uint8_t *batch, size_t len,
+                      const struct st_batch_hdr *h, uint32_t max_bytes)
+{
+	const uint8_t *p = batch + ST_BATCH_HEADER_BYTES;
+	size_t n = len - ST_BATCH_HEADER_BYTES;
+	int codec = h->attributes & ST_BATCH_ATTR_COMPRESSION;
+
+	assert(len >= ST_BATCH_HEADER_BYTES && len == (size_t)h->batch_length + 12);
+	assert(max_bytes <= ST_BATCH_DECOMPRESSED_BYTES_MAX);
+	if (codec == 0)
+		return st_recs_check_feed(v, p, n);
+	if (!z)
+		return -ENOTSUP;
+	z->last_bytes = 0;
+	z->max_bytes = max_bytes;
+	switch (codec) {
+	case 1: return check_gzip(z, v, p, n);
+	case 2: return check_snappy(z, v, p, n);
+	case 3: return check_lz4(z, v, p, n);
+	case ST_BATCH_CODEC_ZSTD: return check_zstd(z, v, p, n);
+	default: return -ENOTSUP;
+	}
+}
+
 int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
                          uint32_t max_bytes)
 {
 	struct st_recs_check v;
-	const uint8_t *p = batch + ST_BATCH_HEADER_BYTES;
-	size_t n = len - ST_BATCH_HEADER_BYTES;
-	int rc;
 
-	assert(len >= ST_BATCH_HEADER_BYTES && len == (size_t)h->batch_length + 12);
-	assert(max_bytes <= ST_BATCH_DECOMPRESSED_BYTES_MAX);
 	z->last_bytes = 0;
-	z->max_bytes = max_bytes;
 	if (st_recs_check_init(&v, h) < 0)
 		return -EBADMSG;
-	switch (h->attributes & ST_BATCH_ATTR_COMPRESSION) {
-	case 0: rc = st_recs_check_feed(&v, p, n); break;
-	case 1: rc = check_gzip(z, &v, p, n); break;
-	case 2: rc = check_snappy(z, &v, p, n); break;
-	case 3: rc = check_lz4(z, &v, p, n); break;
-	case ST_BATCH_CODEC_ZSTD: rc = check_zstd(z, &v, p, n); break;
-	default: return -ENOTSUP;
-	}
+	int rc = codec_feed(z, &v, batch, len, h, max_bytes);
 	if (rc < 0)
 		return rc;
 	return st_recs_check_end(&v);
+}
+
+int st_codec_find_time(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
+                       int64_t target, uint32_t max_bytes, int32_t *offset_delta, int64_t *timestamp)
+{
+	struct st_recs_check v;
+
+	if (st_recs_check_init(&v, h) < 0)
+		return -EBADMSG;
+	st_recs_seek_time(&v, h->first_timestamp, target);
+	int rc = codec_feed(z, &v, batch, len, h, max_bytes);
+	if (rc < 0)
+		return rc;
+	if (rc != ST_RECS_FOUND)
+		return st_recs_check_end(&v) < 0 ? -EBADMSG : -ENOENT;
+	*offset_delta = v.found_delta;
+	*timestamp = v.found_ts;
+	return 0;
 }

@@ -72,6 +72,19 @@ void st_codec_destroy(struct st_codec *z);
 int st_codec_check_batch(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
                          uint32_t max_bytes);
 
+/*
+ * The first record of the stored batch at batch (as st_codec_check_batch's
+ * arguments) whose timestamp is >= target: 0 with its offset delta and
+ * timestamp (Kafka's ListOffsets by time, within the batch its time index
+ * found). -ENOENT if no record reaches target (a client's maxTimestamp that
+ * its records do not bear out); otherwise as st_codec_check_batch. Records
+ * after the one found are neither decompressed nor read. z may be NULL for
+ * an uncompressed batch (-ENOTSUP for a compressed one). Locality: the core
+ * that owns z.
+ */
+int st_codec_find_time(struct st_codec *z, const uint8_t *batch, size_t len, const struct st_batch_hdr *h,
+                       int64_t target, uint32_t max_bytes, int32_t *offset_delta, int64_t *timestamp);
+
 /* Bytes the last st_codec_check_batch decompressed (0 for an uncompressed batch), at most its
  * max_bytes: what the check cost, for the caller's budget. Locality: owner of z. */
 uint64_t st_codec_last_bytes(const struct st_codec *z);

@@ -2040,11 +2040,13 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
  * (their timestamps are lost with them); batches not yet durable are not read (LEO).
  */
 static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
-                               uint32_t *len, bool nowait)
+                               uint32_t *len, bool nowait, struct st_time_hit *hit)
 {
 	struct st_batch_hdr h;
 
 	*offset = log->leo;
+	if (hit)
+		hit->found = false;
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		struct st_seg *seg = log->segs[i];
 		int total;
@@ -2083,6 +2085,9 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 			expect = h.base_offset + h.last_offset_delta + 1;
 			if (h.max_timestamp >= ts_ms) {
 				*offset = h.base_offset;
+				if (hit)
+					*hit = (struct st_time_hit){ .found = true, .fd = seg->fd, .pos = p, .len = (uint32_t)total,
+					                             .h = h };
 				return 0;
 			}
 		}
@@ -2103,14 +2108,31 @@ int64_t st_log_offset_for_time(struct st_log *log, int64_t ts_ms)
 	uint64_t pos;
 	uint32_t len;
 
-	log_offset_for_time(log, ts_ms, &off, &fd, &pos, &len, false);
+	log_offset_for_time(log, ts_ms, &off, &fd, &pos, &len, false, NULL);
 	return off;
+}
+
+void st_log_batch_for_time(struct st_log *log, int64_t ts_ms, struct st_time_hit *hit)
+{
+	int64_t off;
+	int fd;
+	uint64_t pos;
+	uint32_t len;
+
+	log_offset_for_time(log, ts_ms, &off, &fd, &pos, &len, false, hit);
+}
+
+int st_log_batch_for_time_nowait(struct st_log *log, int64_t ts_ms, struct st_time_hit *hit, int *fd, uint64_t *pos,
+                                 uint32_t *len)
+{
+	int64_t off;
+	return log_offset_for_time(log, ts_ms, &off, fd, pos, len, true, hit);
 }
 
 int st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd, uint64_t *pos,
                                   uint32_t *len)
 {
-	return log_offset_for_time(log, ts_ms, offset, fd, pos, len, true);
+	return log_offset_for_time(log, ts_ms, offset, fd, pos, len, true, NULL);
 }
 
 #define ST_READ_ALL_BYTES (4u << 20)

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "batch.h"
+
 struct io_uring;
 struct io_uring_cqe;
 struct st_batch_hdr;
@@ -172,6 +174,23 @@ int  st_log_locate_nowait(struct st_log *log, int64_t offset, int64_t limit, uin
                           int *fd, uint64_t *pos, uint32_t *len);
 int  st_log_offset_for_time_nowait(struct st_log *log, int64_t ts_ms, int64_t *offset, int *fd,
                                    uint64_t *pos, uint32_t *len);
+
+/*
+ * The batch those lookups find, for a caller that reads its records (Kafka answers the first
+ * record at or after the time, not the batch): found false if none (the LEO above), else where it
+ * lies (the whole batch: fd, pos, len = 12 + batchLength, durable) and its header. The fd is the
+ * segment's: valid until the owner next runs retention or a delete. Locality: shard core (owner).
+ */
+struct st_time_hit {
+	bool found;
+	int fd;
+	uint64_t pos;
+	uint32_t len;
+	struct st_batch_hdr h;
+};
+void st_log_batch_for_time(struct st_log *log, int64_t ts_ms, struct st_time_hit *hit);
+int  st_log_batch_for_time_nowait(struct st_log *log, int64_t ts_ms, struct st_time_hit *hit, int *fd,
+                                  uint64_t *pos, uint32_t *len);
 
 /* Raw bytes of each batch st_log_scan hands over: header + enough of the first
  * record to decode a transaction marker (st_batch_marker_type). */

@@ -44,6 +44,29 @@ int st_recs_check_init(struct st_recs_check *v, const struct st_batch_hdr *h)
 	return 0;
 }
 
+void st_recs_seek_time(struct st_recs_check *v, int64_t first_ts, int64_t target)
+{
+	v->seeking = true;
+	v->first_ts = first_ts;
+	v->seek_ts = target;
+}
+
+/* A seek: the record whose timestamp delta is ts_delta and offset delta off_delta is read. */
+static void rc_seek_record(struct st_recs_check *v, int64_t ts_delta, int64_t off_delta)
+{
+	int64_t ts;
+	if (!v->seeking || v->found)
+		return;
+	/* A client's deltas may overflow: such a record saturates rather than wrapping. */
+	if (__builtin_add_overflow(v->first_ts, ts_delta, &ts))
+		ts = ts_delta > 0 ? INT64_MAX : INT64_MIN;
+	if (ts >= v->seek_ts) {
+		v->found = true;
+		v->found_delta = (int32_t)off_delta;   /* == seen, checked within the count */
+		v->found_ts = ts;
+	}
+}
+
 /* A record whose skip is done and that is at RC_END: check that it filled its length. */
 static bool rc_settle(struct st_recs_check *v)
 {
@@ -77,6 +100,7 @@ static bool rc_field(struct st_recs_check *v, int64_t x)
 		v->state = RC_ATTRIBUTES;
 		return true;
 	case RC_TIMESTAMP_DELTA:
+		v->cur_ts = x;
 		v->state = RC_OFFSET_DELTA;
 		return true;
 	case RC_OFFSET_DELTA:
@@ -85,6 +109,7 @@ static bool rc_field(struct st_recs_check *v, int64_t x)
 		 * offsets the same way for compressed batches). */
 		if (x != v->seen)
 			return false;
+		rc_seek_record(v, v->cur_ts, x);
 		v->state = RC_KEY_LENGTH;
 		return true;
 	case RC_KEY_LENGTH:
@@ -143,7 +168,7 @@ static int rc_varint(const uint8_t **p, const uint8_t *end, int max, int64_t *x)
 static long rc_whole(struct st_recs_check *v, const uint8_t *p0, const uint8_t *end)
 {
 	const uint8_t *p = p0, *e;
-	int64_t len, x;
+	int64_t len, x, ts_delta;
 	int r = rc_varint(&p, end, RC_VARINT_BYTES_MAX, &len);
 
 	if (r <= 0)
@@ -154,9 +179,10 @@ static long rc_whole(struct st_recs_check *v, const uint8_t *p0, const uint8_t *
 		return 0;
 	e = p + len;
 	p++;   /* attributes */
-	if (rc_varint(&p, e, RC_VARLONG_BYTES_MAX, &x) <= 0 ||                    /* timestampDelta */
+	if (rc_varint(&p, e, RC_VARLONG_BYTES_MAX, &ts_delta) <= 0 ||             /* timestampDelta */
 	    rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x != v->seen)       /* offsetDelta */
 		return -1;
+	int64_t off_delta = x;
 	for (int f = 0; f < 2; f++) {                                             /* key, value */
 		if (rc_varint(&p, e, RC_VARINT_BYTES_MAX, &x) <= 0 || x < -1 || x > e - p)
 			return -1;
@@ -175,6 +201,7 @@ static long rc_whole(struct st_recs_check *v, const uint8_t *p0, const uint8_t *
 	}
 	if (p != e)
 		return -1;
+	rc_seek_record(v, ts_delta, off_delta);
 	v->seen++;
 	return (long)(e - p0);
 }
@@ -187,6 +214,8 @@ int st_recs_check_feed(struct st_recs_check *v, const uint8_t *p, size_t n)
 		return -EBADMSG;
 	v->bytes += n;
 	while (p < end) {
+		if (v->found)
+			return ST_RECS_FOUND;
 		if (v->skip) {
 			/* rc_bytes checked skip <= body_left. */
 			size_t take = (size_t)(end - p) < (uint64_t)v->skip ? (size_t)(end - p) : (size_t)v->skip;
@@ -235,7 +264,7 @@ int st_recs_check_feed(struct st_recs_check *v, const uint8_t *p, size_t n)
 		if (!rc_field(v, x) || !rc_settle(v))
 			return rc_fail(v);
 	}
-	return 0;
+	return v->found ? ST_RECS_FOUND : 0;
 }
 
 int st_recs_check_end(struct st_recs_check *v)

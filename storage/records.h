@@ -46,7 +46,17 @@ struct st_recs_check {
 	int64_t skip;             /* key, value or header bytes still to pass over */
 	int64_t headers_left;     /* headers of the current record not read yet */
 	uint64_t bytes;           /* bytes fed so far */
+	/* A seek by time (st_recs_seek_time): the first record whose timestamp reaches seek_ts. */
+	bool seeking, found;
+	int64_t first_ts;         /* the batch's baseTimestamp: a record's is first_ts + its delta */
+	int64_t seek_ts;
+	int64_t cur_ts;           /* the timestamp of the record being read */
+	int32_t found_delta;      /* found: that record's offset delta and timestamp */
+	int64_t found_ts;
 };
+
+/* st_recs_check_feed's answer once a seek found its record (the rest is not read). */
+#define ST_RECS_FOUND 1
 
 /*
  * Start checking the records of a batch whose header is h: 0, or -EBADMSG if
@@ -58,9 +68,18 @@ int st_recs_check_init(struct st_recs_check *v, const struct st_batch_hdr *h);
 /*
  * The next n bytes of the records section: 0 while they are well-formed so
  * far, -EBADMSG as soon as they are not (bytes after the last record
- * included). Locality: any.
+ * included), ST_RECS_FOUND once a seek found its record. Locality: any.
  */
 int st_recs_check_feed(struct st_recs_check *v, const uint8_t *p, size_t n);
+
+/*
+ * After st_recs_check_init: make the feed stop at the first record whose
+ * timestamp (first_ts + timestampDelta, as Kafka's DefaultRecord reads it)
+ * is >= target, returning ST_RECS_FOUND with found_delta and found_ts set
+ * (Kafka's ListOffsets by time within a batch). Records before it are
+ * checked as usual. Locality: any.
+ */
+void st_recs_seek_time(struct st_recs_check *v, int64_t first_ts, int64_t target);
 
 /* End of the section: 0 if exactly count records ended there, else -EBADMSG. Locality: any. */
 int st_recs_check_end(struct st_recs_check *v);

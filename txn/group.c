@@ -203,6 +203,8 @@ struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len)
 	if (len == 0 || len > GRP_ID_BYTES_MAX)
 		return NULL;
 	struct grp_group *g = grp_find(c, id, len);
+	if (g && g->state == GRP_DEAD)
+		g->state = GRP_EMPTY;   /* deleted (grp_delete): its next join makes it anew, as Kafka's */
 	if (g)
 		return g;
 	g = calloc(1, sizeof(*g));
@@ -217,6 +219,23 @@ struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len)
 		return NULL;
 	}
 	return g;
+}
+
+static void group_clear_members(struct grp_group *g);
+
+void grp_delete(struct grp_group *g)
+{
+	assert(g->state == GRP_EMPTY);
+	group_clear_members(g);
+	g->npending = 0;
+	g->generation = 0;
+	g->protocol = -1;
+	g->protocol_type_len = g->protocol_name_len = 0;
+	g->initial_until_ms = 0;
+	g->initial_joined = false;
+	g->empty_since_ms = 0;
+	g->state = GRP_DEAD;   /* written directly: Dead is where a group ends, and grp_get revives it */
+	g->changes++;
 }
 
 struct grp_group *grp_next(struct grp_coord *c, uint32_t *cursor)
@@ -781,11 +800,10 @@ void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
 int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t member_len,
                          int32_t generation)
 {
-	if (!g || g->state == GRP_EMPTY)
-		/* A group nobody is in takes simple commits (assign() + commit). */
+	if (!g || g->state == GRP_EMPTY || g->state == GRP_DEAD)
+		/* A group nobody is in takes simple commits (assign() + commit); a deleted one too, as
+		 * Kafka's group made anew by them. */
 		return generation < 0 ? KERR_NONE : KERR_ILLEGAL_GENERATION;
-	if (g->state == GRP_DEAD)
-		return KERR_COORDINATOR_NOT_AVAILABLE;
 	if (g->state == GRP_COMPLETING_REBALANCE)
 		return KERR_REBALANCE_IN_PROGRESS;
 	if (!grp_member_find(g, member, member_len))
@@ -1275,8 +1293,10 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 	g->state = GRP_EMPTY;   /* restore writes the state directly: this is not a move */
 	g->protocol = -1;
 	g->protocol_name_len = 0;
-	if (!val)
+	if (!val) {   /* a tombstone: DeleteGroups */
+		grp_delete(g);
 		return 0;
+	}
 	struct vcur v = { val, val + vlen, false };
 	const uint8_t *h = take(&v, 7);
 	if (!h || rd16(h) != 0 || (h[2] != GRP_EMPTY && h[2] != GRP_STABLE))

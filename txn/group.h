@@ -193,6 +193,13 @@ void grp_coord_destroy(struct grp_coord *c);
 struct grp_group *grp_find(struct grp_coord *c, const char *id, size_t len);
 struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len);   /* find or add (Empty) */
 struct grp_group *grp_next(struct grp_coord *c, uint32_t *cursor);             /* cursor starts at 0 */
+/*
+ * DeleteGroups of an Empty group: it becomes Dead, its generation, protocol and pending member
+ * ids forgotten (Kafka removes the group; entries here are never freed, so Dead stands for
+ * "none": listings skip it, and grp_get makes it anew, Empty, for its next join). A group
+ * tombstone read back at start does the same.
+ */
+void grp_delete(struct grp_group *g);
 uint32_t grp_count(const struct grp_coord *c);
 struct grp_member *grp_member_find(const struct grp_group *g, const char *id, size_t len);
 

@@ -33,6 +33,8 @@ static const struct dp_api {
 	{ KAPI_SYNC_GROUP, 0, 3 },
 	{ KAPI_DESCRIBE_GROUPS, 0, 5 },
 	{ KAPI_LIST_GROUPS, 0, 4 },
+	{ KAPI_DELETE_GROUPS, 0, 2 },    /* durable through the offsets log (tombstones) */
+	{ KAPI_OFFSET_DELETE, 0, 0 },
 	{ KAPI_API_VERSIONS, 0, 3 },
 	{ KAPI_CREATE_TOPICS, 0, 4 },
 	{ KAPI_DELETE_TOPICS, 0, 1 },
@@ -650,7 +652,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_FIND_COORDINATOR: rc = find_coordinator(c, r, &rd); break;
 	case KAPI_OFFSET_COMMIT: case KAPI_OFFSET_FETCH: case KAPI_JOIN_GROUP: case KAPI_HEARTBEAT:
 	case KAPI_LEAVE_GROUP: case KAPI_SYNC_GROUP: case KAPI_DESCRIBE_GROUPS: case KAPI_LIST_GROUPS:
-	case KAPI_TXN_OFFSET_COMMIT:
+	case KAPI_TXN_OFFSET_COMMIT: case KAPI_DELETE_GROUPS: case KAPI_OFFSET_DELETE:
 		rc = dp_group_handle(c, r, &rd);
 		break;
 	case KAPI_CREATE_TOPICS: rc = create_topics(c, r, &rd); break;
@@ -783,6 +785,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_SYNC_GROUP, SyncGroupResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_GROUPS, DescribeGroupsResponse)
 	ENCODE_CASE(KAPI_LIST_GROUPS, ListGroupsResponse)
+	ENCODE_CASE(KAPI_DELETE_GROUPS, DeleteGroupsResponse)
+	ENCODE_CASE(KAPI_OFFSET_DELETE, OffsetDeleteResponse)
 	ENCODE_CASE(KAPI_TXN_OFFSET_COMMIT, TxnOffsetCommitResponse)
 	ENCODE_CASE(KAPI_FIND_COORDINATOR, FindCoordinatorResponse)
 	ENCODE_CASE(KAPI_API_VERSIONS, ApiVersionsResponse)
@@ -825,6 +829,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_SYNC_GROUP, SyncGroupResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_GROUPS, DescribeGroupsResponse)
 	ENCODE_CASE2(KAPI_LIST_GROUPS, ListGroupsResponse)
+	ENCODE_CASE2(KAPI_DELETE_GROUPS, DeleteGroupsResponse)
+	ENCODE_CASE2(KAPI_OFFSET_DELETE, OffsetDeleteResponse)
 	ENCODE_CASE2(KAPI_TXN_OFFSET_COMMIT, TxnOffsetCommitResponse)
 	ENCODE_CASE2(KAPI_FIND_COORDINATOR, FindCoordinatorResponse)
 	ENCODE_CASE2(KAPI_API_VERSIONS, ApiVersionsResponse)

@@ -534,6 +534,13 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 	r->resp = resp;
 	if (!DP_RESP_ARRAY(r, resp, Topics, req->Topics_n))
 		return -1;
+	uint64_t by_time = 0;   /* lookups by time: they share DP_LIST_WORK_BYTES_MAX */
+	for (int32_t i = 0; i < resp->Topics_n; i++)
+		for (int32_t j = 0; j < req->Topics[i].Partitions_n; j++)
+			by_time += req->Topics[i].Partitions[j].Timestamp >= 0;
+	uint32_t work = by_time ? (uint32_t)(DP_LIST_WORK_BYTES_MAX / by_time) : 0;
+	if (work > DP_LIST_PART_WORK_BYTES_MAX)
+		work = DP_LIST_PART_WORK_BYTES_MAX;
 	for (int32_t i = 0; i < resp->Topics_n; i++) {
 		struct ListOffsetsRequest_ListOffsetsTopic *in = &req->Topics[i];
 		struct ListOffsetsResponse_ListOffsetsTopicResponse *out = &resp->Topics[i];
@@ -562,6 +569,7 @@ int dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *r
 			struct dp_msg m = dp_part_msg(r, DP_MSG_LIST, id, t, ip->PartitionIndex);
 			m.u.list.timestamp = ip->Timestamp;
 			m.u.list.isolation = req->IsolationLevel;
+			m.u.list.work_max = work;
 			m.u.list.out = op;
 			dp_ask_part(c, r, owner, dp_shard_msg, &m);
 		}

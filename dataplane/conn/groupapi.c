@@ -4,7 +4,7 @@
  * follows the request (OffsetCommit), and send the call to the group
  * coordinator's service for its kind (JoinGroup, SyncGroup, Heartbeat,
  * LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit, DescribeGroups,
- * ListGroups), which fills the response and answers DP_MSG_GROUP_DONE,
+ * ListGroups, DeleteGroups, OffsetDelete), which fills the response and answers DP_MSG_GROUP_DONE,
  * possibly much later (JoinGroup and SyncGroup wait for the rebalance).
  * Locality: NIC core.
  */
@@ -62,6 +62,8 @@ COMMIT_HANDLER(TxnOffsetCommit, txn_offset_commit, DP_SVC_GROUP_TXN_OFFSET_COMMI
 DP_CALL_HANDLER(OffsetFetch, DP_SVC_GROUP_OFFSET_FETCH, DP_MSG_GROUP_REQ)
 DP_CALL_HANDLER(DescribeGroups, DP_SVC_GROUP_DESCRIBE, DP_MSG_GROUP_REQ)
 DP_CALL_HANDLER(ListGroups, DP_SVC_GROUP_LIST, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(DeleteGroups, DP_SVC_GROUP_DELETE, DP_MSG_GROUP_REQ)
+DP_CALL_HANDLER(OffsetDelete, DP_SVC_GROUP_OFFSET_DELETE, DP_MSG_GROUP_REQ)
 DP_CALL_HANDLER(Heartbeat, DP_SVC_GROUP_HEARTBEAT, DP_MSG_GROUP_REQ)
 DP_CALL_HANDLER(LeaveGroup, DP_SVC_GROUP_LEAVE, DP_MSG_GROUP_REQ)
 DP_CALL_HANDLER(SyncGroup, DP_SVC_GROUP_SYNC, DP_MSG_GROUP_REQ)
@@ -95,6 +97,8 @@ int dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	case KAPI_JOIN_GROUP: return join_group(c, r, rd);
 	case KAPI_DESCRIBE_GROUPS: return DescribeGroups_start(c, r, rd);
 	case KAPI_LIST_GROUPS: return ListGroups_start(c, r, rd);
+	case KAPI_DELETE_GROUPS: return DeleteGroups_start(c, r, rd);
+	case KAPI_OFFSET_DELETE: return OffsetDelete_start(c, r, rd);
 	case KAPI_HEARTBEAT: return Heartbeat_start(c, r, rd);
 	case KAPI_LEAVE_GROUP: return LeaveGroup_start(c, r, rd);
 	case KAPI_SYNC_GROUP: return SyncGroup_start(c, r, rd);

@@ -57,6 +57,9 @@
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 #define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
 #define DP_GRP_HELD_MAX    256         /* completions --fault-offsets-delay-ms holds at once */
+/* Groups one DeleteGroups deletes: each costs a pass over the offsets table on this core; names
+ * past it answer INVALID_REQUEST (clients send what their caller lists: rarely more than a few). */
+#define DP_GRP_DELETE_GROUPS_MAX 256
 
 /* A write completion held back by --fault-offsets-delay-ms (test only). */
 struct grp_held {
@@ -80,10 +83,24 @@ struct dp_grp {
 	uint32_t held_head, nheld;
 };
 
-/* One record written on its own: a compaction rewrite, or a group's metadata. */
+struct grp_tomb_op;
+/* One record written on its own: a compaction rewrite, a group's metadata, or a tombstone. */
 struct grp_rewrite {
 	uint8_t *buf;
 	struct grp_group *g;          /* meta_written: groups are never freed */
+	struct grp_tomb_op *op;       /* tomb_written: the DeleteGroups or OffsetDelete it is for */
+};
+
+/*
+ * One DeleteGroups or OffsetDelete whose tombstones are queued: the table forgets each entry as
+ * its tombstone is queued (as expiry does), and the call is answered once every tombstone is
+ * durable, so that an answered delete survives a restart. left counts them, and one more while
+ * the handler is still queuing (tomb_put).
+ */
+struct grp_tomb_op {
+	struct dp_call *r;
+	uint32_t left;
+	bool failed;                  /* a tombstone's write failed: what it answered NONE becomes an error */
 };
 
 /*
@@ -1278,7 +1295,8 @@ static int16_t list_groups(struct dp_core *c, struct dp_call *r)
 		size_t gl, tl;
 		int32_t part;
 		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
-		if (grp_find(c->grp->coord, gp, gl) || listed(resp, n, gp, gl))
+		const struct grp_group *fg = grp_find(c->grp->coord, gp, gl);
+		if ((fg && fg->state != GRP_DEAD) || listed(resp, n, gp, gl))
 			continue;
 		resp->Groups[n].GroupId = astr(r, gp, gl, &ok);
 		resp->Groups[n].ProtocolType = (struct kstr){ "", 0 };
@@ -1330,7 +1348,7 @@ static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 		d->ProtocolType = d->ProtocolData = (struct kstr){ "", 0 };
 		d->AuthorizedOperations = INT32_MIN;   /* not computed: sluice has no ACLs */
 		if (!g || g->state == GRP_DEAD) {
-			d->GroupState = state_str(g || !idlen || !has_offsets(c->grp->offsets, id.ptr, idlen) ? GRP_DEAD : GRP_EMPTY);
+			d->GroupState = state_str(!idlen || !has_offsets(c->grp->offsets, id.ptr, idlen) ? GRP_DEAD : GRP_EMPTY);
 			continue;
 		}
 		bool stable = g->state == GRP_STABLE;
@@ -1361,6 +1379,261 @@ static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	return KERR_NONE;
+}
+
+/* ---- DeleteGroups / OffsetDelete (admin) ------------------------------------------------ */
+
+/* A failed tombstone write: every entry the call answered NONE for answers this instead. */
+static void tomb_failed(struct dp_call *r)
+{
+	if (r->hdr.api_key == KAPI_DELETE_GROUPS) {
+		struct DeleteGroupsResponse *resp = r->resp;
+		for (int32_t i = 0; i < resp->Results_n; i++)
+			if (!resp->Results[i].ErrorCode)
+				resp->Results[i].ErrorCode = KERR_KAFKA_STORAGE_ERROR;
+		return;
+	}
+	struct OffsetDeleteResponse *resp = r->resp;
+	for (int32_t i = 0; i < resp->Topics_n; i++)
+		for (int32_t j = 0; j < resp->Topics[i].Partitions_n; j++)
+			if (!resp->Topics[i].Partitions[j].ErrorCode)
+				resp->Topics[i].Partitions[j].ErrorCode = KERR_KAFKA_STORAGE_ERROR;
+}
+
+/* One of op's counts done: the last answers the call (true) and frees op. */
+static bool tomb_put(struct dp_core *c, struct grp_tomb_op *op, bool reply_now)
+{
+	if (--op->left)
+		return false;
+	if (op->failed)
+		tomb_failed(op->r);
+	if (reply_now)
+		reply(c, op->r);
+	dp_buf_put(op);
+	return true;
+}
+
+static void tomb_written(void *cookie, int status, int64_t base_offset)
+{
+	struct grp_rewrite *w = cookie;
+	struct grp_tomb_op *op = w->op;
+	if (status < 0) {
+		DP_ERR_RL("offsets log: a delete's tombstone failed: %s", strerror(-status));
+		op->failed = true;
+	}
+	dp_buf_put(w->buf);
+	dp_buf_put(w);
+	tomb_put(dp_core_self(), op, true);
+}
+
+/* Queue a tombstone for key on op's count: 0 or -errno (nothing queued). */
+static int tomb_append(struct dp_core *c, const uint8_t *key, size_t klen, struct grp_tomb_op *op)
+{
+	size_t cap = ST_BATCH_HEADER_BYTES + DP_GRP_BATCH_EXTRA + klen;
+	uint8_t *buf = dp_buf_try_get(cap);
+	struct grp_rewrite *w = buf ? dp_buf_try_get(sizeof(*w)) : NULL;
+	if (!w) {
+		dp_buf_put(buf);
+		return -ENOMEM;
+	}
+	*w = (struct grp_rewrite){ .buf = buf, .op = op };
+	int n = dp_clog_write(&c->grp->clog, buf, cap, dp_wall_ms(), key, klen, NULL, -1, tomb_written, w);
+	if (n < 0) {
+		dp_buf_put(buf);
+		dp_buf_put(w);
+		return n;
+	}
+	op->left++;
+	return 0;
+}
+
+/*
+ * Tombstone and forget group gid's committed offsets: 0, or -errno once one could not be queued
+ * (those before it are gone, the rest stay: a retry finishes). Staged offsets of open
+ * transactions stay, as Kafka's removeAllOffsets leaves its pending ones. The pointers are
+ * collected first (deletes move the table's slots, not its entries). One pass over the table
+ * per group deleted (at most DP_GRP_DELETE_GROUPS_MAX a call).
+ */
+static int tomb_offsets(struct dp_core *c, const char *gid, size_t glen, struct grp_tomb_op *op)
+{
+	struct dp_grp *t = c->grp;
+	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
+	if (!cap)
+		return 0;
+	const struct grp_offset **hit = dp_buf_try_get(cap * sizeof(*hit));
+	const struct grp_offset *o;
+	if (!hit)
+		return -ENOMEM;
+	while (n < cap && (o = grp_offset_next(t->offsets, &cur))) {
+		const char *gp, *tp;
+		size_t gl, tl;
+		int32_t part;
+		grp_offset_key_parts(o, &gp, &gl, &tp, &tl, &part);
+		if (gl == glen && !memcmp(gp, gid, gl))
+			hit[n++] = o;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++)
+		if ((rc = tomb_append(c, hit[i]->key, hit[i]->key_len, op)) == 0)
+			grp_offset_del(t->offsets, hit[i]->key, hit[i]->key_len);   /* the tombstone copied the key */
+	dp_buf_put(hit);
+	return rc;
+}
+
+/*
+ * Kafka's DeleteGroups of one group: GROUP_ID_NOT_FOUND if there is none (no members and no
+ * offsets, or deleted), NON_EMPTY_GROUP while it has members, else its offsets and its group
+ * record are tombstoned and it is gone. An offset write still in flight is not in the table yet
+ * (the table takes commits once durable): its record could land before the tombstones and come
+ * back at the next start, so the delete waits for it with a retriable error, as expiry waits.
+ */
+static int16_t delete_group(struct dp_core *c, struct kstr id, struct grp_tomb_op *op)
+{
+	struct dp_grp *t = c->grp;
+	size_t len = id.len > 0 ? (size_t)id.len : 0;
+	if (!len)
+		return KERR_INVALID_GROUP_ID;
+	if (len > GRP_ID_BYTES_MAX)
+		return KERR_GROUP_ID_NOT_FOUND;   /* none can be this long */
+	struct grp_group *g = grp_find(t->coord, id.ptr, len);
+	if ((!g || g->state == GRP_DEAD) && !has_offsets(t->offsets, id.ptr, len))
+		return KERR_GROUP_ID_NOT_FOUND;
+	if (g && g->state != GRP_EMPTY && g->state != GRP_DEAD)
+		return KERR_NON_EMPTY_GROUP;
+	if (t->inflight)
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	if (tomb_offsets(c, id.ptr, len, op) < 0)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	if (g && g->state == GRP_EMPTY) {
+		uint8_t key[GRP_GROUP_KEY_BYTES_MAX];
+		int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
+		if (kn < 0 || tomb_append(c, key, (size_t)kn, op) < 0)
+			return KERR_COORDINATOR_NOT_AVAILABLE;
+		grp_delete(g);
+		g->saved_changes = g->changes;
+	}
+	DP_INFO("group %.*s deleted", (int)len, id.ptr);
+	return KERR_NONE;
+}
+
+static int16_t delete_groups(struct dp_core *c, struct dp_call *r)
+{
+	struct DeleteGroupsRequest *q = r->req;
+	struct DeleteGroupsResponse *resp = r->resp;
+	int32_t ng = q->GroupsNames_n > 0 ? q->GroupsNames_n : 0;   /* the request's own entries: bounded by its frame */
+	resp->Results = karena_alloc(&r->arena, sizeof(*resp->Results) * (size_t)(ng + 1));
+	struct grp_tomb_op *op = resp->Results ? dp_buf_try_get(sizeof(*op)) : NULL;
+	if (!op)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	*op = (struct grp_tomb_op){ .r = r, .left = 1 };
+	resp->Results_n = ng;
+	for (int32_t i = 0; i < ng; i++) {
+		struct kstr id = q->GroupsNames[i];
+		resp->Results[i].GroupId = id.len >= 0 ? id : (struct kstr){ "", 0 };
+		resp->Results[i].ErrorCode = i < DP_GRP_DELETE_GROUPS_MAX ? delete_group(c, id, op) : KERR_INVALID_REQUEST;
+	}
+	return tomb_put(c, op, false) ? KERR_NONE : DP_ANSWER_LATER;
+}
+
+/*
+ * The topics a group's members subscribe to, by their subscriptions in its protocol
+ * (ConsumerProtocolSubscription: int16 version, int32 count, that many int16-length names):
+ * does any include topic? A subscription that does not parse counts as subscribed to
+ * everything, as Kafka's unknown subscription does.
+ */
+static bool group_subscribed(const struct grp_group *g, struct kstr topic)
+{
+	for (uint32_t i = 0; i < g->nmembers; i++) {
+		const struct grp_member *m = g->members[i];
+		const struct grp_protocol *pr = NULL;
+		for (uint32_t k = 0; k < m->nprotocols && !pr; k++)
+			if (m->protocols[k].name_len == g->protocol_name_len &&
+			    !memcmp(m->protocols[k].name, g->protocol_name, g->protocol_name_len))
+				pr = &m->protocols[k];
+		if (!pr && m->nprotocols)
+			pr = &m->protocols[0];   /* mid-rebalance: none chosen yet */
+		if (!pr || pr->meta_len < 6)
+			return true;
+		const uint8_t *p = pr->meta + 2, *end = pr->meta + pr->meta_len;
+		uint32_t n = st_be32(p);
+		p += 4;
+		for (uint32_t k = 0; k < n; k++) {
+			if (end - p < 2)
+				return true;
+			uint16_t l = st_be16(p);
+			p += 2;
+			if ((size_t)(end - p) < l)
+				return true;
+			if (l == (size_t)topic.len && !memcmp(p, topic.ptr, l))
+				return true;
+			p += l;
+		}
+	}
+	return false;
+}
+
+/*
+ * Kafka's OffsetDelete: the group's error (INVALID_GROUP_ID, GROUP_ID_NOT_FOUND; NON_EMPTY_GROUP
+ * for a group with members that is not a consumer group), else per partition: unknown topics
+ * UNKNOWN_TOPIC_OR_PARTITION, GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to the topic,
+ * else the committed offset, if any, tombstoned (NONE either way).
+ */
+static int16_t offset_delete(struct dp_core *c, struct dp_call *r)
+{
+	struct dp_grp *t = c->grp;
+	struct OffsetDeleteRequest *q = r->req;
+	struct OffsetDeleteResponse *resp = r->resp;
+	size_t len = q->GroupId.len > 0 ? (size_t)q->GroupId.len : 0;
+	if (!len)
+		return KERR_INVALID_GROUP_ID;
+	struct grp_group *g = len <= GRP_ID_BYTES_MAX ? grp_find(t->coord, q->GroupId.ptr, len) : NULL;
+	if (g && g->state == GRP_DEAD)
+		g = NULL;
+	if (!g && (len > GRP_ID_BYTES_MAX || !has_offsets(t->offsets, q->GroupId.ptr, len)))
+		return KERR_GROUP_ID_NOT_FOUND;
+	bool members = g && g->state != GRP_EMPTY;
+	if (members && !(g->protocol_type_len == 8 && !memcmp(g->protocol_type, "consumer", 8)))
+		return KERR_NON_EMPTY_GROUP;
+	if (t->inflight)
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* as delete_group */
+	int32_t nt = q->Topics_n > 0 ? q->Topics_n : 0;
+	resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (size_t)(nt + 1));
+	struct grp_tomb_op *op = resp->Topics ? dp_buf_try_get(sizeof(*op)) : NULL;
+	if (!op)
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	*op = (struct grp_tomb_op){ .r = r, .left = 1 };
+	bool ok = true;
+	resp->Topics_n = nt;
+	for (int32_t i = 0; i < nt; i++) {
+		const struct OffsetDeleteRequest_OffsetDeleteRequestTopic *it = &q->Topics[i];
+		struct OffsetDeleteResponse_OffsetDeleteResponseTopic *ot = &resp->Topics[i];
+		int32_t np = it->Partitions_n > 0 ? it->Partitions_n : 0;
+		ot->Name = it->Name.len >= 0 ? it->Name : (struct kstr){ "", 0 };
+		ot->Partitions = karena_alloc(&r->arena, sizeof(*ot->Partitions) * (size_t)(np + 1));
+		ot->Partitions_n = ot->Partitions ? np : 0;
+		ok &= ot->Partitions != NULL;
+		bool subscribed = members && it->Name.len > 0 && group_subscribed(g, it->Name);
+		for (int32_t j = 0; j < ot->Partitions_n; j++) {
+			int32_t part = it->Partitions[j].PartitionIndex;
+			uint32_t id, gen, hash;
+			const struct grp_offset *o = NULL;
+			int16_t err = KERR_NONE;
+			if (it->Name.len <= 0 || !dp_ctrl_topic(c, it->Name.ptr, (size_t)it->Name.len, part, &id, &gen, &hash))
+				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			else if (subscribed)
+				err = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
+			else if ((o = grp_offset_get(t->offsets, q->GroupId.ptr, len, it->Name.ptr, (size_t)it->Name.len,
+			                             part)) && tomb_append(c, o->key, o->key_len, op) < 0)
+				err = KERR_COORDINATOR_NOT_AVAILABLE;
+			else if (o)
+				grp_offset_del(t->offsets, o->key, o->key_len);   /* the tombstone copied the key */
+			ot->Partitions[j] = (struct OffsetDeleteResponse_OffsetDeleteResponsePartition){
+				.PartitionIndex = part, .ErrorCode = err };
+		}
+	}
+	if (!ok)
+		DP_WARN_RL("OffsetDelete: the response does not fit the request arena");
+	return tomb_put(c, op, false) ? KERR_NONE : DP_ANSWER_LATER;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */
@@ -1416,6 +1689,8 @@ GRP_CALL(sync_group, c, msg, r)
 GRP_CALL(describe_groups, c, r)
 GRP_CALL(list_groups, c, r)
 GRP_CALL(txn_offset_commit, c, msg, r)
+GRP_CALL(delete_groups, c, r)
+GRP_CALL(offset_delete, c, r)
 
 static void waiter_gone_msg(struct dp_core *c, struct dp_msg *msg)
 {
@@ -1435,6 +1710,8 @@ void dp_group_provide(struct dp_broker *b, int core)
 		{ DP_SVC_GROUP_TXN_OFFSET_COMMIT, txn_offset_commit_msg },
 		{ DP_SVC_GROUP_DESCRIBE, describe_groups_msg },
 		{ DP_SVC_GROUP_LIST, list_groups_msg },
+		{ DP_SVC_GROUP_DELETE, delete_groups_msg },
+		{ DP_SVC_GROUP_OFFSET_DELETE, offset_delete_msg },
 		{ DP_SVC_GROUP_GONE, waiter_gone_msg },
 	};
 	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)

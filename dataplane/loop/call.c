@@ -158,5 +158,24 @@ void dp_call_error(struct dp_call *call, int16_t err)
 		resp->Groups_n = 0;
 		return;
 	}
+	case KAPI_DELETE_GROUPS: {
+		/* Every asked group gets the error (Kafka answers per group). */
+		struct DeleteGroupsRequest *q = call->req;
+		struct DeleteGroupsResponse *resp = call->resp;
+		int32_t ng = q->GroupsNames_n > 0 ? q->GroupsNames_n : 0;
+		resp->Results = dp_call_alloc(call, sizeof(*resp->Results) * (size_t)(ng + 1));
+		resp->Results_n = resp->Results ? ng : 0;
+		for (int32_t i = 0; i < resp->Results_n; i++)
+			resp->Results[i] = (struct DeleteGroupsResponse_DeletableGroupResult){
+				.ErrorCode = err,
+				.GroupId = q->GroupsNames[i].len >= 0 ? q->GroupsNames[i] : (struct kstr){ "", 0 } };
+		return;
+	}
+	case KAPI_OFFSET_DELETE: {
+		struct OffsetDeleteResponse *resp = call->resp;
+		resp->ErrorCode = err;
+		resp->Topics_n = 0;
+		return;
+	}
 	}
 }

@@ -195,6 +195,17 @@
  * default) stay far below. */
 #define DP_PRODUCE_DECOMPRESSED_BYTES_MAX (128u << 20)
 /*
+ * ListOffsets by time reads the batch its time index found and walks its
+ * records, decompressing them (shard/read.c). One request's partitions by
+ * time share this much of both (bytes read and bytes decompressed), each at
+ * most DP_LIST_PART_WORK_BYTES_MAX: a request naming a million partitions
+ * costs its owners what one naming 64 does, and a lookup whose batch is over
+ * its share is answered by the batch's header (its base offset and
+ * maxTimestamp). Clients ask a handful of partitions at a time.
+ */
+#define DP_LIST_WORK_BYTES_MAX      (256u << 20)
+#define DP_LIST_PART_WORK_BYTES_MAX (4u << 20)
+/*
  * File descriptors: the partitions a broker may hold are checked against
  * RLIMIT_NOFILE (soft limit raised to the hard one at start-up) before a
  * create is answered. Budget, itemised:

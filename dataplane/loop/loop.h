@@ -323,6 +323,8 @@ enum dp_service {
 	DP_SVC_GROUP_TXN_OFFSET_COMMIT,
 	DP_SVC_GROUP_DESCRIBE,
 	DP_SVC_GROUP_LIST,
+	DP_SVC_GROUP_DELETE,         /* DeleteGroups */
+	DP_SVC_GROUP_OFFSET_DELETE,  /* OffsetDelete */
 	DP_SVC_GROUP_GONE,   /* a JoinGroup/SyncGroup call's client left (no answer) */
 	DP_SVCS
 };

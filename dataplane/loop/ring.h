@@ -60,7 +60,7 @@ struct dp_msg {
 		struct { int64_t base_offset, log_start; void *out; } produce_done;
 		struct { int64_t offset; void *buf; uint32_t cap, max_bytes; int8_t isolation; bool min_one; } fetch;
 		struct { int64_t hw, lso, log_start; uint32_t len, need; } fetch_done;
-		struct { int64_t timestamp; void *out; int8_t isolation; } list;
+		struct { int64_t timestamp; void *out; uint32_t work_max; int8_t isolation; } list;   /* work_max: DP_LIST_WORK_BYTES_MAX's share */
 		struct { int64_t offset, timestamp; void *out; } list_done;
 		struct { int64_t offset, deadline_ms; uint32_t topic_gen; int8_t isolation; } watch;
 		struct { int64_t pid; int16_t epoch; } pid;

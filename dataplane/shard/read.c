@@ -15,6 +15,8 @@
 #include <liburing.h>
 
 #include "batch.h"
+#include "codec.h"
+#include "fs.h"
 #include "kerr.h"
 #include "log.h"
 #include "lso.h"
@@ -49,6 +51,8 @@ struct dp_read {
 };
 
 _Static_assert(DP_LOOKUP_WARMS_MAX <= UINT8_MAX, "dp_read.warms holds the count");
+_Static_assert(DP_LIST_PART_WORK_BYTES_MAX <= ST_BATCH_DECOMPRESSED_BYTES_MAX, "a lookup decompresses within the codec's bound");
+_Static_assert(DP_LIST_BATCH_BYTES_MAX <= DP_LIST_PART_WORK_BYTES_MAX, "a lone lookup may read a whole buffer");
 
 /*
  * The core's DP_READS_MAX read slots and, behind them, the warm-read sink:
@@ -58,10 +62,12 @@ _Static_assert(DP_LOOKUP_WARMS_MAX <= UINT8_MAX, "dp_read.warms holds the count"
  */
 unsigned long long dp_shard_reads_bytes(void)
 {
-	return (unsigned long long)DP_READS_MAX * sizeof(struct dp_read) + ST_LOG_WARM_BYTES;
+	return (unsigned long long)DP_READS_MAX * sizeof(struct dp_read) + ST_LOG_WARM_BYTES + DP_LIST_BATCH_BYTES_MAX;
 }
 
 static uint8_t *warm_sink(struct dp_core *c) { return (uint8_t *)(c->reads + DP_READS_MAX); }
+/* ListOffsets' batch buffer: read and walked within one call (list_in_batch), so one per core. */
+static uint8_t *list_buf(struct dp_core *c) { return warm_sink(c) + ST_LOG_WARM_BYTES; }
 
 int dp_shard_reads_create(struct dp_core *c)
 {
@@ -407,7 +413,71 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms);
 
 void shard_list(struct dp_core *c, struct dp_msg *m) { list_run(c, m, 0); }
 
-/* ListOffsets of one partition; a lookup by time reads headers as fetch_locate does. */
+/*
+ * The record Kafka answers for ListOffsets by time in the batch the time index found (its
+ * LogSegment.findOffsetByTimestamp): the first whose timestamp is >= ts, with that timestamp; in a
+ * LogAppendTime batch every record bears the batch's maxTimestamp, so the first one. The batch is
+ * read as a lookup reads headers: from the page cache, else a warm read of it and the request runs
+ * again (1), with blocking reads only once that is spent (lookup_warm). A batch over
+ * DP_LIST_BATCH_BYTES_MAX or over the request's share of work (work_max: bytes read, and bytes
+ * decompressed, dp_limits.h), one that no longer reads back whole with its CRC, or one whose
+ * records do not bear out its maxTimestamp is answered by its header.
+ */
+static int list_in_batch(struct dp_core *c, struct dp_msg *m, struct dp_part *p, const struct st_time_hit *hit,
+                         int64_t ts, unsigned warms, int64_t *offset, int64_t *timestamp)
+{
+	const struct st_batch_hdr *h = &hit->h;
+	*offset = h->base_offset;
+	*timestamp = h->max_timestamp;
+	uint32_t work = m->u.list.work_max;
+	if ((h->attributes & ST_BATCH_ATTR_TIMESTAMP_TYPE) || hit->len > DP_LIST_BATCH_BYTES_MAX || hit->len > work)
+		return 0;
+	uint8_t *buf = list_buf(c);
+	ssize_t n = st_fs_pread_nowait(hit->fd, buf, hit->len, (off_t)hit->pos);
+	bool nowait_unsupported = n < 0 && errno == EOPNOTSUPP;
+	if (n < 0 && errno != EAGAIN && !nowait_unsupported) {
+		DP_ERR_RL("list offsets: batch read failed: %s", strerror(errno));
+		return 0;
+	}
+	if (n < (ssize_t)hit->len && !nowait_unsupported) {
+		uint32_t done = n > 0 ? (uint32_t)n : 0, left = hit->len - done;
+		if (lookup_warm(c, m, p, hit->fd, hit->pos + done, left < ST_LOG_WARM_BYTES ? left : ST_LOG_WARM_BYTES,
+		                warms, list_run))
+			return 1;
+	}
+	if (n < (ssize_t)hit->len) {
+		size_t got = 0;
+		while (got < hit->len) {
+			ssize_t r = st_fs_pread(hit->fd, buf + got, hit->len - got, (off_t)(hit->pos + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				DP_ERR_RL("list offsets: batch read failed: %s", r < 0 ? strerror(errno) : "end of file");
+				return 0;
+			}
+			got += (size_t)r;
+		}
+	}
+	struct st_batch_hdr bh;
+	if (st_batch_parse(buf, hit->len, &bh) != (int)hit->len || bh.base_offset != h->base_offset ||
+	    !st_batch_crc_ok(buf, hit->len)) {
+		DP_ERR_RL("list offsets: the batch at offset %lld does not read back whole", (long long)h->base_offset);
+		return 0;
+	}
+	int32_t delta;
+	int64_t rts;
+	int rc = st_codec_find_time(c->codec, buf, hit->len, &bh, ts, work, &delta, &rts);
+	if (rc == 0) {
+		*offset = h->base_offset + delta;
+		*timestamp = rts;
+	} else if (rc != -ENOENT && rc != -EMSGSIZE) {   /* -EMSGSIZE: past the request's share */
+		DP_ERR_RL("list offsets: the records of the batch at offset %lld: %s", (long long)h->base_offset,
+		          strerror(-rc));
+	}
+	return 0;
+}
+
+/* ListOffsets of one partition; a lookup by time reads headers as fetch_locate does, then the batch. */
 static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 {
 	struct dp_msg out = { 0 };
@@ -427,17 +497,23 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 	} else if (ts < 0) {
 		out.err = KERR_INVALID_REQUEST;
 	} else {
-		int64_t off;
+		struct st_time_hit hit;
 		int fd;
 		uint64_t pos;
 		uint32_t len;
-		if (st_log_offset_for_time_nowait(p->log, ts, &off, &fd, &pos, &len) == -EAGAIN) {
+		if (st_log_batch_for_time_nowait(p->log, ts, &hit, &fd, &pos, &len) == -EAGAIN) {
 			if (lookup_warm(c, m, p, fd, pos, len, warms, list_run))
 				return;   /* runs again when its warm read completes */
-			off = st_log_offset_for_time(p->log, ts);
+			st_log_batch_for_time(p->log, ts, &hit);
 		}
-		out.u.list_done.offset = off < hw ? off : -1;     /* -1: no record that late */
-		out.u.list_done.timestamp = off < hw ? ts : -1;
+		out.u.list_done.offset = -1;                      /* -1: no record that late */
+		if (hit.found && hit.h.base_offset < hw) {
+			int64_t off, rts;
+			if (list_in_batch(c, m, p, &hit, ts, warms, &off, &rts))
+				return;   /* runs again when its warm read completes */
+			out.u.list_done.offset = off;
+			out.u.list_done.timestamp = rts;
+		}
 	}
 	reply(c, m, &out, DP_MSG_LIST_DONE);
 }

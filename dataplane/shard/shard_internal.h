@@ -10,6 +10,11 @@
 /* user_data tag of the core's SQEs for cold fetch reads (dp_shard_read_complete). */
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
 #define DP_LOOKUP_WARMS_MAX     16u       /* warm reads one Fetch/ListOffsets lookup waits for (read.c) */
+/* ListOffsets by time reads the batch its time index found into a buffer of this size (one per
+ * data core, beside the read slots) to find the record in it: twice Kafka's default
+ * max.message.bytes (1048588), which librdkafka's and kafkajs's batches stay under. A larger batch
+ * is answered by its header (its base offset and maxTimestamp), as the index alone would. */
+#define DP_LIST_BATCH_BYTES_MAX (2u << 20)
 
 /* Close and remove the topics whose delete waits and whose partitions are idle; returns how many. */
 /* Append completions (st_log_append_cb): a produce's dp_append, a marker's dp_marker. */
@@ -25,7 +30,7 @@ void dp_shard_timer(struct dp_core *c);
 /* A cold fetch read (DP_READ_TAG) completed. */
 struct io_uring_cqe;
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);
-/* The core's read slots and warm-read sink (read.c): made at the shard's start, freed at its
+/* The core's read slots, warm-read sink and ListOffsets batch buffer (read.c): made at the shard's start, freed at its
  * destroy; their bytes for the budget. */
 int  dp_shard_reads_create(struct dp_core *c);
 void dp_shard_reads_destroy(struct dp_core *c);

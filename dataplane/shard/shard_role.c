@@ -125,7 +125,8 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "
 	              "transactions grow to (and a byte per 64 B block)");
 	dp_budget_add(bd, "read slots", dp_budget_ndata(cfg), dp_shard_reads_bytes(),
-	              "DP_READS_MAX cold and warm reads in flight and the ST_LOG_WARM_BYTES sink, per data core");
+	              "DP_READS_MAX cold and warm reads in flight, the ST_LOG_WARM_BYTES sink and the "
+	              "DP_LIST_BATCH_BYTES_MAX ListOffsets batch buffer, per data core");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),

@@ -23,6 +23,14 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         and the commit applies offsets for the known ones only
   cluster PORT NODE HOST:PORT                DescribeCluster v0 (flexible): no error, the
         controller is NODE and the one broker is NODE at HOST:PORT, the body read to its last byte
+  offdel PORT KNOWN PARTS PHASE               OffsetDelete v0 (PHASE "delete"): simple commits of
+        group G to every partition of KNOWN; deleting partition 0's, an unknown topic's
+        (UNKNOWN_TOPIC_OR_PARTITION) and one never committed answer NONE, and OffsetFetch then
+        has -1 for partition 0 and the others kept; an unknown or empty group id is
+        GROUP_ID_NOT_FOUND / INVALID_GROUP_ID at the top; a DeleteGroups v1 of 300 unknown
+        names answers GROUP_ID_NOT_FOUND for the first 256 (DP_GRP_DELETE_GROUPS_MAX) and
+        INVALID_REQUEST for the rest. PHASE "after" (after a restart): the same offsets read
+        back (the tombstone held)
   parts PORT TOPIC NOW                       CreatePartitions v1 against TOPIC of NOW partitions
         (hostile counts and names, an explicit assignment, validateOnly); the topic ends with NOW + 2
 Python 3 stdlib only.
@@ -415,6 +423,74 @@ def cmd_parts(port, topic, now):
     return 0
 
 
+API_OFFSET_DELETE, API_DELETE_GROUPS = 47, 42
+GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 69, 24, 3, 42
+
+
+def delete_groups_v1(conn, groups):
+    """Returns [(group, error)] in the answer's order."""
+    body = struct.pack('>i', len(groups)) + b''.join(bc.kstr(g) for g in groups)
+    r = bc.Reader(conn.call(API_DELETE_GROUPS, 1, body))
+    r.i32()
+    out = [(r.string(), r.i16()) for _ in range(r.i32())]
+    if not r.done():
+        raise ValueError('trailing bytes in DeleteGroups v1 response')
+    return out
+
+
+def offset_delete_v0(conn, group, parts):
+    """parts: [(topic, partition)]; returns (top-level error, {(topic, partition): error})."""
+    by_topic = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    body = bc.kstr(group) + struct.pack('>i', len(by_topic))
+    for t, ps in by_topic.items():
+        body += bc.kstr(t) + struct.pack('>i', len(ps)) + b''.join(struct.pack('>i', p) for p in ps)
+    r = bc.Reader(conn.call(API_OFFSET_DELETE, 0, body))
+    err = r.i16()
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        t = r.string()
+        for _ in range(r.i32()):
+            p, e = r.i32(), r.i16()
+            out[(t, p)] = e
+    if not r.done():
+        raise ValueError('trailing bytes in OffsetDelete v0 response')
+    return err, out
+
+
+def cmd_offdel(port, known, parts, phase):
+    c = bc.Conn(port)
+    group = 'offdel-g'
+    want = {(known, p): (-1 if p == 0 else 100 + p, bc.NONE) for p in range(parts)}
+    if phase == 'delete':
+        res = retried('OffsetCommit', lambda: (0, offset_commit_v2(c, group, [(known, p, 100 + p)
+                                                                             for p in range(parts)])))
+        if any(e != bc.NONE for e in res.values()):
+            die(f'OffsetCommit: {res}')
+        err, res = offset_delete_v0(c, group, [(known, 0), ('no-such-topic', 0)])
+        if err or res != {(known, 0): bc.NONE, ('no-such-topic', 0): UNKNOWN_TOPIC_OR_PARTITION}:
+            die(f'OffsetDelete: error {err}, partitions {res}')
+        err, res = offset_delete_v0(c, group, [(known, 0)])   # none left there: still NONE
+        if err or res != {(known, 0): bc.NONE}:
+            die(f'OffsetDelete again: error {err}, partitions {res}')
+        for g, e in (('offdel-none', GROUP_ID_NOT_FOUND), ('', INVALID_GROUP_ID)):
+            err, res = offset_delete_v0(c, g, [(known, 1)])
+            if err != e:
+                die(f'OffsetDelete of group {g!r}: error {err}, want {e}')
+        names = [f'dg-none-{i}' for i in range(300)]
+        got = delete_groups_v1(c, names)
+        want_dg = [(n, GROUP_ID_NOT_FOUND if i < 256 else INVALID_REQUEST) for i, n in enumerate(names)]
+        if got != want_dg:
+            die(f'DeleteGroups of 300 unknown names: {got[:2]}...{got[-2:]}')
+    got = offset_fetch_v1(c, group, [(known, p) for p in range(parts)])
+    if got != want:
+        die(f'OffsetFetch after OffsetDelete ({phase}): {got}, want {want}')
+    print(f'offdel {phase}: ok')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -434,6 +510,8 @@ def main(argv):
             return cmd_cluster(port, int(argv[3]), argv[4])
         if cmd == 'parts':
             return cmd_parts(port, argv[3], int(argv[4]))
+        if cmd == 'offdel':
+            return cmd_offdel(port, argv[3], int(argv[4]), argv[5])
         if cmd == 'txncommit':
             return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:

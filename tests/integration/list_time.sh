@@ -2,12 +2,15 @@
 # list_time.sh SLUICED
 #
 # ListOffsets by timestamp on a partition of many segments (64 KiB each):
-# 1,500 batches whose timestamps run out of order across and within batches
-# (list_time.py). Every answer must be Kafka's (the first batch whose
-# maxTimestamp reaches the target, or -1), from the page cache, from evicted
+# 1,500 batches whose timestamps run out of order across and within batches,
+# a third of them gzip-compressed (list_time.py). Every answer must be
+# Kafka's (in the first batch whose maxTimestamp reaches the target, the
+# first record that does: its offset and timestamp; or -1), from the page
+# cache, from evicted
 # segments, and after a restart, whose sealed segments' time indexes are then
 # read from their files; and again after every .timeindex file was removed or
-# damaged, which the restart rebuilds (the log says so).
+# damaged, which the restart rebuilds (the log says so). One request of
+# 300,000 lookups by time is past DP_LIST_WORK_BYTES_MAX: header answers.
 . "$(dirname "$0")/lib.sh"
 integ_init list-time 81 "$@"
 PY=$(command -v python3) || skip "python3 is not installed"

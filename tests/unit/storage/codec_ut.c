@@ -491,6 +491,102 @@ static void test_split_feeds(void)
 	}
 }
 
+/* st_codec_find_time on a batch of `batch` whose first timestamp is set to first_ts. */
+static int find_time(size_t total, int64_t first_ts, int64_t target, int32_t *delta, int64_t *ts)
+{
+	struct st_batch_hdr h;
+	st_put_be64(batch + ST_BATCH_OFF_FIRST_TIMESTAMP, (uint64_t)first_ts);
+	CU_ASSERT_EQUAL_FATAL(st_batch_parse(batch, total, &h), (int)total);
+	allocs = 0;
+	counting = true;
+	int rc = st_codec_find_time(z, batch, total, &h, target, max_bytes, delta, ts);
+	counting = false;
+	CU_ASSERT_EQUAL(allocs, 0);
+	return rc;
+}
+
+/* ListOffsets by time within a batch: the first record whose timestamp (first + delta) reaches the
+ * target, through every codec, with deltas that fall as well as rise. */
+static void test_find_time(void)
+{
+	for (int codec = NONE; codec <= ZSTD; codec++) {
+		size_t n = recs(1000, 100), c = pack(codec, n);   /* record i: timestamp delta i */
+		size_t total = mk_batch((int16_t)codec, 1000, 999, packed, c);
+		int32_t d = -7;
+		int64_t ts = -7;
+		CU_ASSERT_EQUAL(find_time(total, 5000, 0, &d, &ts), 0);
+		CU_ASSERT(d == 0 && ts == 5000);
+		CU_ASSERT_EQUAL(find_time(total, 5000, 5001, &d, &ts), 0);
+		CU_ASSERT(d == 1 && ts == 5001);
+		CU_ASSERT_EQUAL(find_time(total, 5000, 5777, &d, &ts), 0);
+		CU_ASSERT(d == 777 && ts == 5777);
+		CU_ASSERT_EQUAL(find_time(total, 5000, 5999, &d, &ts), 0);
+		CU_ASSERT(d == 999 && ts == 5999);
+		CU_ASSERT_EQUAL(find_time(total, 5000, 6000, &d, &ts), -ENOENT);   /* none reaches it */
+		CU_ASSERT_EQUAL(find_time(total, INT64_MAX - 500, INT64_MAX, &d, &ts), 0);   /* saturates */
+		CU_ASSERT(d == 500 && ts == INT64_MAX);
+	}
+	/* Deltas out of order: 0, 30, 10, 40, 20. The first in offset order that reaches, not the least. */
+	static const int64_t deltas[] = { 0, 30, 10, 40, 20 };
+	uint8_t *p = plain;
+	for (int i = 0; i < 5; i++) {
+		uint8_t body[32];
+		size_t b = 0;
+		body[b++] = 0;
+		b += (size_t)st_varint_put(body + b, deltas[i]);
+		b += (size_t)st_varint_put(body + b, i);
+		b += (size_t)st_varint_put(body + b, -1);
+		b += (size_t)st_varint_put(body + b, -1);
+		b += (size_t)st_varint_put(body + b, 0);
+		p += st_varint_put(p, (int64_t)b);
+		memcpy(p, body, b);
+		p += b;
+	}
+	for (int codec = NONE; codec <= ZSTD; codec++) {
+		size_t c = pack(codec, (size_t)(p - plain));
+		size_t total = mk_batch((int16_t)codec, 5, 4, packed, c);
+		int32_t d;
+		int64_t ts;
+		CU_ASSERT_EQUAL(find_time(total, 100, 115, &d, &ts), 0);
+		CU_ASSERT(d == 1 && ts == 130);
+		CU_ASSERT_EQUAL(find_time(total, 100, 135, &d, &ts), 0);
+		CU_ASSERT(d == 3 && ts == 140);
+		CU_ASSERT_EQUAL(find_time(total, 100, 141, &d, &ts), -ENOENT);
+	}
+	/* A malformed record before the one sought is an error, not an answer. */
+	size_t n = recs(3, 5);
+	plain[n - 1] = 7;   /* the last record's header count: past its end */
+	int32_t d;
+	int64_t ts;
+	CU_ASSERT_EQUAL(find_time(mk_batch(NONE, 3, 2, plain, n), 0, 2, &d, &ts), -EBADMSG);
+	CU_ASSERT_EQUAL(find_time(mk_batch(NONE, 3, 2, plain, n), 0, 1, &d, &ts), 0);   /* found before it */
+	CU_ASSERT(d == 1 && ts == 1);
+}
+
+/* A seek fed in pieces finds the same record, whatever the split (the byte-at-a-time path). */
+static void test_find_time_split(void)
+{
+	size_t n = recs(20, 7);
+	struct st_batch_hdr h = { .records_count = 20, .last_offset_delta = 19 };
+	for (size_t step = 1; step <= 9; step++) {
+		for (int64_t target = 0; target <= 20; target += 4) {
+			struct st_recs_check v;
+			CU_ASSERT_EQUAL_FATAL(st_recs_check_init(&v, &h), 0);
+			st_recs_seek_time(&v, 1000, 1000 + target);
+			int rc = 0;
+			for (size_t i = 0; i < n && rc == 0; i += step)
+				rc = st_recs_check_feed(&v, plain + i, n - i < step ? n - i : step);
+			if (target < 20) {
+				CU_ASSERT_EQUAL(rc, ST_RECS_FOUND);
+				CU_ASSERT(v.found_delta == target && v.found_ts == 1000 + target);
+			} else {
+				CU_ASSERT_EQUAL(rc, 0);
+				CU_ASSERT_EQUAL(st_recs_check_end(&v), 0);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -512,6 +608,8 @@ int main(void)
 	CU_add_test(s, "decompression bombs", test_bomb);
 	CU_add_test(s, "record framing", test_record_framing);
 	CU_add_test(s, "split feeds", test_split_feeds);
+	CU_add_test(s, "find a record by time, each codec", test_find_time);
+	CU_add_test(s, "find a record by time, split feeds", test_find_time_split);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

@@ -553,6 +553,50 @@ static void test_group_records(void)
 	grp_coord_destroy(c);
 }
 
+/* DeleteGroups: an Empty group goes Dead (unlisted, its generation forgotten), takes simple
+ * commits, and its next join makes it anew; a group tombstone read back does the same. */
+static void test_group_delete(void)
+{
+	struct grp_coord *c;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
+	struct grp_group *g = grp_get(c, "gd", 2);
+	struct grp_member *a = join_new(g, 1, "a", 0);
+	CU_ASSERT_FATAL(a != NULL);
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_leave(g, a->id, a->id_len, 10, &ut_o), KERR_NONE);
+	CU_ASSERT_EQUAL_FATAL(g->state, GRP_EMPTY);
+	CU_ASSERT(g->generation > 0);
+	uint8_t key[GRP_GROUP_KEY_BYTES_MAX], val[4096], batch[8192];
+	int kn = grp_group_key_encode(key, sizeof(key), g->id, g->id_len);
+	int vn = grp_group_value_encode(g, val, sizeof(val));
+	int bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, val, vn);
+	CU_ASSERT_FATAL(kn > 0 && vn > 0 && bn > 0);
+	int32_t gen = g->generation;
+
+	grp_delete(g);
+	CU_ASSERT(g->state == GRP_DEAD && g->generation == 0 && g->protocol_type_len == 0 && g->nmembers == 0);
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, -1), KERR_NONE);   /* a simple commit */
+	CU_ASSERT_EQUAL(grp_commit_check(g, "", 0, gen), KERR_ILLEGAL_GENERATION);
+	CU_ASSERT_PTR_EQUAL(grp_get(c, "gd", 2), g);                 /* a join revives it, Empty, generation 0 */
+	CU_ASSERT(g->state == GRP_EMPTY && g->generation == 0);
+	struct grp_member *b = join_new(g, 2, "b", 20);
+	CU_ASSERT(b != NULL && g->generation == 1);
+
+	/* Read back: the group's record, then its tombstone: Dead, its generation gone. */
+	struct grp_coord *c2;
+	CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c2), 0);
+	CU_ASSERT_EQUAL(grp_groups_apply_batch(c2, batch, (size_t)bn, 100), 0);
+	struct grp_group *r = grp_find(c2, "gd", 2);
+	CU_ASSERT_FATAL(r != NULL);
+	CU_ASSERT(r->state == GRP_EMPTY && r->generation == gen);
+	bn = st_batch_build(batch, sizeof(batch), 0, -1, -1, -1, 0, key, kn, NULL, -1);
+	CU_ASSERT_FATAL(bn > 0);
+	CU_ASSERT_EQUAL(grp_groups_apply_batch(c2, batch, (size_t)bn, 100), 0);
+	CU_ASSERT(r->state == GRP_DEAD && r->generation == 0);
+	grp_coord_destroy(c2);
+	grp_coord_destroy(c);
+}
+
 static void test_protocols(void)
 {
 	struct grp_coord *c;
@@ -998,6 +1042,7 @@ int main(void)
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
 	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);
+	CU_add_test(s, "DeleteGroups: Dead, simple commits, made anew; the tombstone read back", test_group_delete);
 	CU_add_test(s, "staged (pending) transactional offsets: keys, table, recovery", test_pending);
 	CU_add_test(s, "staged offsets stay pending until their transaction's end is durable", test_pending_end);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
