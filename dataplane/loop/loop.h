@@ -67,6 +67,7 @@ struct dp_config {
 	bool auto_create;
 	bool fsync;
 	uint32_t prealloc_bytes;          /* segment space reserved ahead of the appends (st_io_config) */
+	bool direct_io;                   /* appends written O_DIRECT (st_io_config.direct; --direct-io) */
 	uint64_t segment_bytes;
 	int64_t retention_bytes;
 	int64_t retention_ms;

@@ -47,6 +47,7 @@ static const struct st_log_config cfg_default = {
 };
 
 static uint32_t ut_prealloc; /* st_io_config.prealloc_bytes of the next ut_setup (0: none) */
+static bool ut_direct;       /* st_io_config.direct of the next ut_setup */
 
 static void ut_setup(bool fsync)
 {
@@ -55,7 +56,8 @@ static void ut_setup(bool fsync)
 	snprintf(dir, sizeof(dir), "%s/t-0", tmpl);
 	CU_ASSERT_FATAL(io_uring_queue_init(UT_RING_DEPTH, &ring, 0) == 0);
 	CU_ASSERT_FATAL(st_io_create(&(struct st_io_config){ .fsync = fsync, .on_append = on_append,
-	                                                    .prealloc_bytes = ut_prealloc }, &ring, &io) == 0);
+	                                                    .prealloc_bytes = ut_prealloc, .direct = ut_direct },
+	                              &ring, &io) == 0);
 	memset(&cb, 0, sizeof(cb));
 }
 
@@ -2052,6 +2054,154 @@ static void test_large_batch(void)
 	free(big);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Direct io (st_io_config.direct)                                           */
+
+#include <sys/mman.h>
+
+/* Pages of the file name that the page cache holds now (mincore on a mapping: reads nothing). */
+static uint64_t ut_cached_pages(const char *name)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	struct stat st;
+	CU_ASSERT_FATAL(fstat(fd, &st) == 0);
+	uint64_t n = 0, pages = ((uint64_t)st.st_size + 4095) / 4096;
+	if (pages) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		CU_ASSERT_FATAL(m != MAP_FAILED);
+		unsigned char *v = malloc(pages);
+		CU_ASSERT_FATAL(v && mincore(m, (size_t)st.st_size, v) == 0);
+		for (uint64_t i = 0; i < pages; i++)
+			n += v[i] & 1;
+		free(v);
+		munmap(m, (size_t)st.st_size);
+	}
+	close(fd);
+	return n;
+}
+
+/* Fetch the whole log as a consumer would (locate, read, whole batches with good CRCs); the batches. */
+static int ut_fetch_all(struct st_log *log)
+{
+	static uint8_t got[1 << 15];
+	int batches = 0;
+	for (int64_t off = st_log_start_offset(log); off < st_log_durable_offset(log);) {
+		int fd;
+		uint64_t pos;
+		uint32_t len;
+		CU_ASSERT_EQUAL_FATAL(st_log_locate(log, off, st_log_durable_offset(log), sizeof(got), &fd, &pos, &len), 0);
+		CU_ASSERT_FATAL(len > 0 && len <= sizeof(got));
+		CU_ASSERT_EQUAL_FATAL(pread(fd, got, len, (off_t)pos), (ssize_t)len);
+		for (uint32_t p = 0; p < len; batches++) {
+			struct st_batch_hdr h;
+			int total = st_batch_parse(got + p, len - p, &h);
+			CU_ASSERT_FATAL(total > 0);
+			CU_ASSERT_FATAL(st_batch_crc_ok(got + p, (size_t)total));
+			CU_ASSERT_EQUAL_FATAL(h.base_offset, off);
+			off = h.base_offset + h.last_offset_delta + 1;
+			p += (uint32_t)total;
+		}
+	}
+	return batches;
+}
+
+/* The segment file name holds exactly batches [from, to) of bufs/lens, back to back, and nothing more. */
+static void ut_check_file(const char *name, int from, int to)
+{
+	static uint8_t got[UT_BATCHES_MAX * 1024];
+	uint64_t want = 0;
+	for (int i = from; i < to; i++)
+		want += lens[i];
+	CU_ASSERT_FATAL(want <= sizeof(got));
+	CU_ASSERT_EQUAL(file_size(name), want); /* no padding past the last batch */
+	CU_ASSERT_EQUAL((uint64_t)file_get(name, got, sizeof(got)), want);
+	uint64_t at = 0;
+	for (int i = from; i < to && at + lens[i] <= want; at += lens[i], i++)
+		if (memcmp(got + at, bufs[i], lens[i])) {
+			CU_FAIL("a batch's bytes differ from what was appended");
+			fprintf(stderr, "batch %d at %llu differs\n", i, (unsigned long long)at);
+			return;
+		}
+}
+
+/*
+ * Appends of every size, in groups of every size, land in the file exactly as
+ * received, through the O_DIRECT descriptor (the page cache holds at most the
+ * tail blocks, where the buffered path holds every page), across a roll and a
+ * reopen (which reads the last partial block back), and reads see them.
+ */
+static void test_direct_appends(void)
+{
+	struct st_log *log;
+	const char *seg0 = "00000000000000000000.log";
+	struct st_log_config cfg = cfg_default;
+	cfg.segment_bytes = 256u << 10;
+	int n = 0;
+
+	for (int direct = 0; direct < 2; direct++) {
+		ut_direct = direct;
+		ut_setup(true);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(log->dbuf != NULL, direct);
+		CU_ASSERT_EQUAL(log->segs[log->nsegs - 1]->dfd >= 0, direct); /* ext4 under /tmp takes O_DIRECT */
+		n = 0;
+		/* Groups of 1..7 batches of 1..3 records of 61..1260 value bytes: the ends fall anywhere in a block. */
+		for (int round = 0; round < 40; round++) {
+			for (int k = 0; k <= round % 7; k++, n++) {
+				CU_ASSERT(ut_append(log, n, 1 + n % 3, 100 + n, 61 + (uint32_t)(n * 397) % 1200) >= 0);
+			}
+			ut_drive();
+		}
+		CU_ASSERT_EQUAL(st_log_segment_count(log), 1);
+		uint64_t cached = ut_cached_pages(seg0), pages = (file_size(seg0) + 4095) / 4096;
+		/* direct: the last tail block (the one written through the page cache), at most
+		 * two pages of it; the buffered path: all of it */
+		CU_ASSERT(direct ? cached <= 2 : cached == pages);
+		ut_check_file(seg0, 0, n);
+		CU_ASSERT_EQUAL(ut_fetch_all(log), n);
+		st_log_close(log);
+		/* Reopen: the buffer starts from the last partial block read back. */
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+		for (int round = 0; round < 8; round++) {
+			for (int k = 0; k < 3; k++, n++)
+				ut_append(log, n, 1, 100, 500 + (uint32_t)round * 300);
+			ut_drive();
+		}
+		ut_check_file(seg0, 0, n);
+		/* Past the segment size: a roll, the new segment starts the buffer afresh. */
+		while (st_log_segment_count(log) < 3) {
+			ut_append(log, n++, 1, 100, 2900);
+			if (n % 5 == 0)
+				ut_drive();
+		}
+		ut_drive();
+		CU_ASSERT_EQUAL(log->segs[0]->dfd, -1);  /* sealed: only the ordinary descriptor */
+		int in0 = 0;
+		for (uint64_t sz = 0; sz < log->segs[0]->size; in0++)
+			sz += lens[in0];
+		char name1[32];
+		snprintf(name1, sizeof(name1), "%020lld.log", (long long)log->segs[1]->base);
+		int in1 = in0;
+		for (uint64_t sz = 0; sz < log->segs[1]->size; in1++)
+			sz += lens[in1];
+		ut_check_file(seg0, 0, in0);
+		ut_check_file(name1, in0, in1);
+		int64_t leo = st_log_end_offset(log);
+		st_log_close(log);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(st_log_end_offset(log), leo);
+		CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+		st_log_close(log);
+		ut_teardown();
+	}
+	ut_direct = false;
+}
+
 static void test_bad_config(void)
 {
 	struct st_log *log;
@@ -2105,6 +2255,7 @@ int main(void)
 	CU_add_test(s, "preallocation: fallocate ahead of the writes, size kept", test_prealloc);
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);
+	CU_add_test(s, "direct io: appends exact, past the page cache, across a roll and a reopen", test_direct_appends);
 	CU_add_test(s, "bad config", test_bad_config);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
