@@ -912,6 +912,26 @@ static int seg_damage_add(struct st_log *log, struct st_seg *seg, uint64_t pos, 
  * *good stops there. Returns 0, -errno for an I/O error (nothing is cut), or
  * -EBADMSG if the damage cannot be set aside.
  */
+/* seg_scan's *why for zero padding past a sealed segment's last batch (cut, nothing after dropped). */
+static const char st_scan_padding[] = "zero padding past the last batch";
+
+/* Whether bytes [pos, end) of the window's file are all zero. */
+static int scan_all_zero(struct scan_win *w, uint64_t pos, uint64_t end, bool *zero)
+{
+	*zero = true;
+	for (uint64_t at = pos; at < end && *zero;) {
+		size_t n = end - at < ST_LOG_PAGE_BYTES ? (size_t)(end - at) : ST_LOG_PAGE_BYTES;
+		const uint8_t *p;
+		int rc = win_get(w, at, n, &p);
+		if (rc < 0)
+			return rc;
+		for (size_t k = 0; k < n && *zero; k++)
+			*zero = p[k] == 0;
+		at += n;
+	}
+	return 0;
+}
+
 static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf, bool tail,
                     int64_t next_base, uint64_t cut_from, uint64_t *good, const char **why, bool *repaired)
 {
@@ -947,6 +967,19 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 			w.len = 0; /* the window held the old bytes */
 			*repaired = true;
 			v = SCAN_OK;
+		}
+		if (v == SCAN_BAD && !tail && next_base == next) {
+			/* Zeros from the last batch's end to the file's, the next segment starting at its
+			 * end offset: padding past the last batch (a block an O_DIRECT write filled out, or
+			 * a size a crash made durable before its data), not damage: nothing lies there.
+			 * *good stops before it; the caller cuts it and keeps the segments after it. */
+			bool zero = false;
+			if ((rc = scan_all_zero(&w, pos, size, &zero)) < 0)
+				return rc;
+			if (zero) {
+				*why = st_scan_padding;
+				break;
+			}
 		}
 		if (v == SCAN_BAD && pos >= cut_from) {
 			/* Past the last point known durable: the unsynced write a crash tore (log_internal.h). */
@@ -1234,6 +1267,17 @@ static int log_recover(struct st_log *log)
 			fprintf(stderr, "sluice storage: %s: cannot recover segment %020" PRId64 ": %s\n",
 			        log->dir, seg->base, strerror(-rc));
 			goto out;
+		}
+		if (good < size && why == st_scan_padding) {
+			/* A sealed segment's zero padding (seg_scan): cut, the segments after it kept. */
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64
+			        " byte(s) of zero padding at position %" PRIu64 "\n", log->dir, seg->base, size - good, good);
+			if (st_fs_ftruncate(seg->fd, (off_t)good) < 0 || st_fs_fdatasync(seg->fd) < 0) {
+				rc = -errno;
+				fprintf(stderr, "sluice storage: %s: truncation failed: %s\n", log->dir, strerror(-rc));
+				goto out;
+			}
+			size = good;
 		}
 		if (good < size) {
 			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64

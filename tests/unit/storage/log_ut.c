@@ -2202,6 +2202,170 @@ static void test_direct_appends(void)
 	ut_direct = false;
 }
 
+/*
+ * Zeros past the last batch (a block an O_DIRECT write filled out, or a size a crash made
+ * durable before its data) are the end of the data, not damage: in the active segment they
+ * are cut as before; in a sealed one (the next segment starts at its end offset) they are cut
+ * and the segments after it kept, where they were set aside as a damage range before. The
+ * log reopens exact, and direct appends go on from the right block.
+ */
+static void test_direct_padding(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	cfg.segment_bytes = 16u << 10;
+	const char *seg0 = "00000000000000000000.log";
+	int n = 0;
+
+	ut_direct = true;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	while (st_log_segment_count(log) < 3) {
+		ut_append(log, n++, 1, 100, 900);
+		if (n % 3 == 0)
+			ut_drive();
+	}
+	ut_drive();
+	int64_t leo = st_log_end_offset(log);
+	uint64_t size0 = log->segs[0]->size;
+	char act[32];
+	snprintf(act, sizeof(act), "%020lld.log", (long long)log->segs[2]->base);
+	uint64_t act_size = log->segs[2]->size;
+	st_log_close(log);
+	/* Pad both out to the block after the next, with zeros. */
+	uint64_t pad0 = (size0 / 4096 + 2) * 4096 - size0, pad2 = (act_size / 4096 + 2) * 4096 - act_size;
+	file_zero(seg0, size0, pad0);
+	file_zero(act, act_size, pad2);
+	CU_ASSERT_EQUAL(file_size(seg0), size0 + pad0);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), leo);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), 3);
+	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);    /* was 1: the sealed end set aside */
+	CU_ASSERT_EQUAL(file_size(seg0), size0);
+	CU_ASSERT_EQUAL(file_size(act), act_size);
+	CU_ASSERT_EQUAL(ut_fetch_all(log), n);
+	for (int k = 0; k < 5; k++)
+		ut_append(log, n++, 1, 100, 300);
+	ut_drive();
+	int64_t leo2 = st_log_end_offset(log);
+	CU_ASSERT_EQUAL(leo2, leo + 5);
+	st_log_close(log);
+	/* Exact: the sealed segment's index is trusted at the next open (its size is its data's). */
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), leo2);
+	CU_ASSERT_EQUAL(st_log_damage_count(log, NULL), 0);
+	CU_ASSERT_EQUAL(ut_fetch_all(log), n);
+	st_log_close(log);
+	ut_teardown();
+	ut_direct = false;
+}
+
+/* Open dir on an io and ring of its own (another process after a crash): its LEO and damage. */
+static void ut_open_other(const struct st_log_config *c, int64_t *leo, uint32_t *damage)
+{
+	struct io_uring r2;
+	struct st_io *io2;
+	struct st_log *l2;
+	CU_ASSERT_FATAL(io_uring_queue_init(UT_RING_DEPTH, &r2, 0) == 0);
+	CU_ASSERT_FATAL(st_io_create(&(struct st_io_config){ .fsync = true, .on_append = on_append, .direct = true },
+	                             &r2, &io2) == 0);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io2, dir, c, &l2), 0);
+	*leo = st_log_end_offset(l2);
+	*damage = st_log_damage_count(l2, NULL);
+	st_log_close(l2);
+	st_io_destroy(io2);
+	io_uring_queue_exit(&r2);
+}
+
+/* Run a prepared write SQE by hand (the kernel doing it before a crash). */
+static void ut_sqe_run(const struct io_uring_sqe *q)
+{
+	CU_ASSERT_EQUAL_FATAL(q->opcode, IORING_OP_WRITE);
+	CU_ASSERT_EQUAL_FATAL(pwrite(q->fd, (const void *)(uintptr_t)q->addr, q->len, (off_t)q->off), (ssize_t)q->len);
+}
+
+/*
+ * A crash between a group's O_DIRECT write and its fdatasync: the chain is whole blocks
+ * O_DIRECT (aligned buffer, offset and length, the last partial block written again), the
+ * tail through the page cache, then the sync. (a) Both writes reached the file: recovery
+ * keeps the batches (it syncs what it scanned). (b) A power cut kept the tail page and not
+ * the direct blocks: the first new batch starts on zeros, a torn write, cut at the durable
+ * end, no damage. Then the sync fails in the old process: its appends fail, its close cuts
+ * at the durable end, and a reopen's direct appends land exact behind the kept batches.
+ */
+static void test_direct_crash_before_sync(void)
+{
+	struct st_log *log;
+	const char *seg0 = "00000000000000000000.log";
+	int64_t leo;
+	uint32_t damage;
+
+	ut_direct = true;
+	ut_setup(true);
+	for (int torn = 0; torn < 2; torn++) {
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+		if (!torn) {
+			for (int i = 0; i < 4; i++)
+				ut_append(log, i, 1, 100, 700 + i);
+			ut_drive();
+		}
+		CU_ASSERT_EQUAL_FATAL(st_log_end_offset(log), 4);
+		uint64_t durable = log->segs[0]->size;
+		for (int i = 4; i < 9; i++)
+			ut_append(log, i, 1, 100, 900 + i + 50 * torn);
+		struct st_seg *seg = log->segs[0];
+		CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+		struct io_uring_sqe dw = *ut_sqe(3), tw = *ut_sqe(2), sy = *ut_sqe(1);
+		CU_ASSERT_EQUAL(dw.fd, seg->dfd);
+		CU_ASSERT(fcntl(dw.fd, F_GETFL) & O_DIRECT);
+		CU_ASSERT_EQUAL(dw.off, durable / 4096 * 4096);       /* from the durable end's block */
+		CU_ASSERT(dw.len % 4096 == 0 && dw.addr % 4096 == 0 && dw.len > 0);
+		CU_ASSERT(dw.flags & IOSQE_IO_LINK);
+		CU_ASSERT_EQUAL(tw.fd, seg->fd);
+		CU_ASSERT_EQUAL(tw.off, dw.off + dw.len);
+		CU_ASSERT_EQUAL(tw.off + tw.len, seg->size);           /* the file ends at the last batch */
+		CU_ASSERT(tw.len < 4096 && (tw.flags & IOSQE_IO_LINK));
+		CU_ASSERT_EQUAL(sy.opcode, IORING_OP_FSYNC);
+		if (!torn)
+			ut_sqe_run(&dw);
+		ut_sqe_run(&tw);
+		/* The crash: another process opens the directory. */
+		ut_open_other(&cfg_default, &leo, &damage);
+		CU_ASSERT_EQUAL(leo, torn ? 4 : 9);
+		CU_ASSERT_EQUAL(damage, 0);
+		CU_ASSERT_EQUAL(file_size(seg0), torn ? durable : seg->size);
+		if (!torn)
+			ut_check_file(seg0, 0, 9);
+		/* The old process's sync fails: nothing of the group is acknowledged. */
+		int before = cb.n;
+		ut_cqe(dw.user_data, (int)dw.len);
+		ut_cqe(tw.user_data, (int)tw.len);
+		ut_cqe(sy.user_data, -EIO);
+		CU_ASSERT_EQUAL(cb.n, before + 5);
+		for (int k = before; k < cb.n; k++)
+			CU_ASSERT_EQUAL(cb.status[k], -EIO);
+		CU_ASSERT_EQUAL(st_log_failed(log), -EIO);
+		st_log_close(log);
+		CU_ASSERT_EQUAL(file_size(seg0), durable);             /* cut at its durable end */
+		/* Its SQEs were never submitted: a fresh ring for what follows. */
+		io_uring_queue_exit(&ring);
+		CU_ASSERT_FATAL(io_uring_queue_init(UT_RING_DEPTH, &ring, 0) == 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 4);
+	for (int i = 4; i < 12; i++) {
+		ut_append(log, i, 1, 100, 500 + 300 * i);
+		if (i % 3 == 0)
+			ut_drive();
+	}
+	ut_drive();
+	ut_check_file(seg0, 0, 12);
+	CU_ASSERT_EQUAL(ut_fetch_all(log), 12);
+	st_log_close(log);
+	ut_teardown();
+	ut_direct = false;
+}
+
 static void test_bad_config(void)
 {
 	struct st_log *log;
@@ -2256,6 +2420,8 @@ int main(void)
 	CU_add_test(s, "slot pool bound", test_slot_pool_bound);
 	CU_add_test(s, "large batch", test_large_batch);
 	CU_add_test(s, "direct io: appends exact, past the page cache, across a roll and a reopen", test_direct_appends);
+	CU_add_test(s, "direct io: zero padding past the last batch is the end, not damage", test_direct_padding);
+	CU_add_test(s, "direct io: a crash between the O_DIRECT write and its sync", test_direct_crash_before_sync);
 	CU_add_test(s, "bad config", test_bad_config);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
