@@ -548,10 +548,10 @@ int main(int argc, char **argv)
 		if (b.cfg.fault_drop_permille || b.cfg.fault_close_permille)
 			DP_WARN("TEST-ONLY fault injection is on: Produce responses dropped %u/1000, "
 			        "connections closed %u/1000", b.cfg.fault_drop_permille, b.cfg.fault_close_permille);
-		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s)",
+		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s, direct io %s)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata,
 		        b.first_data ? " alone" : b.ncores > 1 ? " beside data" : "", b.cfg.data_dir,
-		        b.cfg.fsync ? "on" : "off");
+		        b.cfg.fsync ? "on" : "off", b.cfg.direct_io ? "on" : "off");
 		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
 		        dp_budget_total(&b.cfg, dp_broker_roles, DP_BROKER_ROLES) >> 20);
 		int sig;
