@@ -706,11 +706,20 @@ static void rp_advance(struct st_log *log, uint64_t slack)
 {
 	if (log->rp_fd < 0 || log->failed || st_fop_busy(&log->rp_fop))
 		return;
-	struct st_seg *s = log_active(log);
+	/* The segment the durable end lies in: the ones before it are durable whole (groups go in
+	 * file order, so only the last few are not), none after it has a durable byte. A record
+	 * naming a later one (the active segment after rolls while an older segment's group was
+	 * still in flight: segs[nsegs - 2] is not always durable) would say those bytes were
+	 * synced; a crash then left torn batches before the point, set aside as damage instead of
+	 * cut (sluice-sim --seed 153 --scattered --direct). */
+	uint32_t k = log->nsegs - 1;
+	while (k > 0 && log->segs[k - 1]->durable_size < log->segs[k - 1]->size)
+		k--;
+	struct st_seg *s = log->segs[k];
 	if (!s->name_durable) {
-		if (log->nsegs < 2)
+		if (k == 0)
 			return;
-		s = log->segs[log->nsegs - 2];
+		s = log->segs[k - 1];
 	}
 	if (s->base < log->rp_base || (s->base == log->rp_base && s->durable_size < log->rp_bytes + slack))
 		return;
