@@ -1993,9 +1993,18 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 			g->retries = 0;
 			if (g->dio_full_done && g->dio_tail_done)
 				g->written = g->total;
+		} else if (res > 0) {
+			/* Short (a disk filling up): the group's bytes on file so far count, and the rest goes
+			 * the ordinary way, whose next write then says why (ENOSPC: the disk-full handling). */
+			uint64_t on_file = log->dbase + (full ? 0 : g->dio_full) + (uint64_t)res;
+			uint64_t done = on_file > g->pos ? on_file - g->pos : 0;
+			group_consume(log, done);
+			g->written = done;
+			g->dio = false;
+			g->retries = 0;
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED && !g->err) {
 			g->err = res;
-		} /* short (written again whole), 0, -EAGAIN, -EINTR, -ECANCELED: no progress, resubmit */
+		} /* 0, -EAGAIN, -EINTR, -ECANCELED: no progress, resubmit */
 	} else if (op == ST_OP_WRITE) {
 		if (g->fault) {   /* test only (st_log_fault_write): nothing was written */
 			res = -EIO;

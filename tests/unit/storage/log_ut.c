@@ -2402,6 +2402,58 @@ static void test_rp_behind_inflight_group(void)
 	ut_teardown();
 }
 
+/*
+ * A short O_DIRECT write (a disk filling up) counts what it wrote, and the group's rest goes
+ * the ordinary way (a writev at the first byte not on file), whose next error then says why:
+ * ENOSPC gets the disk-full handling instead of the direct write retried until -EIO
+ * (disk_full with SLUICE_DIRECT_IO=on failed so). The file ends exact.
+ */
+static void test_direct_short_write(void)
+{
+	struct st_log *log;
+	const char *seg0 = "00000000000000000000.log";
+
+	ut_direct = true;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg_default, &log), 0);
+	ut_append(log, 0, 1, 100, 1500);
+	ut_drive();
+	for (int i = 1; i < 8; i++)
+		ut_append(log, i, 1, 100, 1500);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	struct io_uring_sqe dw = *ut_sqe(3), tw = *ut_sqe(2), sy = *ut_sqe(1);
+	CU_ASSERT_FATAL(dw.len >= 8192 && dw.off == 0);
+	/* The kernel wrote its first two blocks, then stopped. */
+	struct io_uring_sqe part = dw;
+	part.len = 8192;
+	ut_sqe_run(&part);
+	io_uring_queue_exit(&ring); /* the prepared SQEs never reach the kernel */
+	CU_ASSERT_FATAL(io_uring_queue_init(UT_RING_DEPTH, &ring, 0) == 0);
+	ut_cqe(dw.user_data, 8192);
+	ut_cqe(tw.user_data, -ECANCELED);
+	ut_cqe(sy.user_data, -ECANCELED);
+	CU_ASSERT_EQUAL(cb.n, 1);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 2);
+	struct io_uring_sqe w = *ut_sqe(2);
+	CU_ASSERT_EQUAL(w.opcode, IORING_OP_WRITEV);
+	CU_ASSERT_EQUAL(w.fd, log->segs[0]->fd);
+	CU_ASSERT_EQUAL(w.off, 8192);
+	ut_drive();
+	CU_ASSERT_EQUAL(cb.n, 8);
+	CU_ASSERT_EQUAL(st_log_durable_offset(log), 8);
+	ut_check_file(seg0, 0, 8);
+	/* And the next group is direct again, from the new last block. */
+	for (int i = 8; i < 12; i++)
+		ut_append(log, i, 1, 100, 1500);
+	CU_ASSERT_EQUAL_FATAL(st_io_flush(io), 3);
+	CU_ASSERT_EQUAL(ut_sqe(3)->fd, log->segs[0]->dfd);
+	ut_drive();
+	ut_check_file(seg0, 0, 12);
+	st_log_close(log);
+	ut_teardown();
+	ut_direct = false;
+}
+
 static void test_bad_config(void)
 {
 	struct st_log *log;
@@ -2459,6 +2511,7 @@ int main(void)
 	CU_add_test(s, "direct io: appends exact, past the page cache, across a roll and a reopen", test_direct_appends);
 	CU_add_test(s, "direct io: zero padding past the last batch is the end, not damage", test_direct_padding);
 	CU_add_test(s, "direct io: a crash between the O_DIRECT write and its sync", test_direct_crash_before_sync);
+	CU_add_test(s, "direct io: a short O_DIRECT write, the rest the ordinary way", test_direct_short_write);
 	CU_add_test(s, "bad config", test_bad_config);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
