@@ -61,6 +61,8 @@ static void usage(FILE *f)
 	"  --segment-bytes N       roll log segments beyond N bytes (default 268435456)\n"
 	"  --prealloc-bytes N      keep N bytes of the active segments' disk space reserved ahead of\n"
 	"                          their appends (fallocate), 0 = none (default 8388608)\n"
+	"  --direct-io on|off      write appends with O_DIRECT from a 1 MiB aligned buffer per partition,\n"
+	"                          bypassing page-cache writeback; fdatasync as before (default off)\n"
 	"  --retention-bytes N     keep at most N bytes per partition, -1 = unlimited (default -1)\n"
 	"  --retention-ms N        delete segments older than N ms, -1 = unlimited (default 604800000)\n"
 	"  --max-frame-bytes N     largest request accepted; larger closes the connection (default 104857600)\n"
@@ -178,7 +180,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -186,7 +188,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "log-level", required_argument, 0, O_LOG }, { "partitions", required_argument, 0, O_PARTS },
 		{ "no-auto-create", no_argument, 0, O_NOAUTO }, { "no-fsync", no_argument, 0, O_NOFSYNC },
 		{ "segment-bytes", required_argument, 0, O_SEG },
-		{ "prealloc-bytes", required_argument, 0, O_PREALLOC }, { "retention-bytes", required_argument, 0, O_RBYTES },
+		{ "prealloc-bytes", required_argument, 0, O_PREALLOC }, { "direct-io", required_argument, 0, O_DIRECT_IO }, { "retention-bytes", required_argument, 0, O_RBYTES },
 		{ "retention-ms", required_argument, 0, O_RMS }, { "max-frame-bytes", required_argument, 0, O_MAXFRAME },
 		{ "node-id", required_argument, 0, O_NODE }, { "help", no_argument, 0, O_HELP },
 		{ "producer-expiration-ms", required_argument, 0, O_PEXP },
@@ -282,6 +284,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			cfg->prealloc_bytes = (uint32_t)v;
 			break;
 		}
+		case O_DIRECT_IO:
+			if (!strcmp(optarg, "on"))
+				cfg->direct_io = true;
+			else if (!strcmp(optarg, "off"))
+				cfg->direct_io = false;
+			else
+				goto bad;
+			break;
 		case O_RBYTES: cfg->retention_bytes = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_RMS: cfg->retention_ms = strtoll(optarg, &end, 10); if (*end) goto bad; break;
 		case O_MAXFRAME:
@@ -639,10 +649,10 @@ int main(int argc, char **argv)
 		if (b.cfg.fault_drop_permille || b.cfg.fault_close_permille)
 			DP_WARN("TEST-ONLY fault injection is on: Produce responses dropped %u/1000, "
 			        "connections closed %u/1000", b.cfg.fault_drop_permille, b.cfg.fault_close_permille);
-		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s)",
+		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s, direct io %s)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata,
 		        b.first_data ? " alone" : b.ncores > 1 ? " beside data" : "", b.cfg.data_dir,
-		        b.cfg.fsync ? "on" : "off");
+		        b.cfg.fsync ? "on" : "off", b.cfg.direct_io ? "on" : "off");
 		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
 		        dp_budget_total(&b.cfg, dp_broker_roles, DP_BROKER_ROLES) >> 20);
 		int sig;

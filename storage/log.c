@@ -390,6 +390,8 @@ static void seg_free(struct st_seg *seg)
 		return;
 	if (seg->fd >= 0)
 		st_fs_close(seg->fd);
+	if (seg->dfd >= 0)
+		st_fs_close(seg->dfd);
 	free(seg->index);
 	free(seg->tindex);
 	free(seg->dmg);
@@ -420,6 +422,7 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 		return -ENOMEM;
 	seg->base = seg->end = base;
 	seg->max_ts = -1;
+	seg->dfd = -1;
 	seg->name_durable = true; /* at open (recovery syncs the directory itself); log_roll says otherwise */
 	seg_name(name, base, ST_LOG_SUFFIX);
 	seg->fd = st_fs_openat(log->dirfd, name, O_RDWR | O_CLOEXEC | flags, 0644);
@@ -433,6 +436,44 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 	seg->prealloc_end = (uint64_t)st.st_size; /* what lies past it is unknown: asked for again (harmless) */
 	*out = seg;
 	return 0;
+}
+
+/*
+ * Direct io: the active segment's second descriptor, opened O_DIRECT, for the
+ * groups' whole blocks (log_prep). A file system that refuses it (tmpfs:
+ * EINVAL) leaves the segment on the ordinary path (logged once per log);
+ * the appends are the same bytes either way. Called at open and on a roll
+ * (rare; the same kind of openat as seg_open's).
+ */
+static void seg_open_direct(struct st_log *log, struct st_seg *seg)
+{
+	char name[ST_LOG_NAME_BYTES];
+
+	if (!log->dbuf)
+		return;
+	seg_name(name, seg->base, ST_LOG_SUFFIX);
+	seg->dfd = st_fs_openat(log->dirfd, name, O_WRONLY | O_DIRECT | O_CLOEXEC, 0);
+	if (seg->dfd < 0 && !log->dio_warned) {
+		fprintf(stderr, "sluice storage: %s: cannot open %s with O_DIRECT: %s; its appends go through the "
+		        "page cache\n", log->dir, name, strerror(errno));
+		log->dio_warned = true;
+	}
+}
+
+/* The direct buffer now follows seg, from its durable end: its last partial block read back. */
+static int log_dbuf_prime(struct st_log *log, struct st_seg *seg)
+{
+	size_t got = 0;
+	int rc;
+
+	log->dseg = seg;
+	log->dbase = seg->durable_size & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+	log->dlen = seg->durable_size - log->dbase;
+	if (!log->dlen)
+		return 0;
+	if ((rc = pread_full(seg->fd, log->dbuf, log->dlen, log->dbase, &got)) < 0)
+		return rc;
+	return got == log->dlen ? 0 : -EIO;
 }
 
 static int log_segs_push(struct st_log *log, struct st_seg *seg)
@@ -517,6 +558,10 @@ static void index_written(void *arg, int status)
 static void seg_seal(struct st_log *log, struct st_seg *seg)
 {
 	assert(seg != log_active(log) && seg->durable_size == seg->size);
+	if (seg->dfd >= 0) { /* no more writes: only the ordinary descriptor stays, for reads */
+		st_fs_close(seg->dfd);
+		seg->dfd = -1;
+	}
 	if (!seg->ndmg && !seg->damage_seen) {
 		size_t bytes = index_bytes(seg), tbytes = tindex_bytes(seg);
 		struct st_index_job *j = malloc(sizeof(*j) + bytes + tbytes); /* once per segment, not per append */
@@ -570,6 +615,7 @@ static int log_roll(struct st_log *log)
 		seg_free(seg);
 		return rc;
 	}
+	seg_open_direct(log, seg);
 	if (old->durable_size == old->size)
 		seg_seal(log, old);
 	/* else group_settle seals it once its last write (and sync) completes */
@@ -660,11 +706,20 @@ static void rp_advance(struct st_log *log, uint64_t slack)
 {
 	if (log->rp_fd < 0 || log->failed || st_fop_busy(&log->rp_fop))
 		return;
-	struct st_seg *s = log_active(log);
+	/* The segment the durable end lies in: the ones before it are durable whole (groups go in
+	 * file order, so only the last few are not), none after it has a durable byte. A record
+	 * naming a later one (the active segment after rolls while an older segment's group was
+	 * still in flight: segs[nsegs - 2] is not always durable) would say those bytes were
+	 * synced; a crash then left torn batches before the point, set aside as damage instead of
+	 * cut (sluice-sim --seed 153 --scattered --direct). */
+	uint32_t k = log->nsegs - 1;
+	while (k > 0 && log->segs[k - 1]->durable_size < log->segs[k - 1]->size)
+		k--;
+	struct st_seg *s = log->segs[k];
 	if (!s->name_durable) {
-		if (log->nsegs < 2)
+		if (k == 0)
 			return;
-		s = log->segs[log->nsegs - 2];
+		s = log->segs[k - 1];
 	}
 	if (s->base < log->rp_base || (s->base == log->rp_base && s->durable_size < log->rp_bytes + slack))
 		return;
@@ -866,6 +921,26 @@ static int seg_damage_add(struct st_log *log, struct st_seg *seg, uint64_t pos, 
  * *good stops there. Returns 0, -errno for an I/O error (nothing is cut), or
  * -EBADMSG if the damage cannot be set aside.
  */
+/* seg_scan's *why for zero padding past a sealed segment's last batch (cut, nothing after dropped). */
+static const char st_scan_padding[] = "zero padding past the last batch";
+
+/* Whether bytes [pos, end) of the window's file are all zero. */
+static int scan_all_zero(struct scan_win *w, uint64_t pos, uint64_t end, bool *zero)
+{
+	*zero = true;
+	for (uint64_t at = pos; at < end && *zero;) {
+		size_t n = end - at < ST_LOG_PAGE_BYTES ? (size_t)(end - at) : ST_LOG_PAGE_BYTES;
+		const uint8_t *p;
+		int rc = win_get(w, at, n, &p);
+		if (rc < 0)
+			return rc;
+		for (size_t k = 0; k < n && *zero; k++)
+			*zero = p[k] == 0;
+		at += n;
+	}
+	return 0;
+}
+
 static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8_t *buf, bool tail,
                     int64_t next_base, uint64_t cut_from, uint64_t *good, const char **why, bool *repaired)
 {
@@ -901,6 +976,19 @@ static int seg_scan(struct st_log *log, struct st_seg *seg, uint64_t size, uint8
 			w.len = 0; /* the window held the old bytes */
 			*repaired = true;
 			v = SCAN_OK;
+		}
+		if (v == SCAN_BAD && !tail && next_base == next) {
+			/* Zeros from the last batch's end to the file's, the next segment starting at its
+			 * end offset: padding past the last batch (a block an O_DIRECT write filled out, or
+			 * a size a crash made durable before its data), not damage: nothing lies there.
+			 * *good stops before it; the caller cuts it and keeps the segments after it. */
+			bool zero = false;
+			if ((rc = scan_all_zero(&w, pos, size, &zero)) < 0)
+				return rc;
+			if (zero) {
+				*why = st_scan_padding;
+				break;
+			}
 		}
 		if (v == SCAN_BAD && pos >= cut_from) {
 			/* Past the last point known durable: the unsynced write a crash tore (log_internal.h). */
@@ -1189,6 +1277,17 @@ static int log_recover(struct st_log *log)
 			        log->dir, seg->base, strerror(-rc));
 			goto out;
 		}
+		if (good < size && why == st_scan_padding) {
+			/* A sealed segment's zero padding (seg_scan): cut, the segments after it kept. */
+			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64
+			        " byte(s) of zero padding at position %" PRIu64 "\n", log->dir, seg->base, size - good, good);
+			if (st_fs_ftruncate(seg->fd, (off_t)good) < 0 || st_fs_fdatasync(seg->fd) < 0) {
+				rc = -errno;
+				fprintf(stderr, "sluice storage: %s: truncation failed: %s\n", log->dir, strerror(-rc));
+				goto out;
+			}
+			size = good;
+		}
 		if (good < size) {
 			fprintf(stderr, "sluice storage: %s: segment %020" PRId64 ": cutting %" PRIu64
 			        " byte(s) at position %" PRIu64 " (%s)\n", log->dir, seg->base, size - good, good, why);
@@ -1262,6 +1361,7 @@ static void log_free(struct st_log *log)
 		st_fs_close(log->dirfd);
 	if (log->rp_fd >= 0)
 		st_fs_close(log->rp_fd);
+	free(log->dbuf);
 	free(log->dir);
 	free(log);
 }
@@ -1341,6 +1441,19 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->leo = log->durable = log_active(log)->end;
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		assert(log->segs[i]->durable_size == log->segs[i]->size);
+	if (io->cfg.direct) {
+		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
+			log_free(log);
+			return -ENOMEM;
+		}
+		seg_open_direct(log, act);
+		if ((rc = log_dbuf_prime(log, act)) < 0) {
+			fprintf(stderr, "sluice storage: %s: cannot read back the last block of segment %020" PRId64
+			        ": %s\n", dir, act->base, strerror(-rc));
+			log_free(log);
+			return rc;
+		}
+	}
 	*out = log;
 	return 0;
 }
@@ -1559,7 +1672,9 @@ static void group_form(struct st_log *log)
 	g->seg = s->seg;
 	g->pos = s->pos;
 	g->head = s;
-	while (s && s->seg == g->seg && n < ST_IO_IOV_MAX) {
+	/* Direct io: a group fits the buffer beside the segment's last partial block (log_prep). */
+	uint64_t room = log->dbuf ? ST_LOG_DIRECT_BUF_BYTES - ST_LOG_DIRECT_ALIGN_BYTES : UINT64_MAX;
+	while (s && s->seg == g->seg && n < ST_IO_IOV_MAX && (n == 0 || g->total + s->len <= room)) {
 		assert(s->pos == g->pos + g->total);
 		assert(n == 0 || s->base == tail->base + tail->count);
 		log->iov[n].iov_base = s->batch;
@@ -1601,6 +1716,67 @@ static uint64_t seg_prealloc_target(const struct st_log *log, const struct st_se
 	return target;
 }
 
+/* Copy the group's bytes at file positions [from, to) (within the group) to dst. */
+static void group_copy(const struct st_group *g, uint64_t from, uint64_t to, uint8_t *dst)
+{
+	for (const struct st_slot *s = g->head; s && from < to; s = s->next) {
+		uint64_t end = s->pos + s->len;
+		if (end <= from)
+			continue;
+		uint64_t k = (end < to ? end : to) - from;
+		memcpy(dst, s->batch + (from - s->pos), k);
+		dst += k;
+		from += k;
+	}
+	assert(from == to);
+}
+
+/*
+ * Direct io, a group just formed: the buffer follows its segment (a new one after
+ * a roll starts empty), and a group that fits (log.h: ST_LOG_DIRECT_BUF_BYTES) is
+ * copied behind the segment's last partial block, to be written as whole blocks
+ * O_DIRECT and a tail of less than a block through the page cache (log_prep).
+ */
+static void group_dio_form(struct st_log *log)
+{
+	struct st_group *g = &log->grp;
+
+	if (g->seg != log->dseg) {
+		assert(g->pos == 0 && g->seg->durable_size == 0);
+		log->dseg = g->seg;
+		log->dbase = log->dlen = 0;
+	}
+	assert(log->dbase + log->dlen == g->pos);
+	if (g->seg->dfd < 0 || g->fault || log->dlen + g->total > ST_LOG_DIRECT_BUF_BYTES)
+		return; /* the ordinary writev; group_settle keeps the buffer's last block */
+	group_copy(g, g->pos, g->pos + g->total, log->dbuf + log->dlen);
+	uint64_t held = log->dlen + g->total;
+	g->dio = true;
+	g->dio_full = held & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+	g->dio_tail = held - g->dio_full;
+	g->dio_full_done = g->dio_full == 0;
+	g->dio_tail_done = g->dio_tail == 0;
+}
+
+/* Direct io, a group durable: the buffer keeps only the segment's new last partial block. */
+static void group_dio_settle(struct st_log *log)
+{
+	struct st_group *g = &log->grp;
+	uint64_t end = g->pos + g->total;
+	uint64_t base = end & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+
+	assert(g->seg == log->dseg);
+	if (g->dio) {
+		memmove(log->dbuf, log->dbuf + g->dio_full, g->dio_tail);
+	} else if (base == log->dbase) {
+		group_copy(g, g->pos, end, log->dbuf + log->dlen); /* still within the same block */
+	} else {
+		group_copy(g, base, end, log->dbuf);                /* the block began inside the group */
+	}
+	log->dbase = base;
+	log->dlen = end - base;
+}
+
 /* Prepare the SQEs of log's group (forming it if needed). -EBUSY if the SQ lacks room. */
 static int log_prep(struct st_io *io, struct st_log *log)
 {
@@ -1610,7 +1786,10 @@ static int log_prep(struct st_io *io, struct st_log *log)
 	struct st_seg *seg = g->active ? g->seg : log->pend_head->seg;
 	bool dirsync = fsync && !seg->name_durable;
 	uint64_t falloc_to = write ? seg_prealloc_target(log, seg) : 0;
-	unsigned need = (unsigned)dirsync + (unsigned)(falloc_to > 0) + (unsigned)write + (unsigned)fsync;
+	/* A direct group's two writes are one SQE each; a new group may become one: room for both. */
+	unsigned writes = !write ? 0 : !g->active ? (log->dbuf ? 2u : 1u) :
+	                  !g->dio ? 1u : (unsigned)!g->dio_full_done + (unsigned)!g->dio_tail_done;
+	unsigned need = (unsigned)dirsync + (unsigned)(falloc_to > 0) + writes + (unsigned)fsync;
 
 	assert(!g->active || (g->ops_left == 0 && !g->err));
 	assert(need > 0);
@@ -1620,6 +1799,10 @@ static int log_prep(struct st_io *io, struct st_log *log)
 		group_form(log);
 		int64_t at = log->fault_write_at1 - 1;
 		g->fault = at >= g->head->base && at < g->end;
+		if (log->dbuf)
+			group_dio_form(log);
+		writes = !g->dio ? 1u : (unsigned)!g->dio_full_done + (unsigned)!g->dio_tail_done;
+		need = (unsigned)dirsync + (unsigned)(falloc_to > 0) + writes + (unsigned)fsync;
 	}
 	/* The segment's name first: a failure cancels the write and sync linked after it. */
 	if (dirsync)
@@ -1634,9 +1817,20 @@ static int log_prep(struct st_io *io, struct st_log *log)
 		seg->prealloc_end = falloc_to;
 	}
 	/* A short or failed write cancels the linked fdatasync (-ECANCELED); we resubmit both. */
-	if (write)   /* a faulted group (test only) writes no byte: its completion is made EIO */
+	if (write && g->dio) {
+		/* Whole blocks from the aligned buffer at the aligned offset, O_DIRECT (the segment's
+		 * last partial block written again, whole), then the tail through the page cache: the
+		 * file's size stays the last batch's end. A short direct write is written again whole. */
+		if (!g->dio_full_done)
+			st_fs_prep_write(io->ring, g->seg->dfd, log->dbuf, (unsigned)g->dio_full, log->dbase,
+			                 op_user_data(log, ST_OP_DWRITE), !g->dio_tail_done || fsync ? ST_FS_LINK : 0);
+		if (!g->dio_tail_done)
+			st_fs_prep_write(io->ring, g->seg->fd, log->dbuf + g->dio_full, (unsigned)g->dio_tail,
+			                 log->dbase + g->dio_full, op_user_data(log, ST_OP_WRITE), fsync ? ST_FS_LINK : 0);
+	} else if (write) {   /* a faulted group (test only) writes no byte: its completion is made EIO */
 		st_fs_prep_writev(io->ring, g->seg->fd, &log->iov[g->iov_first], g->fault ? 0 : g->iov_n - g->iov_first,
 		                  g->pos + g->written, op_user_data(log, ST_OP_WRITE), fsync);
+	}
 	/* Group commit: one fdatasync makes every append of the group durable. */
 	if (fsync)
 		st_fs_prep_fdatasync(io->ring, g->seg->fd, op_user_data(log, ST_OP_SYNC));
@@ -1739,6 +1933,8 @@ static void group_settle(struct st_io *io, struct st_log *log)
 	/* Durable: publish the new high watermark before acknowledging. */
 	struct st_slot *done = g->head;
 	assert(g->end > log->durable && g->seg->durable_size == g->pos);
+	if (log->dbuf)
+		group_dio_settle(log);
 	g->seg->durable_size = g->pos + g->total;
 	log->durable = g->end;
 	if (g->seg != log_active(log) && g->seg->durable_size == g->seg->size)
@@ -1786,6 +1982,29 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 			g->seg->name_durable = true;
 		else if (res != -EAGAIN && res != -EINTR && !g->err)
 			g->err = res; /* the write and sync linked after it come back cancelled */
+	} else if ((op == ST_OP_WRITE || op == ST_OP_DWRITE) && g->dio) {
+		bool full = op == ST_OP_DWRITE;
+		uint64_t want = full ? g->dio_full : g->dio_tail;
+		if (res >= 0 && (uint64_t)res == want) {
+			if (full)
+				g->dio_full_done = true;
+			else
+				g->dio_tail_done = true;
+			g->retries = 0;
+			if (g->dio_full_done && g->dio_tail_done)
+				g->written = g->total;
+		} else if (res > 0) {
+			/* Short (a disk filling up): the group's bytes on file so far count, and the rest goes
+			 * the ordinary way, whose next write then says why (ENOSPC: the disk-full handling). */
+			uint64_t on_file = log->dbase + (full ? 0 : g->dio_full) + (uint64_t)res;
+			uint64_t done = on_file > g->pos ? on_file - g->pos : 0;
+			group_consume(log, done);
+			g->written = done;
+			g->dio = false;
+			g->retries = 0;
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED && !g->err) {
+			g->err = res;
+		} /* 0, -EAGAIN, -EINTR, -ECANCELED: no progress, resubmit */
 	} else if (op == ST_OP_WRITE) {
 		if (g->fault) {   /* test only (st_log_fault_write): nothing was written */
 			res = -EIO;

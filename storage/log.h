@@ -40,6 +40,8 @@ struct st_io_config {
 	st_append_cb on_append;     /* st_log_append's callback; NULL if every append names its own */
 	uint32_t prealloc_bytes;    /* reserve the active segment's space this far ahead of its end
 	                             * (fallocate, FALLOC_FL_KEEP_SIZE); 0: never */
+	bool direct;                /* appends written with O_DIRECT from each log's aligned buffer
+	                             * (ST_LOG_DIRECT_BUF_BYTES; sluiced --direct-io) */
 };
 
 /*
@@ -52,6 +54,27 @@ struct st_io_config {
  * partition (a sealed segment keeps what was left of its last step).
  */
 #define ST_LOG_PREALLOC_BYTES (8u << 20)
+
+/*
+ * The direct write path (st_io_config.direct): each open log holds one
+ * buffer of this size, aligned to ST_LOG_DIRECT_ALIGN_BYTES, into which a
+ * group's batches are copied behind the partly filled last block of the
+ * segment, and from which the group's whole blocks are written with O_DIRECT
+ * at an aligned offset (through a second descriptor of the active segment,
+ * opened O_DIRECT), so that the bulk of the bytes never passes through the
+ * page cache and its writeback. The rest, less than one block, is written
+ * through the ordinary descriptor, so the file's size is always the last
+ * batch's end (no padding: sealed segments and their indexes stay exact),
+ * and it is written again, whole, by the next group's direct write. The
+ * fdatasync that follows covers both, as before: durability does not change.
+ * A group holds at most this less one block; a batch larger than that is
+ * written the ordinary way, and so is every append of a file system that
+ * refuses O_DIRECT (tmpfs; logged once). Counted per partition in the
+ * memory budget (sluiced --print-budget) when the flag is on. 1 MiB: a
+ * librdkafka batch (batch.size 1000000) fits whole beside the last block.
+ */
+#define ST_LOG_DIRECT_BUF_BYTES (1u << 20)
+#define ST_LOG_DIRECT_ALIGN_BYTES 4096u   /* O_DIRECT offsets, lengths and buffer addresses */
 
 int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
 void st_io_destroy(struct st_io *io);

@@ -201,6 +201,7 @@ struct st_seg {
 	uint32_t queued;          /* appends of this segment queued or in flight */
 	bool name_durable;        /* its directory entry is synced: false after a roll until the dirsync */
 	uint64_t prealloc_end;    /* file space reserved (asked for) up to here; the file size at open */
+	int dfd;                  /* the same file opened O_DIRECT (the active segment, direct io), or -1 */
 	struct st_index_entry *index;
 	int64_t *tindex;          /* the time index: entry i beside index[i] (header comment) */
 	uint32_t index_n, index_cap; /* both arrays' */
@@ -244,6 +245,10 @@ struct st_group {
 	bool fault;               /* test only (st_log_fault_write): its write writes nothing and fails EIO */
 	bool falloc;              /* its chain has a fallocate in front of the write (log_prep) */
 	uint64_t falloc_from;     /* the segment's prealloc_end before it (back there if it was cancelled) */
+	bool dio;                 /* written from the log's direct buffer: whole blocks O_DIRECT, then the tail */
+	uint64_t dio_full;        /* bytes of the buffer written O_DIRECT (whole blocks, from dbuf[0]) */
+	uint64_t dio_tail;        /* bytes after them written through the ordinary descriptor (< a block) */
+	bool dio_full_done, dio_tail_done; /* each write completed whole (a short one is written again) */
 };
 
 /* Per-core I/O engine. Locality: shard core (one per core). */
@@ -284,6 +289,11 @@ struct st_log {
 	uint8_t rp_buf[ST_RP_BYTES];
 	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	uint64_t time_headers;             /* batch headers read by lookups by time (tests: the bound) */
+	uint8_t *dbuf;                     /* direct io: ST_LOG_DIRECT_BUF_BYTES, block-aligned; else NULL */
+	struct st_seg *dseg;               /* the segment whose bytes [dbase, dbase + dlen) dbuf holds */
+	uint64_t dbase;                    /* block-aligned file position of dbuf[0] */
+	uint64_t dlen;                     /* bytes held: dseg's last partial block (a group's, in flight) */
+	bool dio_warned;                   /* an O_DIRECT open failed: logged once, that segment buffered */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 
@@ -296,6 +306,7 @@ struct st_log {
 #define ST_OP_FOP 3u
 #define ST_OP_MASK 3u                      /* what tells ST_OP_FOP from the log's ops */
 #define ST_OP_FALLOC 4u                    /* the segment's preallocation, linked before the write */
+#define ST_OP_DWRITE 5u                    /* direct io: the group's whole blocks, O_DIRECT */
 #define ST_OP_LOG_MASK 7u                  /* the log's ops */
 
 struct st_fop;

@@ -14,14 +14,14 @@
 #include "htab.h"
 #include "loop.h"
 
-int64_t dp_fd_partitions_max(uint64_t nofile, int ndata)
+int64_t dp_fd_partitions_max(uint64_t nofile, int ndata, bool direct_io)
 {
 	uint64_t conns = (uint64_t)ndata * DP_CONNS_MAX;
 	if (conns > nofile / 4)
 		conns = nofile / 4;
 	if (nofile <= conns + DP_FDS_RESERVED)
 		return 0;
-	return (int64_t)((nofile - conns - DP_FDS_RESERVED) / DP_PART_FDS);
+	return (int64_t)((nofile - conns - DP_FDS_RESERVED) / (DP_PART_FDS + (direct_io ? DP_PART_DIRECT_FDS : 0)));
 }
 
 void dp_fd_budget_init(struct dp_broker *b)
@@ -40,7 +40,7 @@ void dp_fd_budget_init(struct dp_broker *b)
 			        (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, strerror(errno));
 	}
 	uint64_t nofile = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : (uint64_t)rl.rlim_cur;
-	b->partitions_max = dp_fd_partitions_max(nofile, b->ndata);
+	b->partitions_max = dp_fd_partitions_max(nofile, b->ndata, b->cfg.direct_io);
 	b->partitions_by_flag = b->cfg.partitions_max < b->partitions_max;
 	if (b->partitions_by_flag)
 		b->partitions_max = b->cfg.partitions_max;

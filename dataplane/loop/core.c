@@ -264,7 +264,8 @@ static int core_setup(struct dp_core *c)
 	}
 	dp_seam_arm_wakeup(c);
 	const struct dp_config *cfg = &c->b->cfg;
-	struct st_io_config ioc = { .fsync = cfg->fsync, .prealloc_bytes = cfg->prealloc_bytes };   /* each append names its callback */
+	struct st_io_config ioc = { .fsync = cfg->fsync, .prealloc_bytes = cfg->prealloc_bytes,
+	                            .direct = cfg->direct_io };   /* each append names its callback */
 	rc = st_io_create(&ioc, dp_seam_ring(c), &c->io);
 	if (rc < 0) {
 		DP_ERR("storage setup: %s", strerror(-rc));

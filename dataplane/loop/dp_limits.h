@@ -211,7 +211,9 @@
  * create is answered. Budget, itemised:
  *   every partition   DP_PART_FDS: its directory, active segment, aborted
  *                     index, and one sealed segment (a partition with more
- *                     sealed segments holds one more per segment)
+ *                     sealed segments holds one more per segment); with
+ *                     --direct-io on DP_PART_DIRECT_FDS more (the active
+ *                     segment's O_DIRECT descriptor)
  *   connections       DP_CONNS_MAX per data core, but at most a quarter of
  *                     the limit (then accept() meets EMFILE before the
  *                     partitions do)
@@ -220,6 +222,7 @@
  *                     index files open for a moment
  */
 #define DP_PART_FDS             4
+#define DP_PART_DIRECT_FDS      1
 /* A partition whose disk failed is reopened on a timer, backing off from 1 s to 60 s;
  * after ENOSPC only once this much space is free again. */
 #define DP_PROBE_FIRST_MS       1000

@@ -67,6 +67,7 @@ struct dp_config {
 	bool auto_create;
 	bool fsync;
 	uint32_t prealloc_bytes;          /* segment space reserved ahead of the appends (st_io_config) */
+	bool direct_io;                   /* appends written O_DIRECT (st_io_config.direct; --direct-io) */
 	uint64_t segment_bytes;
 	int64_t retention_bytes;
 	int64_t retention_ms;
@@ -526,7 +527,7 @@ void dp_topic_remove(struct dp_core *c, uint32_t id);
 int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */
-int64_t dp_fd_partitions_max(uint64_t nofile, int ndata);
+int64_t dp_fd_partitions_max(uint64_t nofile, int ndata, bool direct_io);
 /* init only: raise RLIMIT_NOFILE's soft limit to the hard one and set b->partitions_max. */
 void dp_fd_budget_init(struct dp_broker *b);
 void dp_partition_dir(const struct dp_config *cfg, char *out, size_t cap, const char *topic,

@@ -149,7 +149,7 @@ unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg)
 {
 	struct st_log_config lc = part_log_config(cfg);
 	return sizeof(struct dp_part) + strlen(cfg->data_dir) + 1 + TXN_TOPIC_BYTES_MAX + 8 + st_log_open_bytes(&lc) +
-	       txn_pstate_base_bytes() + txn_lso_base_bytes() + DP_PART_ALLOC_SLACK_BYTES;
+	       (cfg->direct_io ? ST_LOG_DIRECT_BUF_BYTES : 0) + txn_pstate_base_bytes() + txn_lso_base_bytes() + DP_PART_ALLOC_SLACK_BYTES;
 }
 
 /* Open (creating or recovering) every partition of t that this core owns. */

@@ -113,13 +113,13 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	struct rlimit rl;
 	uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? 1024 : rl.rlim_max == RLIM_INFINITY ? UINT64_MAX / 2 :
 	                  (uint64_t)rl.rlim_max;
-	int64_t parts = dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg));
+	int64_t parts = dp_fd_partitions_max(nofile, (int)dp_budget_ndata(cfg), cfg->direct_io);
 	if (cfg->partitions_max < parts)
 		parts = cfg->partitions_max;
 	dp_budget_add(bd, "partitions", (unsigned long long)parts,
 	              dp_shard_partition_bytes(cfg),
-	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active indexes (its "
-	              "producers and transactions in the pool below; sealed segments apart)");
+	              "--partitions-max, or fewer if the descriptors hold fewer: each its state, log and full active indexes, and "
+	              "with --direct-io on its ST_LOG_DIRECT_BUF_BYTES write buffer (its producers and transactions in the pool below; sealed segments apart)");
 	unsigned long long pool = dp_shard_txn_state_bytes(cfg);
 	dp_budget_add(bd, "producer/txn state", dp_budget_ndata(cfg), txn_arena_bytes(pool, TXN_ARENA_BLOCK_MIN_BYTES),
 	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "

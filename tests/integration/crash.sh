@@ -18,7 +18,8 @@
 # Knobs: SLUICE_CORES (default 2), CRASH_COUNT (600000), CRASH_KILLS (2),
 # CRASH_KILL_AFTER (acked lines before each kill, default 40000), CRASH_IDEMPOTENT,
 # CRASH_SNAPSHOT_MS (a producer-state snapshot interval, so that the kills land
-# while snapshots are being written; each restart must then load one).
+# while snapshots are being written; each restart must then load one), SLUICE_DIRECT_IO=on
+# (lib.sh: the O_DIRECT append path; then no segment may have fallen back to the page cache).
 . "$(dirname "$0")/lib.sh"
 
 CORES=${SLUICE_CORES:-2}
@@ -98,6 +99,11 @@ if [ -n "${CRASH_SNAPSHOT_MS:-}" ]; then
 	((loaded >= KILLS * PARTS)) || fail "only $loaded partition opens used a snapshot after $KILLS restarts"
 	grep -q 'unusable' "$BROKER_LOG" && fail "a snapshot was unusable after a crash: $(grep unusable "$BROKER_LOG" | head -n 3)"
 	log "$loaded partition opens after a crash used a snapshot"
+fi
+if [ "${SLUICE_DIRECT_IO:-}" = on ]; then
+	# The direct path really ran: no segment fell back to the page cache (a tmpfs data dir would).
+	grep -q 'with O_DIRECT' "$BROKER_LOG" && fail "O_DIRECT was refused: $(grep 'with O_DIRECT' "$BROKER_LOG" | head -n 2)"
+	grep -q 'direct io on' "$BROKER_LOG" || fail "the broker did not say direct io was on"
 fi
 stop_broker
 pass "$KILLS crash(es), $(acked_lines) acked messages verified"

@@ -157,6 +157,7 @@ struct client {
 
 static struct {
 	uint64_t seed;
+	bool direct;                  /* --direct: the logs' O_DIRECT append path (st_io_config.direct) */
 	bool verbose, one, scattered;
 	int plant;
 	uint32_t nparts, nidem, ntxnp, steps;
@@ -713,11 +714,12 @@ static void machine_start(void)
 	if (!W.settling)
 		sim_disk_set_faults(&f);
 	/* A reserve of a quarter segment: about four fallocates per segment, in front of writes. */
-	struct st_io_config ic = { .fsync = true, .on_append = on_append, .prealloc_bytes = log_cfg.segment_bytes / 4 };
+	struct st_io_config ic = { .fsync = true, .on_append = on_append, .prealloc_bytes = log_cfg.segment_bytes / 4,
+	                           .direct = W.direct };
 	/* At least 4: a roll's group is a directory fsync, a fallocate, a write and an fdatasync,
-	 * prepared together (storage/log.c log_prep); the simulator never submits, so the depth bounds
-	 * what is in flight. */
-	W.ring = sim_ring_create(4 + (unsigned)sim_below(30));
+	 * prepared together (storage/log.c log_prep), and one more with --direct (its whole blocks and
+	 * its tail are two writes); the simulator never submits, so the depth bounds what is in flight. */
+	W.ring = sim_ring_create(4 + (unsigned)W.direct + (unsigned)sim_below(30));
 	int rc = st_io_create(&ic, W.ring, &W.io);
 	assert(rc == 0);
 	for (uint32_t i = 0; i < W.nparts; i++) {
@@ -1615,10 +1617,12 @@ int main(int argc, char **argv)
 			W.steps = (uint32_t)strtoul(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "--scattered")) {
 			W.scattered = true;
+		} else if (!strcmp(argv[i], "--direct")) {
+			W.direct = true;
 		} else if (!strcmp(argv[i], "-v")) {
 			W.verbose = true;
 		} else {
-			fprintf(stderr, "usage: %s [--seed N | --first N --seeds COUNT] [--steps N] [--scattered] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--seed N | --first N --seeds COUNT] [--steps N] [--scattered] [--direct] [-v]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1634,7 +1638,8 @@ int main(int argc, char **argv)
 		if (W.violations && !failed++)
 			first_failed = s;
 		if (W.violations && !one)
-			printf("replay: sluice-sim --seed %" PRIu64 "\n", s);
+			printf("replay: sluice-sim --seed %" PRIu64 "%s%s\n", s, W.scattered ? " --scattered" : "",
+			       W.direct ? " --direct" : "");
 	}
 	if (!one)
 		printf("%" PRIu64 " seeds from %" PRIu64 ": %" PRIu64 " failed%s\n", count, first, failed, failed ? "" : ", all ok");

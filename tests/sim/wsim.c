@@ -102,6 +102,7 @@ static struct {
 	int control_core;             /* --control-core: the broker's (enum dp_control_core) */
 	int disk_faults;              /* --disk-faults: -1 seeded, else this class for every seed */
 	bool no_sync_eio;             /* --no-sync-eio: fdatasync never fails */
+	bool direct_io;               /* --direct-io on: the broker's appends O_DIRECT (sluiced --direct-io) */
 	uint32_t credits;             /* --credits: the broker's --test-xmsg-credits (0: its default) */
 	bool started[DP_CORES_MAX];   /* dp_core_start succeeded: the core is stopped at the end */
 	uint64_t clock_reads;         /* the seam's clock reads: a core's turn makes one (two each DP_WALL_SYNC_MS) */
@@ -237,6 +238,7 @@ static int broker_boot(void)
 	cfg->default_partitions = W_PARTS_PER_TOPIC;
 	cfg->auto_create = false;
 	cfg->segment_bytes = W_SEGMENT_BYTES;
+	cfg->direct_io = M.direct_io;
 	cfg->producer_snapshot_ms = W_SNAPSHOT_MS;
 	cfg->txn_ids_max = W_TXN_IDS_MAX;
 	cfg->test_appends_max = W_APPENDS_MAX;
@@ -1735,7 +1737,7 @@ static int run_seed(uint64_t seed, uint64_t *digest)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sluice-wsim [--seed N | --first N --seeds M] [--cores N] [--control-core own|shared]\n"
-	                "                   [--disk-faults 0-3] [--no-sync-eio]\n"
+	                "                   [--disk-faults 0-3] [--no-sync-eio] [--direct-io on|off]\n"
 	                "                   [--credits N] [--replay-check] [--verbose]\n");
 }
 
@@ -1781,6 +1783,14 @@ int main(int argc, char **argv)
 				usage();
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "--direct-io") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "on") || !strcmp(argv[i], "off")) {
+				M.direct_io = !strcmp(argv[i], "on");
+			} else {
+				usage();
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--no-sync-eio")) {
 			M.no_sync_eio = true;
 		} else if (!strcmp(argv[i], "--replay-check")) {
@@ -1818,8 +1828,9 @@ int main(int argc, char **argv)
 			snprintf(faults, sizeof(faults), " --disk-faults %d", M.disk_faults);
 		if (M.credits)
 			snprintf(credits, sizeof(credits), " --credits %u", M.credits);
-		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s%s%s\n", failed,
-		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "", cores, faults, credits);
+		printf("%" PRIu64 " of %" PRIu64 " seeds failed; replay the first: %s --seed %" PRIu64 "%s%s%s%s%s\n", failed,
+		       nseeds, argv[0], first_failed, M.no_sync_eio ? " --no-sync-eio" : "", M.direct_io ? " --direct-io on" : "",
+		       cores, faults, credits);
 		return 1;
 	}
 	printf("all %" PRIu64 " seeds passed\n", nseeds);

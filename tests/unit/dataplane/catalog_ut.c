@@ -9,19 +9,22 @@
 static void test_fd_budget(void)
 {
 	/* (nofile - min(conns, nofile / 4) - DP_FDS_RESERVED) / DP_PART_FDS */
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(20000, 1), (20000 - DP_CONNS_MAX - DP_FDS_RESERVED) / DP_PART_FDS);
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(8192, 1), (8192 - 8192 / 4 - DP_FDS_RESERVED) / DP_PART_FDS);
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(20000, 2), (20000 - 20000 / 4 - DP_FDS_RESERVED) / DP_PART_FDS);
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(1u << 20, 3),
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(20000, 1, false), (20000 - DP_CONNS_MAX - DP_FDS_RESERVED) / DP_PART_FDS);
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(8192, 1, false), (8192 - 8192 / 4 - DP_FDS_RESERVED) / DP_PART_FDS);
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(20000, 2, false), (20000 - 20000 / 4 - DP_FDS_RESERVED) / DP_PART_FDS);
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(1u << 20, 3, false),
 	                ((1 << 20) - 3 * DP_CONNS_MAX - DP_FDS_RESERVED) / DP_PART_FDS);
 	/* Too few descriptors for anything: no partitions, never a negative or wrapped count. */
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(DP_FDS_RESERVED, 1), 0);
-	CU_ASSERT_EQUAL(dp_fd_partitions_max(0, 1), 0);
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(DP_FDS_RESERVED, 1, false), 0);
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(0, 1, false), 0);
+	/* --direct-io on: each partition's active segment holds one descriptor more. */
+	CU_ASSERT_EQUAL(dp_fd_partitions_max(20000, 1, true),
+	                (20000 - DP_CONNS_MAX - DP_FDS_RESERVED) / (DP_PART_FDS + DP_PART_DIRECT_FDS));
 	/* The 10,000-partition topic of issue 10 does not fit the 20,000 descriptors of a test machine. */
-	CU_ASSERT(dp_fd_partitions_max(20000, 1) < DP_PARTITIONS_MAX);
+	CU_ASSERT(dp_fd_partitions_max(20000, 1, false) < DP_PARTITIONS_MAX);
 	/* More descriptors never hold fewer partitions. */
 	for (uint64_t n = 0, prev = 0; n < 100000; n += 97) {
-		uint64_t m = (uint64_t)dp_fd_partitions_max(n, 2);
+		uint64_t m = (uint64_t)dp_fd_partitions_max(n, 2, false);
 		CU_ASSERT(m >= prev);
 		prev = m;
 	}
