@@ -106,9 +106,10 @@ struct md_topic {
 };
 
 static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
-                        struct kstr name, int32_t nparts, uint16_t flags)
+                        struct kstr name, int32_t nparts, uint16_t flags, const void *conf)
 {
 	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen, .flags = flags };
+	m.u.topic.conf = conf;
 	m.u.topic.name = name.ptr;
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
@@ -152,7 +153,7 @@ static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		mt[i].err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		/* The coordinators' logs are not topics: asking for one never makes a user topic of it. */
 		if (create && !dp_topic_internal(n.ptr, (size_t)n.len))
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0);
+			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0, NULL);
 	}
 	return 0;
 }
@@ -387,14 +388,26 @@ static const char *create_assignment_why(const struct dp_core *c, const struct C
 	return NULL;
 }
 
-/* Every config of a create must be a topic config Kafka knows, with a value it takes. */
-static const char *create_configs_why(const struct CreateTopicsRequest_CreatableTopic *in)
+static const char create_why_configs_n[] = "more configs than a topic takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
+
+/*
+ * Every config of a create must be a topic config Kafka knows, with a value
+ * it takes, that sluice applies or stores (topicconf.h); a key given twice
+ * takes its last value, as Kafka's Properties do. tc's values point into the
+ * request, which outlives the create.
+ */
+static const char *create_configs_why(const struct dp_core *c, const struct CreateTopicsRequest_CreatableTopic *in,
+                                      struct dp_topic_configs *tc)
 {
+	memset(tc, 0, sizeof(*tc));
+	if (in->Configs_n > DP_TOPIC_CREATE_CONFIGS_MAX)
+		return create_why_configs_n;
 	for (int32_t j = 0; j < in->Configs_n; j++) {
 		const struct CreateTopicsRequest_CreateableTopicConfig *cf = &in->Configs[j];
 		const char *why = cf->Name.len < 0 ? "null config name"
-		                  : dp_topic_config_why(cf->Name.ptr, (size_t)cf->Name.len, cf->Value.len < 0 ? NULL : cf->Value.ptr,
-		                                        cf->Value.len < 0 ? 0 : (size_t)cf->Value.len);
+		                  : dp_topic_configs_set(tc, cf->Name.ptr, (size_t)cf->Name.len,
+		                                         cf->Value.len < 0 ? NULL : cf->Value.ptr,
+		                                         cf->Value.len < 0 ? 0 : (size_t)cf->Value.len, c->b->cfg.segment_bytes);
 		if (why)
 			return why;
 	}
@@ -428,6 +441,7 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		int32_t np = assigned ? in->Assignments_n
 		             : in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
 		const char *why = NULL;
+		struct dp_topic_configs tc;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
@@ -440,13 +454,19 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 			out->ErrorCode = KERR_INVALID_REPLICA_ASSIGNMENT;
 		else if (in->ReplicationFactor != -1 && in->ReplicationFactor != 1)
 			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
-		else if ((why = create_configs_why(in)))
+		else if ((why = create_configs_why(c, in, &tc)))
 			out->ErrorCode = KERR_INVALID_CONFIG;
 		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
 			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
-		else   /* the control core checks the broker's limits, for validateOnly too */
+		else {   /* the control core checks the broker's limits, for validateOnly too */
+			struct dp_topic_configs *keep = in->Configs_n > 0 ? dp_req_alloc(r, sizeof(*keep)) : NULL;
+			if (in->Configs_n > 0 && !keep)
+				return -1;
+			if (keep)
+				*keep = tc;
 			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
-			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
+			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0, keep);
+		}
 		if (why)
 			out->ErrorMessage = (struct kstr){ why, (int32_t)strlen(why) };
 		if (out->ErrorCode == KERR_NONE) {
@@ -478,7 +498,7 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		if (out->Name.len < 0 || dp_topic_find(c, out->Name.ptr, (size_t)out->Name.len) < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else
-			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0);
+			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0, NULL);
 	}
 	return 0;
 }
@@ -572,7 +592,7 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else if ((out->ErrorCode = create_parts_assignment(c, in, c->topics[id].nparts)) == KERR_NONE)
 			ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
-			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0);
+			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0, NULL);
 	}
 	return 0;
 }

@@ -40,11 +40,19 @@ struct ctrl_topic {
 	struct st_fop mark_fop;
 	struct dp_core *mark_core;    /* the control core, for the record's completion */
 	char mark[32], mark_tmp[36];  /* "<slot>" DP_DELETE_MARK_SUFFIX / DP_DELETE_TMP_SUFFIX; "" none */
+	/* Its configs (topicconf.h): the file DP_TOPIC_CONFIG_DIR/<name> holds conf_text; none, no file. */
+	struct dp_topic_conf conf;    /* what the data cores apply (TOPIC_ADD carries a pointer to it) */
+	char *conf_text;              /* "name=value\n" per key set; NULL: no configs */
+	uint32_t conf_len;
+	struct st_fop conf_fop;       /* a create's write of the file, before its partition directories */
+	struct dp_core *conf_core;
+	char conf_tmp[DP_TOPIC_NAME_MAX + 2];   /* DP_TOPIC_CONFIG_TMP_PREFIX + name */
 };
 
 /* Control core only. */
 struct dp_ctrl {
 	struct ctrl_topic topics[DP_TOPICS_MAX];
+	int conf_dirfd;               /* DATA/DP_TOPIC_CONFIG_DIR: the topics' config files */
 	int64_t nparts;               /* partitions of live topics (being created or deleted too): their fds */
 };
 
@@ -107,6 +115,10 @@ static void limit_log(struct dp_core *c, const char *name, size_t len, int32_t n
 	        (int)len, name, nparts, why, (long long)k->nparts, (long long)c->b->partitions_max);
 }
 
+static void create_dirs(struct dp_core *c, struct ctrl_topic *t);
+static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err);
+static void conf_written(void *arg, int status);
+
 static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_ctrl *k = c->ctrl;
@@ -146,22 +158,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		done(c, m, DP_MSG_CREATE_DONE, KERR_NONE, NULL);
 		return;
 	}
-	/* Durable first: the partition directories are the topic's record on disk. */
-	const struct dp_config *cfg = &c->b->cfg;
-	for (int32_t p = 0; p < nparts; p++) {
-		char dir[1024];
-		dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			DP_ERR("create topic %.*s: mkdir %s: %s", (int)len, name, dir, strerror(errno));
-			while (--p >= 0) {   /* nothing half-created */
-				dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
-				rmdir(dir);
-			}
-			done(c, m, DP_MSG_CREATE_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
-			return;
-		}
-	}
-	fsync_dir(cfg->data_dir);
+	/* The slot is the topic's from here (a second create of the name meets it), until undone. */
 	struct ctrl_topic *t = &k->topics[id];
 	op_start(&t->create_op, m, DP_MSG_CREATE_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
 	t->live = true;
@@ -172,13 +169,90 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	memcpy(t->name, name, len);
 	t->name[len] = 0;
 	k->nparts += nparts;
-	DP_INFO("topic %s created with %d partitions", t->name, nparts);
+	t->conf = (struct dp_topic_conf){ 0 };
+	t->conf_len = 0;
+	const struct dp_topic_configs *tc = m->u.topic.conf;
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX];
+	size_t tlen = tc ? dp_topic_configs_format(tc, text) : 0;
+	if (tlen == 0) {
+		create_dirs(c, t);
+		return;
+	}
+	/* The configs first (the file alone, with no partition directory, is dropped at start-up). */
+	dp_topic_configs_applied(tc, &t->conf);
+	t->conf_text = malloc(tlen);
+	if (!t->conf_text) {
+		create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	memcpy(t->conf_text, text, tlen);
+	t->conf_len = (uint32_t)tlen;
+	t->conf_core = c;
+	_Static_assert(sizeof(DP_TOPIC_CONFIG_TMP_PREFIX) == 2, "conf_tmp holds a one-character prefix");
+	t->conf_tmp[0] = DP_TOPIC_CONFIG_TMP_PREFIX[0];
+	memcpy(t->conf_tmp + 1, t->name, (size_t)t->len + 1);
+	st_fop_replace(c->io, &t->conf_fop, k->conf_dirfd, t->conf_tmp, t->name, NULL, t->conf_text, tlen, -1,
+	               conf_written, t);
+}
+
+/* A create that cannot go on: the slot is free again, and the requester answered err. */
+static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err)
+{
+	struct dp_ctrl_op *op = &t->create_op;
+	if (t->conf_text && unlinkat(c->ctrl->conf_dirfd, t->name, 0) == 0)
+		fsync(c->ctrl->conf_dirfd);
+	free(t->conf_text);
+	t->conf_text = NULL;
+	t->conf_len = 0;
+	c->ctrl->nparts -= t->nparts;
+	t->live = false;
+	struct dp_msg r = { .type = op->reply_type, .err = err, .ctx = op->req_ctx, .idx = op->req_idx,
+	                    .gen = op->req_gen };
+	op->used = false;
+	dp_answer_to(c, op->req_core, op->req_reply, &r);
+}
+
+static void conf_written(void *arg, int status)
+{
+	struct ctrl_topic *t = arg;
+	struct dp_core *c = t->conf_core;
+	if (status < 0) {
+		/* Renamed or not, the create is refused: the file goes (create_undo), the client may retry. */
+		DP_ERR("create topic %s: cannot write its configs: %s", t->name, strerror(-status));
+		create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	create_dirs(c, t);
+}
+
+/* Durable first: the partition directories are the topic's record on disk. */
+static void create_dirs(struct dp_core *c, struct ctrl_topic *t)
+{
+	const struct dp_config *cfg = &c->b->cfg;
+	uint32_t id = (uint32_t)(t - c->ctrl->topics);
+	for (int32_t p = 0; p < t->nparts; p++) {
+		char dir[1024];
+		dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			DP_ERR("create topic %s: mkdir %s: %s", t->name, dir, strerror(errno));
+			while (--p >= 0) {   /* nothing half-created */
+				dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+				rmdir(dir);
+			}
+			create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+			return;
+		}
+	}
+	fsync_dir(cfg->data_dir);
+	int32_t nparts = t->nparts;
+	DP_INFO("topic %s created with %d partitions%s", t->name, nparts, t->conf_text ? " and configs" : "");
 	for (int d = 0; d < c->b->ndata; d++) {
 		struct dp_msg add = { .type = DP_MSG_TOPIC_ADD, .ctx = &t->create_op, .topic_id = (uint32_t)id,
 		                      .gen = t->gen };
 		add.u.topic.name = t->name;
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
+		add.u.topic.conf = &t->conf;
 		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &add);
 	}
 }
@@ -284,7 +358,8 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_ctrl *k = c->ctrl;
 	int32_t id = ctrl_find(k, m->u.topic.name, m->u.topic.name_len);
-	if (id < 0 || k->topics[id].deleting) {
+	/* A topic whose configs are being written is not on any data core yet: a delete would overtake its ADD. */
+	if (id < 0 || k->topics[id].deleting || st_fop_busy(&k->topics[id].conf_fop)) {
 		done(c, m, DP_MSG_DELETE_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
 		return;
 	}
@@ -363,6 +438,16 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 		       "created again until then", t->name, left);
 		fsync_dir(c->b->cfg.data_dir);
 		return;
+	}
+	/* The configs go before the record, durably: a topic created again under the name starts bare. */
+	if (t->conf_text) {
+		if (unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
+			DP_ERR("topic %s: cannot remove its config file: %s (the next start removes it)", t->name,
+			       strerror(errno));
+		fsync(c->ctrl->conf_dirfd);
+		free(t->conf_text);
+		t->conf_text = NULL;
+		t->conf_len = 0;
 	}
 	/* The record goes last, durably (the directory sync below) before the answer: so it never
 	 * outlives the delete into a topic created again under the name. */
@@ -509,6 +594,72 @@ static int finish_deletes(const struct dp_config *cfg, int dirfd)
 	return rc;
 }
 
+/*
+ * init only: each recovered topic's configs from its file (names.h). A temp
+ * file was never renamed into place (its create was never answered); a file
+ * whose topic has no partition directory is a create that stopped before
+ * them, or a delete's leftover: both go. A file that does not parse stops
+ * the start: going on without it would quietly drop a retention or limit
+ * the topic was created with.
+ */
+static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, int32_t ntopics)
+{
+	int fd = dup(k->conf_dirfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	int rc = 0, dropped = 0;
+	struct dirent *e;
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX + 1];
+	while (!rc && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int32_t id = ctrl_find(k, e->d_name, len);
+		if (id < 0 || id >= ntopics) {
+			if (unlinkat(k->conf_dirfd, e->d_name, 0) == 0)
+				dropped++;
+			if (strncmp(e->d_name, DP_TOPIC_CONFIG_TMP_PREFIX, strlen(DP_TOPIC_CONFIG_TMP_PREFIX)))
+				DP_WARN("%s/%s/%s removed: no such topic (a create or delete a stop interrupted)", cfg->data_dir,
+				        DP_TOPIC_CONFIG_DIR, e->d_name);
+			continue;
+		}
+		struct ctrl_topic *t = &k->topics[id];
+		int ffd = openat(k->conf_dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
+		ssize_t n = ffd < 0 ? -1 : read(ffd, text, sizeof(text));
+		if (ffd >= 0)
+			close(ffd);
+		struct dp_topic_configs tc;
+		const char *why = n < 0 ? strerror(errno)
+		                  : (size_t)n > DP_TOPIC_CONFIG_TEXT_BYTES_MAX ? "longer than a config text"
+		                  : dp_topic_configs_parse(&tc, text, (size_t)n, UINT64_MAX);   /* a lowered flag clamps it (partition.c) */
+		if (why) {
+			DP_ERR("%s/%s/%s: %s; refusing to start (the topic's configs would be lost)", cfg->data_dir,
+			       DP_TOPIC_CONFIG_DIR, e->d_name, why);
+			rc = -EBADMSG;
+			break;
+		}
+		if (n == 0)
+			continue;
+		t->conf_text = malloc((size_t)n);
+		if (!t->conf_text) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(t->conf_text, text, (size_t)n);
+		t->conf_len = (uint32_t)n;
+		dp_topic_configs_applied(&tc, &t->conf);
+		DP_INFO("topic %s: its configs loaded (%zd bytes)", t->name, n);
+	}
+	closedir(d);
+	if (dropped)
+		fsync(k->conf_dirfd);
+	return rc;
+}
+
 /* init only: the control catalog and every data core's copy from the data directory. */
 int dp_scan_data_dir(struct dp_broker *b)
 {
@@ -518,11 +669,18 @@ int dp_scan_data_dir(struct dp_broker *b)
 	if (!cc->ctrl || !cc->ctrl_pids)
 		return -ENOMEM;
 	cc->ctrl_pids->dirfd = -1;
+	cc->ctrl->conf_dirfd = -1;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
+	if (mkdirat(cc->ctrl_pids->dirfd, DP_TOPIC_CONFIG_DIR, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	cc->ctrl->conf_dirfd = openat(cc->ctrl_pids->dirfd, DP_TOPIC_CONFIG_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cc->ctrl->conf_dirfd < 0)
+		return -errno;
+	fsync(cc->ctrl_pids->dirfd);
 	if ((prc = finish_deletes(&b->cfg, cc->ctrl_pids->dirfd)) < 0)
 		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
@@ -565,6 +723,8 @@ int dp_scan_data_dir(struct dp_broker *b)
 	closedir(d);
 	for (int32_t id = 0; id < n; id++)
 		cc->ctrl->nparts += ts[id].nparts;
+	if ((prc = load_configs(cc->ctrl, &b->cfg, n)) < 0)
+		return prc;
 	if (cc->ctrl->nparts > b->partitions_max)
 		DP_WARN("%lld partitions recovered, but the %s holds %lld: raise it (%s) or delete topics; new "
 		        "topics are refused", (long long)cc->ctrl->nparts,
@@ -574,7 +734,7 @@ int dp_scan_data_dir(struct dp_broker *b)
 		DP_INFO("recovered topic %s with %d partitions", ts[id].name, ts[id].nparts);
 		for (int i = 0; i < b->ndata; i++) {
 			int rc = dp_topic_install(b->cores[b->first_data + i], (uint32_t)id, ts[id].gen,
-			                          ts[id].name, ts[id].len, ts[id].nparts);
+			                          ts[id].name, ts[id].len, &ts[id].conf, ts[id].nparts);
 			if (rc < 0)
 				return rc;
 		}
@@ -585,6 +745,12 @@ int dp_scan_data_dir(struct dp_broker *b)
 /* teardown, after the cores stopped: what dp_scan_data_dir made (a simulated machine boots many times). */
 void dp_scan_release(struct dp_core *cc)
 {
+	if (cc->ctrl) {
+		for (int32_t i = 0; i < DP_TOPICS_MAX; i++)
+			free(cc->ctrl->topics[i].conf_text);
+		if (cc->ctrl->conf_dirfd >= 0)
+			close(cc->ctrl->conf_dirfd);
+	}
 	free(cc->ctrl);
 	cc->ctrl = NULL;
 	if (cc->ctrl_pids) {

@@ -115,7 +115,7 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen)
 }
 
 int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
-                     int32_t nparts)
+                     const struct dp_topic_conf *conf, int32_t nparts)
 {
 	assert(id < DP_TOPICS_MAX && len <= DP_TOPIC_NAME_MAX && nparts > 0);
 	struct dp_topic *t = &c->topics[id];
@@ -129,6 +129,7 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->hash = dp_topic_hash(name, len);
 	t->gen = gen;
 	t->nparts = nparts;
+	t->conf = conf ? *conf : (struct dp_topic_conf){ 0 };
 	t->deleting = false;
 	t->live = true;
 	if (id >= c->topics_end)

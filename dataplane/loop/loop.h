@@ -34,6 +34,7 @@
 
 #include "dp_limits.h"
 #include "names.h"   /* topic and partition directory names */
+#include "topicconf.h"   /* a topic's configs */
 #include "ring.h"
 
 struct nic;
@@ -160,6 +161,7 @@ struct dp_topic {
 	uint16_t name_len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_part **parts;       /* [nparts]; non-NULL only for owned partitions */
+	struct dp_topic_conf conf;    /* the topic's configs that change what the broker does (topicconf.h) */
 	bool del_wait;                /* TOPIC_DEL taken; closed once its partitions' I/O is done */
 	uint16_t del_src;             /* ... and acknowledged to this core with this ctx */
 	void *del_ctx;
@@ -518,8 +520,9 @@ int64_t dp_wall_ms(void);
 int  dp_catalog_init(struct dp_core *c);
 int32_t dp_topic_find(const struct dp_core *c, const char *name, size_t len); /* -1 if none */
 struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /* NULL if gone */
+/* conf: the topic's configs (copied), NULL for none. */
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
-                      int32_t nparts);
+                      const struct dp_topic_conf *conf, int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
 int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */

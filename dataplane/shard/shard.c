@@ -404,7 +404,7 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_LIST: shard_list(c, m); return;
 	case DP_MSG_TOPIC_ADD: {
 		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
-		                          m->u.topic.nparts);
+		                          m->u.topic.conf, m->u.topic.nparts);
 		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
 		/* A partition that cannot be opened fails the create (the control core takes it back). */
 		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id, 0) > 0)

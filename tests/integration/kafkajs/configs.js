@@ -1,0 +1,117 @@
+// configs.js BOOTSTRAP PHASE - topic configs that CreateTopics stores and the broker applies
+// (run by ../kafkajs_configs.sh).
+//
+// PHASE "create": topics made with configs: kjc-big (max.message.bytes=2000), kjc-isr
+// (min.insync.replicas=2), kjc-seg (segment.bytes=4096), kjc-inert (message.format.version,
+// stored, not applied). A batch above max.message.bytes is MESSAGE_TOO_LARGE and one below it
+// is appended; acks=all to kjc-isr is NOT_ENOUGH_REPLICAS (one broker: one replica in sync)
+// and acks=1 is appended; 40 KB to kjc-seg (the script counts its segment files). Configs
+// sluice does not implement are INVALID_CONFIG, and their topic is not made.
+// PHASE "after": (after a restart) the same limits still hold.
+// PHASE "recreated": (kjc-big deleted and made again without configs) a large batch is taken.
+'use strict';
+const { Kafka, logLevel } = require('kafkajs');
+
+const [bootstrap, phase] = process.argv.slice(2);
+const DEADLINE_MS = 120000;
+
+setTimeout(() => {
+  console.error(`kafkajs configs: FAIL: not done after ${DEADLINE_MS} ms`);
+  process.exit(1);
+}, DEADLINE_MS).unref();
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+async function createRefusal(admin, topic) {
+  try {
+    await admin.createTopics({ topics: [topic] });
+  } catch (e) {
+    const inner = e.errors && e.errors.length ? e.errors[0] : e;
+    return inner.type || e.type || String(e);
+  }
+  return 'NONE';
+}
+
+// The error type of one send (the producer does not retry: each answer is seen as it is).
+async function sendError(producer, topic, acks, value) {
+  try {
+    const res = await producer.send({ topic, acks, messages: [{ value }] });
+    check(res.length === 1 && res[0].errorCode === 0, `produce to ${topic}: ${JSON.stringify(res)}`);
+  } catch (e) {
+    let x = e;
+    while (x && !x.type && (x.cause || x.originalError)) x = x.cause || x.originalError;
+    return (x && x.type) || String(e);
+  }
+  return 'NONE';
+}
+
+async function limits(producer) {
+  let e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(5000));
+  check(e === 'MESSAGE_TOO_LARGE', `5000 bytes to max.message.bytes=2000: ${e}, want MESSAGE_TOO_LARGE`);
+  e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(500));
+  check(e === 'NONE', `500 bytes to max.message.bytes=2000: ${e}`);
+  e = await sendError(producer, 'kjc-isr', -1, 'v');
+  check(e === 'NOT_ENOUGH_REPLICAS', `acks=all to min.insync.replicas=2: ${e}, want NOT_ENOUGH_REPLICAS`);
+  e = await sendError(producer, 'kjc-isr', 1, 'v');
+  check(e === 'NONE', `acks=1 to min.insync.replicas=2: ${e}`);
+}
+
+async function create(admin, producer) {
+  const made = (topic, configEntries) => admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }] });
+  check(await made('kjc-big', [{ name: 'max.message.bytes', value: '2000' }]), 'kjc-big not created');
+  check(await made('kjc-isr', [{ name: 'min.insync.replicas', value: '2' }]), 'kjc-isr not created');
+  check(await made('kjc-seg', [{ name: 'segment.bytes', value: '4096' }, { name: 'retention.ms', value: '-1' }]),
+    'kjc-seg not created');
+  check(await made('kjc-inert', [{ name: 'message.format.version', value: '3.0-IV1' },
+    { name: 'cleanup.policy', value: 'delete' }, { name: 'compression.type', value: 'producer' }]),
+    'kjc-inert not created');
+  const refused = [
+    [{ name: 'cleanup.policy', value: 'compact' }, 'compaction'],
+    [{ name: 'compression.type', value: 'gzip' }, 'a broker-side codec'],
+    [{ name: 'message.timestamp.type', value: 'LogAppendTime' }, 'LogAppendTime'],
+    [{ name: 'segment.ms', value: '1000' }, 'time-based rolls'],
+    [{ name: 'segment.bytes', value: '100' }, 'a segment below 4096 bytes'],
+    [{ name: 'message.format.version', value: 'v'.repeat(300) }, 'a 300-byte value'],
+  ];
+  for (const [cfg, what] of refused) {
+    const e = await createRefusal(admin, { topic: 'kjc-no', configEntries: [cfg] });
+    check(e === 'INVALID_CONFIG', `${what} (${cfg.name}): ${e}, want INVALID_CONFIG`);
+  }
+  const listed = await admin.listTopics();
+  check(!listed.includes('kjc-no'), 'a refused create made its topic');
+  await limits(producer);
+  for (let i = 0; i < 40; i++) {
+    const e = await sendError(producer, 'kjc-seg', -1, 'y'.repeat(1000));
+    check(e === 'NONE', `kjc-seg produce ${i}: ${e}`);
+  }
+}
+
+async function main() {
+  const kafka = new Kafka({ clientId: 'sluice-kafkajs-configs', brokers: [bootstrap], logLevel: logLevel.NOTHING,
+    retry: { retries: 3 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 0 } });
+  await producer.connect();
+  if (phase === 'create') {
+    await create(admin, producer);
+  } else if (phase === 'after') {
+    await limits(producer);
+  } else if (phase === 'recreate') {
+    await admin.deleteTopics({ topics: ['kjc-big'] });
+    check(await admin.createTopics({ topics: [{ topic: 'kjc-big', numPartitions: 1 }] }), 'kjc-big not made again');
+  } else {
+    const e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(5000));
+    check(e === 'NONE', `5000 bytes to kjc-big made again without configs: ${e}`);
+  }
+  await producer.disconnect();
+  await admin.disconnect();
+  console.log(`kafkajs configs ${phase}: OK`);
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(`kafkajs configs ${phase}: FAIL: ${e.stack || e}`);
+  process.exit(1);
+});
