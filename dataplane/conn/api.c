@@ -38,6 +38,7 @@ static const struct dp_api {
 	{ KAPI_DELETE_TOPICS, 0, 1 },
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
+	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -677,6 +678,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
+	case KAPI_DESCRIBE_CONFIGS: rc = dp_describe_configs(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -810,6 +812,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -852,6 +855,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)

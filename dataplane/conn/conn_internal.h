@@ -195,6 +195,8 @@ void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
 
 /* groupapi.c */
 int  dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+/* configapi.c: DescribeConfigs, answered on this core. */
+int  dp_describe_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 
 /* produce.c / fetch.c */
 int  dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);

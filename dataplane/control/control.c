@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fop.h"
+#include "fs.h"
 #include "kerr.h"
 #include "control_internal.h"
 #include "shard.h"
@@ -187,6 +188,8 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	}
 	memcpy(t->conf_text, text, tlen);
 	t->conf_len = (uint32_t)tlen;
+	t->conf.text = t->conf_text;
+	t->conf.text_len = t->conf_len;
 	t->conf_core = c;
 	_Static_assert(sizeof(DP_TOPIC_CONFIG_TMP_PREFIX) == 2, "conf_tmp holds a one-character prefix");
 	t->conf_tmp[0] = DP_TOPIC_CONFIG_TMP_PREFIX[0];
@@ -199,7 +202,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err)
 {
 	struct dp_ctrl_op *op = &t->create_op;
-	if (t->conf_text && unlinkat(c->ctrl->conf_dirfd, t->name, 0) == 0)
+	if (t->conf_text && st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) == 0)
 		fsync(c->ctrl->conf_dirfd);
 	free(t->conf_text);
 	t->conf_text = NULL;
@@ -441,7 +444,7 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 	}
 	/* The configs go before the record, durably: a topic created again under the name starts bare. */
 	if (t->conf_text) {
-		if (unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
+		if (st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
 			DP_ERR("topic %s: cannot remove its config file: %s (the next start removes it)", t->name,
 			       strerror(errno));
 		fsync(c->ctrl->conf_dirfd);
@@ -602,25 +605,21 @@ static int finish_deletes(const struct dp_config *cfg, int dirfd)
  * the start: going on without it would quietly drop a retention or limit
  * the topic was created with.
  */
-static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, int32_t ntopics)
+static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, const char *cdir, int32_t ntopics)
 {
-	int fd = dup(k->conf_dirfd);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = st_fs_opendir(cdir);
+	if (!d)
 		return -errno;
-	}
 	int rc = 0, dropped = 0;
 	struct dirent *e;
 	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX + 1];
-	while (!rc && (e = readdir(d))) {
+	while (!rc && (e = st_fs_readdir(d))) {
 		size_t len = strlen(e->d_name);
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		int32_t id = ctrl_find(k, e->d_name, len);
 		if (id < 0 || id >= ntopics) {
-			if (unlinkat(k->conf_dirfd, e->d_name, 0) == 0)
+			if (st_fs_unlinkat(k->conf_dirfd, e->d_name, 0) == 0)
 				dropped++;
 			if (strncmp(e->d_name, DP_TOPIC_CONFIG_TMP_PREFIX, strlen(DP_TOPIC_CONFIG_TMP_PREFIX)))
 				DP_WARN("%s/%s/%s removed: no such topic (a create or delete a stop interrupted)", cfg->data_dir,
@@ -652,9 +651,11 @@ static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, int32_t 
 		memcpy(t->conf_text, text, (size_t)n);
 		t->conf_len = (uint32_t)n;
 		dp_topic_configs_applied(&tc, &t->conf);
+		t->conf.text = t->conf_text;
+		t->conf.text_len = t->conf_len;
 		DP_INFO("topic %s: its configs loaded (%zd bytes)", t->name, n);
 	}
-	closedir(d);
+	st_fs_closedir(d);
 	if (dropped)
 		fsync(k->conf_dirfd);
 	return rc;
@@ -675,12 +676,15 @@ int dp_scan_data_dir(struct dp_broker *b)
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
-	if (mkdirat(cc->ctrl_pids->dirfd, DP_TOPIC_CONFIG_DIR, 0755) < 0 && errno != EEXIST)
+	/* st_fs_*: the calls the simulator's disk sees too (storage/fs.h). */
+	char cdir[1024];
+	snprintf(cdir, sizeof(cdir), "%s/%s", b->cfg.data_dir, DP_TOPIC_CONFIG_DIR);
+	if (st_fs_mkdir(cdir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	cc->ctrl->conf_dirfd = openat(cc->ctrl_pids->dirfd, DP_TOPIC_CONFIG_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cc->ctrl->conf_dirfd = st_fs_open(cdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (cc->ctrl->conf_dirfd < 0)
 		return -errno;
-	fsync(cc->ctrl_pids->dirfd);
+	st_fs_fsync(cc->ctrl_pids->dirfd);
 	if ((prc = finish_deletes(&b->cfg, cc->ctrl_pids->dirfd)) < 0)
 		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
@@ -723,7 +727,7 @@ int dp_scan_data_dir(struct dp_broker *b)
 	closedir(d);
 	for (int32_t id = 0; id < n; id++)
 		cc->ctrl->nparts += ts[id].nparts;
-	if ((prc = load_configs(cc->ctrl, &b->cfg, n)) < 0)
+	if ((prc = load_configs(cc->ctrl, &b->cfg, cdir, n)) < 0)
 		return prc;
 	if (cc->ctrl->nparts > b->partitions_max)
 		DP_WARN("%lld partitions recovered, but the %s holds %lld: raise it (%s) or delete topics; new "
@@ -749,7 +753,7 @@ void dp_scan_release(struct dp_core *cc)
 		for (int32_t i = 0; i < DP_TOPICS_MAX; i++)
 			free(cc->ctrl->topics[i].conf_text);
 		if (cc->ctrl->conf_dirfd >= 0)
-			close(cc->ctrl->conf_dirfd);
+			st_fs_close(cc->ctrl->conf_dirfd);
 	}
 	free(cc->ctrl);
 	cc->ctrl = NULL;

@@ -130,6 +130,17 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->gen = gen;
 	t->nparts = nparts;
 	t->conf = conf ? *conf : (struct dp_topic_conf){ 0 };
+	t->conf.text = NULL;
+	t->conf.text_len = 0;
+	if (conf && conf->text_len) {   /* this core's copy, for DescribeConfigs */
+		if (!(t->conf.text = malloc(conf->text_len))) {
+			free(t->parts);
+			t->parts = NULL;
+			return -ENOMEM;
+		}
+		memcpy(t->conf.text, conf->text, conf->text_len);
+		t->conf.text_len = conf->text_len;
+	}
 	t->deleting = false;
 	t->live = true;
 	if (id >= c->topics_end)
@@ -171,6 +182,9 @@ void dp_topic_remove(struct dp_core *c, uint32_t id)
 	txn_htab_delete(c->topic_index, slot);
 	free(t->parts);
 	t->parts = NULL;
+	free(t->conf.text);
+	t->conf.text = NULL;
+	t->conf.text_len = 0;
 	t->live = false;
 	while (c->topics_end > 0 && !c->topics[c->topics_end - 1].live)
 		c->topics_end--;

@@ -326,3 +326,42 @@ void dp_topic_configs_applied(const struct dp_topic_configs *tc, struct dp_topic
 		}
 	}
 }
+
+bool dp_topic_config_listed(int i)
+{
+	return i >= 0 && i < DP_TOPIC_CONFIG_KEYS && tc_keys[i].cls != TC_NONE;
+}
+
+bool dp_topic_config_applied(int i)
+{
+	return i >= 0 && i < DP_TOPIC_CONFIG_KEYS && tc_keys[i].cls == TC_APPLIED;
+}
+
+const char *dp_topic_config_default(int i)
+{
+	if (i < 0 || i >= DP_TOPIC_CONFIG_KEYS)
+		return NULL;
+	const struct tc_key *k = &tc_keys[i];
+	switch (k->cls) {
+	case TC_SAME: return k->same;
+	case TC_INERT:
+		/* Kafka 3's defaults: the format of its IBP, no throttles, no unclean election */
+		return k->type == TC_BOOL ? "false" : k->type == TC_LIST ? "" : "3.0-IV1";
+	default: return NULL;
+	}
+}
+
+int8_t dp_topic_config_type(int i)
+{
+	if (i < 0 || i >= DP_TOPIC_CONFIG_KEYS)
+		return 0;
+	switch (tc_keys[i].type) {
+	case TC_BOOL: return 1;
+	case TC_STRING: case TC_ENUM: return 2;
+	case TC_INT: return 3;
+	case TC_LONG: return 5;
+	case TC_DOUBLE: return 6;
+	case TC_LIST: case TC_ENUM_LIST: return 7;
+	}
+	return 0;
+}

@@ -43,6 +43,10 @@ struct dp_topic_conf {
 	int32_t min_insync_replicas;   /* acks=all needs this many in sync: one broker has 1 */
 	uint32_t segment_bytes;
 	int64_t retention_ms, retention_bytes;
+	/* The text every config was given in (dp_topic_configs_format), for DescribeConfigs: the
+	 * control core's own; each data core's copy of the catalog holds a copy (catalog.c). */
+	char *text;
+	uint32_t text_len;
 };
 #define DP_TC_MAX_MESSAGE_BYTES 1u
 #define DP_TC_MIN_INSYNC        2u
@@ -73,10 +77,18 @@ size_t dp_topic_configs_format(const struct dp_topic_configs *tc, char *out);
 /* Parse such a text (a topic's config file) into tc; NULL, or why it is not one the broker wrote. */
 const char *dp_topic_configs_parse(struct dp_topic_configs *tc, const char *text, size_t len,
                                    uint64_t segment_bytes_max);
-/* The applied configs of tc. */
+/* The applied configs of tc (text NULL: the caller's to set). */
 void dp_topic_configs_applied(const struct dp_topic_configs *tc, struct dp_topic_conf *out);
 /* Key i (0 .. DP_TOPIC_CONFIG_KEYS-1): its name, and whether sluice applies it (for DescribeConfigs). */
 const char *dp_topic_config_name(int i);
 int dp_topic_config_find(const char *name, size_t len);   /* its index, -1 when not a key */
+/* Whether DescribeConfigs lists key i: those sluice applies or stores (the others it refuses). */
+bool dp_topic_config_listed(int i);
+bool dp_topic_config_applied(int i);
+/* Key i's value when not set, where it is not a broker flag's (NULL: an applied key, the flag's). */
+const char *dp_topic_config_default(int i);
+/* Key i's type as DescribeConfigs v3 reports it (Kafka's ConfigType: 1 boolean, 2 string, 3 int,
+ * 5 long, 6 double, 7 list). */
+int8_t dp_topic_config_type(int i);
 
 #endif

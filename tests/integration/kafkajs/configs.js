@@ -10,7 +10,7 @@
 // PHASE "after": (after a restart) the same limits still hold.
 // PHASE "recreated": (kjc-big deleted and made again without configs) a large batch is taken.
 'use strict';
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
 const [bootstrap, phase] = process.argv.slice(2);
 const DEADLINE_MS = 120000;
@@ -88,6 +88,39 @@ async function create(admin, producer) {
   }
 }
 
+// DescribeConfigs: what each topic was made with (source 1, DYNAMIC_TOPIC_CONFIG), the broker's
+// flags where it sets none (4, STATIC_BROKER_CONFIG), and no key sluice does not implement.
+async function describe(admin) {
+  const res = await admin.describeConfigs({ includeSynonyms: false, resources: [
+    { type: ConfigResourceTypes.TOPIC, name: 'kjc-big' },
+    { type: ConfigResourceTypes.TOPIC, name: 'kjc-inert', configNames: ['message.format.version', 'segment.ms'] },
+    { type: ConfigResourceTypes.BROKER, name: '1', configNames: ['log.retention.ms', 'num.partitions'] }] });
+  check(res.resources.length === 3, `describeConfigs: ${res.resources.length} resources`);
+  const [big, inert, broker] = res.resources;
+  const entry = (r, n) => r.configEntries.find((e) => e.configName === n);
+  check(big.errorCode === 0, `kjc-big: error ${big.errorCode}`);
+  let e = entry(big, 'max.message.bytes');
+  check(e && e.configValue === '2000' && e.configSource === 1 && !e.isDefault && !e.readOnly,
+    `kjc-big max.message.bytes: ${JSON.stringify(e)}`);
+  e = entry(big, 'retention.ms');
+  check(e && e.configValue === '604800000' && e.configSource === 4 && e.isDefault === false,
+    `kjc-big retention.ms (the broker's flag): ${JSON.stringify(e)}`);
+  e = entry(big, 'cleanup.policy');
+  check(e && e.configValue === 'delete' && e.configSource === 5, `kjc-big cleanup.policy: ${JSON.stringify(e)}`);
+  check(!entry(big, 'segment.ms') && !entry(big, 'flush.ms'), 'a config sluice does not implement is listed');
+  check(inert.configEntries.length === 1 && inert.configEntries[0].configValue === '3.0-IV1',
+    `kjc-inert message.format.version: ${JSON.stringify(inert.configEntries)}`);
+  check(broker.errorCode === 0 && broker.configEntries.length === 2 && entry(broker, 'num.partitions').readOnly,
+    `broker: ${JSON.stringify(broker)}`);
+  let err = 'NONE';
+  try {
+    await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kjc-none' }] });
+  } catch (x) {
+    err = x.type || String(x);
+  }
+  check(err === 'UNKNOWN_TOPIC_OR_PARTITION', `describeConfigs of no topic: ${err}`);
+}
+
 async function main() {
   const kafka = new Kafka({ clientId: 'sluice-kafkajs-configs', brokers: [bootstrap], logLevel: logLevel.NOTHING,
     retry: { retries: 3 } });
@@ -99,6 +132,7 @@ async function main() {
     await create(admin, producer);
   } else if (phase === 'after') {
     await limits(producer);
+    await describe(admin);
   } else if (phase === 'recreate') {
     await admin.deleteTopics({ topics: ['kjc-big'] });
     check(await admin.createTopics({ topics: [{ topic: 'kjc-big', numPartitions: 1 }] }), 'kjc-big not made again');
