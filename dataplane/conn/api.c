@@ -39,6 +39,8 @@ static const struct dp_api {
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
 	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
+	{ KAPI_ALTER_CONFIGS, 0, 2 },       /* librdkafka 0, kafkajs 0-1 */
+	{ KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1 },
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -106,8 +108,8 @@ struct md_topic {
 	int16_t err;
 };
 
-static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
-                        struct kstr name, int32_t nparts, uint16_t flags, const void *conf)
+void dp_ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
+                    struct kstr name, int32_t nparts, uint16_t flags, const void *conf)
 {
 	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen, .flags = flags };
 	m.u.topic.conf = conf;
@@ -154,7 +156,7 @@ static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		mt[i].err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		/* The coordinators' logs are not topics: asking for one never makes a user topic of it. */
 		if (create && !dp_topic_internal(n.ptr, (size_t)n.len))
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0, NULL);
+			dp_ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0, NULL);
 	}
 	return 0;
 }
@@ -465,7 +467,7 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 				return -1;
 			if (keep)
 				*keep = tc;
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
+			dp_ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
 			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0, keep);
 		}
 		if (why)
@@ -499,7 +501,7 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		if (out->Name.len < 0 || dp_topic_find(c, out->Name.ptr, (size_t)out->Name.len) < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else
-			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0, NULL);
+			dp_ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0, NULL);
 	}
 	return 0;
 }
@@ -592,7 +594,7 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 		if (id < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else if ((out->ErrorCode = create_parts_assignment(c, in, c->topics[id].nparts)) == KERR_NONE)
-			ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
+			dp_ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
 			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0, NULL);
 	}
 	return 0;
@@ -679,6 +681,8 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
 	case KAPI_DESCRIBE_CONFIGS: rc = dp_describe_configs(c, r, &rd); break;
+	case KAPI_ALTER_CONFIGS: rc = dp_alter_configs(c, r, &rd); break;
+	case KAPI_INCREMENTAL_ALTER_CONFIGS: rc = dp_incremental_alter_configs(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -742,6 +746,9 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		resp->Responses[m->idx].ErrorCode = m->err;
 		return;
 	}
+	case DP_MSG_ALTER_CONF_DONE:
+		dp_alter_configs_part(r, m);
+		return;
 	case DP_MSG_CREATE_PARTS_DONE: {
 		struct CreatePartitionsResponse *resp = r->resp;
 		resp->Results[m->idx].ErrorCode = m->err;
@@ -813,6 +820,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
+	ENCODE_CASE(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
+	ENCODE_CASE(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -856,6 +865,8 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
+	ENCODE_CASE2(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
+	ENCODE_CASE2(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)

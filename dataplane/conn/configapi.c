@@ -6,7 +6,10 @@
  * was set for the topic (source DYNAMIC_TOPIC_CONFIG) or is the broker's
  * (STATIC_BROKER_CONFIG, a flag) or Kafka's default (DEFAULT_CONFIG); keys
  * sluice refuses (topicconf.c) are not listed, since no value of theirs is
- * in effect. Locality: NIC core.
+ * in effect. AlterConfigs (replace) and IncrementalAlterConfigs (KIP-339)
+ * of a topic go to the control core, which applies them to the topic's
+ * configs, writes them durably and hands them to every data core before the
+ * answer; the broker's configs are its flags, not altered. Locality: NIC core.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -211,4 +214,113 @@ int dp_describe_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 			return -1;
 	}
 	return 0;
+}
+
+static const char cfg_why_broker_ro[] = "sluice's broker configs are its command-line flags: not altered at run time";
+static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
+
+/*
+ * One resource of an alter: its error now, or (0) its topic's change sent to
+ * the control core, whose answer fills the result (dp_alter_configs_part).
+ * get(j, &op) reads config j of the request into op. Returns -1 when the
+ * request's arena has no room (the caller closes).
+ */
+#define ALTER_RESOURCE(c, r, q, out, idx, validate, is_replace, FILL)                                     \
+	do {                                                                                                 \
+		(out)->ResourceType = (q)->ResourceType;                                                         \
+		(out)->ResourceName = (q)->ResourceName.len < 0 ? cfg_str("") : (q)->ResourceName;              \
+		(out)->ErrorMessage = (struct kstr){ NULL, -1 };                                                 \
+		(out)->ErrorCode = 0;                                                                            \
+		int32_t nc_ = (q)->Configs_n > 0 ? (q)->Configs_n : 0;                                           \
+		if ((q)->ResourceType == CFG_RESOURCE_BROKER) {                                                  \
+			(out)->ErrorCode = KERR_INVALID_REQUEST;                                                     \
+			(out)->ErrorMessage = cfg_str(cfg_why_broker_ro);                                            \
+		} else if ((q)->ResourceType != CFG_RESOURCE_TOPIC) {                                            \
+			(out)->ErrorCode = KERR_INVALID_REQUEST;                                                     \
+			(out)->ErrorMessage = cfg_str(cfg_why_type);                                                 \
+		} else if ((q)->ResourceName.len < 0 ||                                                          \
+		           dp_topic_find((c), (q)->ResourceName.ptr, (size_t)(q)->ResourceName.len) < 0) {       \
+			(out)->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;                                          \
+			(out)->ErrorMessage = cfg_str(cfg_why_topic);                                                \
+		} else if (nc_ > DP_TOPIC_CREATE_CONFIGS_MAX) {                                                  \
+			(out)->ErrorCode = KERR_INVALID_CONFIG;                                                      \
+			(out)->ErrorMessage = cfg_str(cfg_why_many);                                                 \
+		} else {                                                                                         \
+			struct dp_topic_alter *a_ = dp_req_alloc((r), sizeof(*a_));                                  \
+			struct dp_topic_alter_op *ops_ = dp_req_alloc((r), sizeof(*ops_) * (size_t)(nc_ ? nc_ : 1)); \
+			if (!a_ || !ops_)                                                                            \
+				return -1;                                                                               \
+			bool bad_ = false;                                                                           \
+			for (int32_t j = 0; j < nc_; j++) {                                                          \
+				FILL(&(q)->Configs[j], &ops_[j]);                                                        \
+				bad_ |= (q)->Configs[j].Name.len < 0;                                                    \
+			}                                                                                            \
+			if (bad_) {                                                                                  \
+				(out)->ErrorCode = KERR_INVALID_REQUEST;                                                 \
+				(out)->ErrorMessage = cfg_str("null config name");                                       \
+			} else {                                                                                     \
+				*a_ = (struct dp_topic_alter){ .replace = (is_replace), .n = nc_, .ops = ops_ };          \
+				dp_ask_control((c), (r), DP_MSG_ALTER_CONF, (uint32_t)(idx), (q)->ResourceName, 0,       \
+				               (validate) ? DP_F_VALIDATE_ONLY : 0, a_);                                 \
+			}                                                                                            \
+		}                                                                                                \
+	} while (0)
+
+#define FILL_SET(in, o)                                                                                  \
+	(*(o) = (struct dp_topic_alter_op){ .name = (in)->Name.ptr, .name_len = (in)->Name.len < 0 ? 0 : (uint32_t)(in)->Name.len, \
+	                                    .val = (in)->Value.len < 0 ? NULL : (in)->Value.ptr,                 \
+	                                    .len = (in)->Value.len < 0 ? 0 : (uint32_t)(in)->Value.len, .op = DP_TC_OP_SET })
+#define FILL_OP(in, o)                                                                                   \
+	(*(o) = (struct dp_topic_alter_op){ .name = (in)->Name.ptr, .name_len = (in)->Name.len < 0 ? 0 : (uint32_t)(in)->Name.len, \
+	                                    .val = (in)->Value.len < 0 ? NULL : (in)->Value.ptr,                 \
+	                                    .len = (in)->Value.len < 0 ? 0 : (uint32_t)(in)->Value.len,          \
+	                                    .op = (in)->ConfigOperation })
+
+int dp_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct AlterConfigsRequest req;
+	if (AlterConfigsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct AlterConfigsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	AlterConfigsResponse_init(resp);
+	r->resp = resp;
+	if (!DP_RESP_ARRAY(r, resp, Responses, req.Resources_n))
+		return -1;
+	for (int32_t i = 0; i < resp->Responses_n; i++)
+		ALTER_RESOURCE(c, r, &req.Resources[i], &resp->Responses[i], i, req.ValidateOnly, true, FILL_SET);
+	return 0;
+}
+
+int dp_incremental_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	struct IncrementalAlterConfigsRequest req;
+	if (IncrementalAlterConfigsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct IncrementalAlterConfigsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	IncrementalAlterConfigsResponse_init(resp);
+	r->resp = resp;
+	if (!DP_RESP_ARRAY(r, resp, Responses, req.Resources_n))
+		return -1;
+	for (int32_t i = 0; i < resp->Responses_n; i++)
+		ALTER_RESOURCE(c, r, &req.Resources[i], &resp->Responses[i], i, req.ValidateOnly, false, FILL_OP);
+	return 0;
+}
+
+void dp_alter_configs_part(struct dp_req *r, struct dp_msg *m)
+{
+	struct kstr why = m->u.topic.name ? (struct kstr){ m->u.topic.name, (int32_t)m->u.topic.name_len }
+	                                  : (struct kstr){ NULL, -1 };   /* the control core's static reason */
+	if (r->hdr.api_key == KAPI_ALTER_CONFIGS) {
+		struct AlterConfigsResponse *resp = r->resp;
+		resp->Responses[m->idx].ErrorCode = m->err;
+		resp->Responses[m->idx].ErrorMessage = why;
+	} else {
+		struct IncrementalAlterConfigsResponse *resp = r->resp;
+		resp->Responses[m->idx].ErrorCode = m->err;
+		resp->Responses[m->idx].ErrorMessage = why;
+	}
 }

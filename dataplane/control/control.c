@@ -37,6 +37,9 @@ struct ctrl_topic {
 	uint16_t len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_ctrl_op create_op, delete_op, grow_op;   /* grow_op: a CreatePartitions */
+	struct dp_ctrl_op alter_op;   /* an AlterConfigs or IncrementalAlterConfigs */
+	char *alter_text;             /* its new text, being written */
+	uint32_t alter_len;
 	/* A delete's record (names.h): written before any partition is touched, removed after all. */
 	struct st_fop mark_fop;
 	struct dp_core *mark_core;    /* the control core, for the record's completion */
@@ -119,6 +122,8 @@ static void limit_log(struct dp_core *c, const char *name, size_t len, int32_t n
 static void create_dirs(struct dp_core *c, struct ctrl_topic *t);
 static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err);
 static void conf_written(void *arg, int status);
+
+static void ctrl_alter(struct dp_core *c, struct dp_msg *m);
 
 static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 {
@@ -326,6 +331,99 @@ static void ctrl_create_parts(struct dp_core *c, struct dp_msg *m)
 }
 
 /*
+ * An alter's new text is durable (or renamed, its directory sync failed: then
+ * a crash may keep either, and the alter goes on as a delete's record does):
+ * the control core's copy takes it, then every data core's, and the client
+ * is answered once all have it. A write that failed before its rename
+ * changed nothing.
+ */
+static void alter_written(void *arg, int status)
+{
+	struct ctrl_topic *t = arg;
+	struct dp_core *c = t->conf_core;
+	struct dp_ctrl_op *op = &t->alter_op;
+	if (status < 0 && !st_fop_renamed(&t->conf_fop)) {
+		DP_ERR("topic %s: cannot write its altered configs: %s; they stay as they were", t->name, strerror(-status));
+		free(t->alter_text);
+		t->alter_text = NULL;
+		struct dp_msg r = { .type = op->reply_type, .err = KERR_KAFKA_STORAGE_ERROR, .ctx = op->req_ctx,
+		                    .idx = op->req_idx, .gen = op->req_gen };
+		op->used = false;
+		dp_answer_to(c, op->req_core, op->req_reply, &r);
+		return;
+	}
+	if (status < 0)
+		DP_ERR("topic %s: its altered configs may not survive a crash: %s", t->name, strerror(-status));
+	struct dp_topic_configs tc;
+	const char *why = dp_topic_configs_parse(&tc, t->alter_text, t->alter_len, UINT64_MAX);
+	assert(!why);   /* formatted by ctrl_alter from configs it took */
+	(void)why;
+	free(t->conf_text);
+	t->conf_text = t->alter_len ? t->alter_text : NULL;
+	if (!t->alter_len)
+		free(t->alter_text);
+	t->conf_len = t->alter_len;
+	t->alter_text = NULL;
+	dp_topic_configs_applied(&tc, &t->conf);
+	t->conf.text = t->conf_text;
+	t->conf.text_len = t->conf_len;
+	DP_INFO("topic %s: configs altered", t->name);
+	uint32_t id = (uint32_t)(t - c->ctrl->topics);
+	for (int d = 0; d < c->b->ndata; d++) {
+		struct dp_msg m = { .type = DP_MSG_TOPIC_CONF, .ctx = op, .topic_id = id, .gen = t->gen };
+		m.u.topic.conf = &t->conf;
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &m);
+	}
+}
+
+/* AlterConfigs / IncrementalAlterConfigs of one topic: applied to its configs now, written
+ * durably (as a create's), then announced to every data core. One at a time per topic. */
+static void ctrl_alter(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_ctrl *k = c->ctrl;
+	int32_t id = ctrl_find(k, m->u.topic.name, m->u.topic.name_len);
+	if (id < 0 || k->topics[id].deleting) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+		return;
+	}
+	struct ctrl_topic *t = &k->topics[id];
+	if (t->create_op.used || t->alter_op.used || st_fop_busy(&t->conf_fop)) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_REASSIGNMENT_IN_PROGRESS, ctrl_why_busy);
+		return;
+	}
+	struct dp_topic_configs tc;
+	const char *why = dp_topic_configs_parse(&tc, t->conf_text ? t->conf_text : "", t->conf_len, UINT64_MAX);
+	static char scratch[DP_TOPIC_CONFIG_KEYS][DP_TOPIC_CONFIG_VALUE_BYTES_MAX];   /* control core only */
+	if (!why)
+		why = dp_topic_configs_alter(&tc, m->u.topic.conf, scratch, c->b->cfg.segment_bytes);
+	if (why) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_INVALID_CONFIG, why);
+		return;
+	}
+	if (m->flags & DP_F_VALIDATE_ONLY) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_NONE, NULL);
+		return;
+	}
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX];
+	size_t tlen = dp_topic_configs_format(&tc, text);
+	t->alter_text = malloc(tlen ? tlen : 1);
+	if (!t->alter_text) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
+		return;
+	}
+	memcpy(t->alter_text, text, tlen);
+	t->alter_len = (uint32_t)tlen;
+	op_start(&t->alter_op, m, DP_MSG_ALTER_CONF_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
+	t->conf_core = c;
+	_Static_assert(sizeof(DP_TOPIC_CONFIG_TMP_PREFIX) == 2, "conf_tmp holds a one-character prefix");
+	t->conf_tmp[0] = DP_TOPIC_CONFIG_TMP_PREFIX[0];
+	memcpy(t->conf_tmp + 1, t->name, (size_t)t->len + 1);
+	/* An empty text is written too: a file with no configs reads as none. */
+	st_fop_replace(c->io, &t->conf_fop, k->conf_dirfd, t->conf_tmp, t->name, NULL, t->alter_text, tlen, -1,
+	               alter_written, t);
+}
+
+/*
  * The delete's record is durable (status 0): from here a crash cannot bring
  * the topic back, since a start-up removes whatever partitions of it are
  * left before it scans the rest. Only now do the data cores remove theirs.
@@ -443,7 +541,7 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 		return;
 	}
 	/* The configs go before the record, durably: a topic created again under the name starts bare. */
-	if (t->conf_text) {
+	{   /* a file may be there with no configs in it (altered back to none) */
 		if (st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
 			DP_ERR("topic %s: cannot remove its config file: %s (the next start removes it)", t->name,
 			       strerror(errno));
@@ -498,6 +596,8 @@ void dp_control_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_CREATE: ctrl_create(c, m); return;
 	case DP_MSG_DELETE: ctrl_delete(c, m); return;
 	case DP_MSG_CREATE_PARTS: ctrl_create_parts(c, m); return;
+	case DP_MSG_ALTER_CONF: ctrl_alter(c, m); return;
+	case DP_MSG_TOPIC_CONF_ACK:
 	case DP_MSG_TOPIC_ADD_ACK:
 	case DP_MSG_TOPIC_GROW_ACK:
 	case DP_MSG_TOPIC_DEL_ACK: ctrl_ack(c, m); return;
@@ -642,7 +742,7 @@ static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, const ch
 			break;
 		}
 		if (n == 0)
-			continue;
+			continue;   /* altered back to no configs */
 		t->conf_text = malloc((size_t)n);
 		if (!t->conf_text) {
 			rc = -ENOMEM;

@@ -173,6 +173,19 @@ int dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts)
 	return 0;
 }
 
+int dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf)
+{
+	char *text = NULL;
+	if (conf->text_len && !(text = malloc(conf->text_len)))
+		return -ENOMEM;   /* the old configs stay on this core */
+	if (text)
+		memcpy(text, conf->text, conf->text_len);
+	free(t->conf.text);
+	t->conf = *conf;
+	t->conf.text = text;
+	return 0;
+}
+
 void dp_topic_remove(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];

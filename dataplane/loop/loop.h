@@ -146,6 +146,10 @@ enum dp_msg_type {
 	DP_MSG_CREATE_PARTS_DONE,
 	DP_MSG_TOPIC_GROW,      /* control -> every data core: the topic now has u.topic.nparts partitions */
 	DP_MSG_TOPIC_GROW_ACK,
+	DP_MSG_ALTER_CONF,      /* data core -> control: alter a topic's configs (u.topic.conf: struct dp_topic_alter) */
+	DP_MSG_ALTER_CONF_DONE,
+	DP_MSG_TOPIC_CONF,      /* control -> every data core: the topic's configs are now *u.topic.conf */
+	DP_MSG_TOPIC_CONF_ACK,
 };
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
@@ -524,6 +528,8 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
                       const struct dp_topic_conf *conf, int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
+/* An alter: t's configs become a copy of conf; -ENOMEM: unchanged. */
+int  dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf);
 int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */

@@ -365,3 +365,104 @@ int8_t dp_topic_config_type(int i)
 	}
 	return 0;
 }
+
+static const char tc_why_op[] = "not a config operation (SET 0, DELETE 1, APPEND 2, SUBTRACT 3)";
+static const char tc_why_list[] = "APPEND and SUBTRACT are only for list configs";
+static const char tc_why_seg_alter[] = "sluice takes segment.bytes only when a topic is created";
+
+/* Whether item (n bytes) is one of list's comma-separated items (each trimmed). */
+static bool tc_list_has(const char *list, size_t len, const char *item, size_t n)
+{
+	while (len) {
+		const char *comma = memchr(list, ',', len);
+		size_t k = comma ? (size_t)(comma - list) : len;
+		const char *x = list;
+		size_t xl = k;
+		tc_trim(&x, &xl);
+		if (xl == n && memcmp(x, item, n) == 0)
+			return true;
+		list += comma ? k + 1 : k;
+		len -= comma ? k + 1 : k;
+	}
+	return false;
+}
+
+/* out = cur with val's items appended (those not in it yet) or removed; its length, or -1 when too long. */
+static long tc_list_op(int8_t op, const char *cur, size_t clen, const char *val, size_t vlen, char *out)
+{
+	size_t at = 0;
+	const char *src[2] = { cur, op == DP_TC_OP_APPEND ? val : NULL };
+	size_t slen[2] = { clen, vlen };
+	for (int s = 0; s < 2 && src[s]; s++) {
+		const char *l = src[s];
+		size_t len = slen[s];
+		while (len) {
+			const char *comma = memchr(l, ',', len);
+			size_t k = comma ? (size_t)(comma - l) : len;
+			const char *x = l;
+			size_t xl = k;
+			tc_trim(&x, &xl);
+			bool keep = xl > 0 && (s == 0 ? op == DP_TC_OP_APPEND || !tc_list_has(val, vlen, x, xl)
+			                              : !tc_list_has(cur, clen, x, xl) && !tc_list_has(out, at, x, xl));
+			if (keep) {
+				if (at + (at ? 1 : 0) + xl > DP_TOPIC_CONFIG_VALUE_BYTES_MAX)
+					return -1;
+				if (at)
+					out[at++] = ',';
+				memcpy(out + at, x, xl);
+				at += xl;
+			}
+			l += comma ? k + 1 : k;
+			len -= comma ? k + 1 : k;
+		}
+	}
+	return (long)at;
+}
+
+const char *dp_topic_configs_alter(struct dp_topic_configs *tc, const struct dp_topic_alter *a,
+                                   char (*scratch)[DP_TOPIC_CONFIG_VALUE_BYTES_MAX], uint64_t segment_bytes_max)
+{
+	int seg = dp_topic_config_find("segment.bytes", 13);
+	const char *seg_was = tc->val[seg];
+	uint16_t seg_len = tc->len[seg];
+	if (a->replace)
+		memset(tc, 0, sizeof(*tc));
+	for (int32_t j = 0; j < a->n; j++) {
+		const struct dp_topic_alter_op *o = &a->ops[j];
+		int i = dp_topic_config_find(o->name, o->name_len);
+		const char *why = NULL;
+		if (i < 0)
+			return tc_why_unknown;
+		switch (o->op) {
+		case DP_TC_OP_SET:
+			why = dp_topic_configs_set(tc, o->name, o->name_len, o->val, o->len, segment_bytes_max);
+			break;
+		case DP_TC_OP_DELETE:
+			dp_topic_configs_unset(tc, o->name, o->name_len);
+			break;
+		case DP_TC_OP_APPEND:
+		case DP_TC_OP_SUBTRACT: {
+			const struct tc_key *k = &tc_keys[i];
+			if (k->type != TC_LIST && k->type != TC_ENUM_LIST)
+				return tc_why_list;
+			if (!o->val)
+				return tc_why_null;
+			const char *cur = tc->val[i] ? tc->val[i] : dp_topic_config_default(i);
+			size_t clen = tc->val[i] ? tc->len[i] : strlen(cur);
+			long n = o->len > DP_TOPIC_CONFIG_VALUE_BYTES_MAX ? -1
+			         : tc_list_op(o->op, cur, clen, o->val, o->len, scratch[i]);
+			if (n < 0)
+				return tc_why_long;
+			why = dp_topic_configs_set(tc, o->name, o->name_len, scratch[i], (size_t)n, segment_bytes_max);
+			break;
+		}
+		default:
+			return tc_why_op;
+		}
+		if (why)
+			return why;
+	}
+	bool same = tc->val[seg] == NULL ? seg_was == NULL
+	            : seg_was && tc->len[seg] == seg_len && memcmp(tc->val[seg], seg_was, seg_len) == 0;
+	return same ? NULL : tc_why_seg_alter;
+}

@@ -77,6 +77,31 @@ size_t dp_topic_configs_format(const struct dp_topic_configs *tc, char *out);
 /* Parse such a text (a topic's config file) into tc; NULL, or why it is not one the broker wrote. */
 const char *dp_topic_configs_parse(struct dp_topic_configs *tc, const char *text, size_t len,
                                    uint64_t segment_bytes_max);
+/* An alter of one topic's configs, built from AlterConfigs (replace: the keys not given go back
+ * to their defaults, every op a SET) or IncrementalAlterConfigs (KIP-339's operations). */
+#define DP_TC_OP_SET      0
+#define DP_TC_OP_DELETE   1
+#define DP_TC_OP_APPEND   2
+#define DP_TC_OP_SUBTRACT 3
+struct dp_topic_alter_op {
+	const char *name, *val;        /* val NULL: a null value */
+	uint32_t name_len, len;
+	int8_t op;
+};
+struct dp_topic_alter {
+	bool replace;
+	int32_t n;
+	const struct dp_topic_alter_op *ops;
+};
+/*
+ * Apply a to tc (the topic's configs now, parsed from its text); NULL, or the
+ * reason for INVALID_CONFIG (tc is then not to be used). An APPEND's or a
+ * SUBTRACT's result is written into scratch[key]. segment.bytes cannot change
+ * once the topic exists: it sizes each partition's memory as the log opens.
+ */
+const char *dp_topic_configs_alter(struct dp_topic_configs *tc, const struct dp_topic_alter *a,
+                                   char (*scratch)[DP_TOPIC_CONFIG_VALUE_BYTES_MAX], uint64_t segment_bytes_max);
+
 /* The applied configs of tc (text NULL: the caller's to set). */
 void dp_topic_configs_applied(const struct dp_topic_configs *tc, struct dp_topic_conf *out);
 /* Key i (0 .. DP_TOPIC_CONFIG_KEYS-1): its name, and whether sluice applies it (for DescribeConfigs). */

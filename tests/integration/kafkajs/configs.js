@@ -121,6 +121,43 @@ async function describe(admin) {
   check(err === 'UNKNOWN_TOPIC_OR_PARTITION', `describeConfigs of no topic: ${err}`);
 }
 
+// AlterConfigs replaces a topic's configs whole: kjc-big's limit rises to 8000, kjc-isr's
+// min.insync.replicas goes (only retention.ms given), so acks=all is taken; validateOnly and a
+// refused alter change nothing.
+async function alter(admin, producer) {
+  const alterOf = (name, configEntries, validateOnly = false) => admin.alterConfigs({ validateOnly,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name, configEntries }] });
+  await alterOf('kjc-big', [{ name: 'max.message.bytes', value: '100' }], true);
+  let e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(500));
+  check(e === 'NONE', `after a validateOnly alter, 500 bytes to kjc-big: ${e}`);
+  let err = 'NONE';
+  try {
+    await alterOf('kjc-big', [{ name: 'cleanup.policy', value: 'compact' }]);
+  } catch (x) {
+    err = x.type || String(x);
+  }
+  check(err === 'INVALID_CONFIG', `alter to cleanup.policy=compact: ${err}, want INVALID_CONFIG`);
+  await alterOf('kjc-big', [{ name: 'max.message.bytes', value: '8000' }]);
+  await alterOf('kjc-isr', [{ name: 'retention.ms', value: '3600000' }]);
+  await alteredLimits(producer);
+  const res = await admin.describeConfigs({ includeSynonyms: false, resources: [
+    { type: ConfigResourceTypes.TOPIC, name: 'kjc-isr', configNames: ['min.insync.replicas', 'retention.ms'] }] });
+  const entries = res.resources[0].configEntries;
+  const get = (n) => entries.find((x) => x.configName === n);
+  check(get('min.insync.replicas').configValue === '1' && get('min.insync.replicas').configSource === 5 &&
+    get('retention.ms').configValue === '3600000' && get('retention.ms').configSource === 1,
+    `kjc-isr after the alter: ${JSON.stringify(entries)}`);
+}
+
+async function alteredLimits(producer) {
+  let e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(5000));
+  check(e === 'NONE', `5000 bytes to max.message.bytes=8000: ${e}`);
+  e = await sendError(producer, 'kjc-big', -1, 'x'.repeat(9000));
+  check(e === 'MESSAGE_TOO_LARGE', `9000 bytes to max.message.bytes=8000: ${e}, want MESSAGE_TOO_LARGE`);
+  e = await sendError(producer, 'kjc-isr', -1, 'v');
+  check(e === 'NONE', `acks=all to kjc-isr without min.insync.replicas: ${e}`);
+}
+
 async function main() {
   const kafka = new Kafka({ clientId: 'sluice-kafkajs-configs', brokers: [bootstrap], logLevel: logLevel.NOTHING,
     retry: { retries: 3 } });
@@ -133,6 +170,10 @@ async function main() {
   } else if (phase === 'after') {
     await limits(producer);
     await describe(admin);
+  } else if (phase === 'alter') {
+    await alter(admin, producer);
+  } else if (phase === 'altered') {
+    await alteredLimits(producer);
   } else if (phase === 'recreate') {
     await admin.deleteTopics({ topics: ['kjc-big'] });
     check(await admin.createTopics({ topics: [{ topic: 'kjc-big', numPartitions: 1 }] }), 'kjc-big not made again');
