@@ -422,9 +422,10 @@ static long tc_list_op(int8_t op, const char *cur, size_t clen, const char *val,
 const char *dp_topic_configs_alter(struct dp_topic_configs *tc, const struct dp_topic_alter *a,
                                    char (*scratch)[DP_TOPIC_CONFIG_VALUE_BYTES_MAX], uint64_t segment_bytes_max)
 {
+	/* segment.bytes in effect: the topic's, else the broker's (segment_bytes_max, its flag). A
+	 * client that writes back what DescribeConfigs listed sets it to the value it has: taken. */
 	int seg = dp_topic_config_find("segment.bytes", 13);
-	const char *seg_was = tc->val[seg];
-	uint16_t seg_len = tc->len[seg];
+	int64_t seg_was = tc->val[seg] ? tc_int(tc->val[seg], tc->len[seg]) : (int64_t)segment_bytes_max;
 	if (a->replace)
 		memset(tc, 0, sizeof(*tc));
 	for (int32_t j = 0; j < a->n; j++) {
@@ -462,7 +463,6 @@ const char *dp_topic_configs_alter(struct dp_topic_configs *tc, const struct dp_
 		if (why)
 			return why;
 	}
-	bool same = tc->val[seg] == NULL ? seg_was == NULL
-	            : seg_was && tc->len[seg] == seg_len && memcmp(tc->val[seg], seg_was, seg_len) == 0;
-	return same ? NULL : tc_why_seg_alter;
+	int64_t seg_now = tc->val[seg] ? tc_int(tc->val[seg], tc->len[seg]) : (int64_t)segment_bytes_max;
+	return seg_now == seg_was ? NULL : tc_why_seg_alter;
 }
