@@ -28,7 +28,7 @@ struct tc_key {
 	int64_t min, max;              /* TC_LONG, TC_INT: the range Kafka checks (inclusive) */
 	const char *const *choices;    /* TC_ENUM, TC_ENUM_LIST: NULL-terminated */
 	enum tc_class cls;
-	const char *same;              /* TC_SAME: the one value taken (what sluice always does) */
+	const char *same;              /* TC_SAME: the one value taken (what sluice always does); TC_INERT: Kafka's default */
 	uint32_t bit;                  /* TC_APPLIED: its DP_TC_* bit */
 };
 
@@ -41,7 +41,8 @@ static const char *const tc_ts_type[] = { "CreateTime", "LogAppendTime", NULL };
 static const struct tc_key tc_keys[] = {
 	{ "cleanup.policy", TC_ENUM_LIST, 0, 0, tc_cleanup, TC_SAME, "delete", 0 },   /* no compaction */
 	{ "compression.type", TC_ENUM, 0, 0, tc_compression, TC_SAME, "producer", 0 },   /* stored as received */
-	L("delete.retention.ms", 0),
+	/* Compaction's own settings: inert under cleanup.policy=delete, in Kafka too (the only policy taken) */
+	{ "delete.retention.ms", TC_LONG, 0, INT64_MAX, NULL, TC_INERT, "86400000", 0 },
 	L("file.delete.delay.ms", 0),
 	L("flush.messages", 1),
 	L("flush.ms", 0),
@@ -50,7 +51,7 @@ static const struct tc_key tc_keys[] = {
 	{ "leader.replication.throttled.replicas", TC_LIST, 0, 0, NULL, TC_INERT, NULL, 0 },
 	L("local.retention.bytes", -2),
 	L("local.retention.ms", -2),
-	L("max.compaction.lag.ms", 1),
+	{ "max.compaction.lag.ms", TC_LONG, 1, INT64_MAX, NULL, TC_INERT, "9223372036854775807", 0 },
 	{ "max.message.bytes", TC_INT, 0, INT32_MAX, NULL, TC_APPLIED, NULL, DP_TC_MAX_MESSAGE_BYTES },
 	{ "message.downconversion.enable", TC_BOOL, 0, 0, NULL, TC_NONE, NULL, 0 },
 	{ "message.format.version", TC_STRING, 0, 0, NULL, TC_INERT, NULL, 0 },   /* Kafka 3 ignores it too */
@@ -58,8 +59,8 @@ static const struct tc_key tc_keys[] = {
 	L("message.timestamp.before.max.ms", 0),
 	L("message.timestamp.difference.max.ms", 0),
 	{ "message.timestamp.type", TC_ENUM, 0, 0, tc_ts_type, TC_SAME, "CreateTime", 0 },   /* batches not rewritten */
-	{ "min.cleanable.dirty.ratio", TC_DOUBLE, 0, 0, NULL, TC_NONE, NULL, 0 },
-	L("min.compaction.lag.ms", 0),
+	{ "min.cleanable.dirty.ratio", TC_DOUBLE, 0, 0, NULL, TC_INERT, "0.5", 0 },
+	{ "min.compaction.lag.ms", TC_LONG, 0, INT64_MAX, NULL, TC_INERT, "0", 0 },
 	{ "min.insync.replicas", TC_INT, 1, INT32_MAX, NULL, TC_APPLIED, NULL, DP_TC_MIN_INSYNC },
 	{ "preallocate", TC_BOOL, 0, 0, NULL, TC_NONE, NULL, 0 },
 	{ "remote.storage.enable", TC_BOOL, 0, 0, NULL, TC_SAME, "false", 0 },
@@ -345,6 +346,8 @@ const char *dp_topic_config_default(int i)
 	switch (k->cls) {
 	case TC_SAME: return k->same;
 	case TC_INERT:
+		if (k->same)
+			return k->same;
 		/* Kafka 3's defaults: the format of its IBP, no throttles, no unclean election */
 		return k->type == TC_BOOL ? "false" : k->type == TC_LIST ? "" : "3.0-IV1";
 	default: return NULL;

@@ -24,7 +24,9 @@ const char *dp_topic_config_why(const char *name, size_t name_len, const char *v
  *    segment.bytes, max.message.bytes, min.insync.replicas);
  *  - inert: stored and reported, with no effect on one broker or none in Kafka 3
  *    either (message.format.version, which Kafka 3 ignores; the replication
- *    throttles and unclean.leader.election.enable, which need a second broker);
+ *    throttles and unclean.leader.election.enable, which need a second broker;
+ *    compaction's settings, which Kafka too ignores under cleanup.policy=delete,
+ *    the only policy sluice takes);
  *  - same: only the value that names what sluice always does is taken
  *    (cleanup.policy=delete, compression.type=producer, ...);
  *  - none: refused, INVALID_CONFIG, with a reason that says sluice does not

@@ -1,5 +1,6 @@
 /* topicconf_ut.c - the topic config keys and values CreateTopics takes (dataplane/loop/topicconf.c). */
 #include <CUnit/Basic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "topicconf.h"
@@ -133,6 +134,70 @@ static void test_text(void)
 	CU_ASSERT_EQUAL(dp_topic_config_find("segment.byte", 12), -1);
 }
 
+static const char *alter1(struct dp_topic_configs *tc, bool replace, int8_t op, const char *k, const char *v)
+{
+	static char scratch[DP_TOPIC_CONFIG_KEYS][DP_TOPIC_CONFIG_VALUE_BYTES_MAX];
+	struct dp_topic_alter_op o = { k, v, (uint32_t)strlen(k), v ? (uint32_t)strlen(v) : 0, op };
+	struct dp_topic_alter a = { replace, 1, &o };
+	return dp_topic_configs_alter(tc, &a, scratch, 1u << 28);
+}
+
+static const char *val(const struct dp_topic_configs *tc, const char *k)
+{
+	static char out[DP_TOPIC_CONFIG_VALUE_BYTES_MAX + 1];
+	int i = dp_topic_config_find(k, strlen(k));
+	if (!tc->val[i])
+		return NULL;
+	memcpy(out, tc->val[i], tc->len[i]);
+	out[tc->len[i]] = 0;
+	return out;
+}
+
+/* AlterConfigs replaces; IncrementalAlterConfigs' four operations as KIP-339 has them. */
+static void test_alter(void)
+{
+	struct dp_topic_configs tc = { 0 };
+	const char *thr = "leader.replication.throttled.replicas";
+	CU_ASSERT_PTR_NULL(set(&tc, "retention.ms", "1000"));
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_SET, "max.message.bytes", "2000"));
+	CU_ASSERT_STRING_EQUAL(val(&tc, "retention.ms"), "1000");   /* incremental: the rest stays */
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_APPEND, thr, "0:1,1:1"));
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_APPEND, thr, "1:1, 2:1"));   /* no item twice */
+	CU_ASSERT_STRING_EQUAL(val(&tc, thr), "0:1,1:1,2:1");
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_SUBTRACT, thr, "0:1,9:9"));
+	CU_ASSERT_STRING_EQUAL(val(&tc, thr), "1:1,2:1");
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_APPEND, "cleanup.policy", "delete"));   /* the default's item */
+	CU_ASSERT_STRING_EQUAL(val(&tc, "cleanup.policy"), "delete");
+	CU_ASSERT_PTR_NOT_NULL(alter1(&tc, false, DP_TC_OP_APPEND, "cleanup.policy", "compact"));
+	tc.val[dp_topic_config_find("cleanup.policy", 14)] = NULL;
+	CU_ASSERT_PTR_NOT_NULL(alter1(&tc, false, DP_TC_OP_APPEND, "max.message.bytes", "1"));   /* not a list */
+	CU_ASSERT_PTR_NOT_NULL(alter1(&tc, false, 7, "max.message.bytes", "1"));
+	CU_ASSERT_PTR_NOT_NULL(alter1(&tc, false, DP_TC_OP_DELETE, "no.such.key", NULL));
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_DELETE, "retention.ms", NULL));
+	CU_ASSERT_PTR_NULL(val(&tc, "retention.ms"));
+	/* segment.bytes: only the value in effect (the broker's flag when unset) */
+	CU_ASSERT_PTR_NULL(alter1(&tc, false, DP_TC_OP_SET, "segment.bytes", "268435456"));
+	CU_ASSERT_PTR_NOT_NULL(alter1(&tc, false, DP_TC_OP_SET, "segment.bytes", "8192"));
+	struct dp_topic_configs t2 = { 0 };
+	CU_ASSERT_PTR_NULL(set(&t2, "segment.bytes", "8192"));
+	CU_ASSERT_PTR_NOT_NULL(alter1(&t2, true, DP_TC_OP_SET, "retention.ms", "5"));   /* replace would drop it */
+	CU_ASSERT_PTR_NULL(set(&t2, "segment.bytes", "8192"));
+	CU_ASSERT_PTR_NULL(set(&t2, "max.message.bytes", "7"));
+	struct dp_topic_alter_op two[2] = { { "segment.bytes", "8192", 13, 4, DP_TC_OP_SET },
+	                                    { "retention.ms", "5", 12, 1, DP_TC_OP_SET } };
+	struct dp_topic_alter a = { true, 2, two };
+	static char scratch[DP_TOPIC_CONFIG_KEYS][DP_TOPIC_CONFIG_VALUE_BYTES_MAX];
+	CU_ASSERT_PTR_NULL(dp_topic_configs_alter(&t2, &a, scratch, 1u << 28));
+	CU_ASSERT_PTR_NULL(val(&t2, "max.message.bytes"));   /* replaced: not given, gone */
+	CU_ASSERT_STRING_EQUAL(val(&t2, "retention.ms"), "5");
+	/* an APPEND past the value limit is refused */
+	static char big[DP_TOPIC_CONFIG_VALUE_BYTES_MAX];
+	memset(big, '1', sizeof(big) - 1);
+	struct dp_topic_configs t3 = { 0 };
+	CU_ASSERT_PTR_NULL(alter1(&t3, false, DP_TC_OP_APPEND, thr, big));
+	CU_ASSERT_PTR_NOT_NULL(alter1(&t3, false, DP_TC_OP_APPEND, thr, "2"));
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -142,6 +207,7 @@ int main(void)
 	CU_add_test(s, "unknown keys and bad values", test_refused);
 	CU_add_test(s, "what sluice applies, stores or refuses", test_sluice_takes);
 	CU_add_test(s, "the config file's text", test_text);
+	CU_add_test(s, "AlterConfigs and IncrementalAlterConfigs", test_alter);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
