@@ -9,7 +9,8 @@
 # INVALID_CONFIG. A topic deleted and made again without configs starts bare
 # (its config file went with it). AlterConfigs replaces a topic's configs and
 # IncrementalAlterConfigs changes them key by key (admin_client.py configs);
-# both are in effect at once and after a restart.
+# both are in effect at once and after a restart; an altered retention.bytes
+# trims the open log.
 . "$(dirname "$0")/lib.sh"
 integ_init kafkajs-configs 84 "$@"
 kafkajs_ready
@@ -30,6 +31,7 @@ guarded python3 "$(dirname "$0")/admin_client.py" configs "$PORT" kjc-inert || f
 stop_broker
 start_broker --cores "${SLUICE_CORES:-3}" --no-auto-create
 js altered
+js retain
 js recreate
 [ ! -e "$DATA/__topic_configs/kjc-big" ] || fail "kjc-big made again without configs still has a config file"
 js recreated

@@ -13,7 +13,7 @@
 const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
 const [bootstrap, phase] = process.argv.slice(2);
-const DEADLINE_MS = 120000;
+const DEADLINE_MS = 150000;
 
 setTimeout(() => {
   console.error(`kafkajs configs: FAIL: not done after ${DEADLINE_MS} ms`);
@@ -158,6 +158,21 @@ async function alteredLimits(producer) {
   check(e === 'NONE', `acks=all to kjc-isr without min.insync.replicas: ${e}`);
 }
 
+// An altered retention.bytes is in effect on the open log: kjc-seg (40 segments of about 1 KB
+// each at segment.bytes=4096) keeps at most 4096 bytes once the owner's retention pass runs
+// (every 30 s), so its log start moves past 0 without a restart.
+async function retain(admin) {
+  await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kjc-seg',
+    configEntries: [{ name: 'segment.bytes', value: '4096' }, { name: 'retention.bytes', value: '4096' }] }] });
+  const until = Date.now() + 100000;
+  for (;;) {
+    const offs = await admin.fetchTopicOffsets('kjc-seg');
+    if (Number(offs[0].low) > 0) return;
+    check(Date.now() < until, `kjc-seg's log start is still ${offs[0].low} 100 s after retention.bytes=4096`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 async function main() {
   const kafka = new Kafka({ clientId: 'sluice-kafkajs-configs', brokers: [bootstrap], logLevel: logLevel.NOTHING,
     retry: { retries: 3 } });
@@ -172,6 +187,8 @@ async function main() {
     await describe(admin);
   } else if (phase === 'alter') {
     await alter(admin, producer);
+  } else if (phase === 'retain') {
+    await retain(admin);
   } else if (phase === 'altered') {
     await alteredLimits(producer);
   } else if (phase === 'recreate') {
