@@ -74,11 +74,17 @@ async function create(admin, producer) {
     [{ name: 'segment.ms', value: '1000' }, 'time-based rolls'],
     [{ name: 'segment.bytes', value: '100' }, 'a segment below 4096 bytes'],
     [{ name: 'message.format.version', value: 'v'.repeat(300) }, 'a 300-byte value'],
+    [{ name: 'n'.repeat(20000), value: '1' }, 'a 20000-byte name'],
   ];
   for (const [cfg, what] of refused) {
     const e = await createRefusal(admin, { topic: 'kjc-no', configEntries: [cfg] });
     check(e === 'INVALID_CONFIG', `${what} (${cfg.name}): ${e}, want INVALID_CONFIG`);
   }
+  // More configs than one topic takes (DP_TOPIC_CREATE_CONFIGS_MAX, 1000): refused whole.
+  const many = [];
+  for (let i = 0; i < 1001; i++) many.push({ name: 'retention.ms', value: String(1000 + i) });
+  const e = await createRefusal(admin, { topic: 'kjc-no', configEntries: many });
+  check(e === 'INVALID_CONFIG', `1001 configs: ${e}, want INVALID_CONFIG`);
   const listed = await admin.listTopics();
   check(!listed.includes('kjc-no'), 'a refused create made its topic');
   await limits(producer);
