@@ -1541,6 +1541,12 @@ int st_log_delete(struct st_log *log)
 	return rc;
 }
 
+void st_log_set_retention(struct st_log *log, int64_t retention_bytes, int64_t retention_ms)
+{
+	log->cfg.retention_bytes = retention_bytes;
+	log->cfg.retention_ms = retention_ms;
+}
+
 void st_log_fault_write(struct st_log *log, int64_t offset)
 {
 	assert(offset >= log->durable && offset < log->leo);

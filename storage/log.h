@@ -157,6 +157,9 @@ int64_t st_log_append_cb(struct st_log *log, uint8_t *batch, uint32_t len,
  * group and after it fails, and a reopen finds none of them in the file.
  */
 void st_log_fault_write(struct st_log *log, int64_t offset);
+/* An open log's retention limits changed (its topic's configs altered): the next retention pass
+ * keeps to them. Only these: the segment size sizes each new segment's index reservation. */
+void st_log_set_retention(struct st_log *log, int64_t retention_bytes, int64_t retention_ms);
 
 /*
  * Where to read for a fetch: whole batches starting with the batch that holds

@@ -12,6 +12,8 @@
  *   sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...
  *   sluice-admin --bootstrap HOST:PORT topics delete TOPIC
  *   sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT
+ *   sluice-admin --bootstrap HOST:PORT configs describe topic|broker NAME
+ *   sluice-admin --bootstrap HOST:PORT configs alter TOPIC KEY=VALUE|-KEY...
  *
  * transactions: ListTransactions v0, then DescribeTransactions v0 for the ids
  * it names; one line per id. With --older-than-ms only Ongoing transactions
@@ -33,6 +35,10 @@
  * topics create: CreateTopics v4 (replication factor 1; each KEY=VALUE a
  * topic config). topics delete: DeleteTopics v1. topics add-partitions:
  * CreatePartitions v1, the topic's new partition count.
+ * configs describe: DescribeConfigs v1 of a topic or the broker (NAME its id),
+ * one line per config: KEY=VALUE and its source (topic, broker, default) and
+ * read-only flag. configs alter: IncrementalAlterConfigs v0 of a topic, each
+ * KEY=VALUE a SET, each -KEY a DELETE (back to the broker's value).
  *
  * sluice is one node, so every request goes to the bootstrap broker (Kafka's
  * tool would ask each broker, and the coordinator for DescribeTransactions).
@@ -113,7 +119,9 @@ static void usage(void)
 	      "       sluice-admin --bootstrap HOST:PORT topics describe TOPIC\n"
 	      "       sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...\n"
 	      "       sluice-admin --bootstrap HOST:PORT topics delete TOPIC\n"
-	      "       sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT\n",
+	      "       sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT\n"
+	      "       sluice-admin --bootstrap HOST:PORT configs describe topic|broker NAME\n"
+	      "       sluice-admin --bootstrap HOST:PORT configs alter TOPIC KEY=VALUE|-KEY...\n",
 	      stderr);
 	exit(2);
 }
@@ -880,6 +888,97 @@ static int cmd_topics(struct adm *a, char **av, int n)
 	return 2;
 }
 
+static const char *source_name(int8_t s)
+{
+	switch (s) {
+	case 1: return "topic";
+	case 4: return "broker";
+	case 5: return "default";
+	default: return "other";
+	}
+}
+
+static int cmd_configs_describe(struct adm *a, const char *kind, const char *name)
+{
+	struct kreader r;
+	struct DescribeConfigsRequest req;
+	struct DescribeConfigsRequest_DescribeConfigsResource q;
+	DescribeConfigsRequest_init(&req);
+	DescribeConfigsRequest_DescribeConfigsResource_init(&q);
+	if (strcmp(kind, "topic") == 0)
+		q.ResourceType = 2;
+	else if (strcmp(kind, "broker") == 0)
+		q.ResourceType = 4;
+	else
+		usage();
+	q.ResourceName = kstr_of(name);
+	q.ConfigurationKeys_n = -1;   /* all */
+	req.Resources = &q;
+	req.Resources_n = 1;
+	ADM_CALL(a, KAPI_DESCRIBE_CONFIGS, 1, DescribeConfigsRequest, &req, &r);
+	struct DescribeConfigsResponse resp;
+	ADM_DECODE(a, DescribeConfigsResponse, 1, &r, &resp);
+	if (resp.Results_n != 1)
+		MALFORMED("DescribeConfigs answered %d resources for one", resp.Results_n);
+	const struct DescribeConfigsResponse_DescribeConfigsResult *x = &resp.Results[0];
+	if (x->ErrorCode) {
+		char what[300];
+		snprintf(what, sizeof(what), "describe configs of %s %s", kind, name);
+		die_kerr(what, x->ErrorCode, x->ErrorMessage);
+	}
+	for (int32_t i = 0; i < x->Configs_n; i++) {
+		const struct DescribeConfigsResponse_DescribeConfigsResourceResult *e = &x->Configs[i];
+		printf("%.*s=%.*s source=%s%s\n", (int)e->Name.len, e->Name.ptr, e->Value.len < 0 ? 0 : (int)e->Value.len,
+		       e->Value.len < 0 ? "" : e->Value.ptr, source_name(e->ConfigSource), e->ReadOnly ? " read-only" : "");
+	}
+	return 0;
+}
+
+static int cmd_configs_alter(struct adm *a, const char *topic, char **kv, int nkv)
+{
+	struct kreader r;
+	struct IncrementalAlterConfigsRequest req;
+	struct IncrementalAlterConfigsRequest_AlterConfigsResource q;
+	struct IncrementalAlterConfigsRequest_AlterableConfig cfg[ADM_TOPIC_CONFIGS_MAX];
+	if (nkv > ADM_TOPIC_CONFIGS_MAX)
+		die(2, "at most %d configs", ADM_TOPIC_CONFIGS_MAX);
+	IncrementalAlterConfigsRequest_init(&req);
+	IncrementalAlterConfigsRequest_AlterConfigsResource_init(&q);
+	for (int i = 0; i < nkv; i++) {
+		IncrementalAlterConfigsRequest_AlterableConfig_init(&cfg[i]);
+		char *eq = strchr(kv[i], '=');
+		if (kv[i][0] == '-' && kv[i][1] && !eq) {
+			cfg[i].Name = kstr_of(kv[i] + 1);
+			cfg[i].ConfigOperation = 1;   /* DELETE */
+			cfg[i].Value = (struct kstr){ NULL, -1 };
+		} else if (eq && eq != kv[i]) {
+			cfg[i].Name = (struct kstr){ kv[i], (int32_t)(eq - kv[i]) };
+			cfg[i].ConfigOperation = 0;   /* SET */
+			cfg[i].Value = kstr_of(eq + 1);
+		} else {
+			die(2, "config '%s' is not KEY=VALUE or -KEY", kv[i]);
+		}
+	}
+	q.ResourceType = 2;
+	q.ResourceName = kstr_of(topic);
+	q.Configs = cfg;
+	q.Configs_n = nkv;
+	req.Resources = &q;
+	req.Resources_n = 1;
+	ADM_CALL(a, KAPI_INCREMENTAL_ALTER_CONFIGS, 0, IncrementalAlterConfigsRequest, &req, &r);
+	struct IncrementalAlterConfigsResponse resp;
+	ADM_DECODE(a, IncrementalAlterConfigsResponse, 0, &r, &resp);
+	if (resp.Responses_n != 1 || !kstr_eq(resp.Responses[0].ResourceName, topic))
+		MALFORMED("IncrementalAlterConfigs answered %d resources for one", resp.Responses_n);
+	if (resp.Responses[0].ErrorCode) {
+		char what[300];
+		snprintf(what, sizeof(what), "alter configs of %s", topic);
+		die_kerr(what, resp.Responses[0].ErrorCode, resp.Responses[0].ErrorMessage);
+	}
+	printf("altered %s (%d configs)\n", topic, nkv);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *bootstrap = NULL;
@@ -922,6 +1021,12 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "group") == 0 && i + 1 == argc) {
 		adm_connect(&a, bootstrap);
 		rc = cmd_group(&a, argv[i]);
+	} else if (strcmp(cmd, "configs") == 0 && i + 3 == argc && strcmp(argv[i], "describe") == 0) {
+		adm_connect(&a, bootstrap);
+		rc = cmd_configs_describe(&a, argv[i + 1], argv[i + 2]);
+	} else if (strcmp(cmd, "configs") == 0 && i + 3 <= argc && strcmp(argv[i], "alter") == 0) {
+		adm_connect(&a, bootstrap);
+		rc = cmd_configs_alter(&a, argv[i + 1], argv + i + 2, argc - i - 2);
 	} else if (strcmp(cmd, "topics") == 0 && i < argc) {
 		adm_connect(&a, bootstrap);
 		rc = cmd_topics(&a, argv + i, argc - i);

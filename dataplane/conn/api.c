@@ -40,6 +40,9 @@ static const struct dp_api {
 	{ KAPI_DELETE_TOPICS, 0, 1 },
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
+	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
+	{ KAPI_ALTER_CONFIGS, 0, 2 },       /* librdkafka 0, kafkajs 0-1 */
+	{ KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1 },
 	{ KAPI_INIT_PRODUCER_ID, 0, 4 },   /* 4: librdkafka's epoch bump, KIP-360 */
 	{ KAPI_ADD_PARTITIONS_TO_TXN, 0, 1 },
 	{ KAPI_ADD_OFFSETS_TO_TXN, 0, 1 },
@@ -107,10 +110,11 @@ struct md_topic {
 	int16_t err;
 };
 
-static void ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
-                        struct kstr name, int32_t nparts, uint16_t flags)
+void dp_ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx,
+                    struct kstr name, int32_t nparts, uint16_t flags, const void *conf)
 {
 	struct dp_msg m = { .type = type, .ctx = r, .idx = idx, .gen = r->gen, .flags = flags };
+	m.u.topic.conf = conf;
 	m.u.topic.name = name.ptr;
 	m.u.topic.name_len = (uint32_t)name.len;
 	m.u.topic.nparts = nparts;
@@ -154,7 +158,7 @@ static int metadata(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 		mt[i].err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		/* The coordinators' logs are not topics: asking for one never makes a user topic of it. */
 		if (create && !dp_topic_internal(n.ptr, (size_t)n.len))
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0);
+			dp_ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, n, c->b->cfg.default_partitions, 0, NULL);
 	}
 	return 0;
 }
@@ -389,14 +393,26 @@ static const char *create_assignment_why(const struct dp_core *c, const struct C
 	return NULL;
 }
 
-/* Every config of a create must be a topic config Kafka knows, with a value it takes. */
-static const char *create_configs_why(const struct CreateTopicsRequest_CreatableTopic *in)
+static const char create_why_configs_n[] = "more configs than a topic takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
+
+/*
+ * Every config of a create must be a topic config Kafka knows, with a value
+ * it takes, that sluice applies or stores (topicconf.h); a key given twice
+ * takes its last value, as Kafka's Properties do. tc's values point into the
+ * request, which outlives the create.
+ */
+static const char *create_configs_why(const struct dp_core *c, const struct CreateTopicsRequest_CreatableTopic *in,
+                                      struct dp_topic_configs *tc)
 {
+	memset(tc, 0, sizeof(*tc));
+	if (in->Configs_n > DP_TOPIC_CREATE_CONFIGS_MAX)
+		return create_why_configs_n;
 	for (int32_t j = 0; j < in->Configs_n; j++) {
 		const struct CreateTopicsRequest_CreateableTopicConfig *cf = &in->Configs[j];
 		const char *why = cf->Name.len < 0 ? "null config name"
-		                  : dp_topic_config_why(cf->Name.ptr, (size_t)cf->Name.len, cf->Value.len < 0 ? NULL : cf->Value.ptr,
-		                                        cf->Value.len < 0 ? 0 : (size_t)cf->Value.len);
+		                  : dp_topic_configs_set(tc, cf->Name.ptr, (size_t)cf->Name.len,
+		                                         cf->Value.len < 0 ? NULL : cf->Value.ptr,
+		                                         cf->Value.len < 0 ? 0 : (size_t)cf->Value.len, c->b->cfg.segment_bytes);
 		if (why)
 			return why;
 	}
@@ -430,6 +446,7 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		int32_t np = assigned ? in->Assignments_n
 		             : in->NumPartitions == -1 ? c->b->cfg.default_partitions : in->NumPartitions;
 		const char *why = NULL;
+		struct dp_topic_configs tc;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
@@ -442,13 +459,19 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 			out->ErrorCode = KERR_INVALID_REPLICA_ASSIGNMENT;
 		else if (in->ReplicationFactor != -1 && in->ReplicationFactor != 1)
 			out->ErrorCode = KERR_INVALID_REPLICATION_FACTOR;
-		else if ((why = create_configs_why(in)))
+		else if ((why = create_configs_why(c, in, &tc)))
 			out->ErrorCode = KERR_INVALID_CONFIG;
 		else if (dp_topic_find(c, in->Name.ptr, (size_t)in->Name.len) >= 0)
 			out->ErrorCode = KERR_TOPIC_ALREADY_EXISTS;
-		else   /* the control core checks the broker's limits, for validateOnly too */
-			ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
-			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0);
+		else {   /* the control core checks the broker's limits, for validateOnly too */
+			struct dp_topic_configs *keep = in->Configs_n > 0 ? dp_req_alloc(r, sizeof(*keep)) : NULL;
+			if (in->Configs_n > 0 && !keep)
+				return -1;
+			if (keep)
+				*keep = tc;
+			dp_ask_control(c, r, DP_MSG_CREATE, (uint32_t)i, in->Name, np,
+			            req.validateOnly ? DP_F_VALIDATE_ONLY : 0, keep);
+		}
 		if (why)
 			out->ErrorMessage = (struct kstr){ why, (int32_t)strlen(why) };
 		if (out->ErrorCode == KERR_NONE) {
@@ -480,7 +503,7 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		if (out->Name.len < 0 || dp_topic_find(c, out->Name.ptr, (size_t)out->Name.len) < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else
-			ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0);
+			dp_ask_control(c, r, DP_MSG_DELETE, (uint32_t)i, out->Name, 0, 0, NULL);
 	}
 	return 0;
 }
@@ -573,8 +596,8 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 		if (id < 0)
 			out->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		else if ((out->ErrorCode = create_parts_assignment(c, in, c->topics[id].nparts)) == KERR_NONE)
-			ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
-			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0);
+			dp_ask_control(c, r, DP_MSG_CREATE_PARTS, (uint32_t)i, in->Name, in->Count,
+			            req.ValidateOnly ? DP_F_VALIDATE_ONLY : 0, NULL);
 	}
 	return 0;
 }
@@ -659,6 +682,9 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
+	case KAPI_DESCRIBE_CONFIGS: rc = dp_describe_configs(c, r, &rd); break;
+	case KAPI_ALTER_CONFIGS: rc = dp_alter_configs(c, r, &rd); break;
+	case KAPI_INCREMENTAL_ALTER_CONFIGS: rc = dp_incremental_alter_configs(c, r, &rd); break;
 	case KAPI_INIT_PRODUCER_ID: rc = init_producer_id(c, r, &rd); break;
 	case KAPI_ADD_PARTITIONS_TO_TXN: case KAPI_ADD_OFFSETS_TO_TXN: case KAPI_END_TXN:
 	case KAPI_WRITE_TXN_MARKERS: case KAPI_DESCRIBE_PRODUCERS: case KAPI_DESCRIBE_TRANSACTIONS:
@@ -722,6 +748,9 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		resp->Responses[m->idx].ErrorCode = m->err;
 		return;
 	}
+	case DP_MSG_ALTER_CONF_DONE:
+		dp_alter_configs_part(r, m);
+		return;
 	case DP_MSG_CREATE_PARTS_DONE: {
 		struct CreatePartitionsResponse *resp = r->resp;
 		resp->Results[m->idx].ErrorCode = m->err;
@@ -794,6 +823,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
+	ENCODE_CASE(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
+	ENCODE_CASE(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
 	ENCODE_CASE(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)
@@ -838,6 +870,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
+	ENCODE_CASE2(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
+	ENCODE_CASE2(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
 	ENCODE_CASE2(KAPI_INIT_PRODUCER_ID, InitProducerIdResponse)
 	ENCODE_CASE2(KAPI_ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse)
 	ENCODE_CASE2(KAPI_ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse)

@@ -195,6 +195,16 @@ void dp_txn_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
 
 /* groupapi.c */
 int  dp_group_handle(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+/* configapi.c: DescribeConfigs, answered on this core. */
+int  dp_describe_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+/* configapi.c: AlterConfigs and IncrementalAlterConfigs, each topic's sent to the control core;
+ * dp_alter_configs_part takes its answer. */
+int  dp_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+int  dp_incremental_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_alter_configs_part(struct dp_req *r, struct dp_msg *m);
+/* api.c: a request's message to the control core (a create, delete, grow or alter of a topic). */
+void dp_ask_control(struct dp_core *c, struct dp_req *r, uint16_t type, uint32_t idx, struct kstr name,
+                    int32_t nparts, uint16_t flags, const void *conf);
 
 /* produce.c / fetch.c */
 int  dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);

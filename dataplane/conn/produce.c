@@ -46,8 +46,8 @@ static int16_t check_batch_records(struct dp_core *c, const uint8_t *p, size_t n
 /* Validate the batches of one partition, decompressing at most *inflate_left
  * (what is left of the request's budget; lowered by what was used); returns a
  * Kafka error code. */
-static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t version, uint32_t *nbatch,
-                             uint32_t *inflate_left)
+static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t version, const struct dp_topic_conf *tc,
+                             uint32_t *nbatch, uint32_t *inflate_left)
 {
 	*nbatch = 0;
 	if (rec.len <= 0)
@@ -67,6 +67,9 @@ static int16_t check_records(struct dp_core *c, struct kbytes rec, int16_t versi
 			return KERR_CORRUPT_MESSAGE;
 		if (!st_batch_crc_ok(p, (size_t)n))
 			return KERR_CORRUPT_MESSAGE;
+		/* The topic's max.message.bytes bounds each batch whole, as Kafka's (its sizeInBytes). */
+		if ((tc->set & DP_TC_MAX_MESSAGE_BYTES) && (uint64_t)n > (uint64_t)tc->max_message_bytes)
+			return KERR_MESSAGE_TOO_LARGE;
 		if (h.attributes & ST_BATCH_ATTR_CONTROL)
 			return KERR_INVALID_RECORD;   /* clients may not write control batches */
 		if ((h.attributes & ST_BATCH_ATTR_COMPRESSION) == ST_BATCH_CODEC_ZSTD && version < 7)
@@ -123,8 +126,10 @@ int dp_produce_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (v < 3)
 				pr->ErrorCode = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT; /* magic 0/1 message sets */
+			else if (req->Acks == -1 && (t->conf.set & DP_TC_MIN_INSYNC) && t->conf.min_insync_replicas > 1)
+				pr->ErrorCode = KERR_NOT_ENOUGH_REPLICAS;   /* one broker: one replica in sync, as Kafka's ISR check */
 			else
-				pr->ErrorCode = check_records(c, pd->Records, v, &nbatch, &inflate_left);
+				pr->ErrorCode = check_records(c, pd->Records, v, &t->conf, &nbatch, &inflate_left);
 			if (pr->ErrorCode)
 				continue;
 			/* No credit toward its owner (dp_limits.h): not appended, the client retries. */

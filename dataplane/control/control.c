@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fop.h"
+#include "fs.h"
 #include "kerr.h"
 #include "control_internal.h"
 #include "shard.h"
@@ -36,15 +37,26 @@ struct ctrl_topic {
 	uint16_t len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_ctrl_op create_op, delete_op, grow_op;   /* grow_op: a CreatePartitions */
+	struct dp_ctrl_op alter_op;   /* an AlterConfigs or IncrementalAlterConfigs */
+	char *alter_text;             /* its new text, being written */
+	uint32_t alter_len;
 	/* A delete's record (names.h): written before any partition is touched, removed after all. */
 	struct st_fop mark_fop;
 	struct dp_core *mark_core;    /* the control core, for the record's completion */
 	char mark[32], mark_tmp[36];  /* "<slot>" DP_DELETE_MARK_SUFFIX / DP_DELETE_TMP_SUFFIX; "" none */
+	/* Its configs (topicconf.h): the file DP_TOPIC_CONFIG_DIR/<name> holds conf_text; none, no file. */
+	struct dp_topic_conf conf;    /* what the data cores apply (TOPIC_ADD carries a pointer to it) */
+	char *conf_text;              /* "name=value\n" per key set; NULL: no configs */
+	uint32_t conf_len;
+	struct st_fop conf_fop;       /* a create's write of the file, before its partition directories */
+	struct dp_core *conf_core;
+	char conf_tmp[DP_TOPIC_NAME_MAX + 2];   /* DP_TOPIC_CONFIG_TMP_PREFIX + name */
 };
 
 /* Control core only. */
 struct dp_ctrl {
 	struct ctrl_topic topics[DP_TOPICS_MAX];
+	int conf_dirfd;               /* DATA/DP_TOPIC_CONFIG_DIR: the topics' config files */
 	int64_t nparts;               /* partitions of live topics (being created or deleted too): their fds */
 };
 
@@ -107,6 +119,12 @@ static void limit_log(struct dp_core *c, const char *name, size_t len, int32_t n
 	        (int)len, name, nparts, why, (long long)k->nparts, (long long)c->b->partitions_max);
 }
 
+static void create_dirs(struct dp_core *c, struct ctrl_topic *t);
+static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err);
+static void conf_written(void *arg, int status);
+
+static void ctrl_alter(struct dp_core *c, struct dp_msg *m);
+
 static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_ctrl *k = c->ctrl;
@@ -146,22 +164,7 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 		done(c, m, DP_MSG_CREATE_DONE, KERR_NONE, NULL);
 		return;
 	}
-	/* Durable first: the partition directories are the topic's record on disk. */
-	const struct dp_config *cfg = &c->b->cfg;
-	for (int32_t p = 0; p < nparts; p++) {
-		char dir[1024];
-		dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			DP_ERR("create topic %.*s: mkdir %s: %s", (int)len, name, dir, strerror(errno));
-			while (--p >= 0) {   /* nothing half-created */
-				dp_partition_dir(cfg, dir, sizeof(dir), name, len, p);
-				rmdir(dir);
-			}
-			done(c, m, DP_MSG_CREATE_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
-			return;
-		}
-	}
-	fsync_dir(cfg->data_dir);
+	/* The slot is the topic's from here (a second create of the name meets it), until undone. */
 	struct ctrl_topic *t = &k->topics[id];
 	op_start(&t->create_op, m, DP_MSG_CREATE_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
 	t->live = true;
@@ -172,13 +175,92 @@ static void ctrl_create(struct dp_core *c, struct dp_msg *m)
 	memcpy(t->name, name, len);
 	t->name[len] = 0;
 	k->nparts += nparts;
-	DP_INFO("topic %s created with %d partitions", t->name, nparts);
+	t->conf = (struct dp_topic_conf){ 0 };
+	t->conf_len = 0;
+	const struct dp_topic_configs *tc = m->u.topic.conf;
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX];
+	size_t tlen = tc ? dp_topic_configs_format(tc, text) : 0;
+	if (tlen == 0) {
+		create_dirs(c, t);
+		return;
+	}
+	/* The configs first (the file alone, with no partition directory, is dropped at start-up). */
+	dp_topic_configs_applied(tc, &t->conf);
+	t->conf_text = malloc(tlen);
+	if (!t->conf_text) {
+		create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	memcpy(t->conf_text, text, tlen);
+	t->conf_len = (uint32_t)tlen;
+	t->conf.text = t->conf_text;
+	t->conf.text_len = t->conf_len;
+	t->conf_core = c;
+	_Static_assert(sizeof(DP_TOPIC_CONFIG_TMP_PREFIX) == 2, "conf_tmp holds a one-character prefix");
+	t->conf_tmp[0] = DP_TOPIC_CONFIG_TMP_PREFIX[0];
+	memcpy(t->conf_tmp + 1, t->name, (size_t)t->len + 1);
+	st_fop_replace(c->io, &t->conf_fop, k->conf_dirfd, t->conf_tmp, t->name, NULL, t->conf_text, tlen, -1,
+	               conf_written, t);
+}
+
+/* A create that cannot go on: the slot is free again, and the requester answered err. */
+static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err)
+{
+	struct dp_ctrl_op *op = &t->create_op;
+	if (t->conf_text && st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) == 0)
+		fsync(c->ctrl->conf_dirfd);
+	free(t->conf_text);
+	t->conf_text = NULL;
+	t->conf_len = 0;
+	c->ctrl->nparts -= t->nparts;
+	t->live = false;
+	struct dp_msg r = { .type = op->reply_type, .err = err, .ctx = op->req_ctx, .idx = op->req_idx,
+	                    .gen = op->req_gen };
+	op->used = false;
+	dp_answer_to(c, op->req_core, op->req_reply, &r);
+}
+
+static void conf_written(void *arg, int status)
+{
+	struct ctrl_topic *t = arg;
+	struct dp_core *c = t->conf_core;
+	if (status < 0) {
+		/* Renamed or not, the create is refused: the file goes (create_undo), the client may retry. */
+		DP_ERR("create topic %s: cannot write its configs: %s", t->name, strerror(-status));
+		create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+		return;
+	}
+	create_dirs(c, t);
+}
+
+/* Durable first: the partition directories are the topic's record on disk. */
+static void create_dirs(struct dp_core *c, struct ctrl_topic *t)
+{
+	const struct dp_config *cfg = &c->b->cfg;
+	uint32_t id = (uint32_t)(t - c->ctrl->topics);
+	for (int32_t p = 0; p < t->nparts; p++) {
+		char dir[1024];
+		dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			DP_ERR("create topic %s: mkdir %s: %s", t->name, dir, strerror(errno));
+			while (--p >= 0) {   /* nothing half-created */
+				dp_partition_dir(cfg, dir, sizeof(dir), t->name, t->len, p);
+				rmdir(dir);
+			}
+			create_undo(c, t, KERR_KAFKA_STORAGE_ERROR);
+			return;
+		}
+	}
+	fsync_dir(cfg->data_dir);
+	int32_t nparts = t->nparts;
+	DP_INFO("topic %s created with %d partitions%s", t->name, nparts, t->conf_text ? " and configs" : "");
 	for (int d = 0; d < c->b->ndata; d++) {
 		struct dp_msg add = { .type = DP_MSG_TOPIC_ADD, .ctx = &t->create_op, .topic_id = (uint32_t)id,
 		                      .gen = t->gen };
 		add.u.topic.name = t->name;
 		add.u.topic.name_len = t->len;
 		add.u.topic.nparts = nparts;
+		add.u.topic.conf = &t->conf;
 		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &add);
 	}
 }
@@ -249,6 +331,99 @@ static void ctrl_create_parts(struct dp_core *c, struct dp_msg *m)
 }
 
 /*
+ * An alter's new text is durable (or renamed, its directory sync failed: then
+ * a crash may keep either, and the alter goes on as a delete's record does):
+ * the control core's copy takes it, then every data core's, and the client
+ * is answered once all have it. A write that failed before its rename
+ * changed nothing.
+ */
+static void alter_written(void *arg, int status)
+{
+	struct ctrl_topic *t = arg;
+	struct dp_core *c = t->conf_core;
+	struct dp_ctrl_op *op = &t->alter_op;
+	if (status < 0 && !st_fop_renamed(&t->conf_fop)) {
+		DP_ERR("topic %s: cannot write its altered configs: %s; they stay as they were", t->name, strerror(-status));
+		free(t->alter_text);
+		t->alter_text = NULL;
+		struct dp_msg r = { .type = op->reply_type, .err = KERR_KAFKA_STORAGE_ERROR, .ctx = op->req_ctx,
+		                    .idx = op->req_idx, .gen = op->req_gen };
+		op->used = false;
+		dp_answer_to(c, op->req_core, op->req_reply, &r);
+		return;
+	}
+	if (status < 0)
+		DP_ERR("topic %s: its altered configs may not survive a crash: %s", t->name, strerror(-status));
+	struct dp_topic_configs tc;
+	const char *why = dp_topic_configs_parse(&tc, t->alter_text, t->alter_len, UINT64_MAX);
+	assert(!why);   /* formatted by ctrl_alter from configs it took */
+	(void)why;
+	free(t->conf_text);
+	t->conf_text = t->alter_len ? t->alter_text : NULL;
+	if (!t->alter_len)
+		free(t->alter_text);
+	t->conf_len = t->alter_len;
+	t->alter_text = NULL;
+	dp_topic_configs_applied(&tc, &t->conf);
+	t->conf.text = t->conf_text;
+	t->conf.text_len = t->conf_len;
+	DP_INFO("topic %s: configs altered", t->name);
+	uint32_t id = (uint32_t)(t - c->ctrl->topics);
+	for (int d = 0; d < c->b->ndata; d++) {
+		struct dp_msg m = { .type = DP_MSG_TOPIC_CONF, .ctx = op, .topic_id = id, .gen = t->gen };
+		m.u.topic.conf = &t->conf;
+		dp_ask(c, c->b->first_data + d, dp_shard_msg, dp_control_msg, &m);
+	}
+}
+
+/* AlterConfigs / IncrementalAlterConfigs of one topic: applied to its configs now, written
+ * durably (as a create's), then announced to every data core. One at a time per topic. */
+static void ctrl_alter(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_ctrl *k = c->ctrl;
+	int32_t id = ctrl_find(k, m->u.topic.name, m->u.topic.name_len);
+	if (id < 0 || k->topics[id].deleting) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+		return;
+	}
+	struct ctrl_topic *t = &k->topics[id];
+	if (t->create_op.used || t->alter_op.used || st_fop_busy(&t->conf_fop)) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_REASSIGNMENT_IN_PROGRESS, ctrl_why_busy);
+		return;
+	}
+	struct dp_topic_configs tc;
+	const char *why = dp_topic_configs_parse(&tc, t->conf_text ? t->conf_text : "", t->conf_len, UINT64_MAX);
+	static char scratch[DP_TOPIC_CONFIG_KEYS][DP_TOPIC_CONFIG_VALUE_BYTES_MAX];   /* control core only */
+	if (!why)
+		why = dp_topic_configs_alter(&tc, m->u.topic.conf, scratch, c->b->cfg.segment_bytes);
+	if (why) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_INVALID_CONFIG, why);
+		return;
+	}
+	if (m->flags & DP_F_VALIDATE_ONLY) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_NONE, NULL);
+		return;
+	}
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX];
+	size_t tlen = dp_topic_configs_format(&tc, text);
+	t->alter_text = malloc(tlen ? tlen : 1);
+	if (!t->alter_text) {
+		done(c, m, DP_MSG_ALTER_CONF_DONE, KERR_KAFKA_STORAGE_ERROR, NULL);
+		return;
+	}
+	memcpy(t->alter_text, text, tlen);
+	t->alter_len = (uint32_t)tlen;
+	op_start(&t->alter_op, m, DP_MSG_ALTER_CONF_DONE, (uint32_t)id, (uint32_t)c->b->ndata);
+	t->conf_core = c;
+	_Static_assert(sizeof(DP_TOPIC_CONFIG_TMP_PREFIX) == 2, "conf_tmp holds a one-character prefix");
+	t->conf_tmp[0] = DP_TOPIC_CONFIG_TMP_PREFIX[0];
+	memcpy(t->conf_tmp + 1, t->name, (size_t)t->len + 1);
+	/* An empty text is written too: a file with no configs reads as none. */
+	st_fop_replace(c->io, &t->conf_fop, k->conf_dirfd, t->conf_tmp, t->name, NULL, t->alter_text, tlen, -1,
+	               alter_written, t);
+}
+
+/*
  * The delete's record is durable (status 0): from here a crash cannot bring
  * the topic back, since a start-up removes whatever partitions of it are
  * left before it scans the rest. Only now do the data cores remove theirs.
@@ -284,7 +459,8 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 {
 	struct dp_ctrl *k = c->ctrl;
 	int32_t id = ctrl_find(k, m->u.topic.name, m->u.topic.name_len);
-	if (id < 0 || k->topics[id].deleting) {
+	/* A topic whose configs are being written is not on any data core yet: a delete would overtake its ADD. */
+	if (id < 0 || k->topics[id].deleting || st_fop_busy(&k->topics[id].conf_fop)) {
 		done(c, m, DP_MSG_DELETE_DONE, KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
 		return;
 	}
@@ -364,6 +540,16 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 		fsync_dir(c->b->cfg.data_dir);
 		return;
 	}
+	/* The configs go before the record, durably: a topic created again under the name starts bare. */
+	{   /* a file may be there with no configs in it (altered back to none) */
+		if (st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
+			DP_ERR("topic %s: cannot remove its config file: %s (the next start removes it)", t->name,
+			       strerror(errno));
+		fsync(c->ctrl->conf_dirfd);
+		free(t->conf_text);
+		t->conf_text = NULL;
+		t->conf_len = 0;
+	}
 	/* The record goes last, durably (the directory sync below) before the answer: so it never
 	 * outlives the delete into a topic created again under the name. */
 	if (t->mark[0] && unlinkat(c->ctrl_pids->dirfd, t->mark, 0) < 0 && errno != ENOENT)
@@ -410,6 +596,8 @@ void dp_control_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_CREATE: ctrl_create(c, m); return;
 	case DP_MSG_DELETE: ctrl_delete(c, m); return;
 	case DP_MSG_CREATE_PARTS: ctrl_create_parts(c, m); return;
+	case DP_MSG_ALTER_CONF: ctrl_alter(c, m); return;
+	case DP_MSG_TOPIC_CONF_ACK:
 	case DP_MSG_TOPIC_ADD_ACK:
 	case DP_MSG_TOPIC_GROW_ACK:
 	case DP_MSG_TOPIC_DEL_ACK: ctrl_ack(c, m); return;
@@ -509,6 +697,70 @@ static int finish_deletes(const struct dp_config *cfg, int dirfd)
 	return rc;
 }
 
+/*
+ * init only: each recovered topic's configs from its file (names.h). A temp
+ * file was never renamed into place (its create was never answered); a file
+ * whose topic has no partition directory is a create that stopped before
+ * them, or a delete's leftover: both go. A file that does not parse stops
+ * the start: going on without it would quietly drop a retention or limit
+ * the topic was created with.
+ */
+static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, const char *cdir, int32_t ntopics)
+{
+	DIR *d = st_fs_opendir(cdir);
+	if (!d)
+		return -errno;
+	int rc = 0, dropped = 0;
+	struct dirent *e;
+	char text[DP_TOPIC_CONFIG_TEXT_BYTES_MAX + 1];
+	while (!rc && (e = st_fs_readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int32_t id = ctrl_find(k, e->d_name, len);
+		if (id < 0 || id >= ntopics) {
+			if (st_fs_unlinkat(k->conf_dirfd, e->d_name, 0) == 0)
+				dropped++;
+			if (strncmp(e->d_name, DP_TOPIC_CONFIG_TMP_PREFIX, strlen(DP_TOPIC_CONFIG_TMP_PREFIX)))
+				DP_WARN("%s/%s/%s removed: no such topic (a create or delete a stop interrupted)", cfg->data_dir,
+				        DP_TOPIC_CONFIG_DIR, e->d_name);
+			continue;
+		}
+		struct ctrl_topic *t = &k->topics[id];
+		int ffd = openat(k->conf_dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
+		ssize_t n = ffd < 0 ? -1 : read(ffd, text, sizeof(text));
+		if (ffd >= 0)
+			close(ffd);
+		struct dp_topic_configs tc;
+		const char *why = n < 0 ? strerror(errno)
+		                  : (size_t)n > DP_TOPIC_CONFIG_TEXT_BYTES_MAX ? "longer than a config text"
+		                  : dp_topic_configs_parse(&tc, text, (size_t)n, UINT64_MAX);   /* a lowered flag clamps it (partition.c) */
+		if (why) {
+			DP_ERR("%s/%s/%s: %s; refusing to start (the topic's configs would be lost)", cfg->data_dir,
+			       DP_TOPIC_CONFIG_DIR, e->d_name, why);
+			rc = -EBADMSG;
+			break;
+		}
+		if (n == 0)
+			continue;   /* altered back to no configs */
+		t->conf_text = malloc((size_t)n);
+		if (!t->conf_text) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(t->conf_text, text, (size_t)n);
+		t->conf_len = (uint32_t)n;
+		dp_topic_configs_applied(&tc, &t->conf);
+		t->conf.text = t->conf_text;
+		t->conf.text_len = t->conf_len;
+		DP_INFO("topic %s: its configs loaded (%zd bytes)", t->name, n);
+	}
+	st_fs_closedir(d);
+	if (dropped)
+		fsync(k->conf_dirfd);
+	return rc;
+}
+
 /* init only: the control catalog and every data core's copy from the data directory. */
 int dp_scan_data_dir(struct dp_broker *b)
 {
@@ -518,11 +770,21 @@ int dp_scan_data_dir(struct dp_broker *b)
 	if (!cc->ctrl || !cc->ctrl_pids)
 		return -ENOMEM;
 	cc->ctrl_pids->dirfd = -1;
+	cc->ctrl->conf_dirfd = -1;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);
 	if (prc < 0)
 		return prc;
+	/* st_fs_*: the calls the simulator's disk sees too (storage/fs.h). */
+	char cdir[1024];
+	snprintf(cdir, sizeof(cdir), "%s/%s", b->cfg.data_dir, DP_TOPIC_CONFIG_DIR);
+	if (st_fs_mkdir(cdir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	cc->ctrl->conf_dirfd = st_fs_open(cdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (cc->ctrl->conf_dirfd < 0)
+		return -errno;
+	st_fs_fsync(cc->ctrl_pids->dirfd);
 	if ((prc = finish_deletes(&b->cfg, cc->ctrl_pids->dirfd)) < 0)
 		return prc;
 	DIR *d = opendir(b->cfg.data_dir);
@@ -565,6 +827,8 @@ int dp_scan_data_dir(struct dp_broker *b)
 	closedir(d);
 	for (int32_t id = 0; id < n; id++)
 		cc->ctrl->nparts += ts[id].nparts;
+	if ((prc = load_configs(cc->ctrl, &b->cfg, cdir, n)) < 0)
+		return prc;
 	if (cc->ctrl->nparts > b->partitions_max)
 		DP_WARN("%lld partitions recovered, but the %s holds %lld: raise it (%s) or delete topics; new "
 		        "topics are refused", (long long)cc->ctrl->nparts,
@@ -574,7 +838,7 @@ int dp_scan_data_dir(struct dp_broker *b)
 		DP_INFO("recovered topic %s with %d partitions", ts[id].name, ts[id].nparts);
 		for (int i = 0; i < b->ndata; i++) {
 			int rc = dp_topic_install(b->cores[b->first_data + i], (uint32_t)id, ts[id].gen,
-			                          ts[id].name, ts[id].len, ts[id].nparts);
+			                          ts[id].name, ts[id].len, &ts[id].conf, ts[id].nparts);
 			if (rc < 0)
 				return rc;
 		}
@@ -585,6 +849,12 @@ int dp_scan_data_dir(struct dp_broker *b)
 /* teardown, after the cores stopped: what dp_scan_data_dir made (a simulated machine boots many times). */
 void dp_scan_release(struct dp_core *cc)
 {
+	if (cc->ctrl) {
+		for (int32_t i = 0; i < DP_TOPICS_MAX; i++)
+			free(cc->ctrl->topics[i].conf_text);
+		if (cc->ctrl->conf_dirfd >= 0)
+			st_fs_close(cc->ctrl->conf_dirfd);
+	}
 	free(cc->ctrl);
 	cc->ctrl = NULL;
 	if (cc->ctrl_pids) {

@@ -100,6 +100,10 @@ static void budget_of(const struct dp_config *cfg, const struct dp_role *const *
 	dp_budget_add(bd, "catalog copies", ncores,
 	              (unsigned long long)DP_TOPICS_MAX * sizeof(struct dp_topic) + DP_TOPIC_INDEX_SLOTS * sizeof(uint16_t),
 	              "DP_TOPICS_MAX topics and their index, per core");
+	/* each catalog copy's, and the control core's, at most (each is allocated as a topic takes configs) */
+	dp_budget_add(bd, "topic config texts", ncores + 1,
+	              (unsigned long long)DP_TOPICS_MAX * DP_TOPIC_CONFIG_TEXT_BYTES_MAX,
+	              "DP_TOPIC_CONFIG_TEXT_BYTES_MAX per topic (topicconf.h), per catalog copy and the control core's");
 	dp_budget_add(bd, "idle buffer pool", ncores, DP_BUF_IDLE_BYTES_MAX, "DP_BUF_IDLE_BYTES_MAX kept free per core");
 	dp_budget_add(bd, "io_urings", ncores, DP_URING_ENTRIES * (DP_BUDGET_SQE_BYTES + 2u * DP_BUDGET_CQE_BYTES),
 	              "DP_URING_ENTRIES SQEs and twice as many CQEs per core");

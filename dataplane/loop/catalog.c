@@ -115,7 +115,7 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen)
 }
 
 int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
-                     int32_t nparts)
+                     const struct dp_topic_conf *conf, int32_t nparts)
 {
 	assert(id < DP_TOPICS_MAX && len <= DP_TOPIC_NAME_MAX && nparts > 0);
 	struct dp_topic *t = &c->topics[id];
@@ -129,6 +129,18 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->hash = dp_topic_hash(name, len);
 	t->gen = gen;
 	t->nparts = nparts;
+	t->conf = conf ? *conf : (struct dp_topic_conf){ 0 };
+	t->conf.text = NULL;
+	t->conf.text_len = 0;
+	if (conf && conf->text_len) {   /* this core's copy, for DescribeConfigs */
+		if (!(t->conf.text = malloc(conf->text_len))) {
+			free(t->parts);
+			t->parts = NULL;
+			return -ENOMEM;
+		}
+		memcpy(t->conf.text, conf->text, conf->text_len);
+		t->conf.text_len = conf->text_len;
+	}
 	t->deleting = false;
 	t->live = true;
 	if (id >= c->topics_end)
@@ -161,6 +173,19 @@ int dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts)
 	return 0;
 }
 
+int dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf)
+{
+	char *text = NULL;
+	if (conf->text_len && !(text = malloc(conf->text_len)))
+		return -ENOMEM;   /* the old configs stay on this core */
+	if (text)
+		memcpy(text, conf->text, conf->text_len);
+	free(t->conf.text);
+	t->conf = *conf;
+	t->conf.text = text;
+	return 0;
+}
+
 void dp_topic_remove(struct dp_core *c, uint32_t id)
 {
 	struct dp_topic *t = &c->topics[id];
@@ -170,6 +195,9 @@ void dp_topic_remove(struct dp_core *c, uint32_t id)
 	txn_htab_delete(c->topic_index, slot);
 	free(t->parts);
 	t->parts = NULL;
+	free(t->conf.text);
+	t->conf.text = NULL;
+	t->conf.text_len = 0;
 	t->live = false;
 	while (c->topics_end > 0 && !c->topics[c->topics_end - 1].live)
 		c->topics_end--;

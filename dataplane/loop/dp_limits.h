@@ -82,6 +82,7 @@
  * between two data cores is DP_REQS_MAX-free, dp_backlog_msgs in loop.h) */
 
 /* Catalog. */
+#define DP_TOPIC_CREATE_CONFIGS_MAX 1000   /* configs in one CreateTopics entry; more: INVALID_CONFIG */
 #define DP_TOPICS_MAX           4096      /* catalog slots */
 #define DP_TOPIC_INDEX_SLOTS    8192      /* open addressing, 2x topics */
 #define DP_TOPIC_NAME_MAX       TXN_TOPIC_BYTES_MAX      /* Kafka's limit (txn/txn_limits.h) */

@@ -34,6 +34,7 @@
 
 #include "dp_limits.h"
 #include "names.h"   /* topic and partition directory names */
+#include "topicconf.h"   /* a topic's configs */
 #include "ring.h"
 
 struct nic;
@@ -146,6 +147,10 @@ enum dp_msg_type {
 	DP_MSG_CREATE_PARTS_DONE,
 	DP_MSG_TOPIC_GROW,      /* control -> every data core: the topic now has u.topic.nparts partitions */
 	DP_MSG_TOPIC_GROW_ACK,
+	DP_MSG_ALTER_CONF,      /* data core -> control: alter a topic's configs (u.topic.conf: struct dp_topic_alter) */
+	DP_MSG_ALTER_CONF_DONE,
+	DP_MSG_TOPIC_CONF,      /* control -> every data core: the topic's configs are now *u.topic.conf */
+	DP_MSG_TOPIC_CONF_ACK,
 };
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
@@ -161,6 +166,7 @@ struct dp_topic {
 	uint16_t name_len;
 	char name[DP_TOPIC_NAME_MAX + 1];
 	struct dp_part **parts;       /* [nparts]; non-NULL only for owned partitions */
+	struct dp_topic_conf conf;    /* the topic's configs that change what the broker does (topicconf.h) */
 	bool del_wait;                /* TOPIC_DEL taken; closed once its partitions' I/O is done */
 	uint16_t del_src;             /* ... and acknowledged to this core with this ctx */
 	void *del_ctx;
@@ -521,9 +527,12 @@ int64_t dp_wall_ms(void);
 int  dp_catalog_init(struct dp_core *c);
 int32_t dp_topic_find(const struct dp_core *c, const char *name, size_t len); /* -1 if none */
 struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /* NULL if gone */
+/* conf: the topic's configs (copied), NULL for none. */
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
-                      int32_t nparts);
+                      const struct dp_topic_conf *conf, int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
+/* An alter: t's configs become a copy of conf; -ENOMEM: unchanged. */
+int  dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf);
 int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */

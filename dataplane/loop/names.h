@@ -42,6 +42,17 @@ enum dp_dir_name {
 #define DP_DELETE_TMP_SUFFIX  ".topic-deleting.tmp"
 
 /*
+ * A topic's configs (topicconf.h) live in DATA/DP_TOPIC_CONFIG_DIR/<topic>,
+ * written whole and renamed into place durably before its partition
+ * directories are made; a file whose topic has no partition directory is
+ * removed at start-up. The directory's name has no '-', so the scan takes it
+ * for the broker's own (DP_DIR_OTHER). A temp file's prefix is no topic
+ * name's character, so no topic's file is another's temp.
+ */
+#define DP_TOPIC_CONFIG_DIR        "__topic_configs"
+#define DP_TOPIC_CONFIG_TMP_PREFIX "~"
+
+/*
  * Pure: parse a data directory entry's name (len bytes, no NUL needed). On
  * DP_DIR_PARTITION, *topic_len is the topic's length (the name's prefix) and
  * *partition its partition. Only the canonical spelling is taken (the one

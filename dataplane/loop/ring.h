@@ -65,7 +65,9 @@ struct dp_msg {
 		struct { int64_t offset, deadline_ms; uint32_t topic_gen; int8_t isolation; } watch;
 		struct { int64_t pid; int16_t epoch; } pid;
 		struct { int64_t pid; int16_t epoch; bool commit; int32_t coord_epoch; void *ptr; uint32_t cap; } txn;
-		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; } topic;
+		/* conf: CREATE, struct dp_topic_configs (topicconf.h; the request's, until answered);
+		 * TOPIC_ADD, struct dp_topic_conf (the control core's, live while the topic is). */
+		struct { const char *name; uint32_t name_len; int32_t nparts; uint32_t hash; const void *conf; } topic;
 		struct { struct dp_call *call; } call;   /* a coordinator call and its answer (call.h) */
 		uint8_t raw[32];
 	} u;

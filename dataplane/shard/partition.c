@@ -127,14 +127,23 @@ static void part_free(struct dp_core *c, struct dp_part *p)
 	free(p);
 }
 
-static struct st_log_config part_log_config(const struct dp_config *cfg)
+/* A partition's log: the broker's flags, with what its topic's configs set instead (tc NULL: none).
+ * A topic's segment.bytes is at most the flag's (topicconf.c), which the memory budget is sized by. */
+static struct st_log_config part_log_config(const struct dp_config *cfg, const struct dp_topic_conf *tc)
 {
-	return (struct st_log_config){
+	struct st_log_config lc = {
 		.segment_bytes = cfg->segment_bytes,
 		.retention_bytes = cfg->retention_bytes,
 		.retention_ms = cfg->retention_ms,
 		.index_interval_bytes = 4096,
 	};
+	if (tc && (tc->set & DP_TC_SEGMENT_BYTES) && tc->segment_bytes <= cfg->segment_bytes)
+		lc.segment_bytes = tc->segment_bytes;
+	if (tc && (tc->set & DP_TC_RETENTION_BYTES))
+		lc.retention_bytes = tc->retention_bytes;
+	if (tc && (tc->set & DP_TC_RETENTION_MS))
+		lc.retention_ms = tc->retention_ms;
+	return lc;
 }
 
 /*
@@ -147,7 +156,7 @@ static struct st_log_config part_log_config(const struct dp_config *cfg)
 
 unsigned long long dp_shard_partition_bytes(const struct dp_config *cfg)
 {
-	struct st_log_config lc = part_log_config(cfg);
+	struct st_log_config lc = part_log_config(cfg, NULL);
 	return sizeof(struct dp_part) + strlen(cfg->data_dir) + 1 + TXN_TOPIC_BYTES_MAX + 8 + st_log_open_bytes(&lc) +
 	       (cfg->direct_io ? ST_LOG_DIRECT_BUF_BYTES : 0) + txn_pstate_base_bytes() + txn_lso_base_bytes() + DP_PART_ALLOC_SLACK_BYTES;
 }
@@ -157,7 +166,7 @@ int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int3
 {
 	int failed = 0;
 	const struct dp_config *cfg = &c->b->cfg;
-	struct st_log_config lc = part_log_config(cfg);
+	struct st_log_config lc = part_log_config(cfg, &t->conf);
 	for (int32_t i = first; i < t->nparts; i++) {
 		if (dp_owner_core(c->b, t->hash, i) != c->id)
 			continue;
@@ -300,7 +309,7 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 	    (uint64_t)sv.f_bavail * sv.f_frsize < DP_PROBE_FREE_BYTES_MIN)
 		return;
 	struct dp_part np = { .dir = p->dir };
-	struct st_log_config lc = part_log_config(&c->b->cfg);
+	struct st_log_config lc = part_log_config(&c->b->cfg, &t->conf);
 	/* The bytes whose write or sync failed are in the page cache still: not durable, never
 	 * acknowledged, so the reopen must not find them (HW, LSO, a marker counted written). */
 	int rc = st_log_cut_failed(p->log);

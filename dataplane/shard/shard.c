@@ -404,7 +404,7 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_LIST: shard_list(c, m); return;
 	case DP_MSG_TOPIC_ADD: {
 		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
-		                          m->u.topic.nparts);
+		                          m->u.topic.conf, m->u.topic.nparts);
 		int16_t err = rc ? KERR_UNKNOWN_SERVER_ERROR : 0;
 		/* A partition that cannot be opened fails the create (the control core takes it back). */
 		if (rc == 0 && dp_shard_open_owned(c, &c->topics[m->topic_id], m->topic_id, 0) > 0)
@@ -414,6 +414,20 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	case DP_MSG_TOPIC_DEL: shard_topic_del(c, m); return;
+	case DP_MSG_TOPIC_CONF: {
+		/* This core's copy takes the altered configs; its open logs their retention (part_log_config). */
+		struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
+		int16_t err = !t ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+		              : dp_topic_set_conf(t, m->u.topic.conf) < 0 ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE;
+		for (int32_t i = 0; t && !err && i < t->nparts; i++)
+			if (t->parts[i] && t->parts[i]->log)
+				st_log_set_retention(t->parts[i]->log,
+				                     t->conf.set & DP_TC_RETENTION_BYTES ? t->conf.retention_bytes : c->b->cfg.retention_bytes,
+				                     t->conf.set & DP_TC_RETENTION_MS ? t->conf.retention_ms : c->b->cfg.retention_ms);
+		struct dp_msg ack = { .type = DP_MSG_TOPIC_CONF_ACK, .ctx = m->ctx, .idx = m->idx, .err = err };
+		dp_answer(c, m, &ack);
+		return;
+	}
 	case DP_MSG_TOPIC_GROW: {
 		/* Only the new partitions are opened: the old ones carry on, with their I/O in flight. */
 		struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);

@@ -33,6 +33,11 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         back (the tombstone held)
   parts PORT TOPIC NOW                       CreatePartitions v1 against TOPIC of NOW partitions
         (hostile counts and names, an explicit assignment, validateOnly); the topic ends with NOW + 2
+  configs PORT TOPIC                         IncrementalAlterConfigs v0 of TOPIC (no max.message.bytes
+        set, cleanup.policy=delete): SET, DELETE, APPEND and SUBTRACT as Kafka applies them,
+        each checked with DescribeConfigs v0; refusals (a config sluice does not implement, an
+        APPEND to a non-list, an unknown operation, hostile sizes and counts, the broker
+        resource, an unknown topic); validateOnly changes nothing
 Python 3 stdlib only.
 """
 import os
@@ -491,6 +496,92 @@ def cmd_offdel(port, known, parts, phase):
     return 0
 
 
+API_DESCRIBE_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS = 32, 44
+INVALID_CONFIG, UNKNOWN_TOPIC = 40, 3
+
+
+def incremental_alter_v0(conn, resources, validate=False):
+    """resources: [(type, name, [(key, op, value)])]; returns [(error, message)]."""
+    body = struct.pack('>i', len(resources))
+    for rtype, name, cfgs in resources:
+        body += struct.pack('>b', rtype) + bc.kstr(name) + struct.pack('>i', len(cfgs))
+        for key, op, value in cfgs:
+            body += bc.kstr(key) + struct.pack('>b', op) + (struct.pack('>h', -1) if value is None else bc.kstr(value))
+    body += b'\x01' if validate else b'\x00'
+    r = bc.Reader(conn.call(API_INCREMENTAL_ALTER_CONFIGS, 0, body))
+    r.i32()
+    out = []
+    for _ in range(r.i32()):
+        err, msg = r.i16(), r.string()
+        r.i8()
+        r.string()
+        out.append((err, msg))
+    if not r.done():
+        raise ValueError('trailing bytes in IncrementalAlterConfigs v0 response')
+    return out
+
+
+def describe_v0(conn, topic):
+    """{key: value} of TOPIC's configs (DescribeConfigs v0, all keys)."""
+    body = struct.pack('>i', 1) + struct.pack('>b', 2) + bc.kstr(topic) + struct.pack('>i', -1)
+    r = bc.Reader(conn.call(API_DESCRIBE_CONFIGS, 0, body))
+    r.i32()
+    if r.i32() != 1:
+        raise ValueError('DescribeConfigs: not one resource')
+    err, _msg, _t, _n = r.i16(), r.string(), r.i8(), r.string()
+    if err:
+        raise ValueError(f'DescribeConfigs of {topic}: error {err}')
+    out = {}
+    for _ in range(r.i32()):
+        k, v = r.string(), r.string()
+        r.take(3)  # read_only, is_default, is_sensitive
+        out[k] = v
+    if not r.done():
+        raise ValueError('trailing bytes in DescribeConfigs v0 response')
+    return out
+
+
+def cmd_configs(port, topic):
+    c = bc.Conn(port)
+    T = 2
+    thr = 'leader.replication.throttled.replicas'
+    cases = [
+        ('SET max.message.bytes', [(T, topic, [('max.message.bytes', 0, '3000')])], False, [0],
+         {'max.message.bytes': '3000'}),
+        ('APPEND compact to cleanup.policy', [(T, topic, [('cleanup.policy', 2, 'compact')])], False,
+         [INVALID_CONFIG], {'cleanup.policy': 'delete'}),
+        ('APPEND delete to cleanup.policy (there already)', [(T, topic, [('cleanup.policy', 2, 'delete')])], False,
+         [0], {'cleanup.policy': 'delete'}),
+        ('APPEND two throttles', [(T, topic, [(thr, 2, '0:1'), (thr, 2, '1:1,0:1')])], False, [0], {thr: '0:1,1:1'}),
+        ('SUBTRACT one throttle', [(T, topic, [(thr, 3, '0:1')])], False, [0], {thr: '1:1'}),
+        ('APPEND to an int', [(T, topic, [('max.message.bytes', 2, '1')])], False, [INVALID_CONFIG],
+         {'max.message.bytes': '3000'}),
+        ('operation 9', [(T, topic, [('max.message.bytes', 9, '1')])], False, [INVALID_CONFIG], {}),
+        ('SET segment.ms (not implemented)', [(T, topic, [('segment.ms', 0, '1000')])], False, [INVALID_CONFIG], {}),
+        ('SET segment.bytes after create', [(T, topic, [('segment.bytes', 0, '8192')])], False, [INVALID_CONFIG], {}),
+        ('validateOnly SET', [(T, topic, [('max.message.bytes', 0, '1')])], True, [0], {'max.message.bytes': '3000'}),
+        ('a value of 300 bytes', [(T, topic, [('message.format.version', 0, 'v' * 300)])], False, [INVALID_CONFIG], {}),
+        ('a name of 30000 bytes', [(T, topic, [('n' * 30000, 0, '1')])], False, [INVALID_CONFIG], {}),
+        ('1001 configs', [(T, topic, [('max.message.bytes', 0, '5')] * 1001)], False, [INVALID_CONFIG],
+         {'max.message.bytes': '3000'}),
+        ('the broker resource', [(4, '1', [('log.retention.ms', 0, '1')])], False, [INVALID_REQUEST], {}),
+        ('an unknown topic', [(T, topic + '-none', [('max.message.bytes', 0, '1')])], False, [UNKNOWN_TOPIC], {}),
+        ('DELETE max.message.bytes', [(T, topic, [('max.message.bytes', 1, None)])], False, [0], {}),
+    ]
+    for what, res, validate, want, after in cases:
+        got = [e for e, _ in incremental_alter_v0(c, res, validate)]
+        if got != want:
+            die(f'IncrementalAlterConfigs, {what}: errors {got}, want {want}')
+        now = describe_v0(c, topic)
+        for k, v in after.items():
+            if now.get(k) != v:
+                die(f'IncrementalAlterConfigs, {what}: {k} is {now.get(k)!r}, want {v!r}')
+    now = describe_v0(c, topic)
+    if now.get('max.message.bytes') == '3000' or thr not in now or 'segment.ms' in now:
+        die(f'after DELETE: {now}')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -512,6 +603,8 @@ def main(argv):
             return cmd_parts(port, argv[3], int(argv[4]))
         if cmd == 'offdel':
             return cmd_offdel(port, argv[3], int(argv[4]), argv[5])
+        if cmd == 'configs':
+            return cmd_configs(port, argv[3])
         if cmd == 'txncommit':
             return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:

@@ -5,6 +5,7 @@
 # INVALID_CONFIG), list, describe (partitions, leader, start and end
 # offsets after a produce), add-partitions (a count not above the topic's
 # is refused INVALID_PARTITIONS; the new partitions take produces), delete;
+# configs describe and alter;
 # and DescribeCluster v0 names this broker, as the controller too.
 . "$(dirname "$0")/lib.sh"
 integ_init admin-topics 39 "$@"
@@ -47,6 +48,20 @@ sum=$(awk '/^partition adt [23] /{ split($6, e, "="); n += e[2] } END { print n 
 guarded python3 "$(dirname "$0")/admin_client.py" parts "$PORT" adt 4 || fail "CreatePartitions cases"
 adm topics describe adt >"$WORK/d4.out" || fail "describe exited $?"
 grep -qx "topic adt partitions=6" "$WORK/d4.out" || fail "after the CreatePartitions cases: $(cat "$WORK/d4.out")"
+
+# sluice-admin configs: describe shows what the topic was created with and the broker's flags;
+# alter sets and deletes one key at a time; a key sluice does not implement is refused.
+adm configs describe topic adt >"$WORK/cf.out" || fail "configs describe exited $?"
+grep -qx "retention.ms=3600000 source=topic" "$WORK/cf.out" || fail "configs describe: $(cat "$WORK/cf.out")"
+grep -qx "retention.bytes=-1 source=broker" "$WORK/cf.out" || fail "configs describe: $(cat "$WORK/cf.out")"
+adm configs alter adt max.message.bytes=5000 -retention.ms >"$WORK/ca.out" || fail "configs alter exited $?"
+adm configs describe topic adt >"$WORK/cf2.out" || fail "configs describe exited $?"
+grep -qx "max.message.bytes=5000 source=topic" "$WORK/cf2.out" || fail "after alter: $(cat "$WORK/cf2.out")"
+grep -qx "retention.ms=604800000 source=broker" "$WORK/cf2.out" || fail "after alter: $(cat "$WORK/cf2.out")"
+if adm configs alter adt segment.ms=1000 2>"$WORK/ca.err"; then fail "segment.ms was taken"; fi
+grep -q "INVALID_CONFIG" "$WORK/ca.err" || fail "segment.ms: $(cat "$WORK/ca.err")"
+adm configs describe broker 1 >"$WORK/cb.out" || fail "configs describe broker exited $?"
+grep -qx "num.partitions=1 source=broker read-only" "$WORK/cb.out" || fail "broker configs: $(cat "$WORK/cb.out")"
 
 # DescribeCluster (Kafka's AdminClient describeCluster): this broker, also the controller.
 guarded python3 "$(dirname "$0")/admin_client.py" cluster "$PORT" 1 "$BOOTSTRAP" || fail "DescribeCluster"

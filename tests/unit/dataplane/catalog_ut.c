@@ -120,7 +120,7 @@ static void test_index_churn(void)
 		}
 		int n = snprintf(name, sizeof(name), "t-%d", r);
 		CU_ASSERT_EQUAL_FATAL(dp_topic_find(&c, name, (size_t)n), -1);
-		CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, id, (uint32_t)r, name, (size_t)n, 1), 0);
+		CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, id, (uint32_t)r, name, (size_t)n, NULL, 1), 0);
 		live_name[id] = r;
 		if (r % 1024 == 0)
 			for (uint32_t j = 0; j < LIVE; j++)
@@ -136,7 +136,7 @@ static void test_grow(void)
 {
 	static struct dp_core c;
 	CU_ASSERT_EQUAL_FATAL(dp_catalog_init(&c), 0);
-	CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, 7, 3, "grow", 4, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, 7, 3, "grow", 4, NULL, 2), 0);
 	struct dp_topic *t = dp_topic_get(&c, 7, 3);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	struct dp_part *owned = (struct dp_part *)&c;   /* any non-NULL pointer: the table only holds it */
