@@ -217,6 +217,7 @@ int dp_describe_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 }
 
 static const char cfg_why_broker_ro[] = "sluice's broker configs are its command-line flags: not altered at run time";
+static const char cfg_why_dup[] = "Error due to duplicate config keys";   /* Kafka's message */
 static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
 
 /*
@@ -255,11 +256,14 @@ static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_
 				FILL(&(q)->Configs[j], &ops_[j]);                                                        \
 				bad_ |= (q)->Configs[j].Name.len < 0;                                                    \
 			}                                                                                            \
+			*a_ = (struct dp_topic_alter){ .replace = (is_replace), .n = nc_, .ops = ops_ };              \
 			if (bad_) {                                                                                  \
 				(out)->ErrorCode = KERR_INVALID_REQUEST;                                                 \
 				(out)->ErrorMessage = cfg_str("null config name");                                       \
+			} else if (dp_topic_alter_dup(a_)) {   /* as Kafka's ConfigAdminManager, before any is applied */ \
+				(out)->ErrorCode = KERR_INVALID_REQUEST;                                                 \
+				(out)->ErrorMessage = cfg_str(cfg_why_dup);                                              \
 			} else {                                                                                     \
-				*a_ = (struct dp_topic_alter){ .replace = (is_replace), .n = nc_, .ops = ops_ };          \
 				dp_ask_control((c), (r), DP_MSG_ALTER_CONF, (uint32_t)(idx), (q)->ResourceName, 0,       \
 				               (validate) ? DP_F_VALIDATE_ONLY : 0, a_);                                 \
 			}                                                                                            \

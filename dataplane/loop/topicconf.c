@@ -372,6 +372,17 @@ int8_t dp_topic_config_type(int i)
 static const char tc_why_op[] = "not a config operation (SET 0, DELETE 1, APPEND 2, SUBTRACT 3)";
 static const char tc_why_list[] = "APPEND and SUBTRACT are only for list configs";
 static const char tc_why_seg_alter[] = "sluice takes segment.bytes only when a topic is created";
+static const char tc_why_dup[] = "Error due to duplicate config keys";
+
+bool dp_topic_alter_dup(const struct dp_topic_alter *a)
+{
+	for (int32_t j = 1; j < a->n; j++)
+		for (int32_t k = 0; k < j; k++)
+			if (a->ops[j].name_len == a->ops[k].name_len &&
+			    memcmp(a->ops[j].name, a->ops[k].name, a->ops[j].name_len) == 0)
+				return true;
+	return false;
+}
 
 /* Whether item (n bytes) is one of list's comma-separated items (each trimmed). */
 static bool tc_list_has(const char *list, size_t len, const char *item, size_t n)
@@ -429,6 +440,9 @@ const char *dp_topic_configs_alter(struct dp_topic_configs *tc, const struct dp_
 	 * client that writes back what DescribeConfigs listed sets it to the value it has: taken. */
 	int seg = dp_topic_config_find("segment.bytes", 13);
 	int64_t seg_was = tc->val[seg] ? tc_int(tc->val[seg], tc->len[seg]) : (int64_t)segment_bytes_max;
+	/* One op per key: a second APPEND of a key would read scratch[key] while writing it. */
+	if (dp_topic_alter_dup(a))
+		return tc_why_dup;
 	if (a->replace)
 		memset(tc, 0, sizeof(*tc));
 	for (int32_t j = 0; j < a->n; j++) {

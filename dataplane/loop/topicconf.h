@@ -95,9 +95,14 @@ struct dp_topic_alter {
 	int32_t n;
 	const struct dp_topic_alter_op *ops;
 };
+/* Whether a names one key twice (byte for byte, as Kafka compares names): Kafka refuses such a
+ * resource with INVALID_REQUEST ("Error due to duplicate config keys", ConfigAdminManager) before
+ * it applies any. O(n^2): n is bounded by the caller (DP_TOPIC_CREATE_CONFIGS_MAX). */
+bool dp_topic_alter_dup(const struct dp_topic_alter *a);
 /*
  * Apply a to tc (the topic's configs now, parsed from its text); NULL, or the
- * reason for INVALID_CONFIG (tc is then not to be used). An APPEND's or a
+ * reason for INVALID_CONFIG (tc is then not to be used; a names a key twice:
+ * refused, see dp_topic_alter_dup). An APPEND's or a
  * SUBTRACT's result is written into scratch[key]. segment.bytes cannot change
  * once the topic exists: it sizes each partition's memory as the log opens.
  */

@@ -35,6 +35,7 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         (hostile counts and names, an explicit assignment, validateOnly); the topic ends with NOW + 2
   configs PORT TOPIC                         IncrementalAlterConfigs v0 of TOPIC (no max.message.bytes
         set, cleanup.policy=delete): SET, DELETE, APPEND and SUBTRACT as Kafka applies them,
+        a key twice in one resource INVALID_REQUEST (AlterConfigs too) with nothing applied,
         each checked with DescribeConfigs v0; refusals (a config sluice does not implement, an
         APPEND to a non-list, an unknown operation, hostile sizes and counts, the broker
         resource, an unknown topic); validateOnly changes nothing
@@ -496,7 +497,7 @@ def cmd_offdel(port, known, parts, phase):
     return 0
 
 
-API_DESCRIBE_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS = 32, 44
+API_DESCRIBE_CONFIGS, API_ALTER_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 INVALID_CONFIG, UNKNOWN_TOPIC = 40, 3
 
 
@@ -518,6 +519,27 @@ def incremental_alter_v0(conn, resources, validate=False):
         out.append((err, msg))
     if not r.done():
         raise ValueError('trailing bytes in IncrementalAlterConfigs v0 response')
+    return out
+
+
+def alter_v0(conn, resources):
+    """AlterConfigs v0 (replace): resources [(type, name, [(key, value)])]; returns [error]."""
+    body = struct.pack('>i', len(resources))
+    for rtype, name, cfgs in resources:
+        body += struct.pack('>b', rtype) + bc.kstr(name) + struct.pack('>i', len(cfgs))
+        for key, value in cfgs:
+            body += bc.kstr(key) + bc.kstr(value)
+    body += b'\x00'
+    r = bc.Reader(conn.call(API_ALTER_CONFIGS, 0, body))
+    r.i32()
+    out = []
+    for _ in range(r.i32()):
+        err, _msg = r.i16(), r.string()
+        r.i8()
+        r.string()
+        out.append(err)
+    if not r.done():
+        raise ValueError('trailing bytes in AlterConfigs v0 response')
     return out
 
 
@@ -552,7 +574,18 @@ def cmd_configs(port, topic):
          [INVALID_CONFIG], {'cleanup.policy': 'delete'}),
         ('APPEND delete to cleanup.policy (there already)', [(T, topic, [('cleanup.policy', 2, 'delete')])], False,
          [0], {'cleanup.policy': 'delete'}),
-        ('APPEND two throttles', [(T, topic, [(thr, 2, '0:1'), (thr, 2, '1:1,0:1')])], False, [0], {thr: '0:1,1:1'}),
+        # A key twice in one resource: Kafka's ConfigAdminManager refuses it whole, INVALID_REQUEST.
+        ('APPEND a throttle twice', [(T, topic, [(thr, 2, '0:1'), (thr, 2, '1:1,0:1')])], False, [INVALID_REQUEST],
+         {thr: ''}),
+        ('SET and DELETE one key', [(T, topic, [('max.message.bytes', 0, '4000'), ('max.message.bytes', 1, None)])],
+         False, [INVALID_REQUEST], {'max.message.bytes': '3000'}),
+        ('a duplicate beside a good resource', [(T, topic, [('retention.ms', 0, '7'), ('retention.ms', 0, '8')]),
+                                                (T, topic + '-none', [('max.message.bytes', 0, '1')])],
+         False, [INVALID_REQUEST, UNKNOWN_TOPIC], {}),
+        # A resource refused part way applies none of its configs.
+        ('a good SET and a refused one', [(T, topic, [('max.message.bytes', 0, '4000'), ('segment.ms', 0, '1')])],
+         False, [INVALID_CONFIG], {'max.message.bytes': '3000'}),
+        ('APPEND two throttles', [(T, topic, [(thr, 2, '0:1,1:1,0:1')])], False, [0], {thr: '0:1,1:1'}),
         ('SUBTRACT one throttle', [(T, topic, [(thr, 3, '0:1')])], False, [0], {thr: '1:1'}),
         ('APPEND to an int', [(T, topic, [('max.message.bytes', 2, '1')])], False, [INVALID_CONFIG],
          {'max.message.bytes': '3000'}),
@@ -579,6 +612,12 @@ def cmd_configs(port, topic):
     now = describe_v0(c, topic)
     if now.get('max.message.bytes') == '3000' or thr not in now or 'segment.ms' in now:
         die(f'after DELETE: {now}')
+    # AlterConfigs (replace) naming a key twice: INVALID_REQUEST, and the topic's configs stay.
+    got = alter_v0(c, [(T, topic, [('retention.ms', '9'), ('retention.ms', '10')])])
+    if got != [INVALID_REQUEST]:
+        die(f'AlterConfigs with a key twice: errors {got}, want [{INVALID_REQUEST}]')
+    if describe_v0(c, topic) != now:
+        die(f'AlterConfigs with a key twice changed the configs: {describe_v0(c, topic)}, were {now}')
     return 0
 
 

@@ -198,6 +198,41 @@ static void test_alter(void)
 	CU_ASSERT_PTR_NOT_NULL(alter1(&t3, false, DP_TC_OP_APPEND, thr, "2"));
 }
 
+/*
+ * A key named twice in one alter: refused whole, as Kafka's ConfigAdminManager refuses it
+ * (INVALID_REQUEST, "Error due to duplicate config keys"). Before, two APPENDs of one list key
+ * were taken, the second reading scratch[key] while tc_list_op wrote it (an overlapping memcpy).
+ */
+static void test_alter_dup(void)
+{
+	const char *thr = "leader.replication.throttled.replicas";
+	static char scratch[DP_TOPIC_CONFIG_KEYS][DP_TOPIC_CONFIG_VALUE_BYTES_MAX];
+	struct dp_topic_alter_op two[2] = { { thr, "0:1", 37, 3, DP_TC_OP_APPEND }, { thr, "1:1,0:1", 37, 7, DP_TC_OP_APPEND } };
+	struct dp_topic_alter a = { false, 2, two };
+	CU_ASSERT(dp_topic_alter_dup(&a));
+	struct dp_topic_configs tc = { 0 };
+	CU_ASSERT_PTR_NOT_NULL(dp_topic_configs_alter(&tc, &a, scratch, 1u << 28));
+	struct dp_topic_alter_op sd[2] = { { "retention.ms", "1", 12, 1, DP_TC_OP_SET },
+	                                   { "retention.ms", NULL, 12, 0, DP_TC_OP_DELETE } };
+	struct dp_topic_alter b = { true, 2, sd };
+	memset(&tc, 0, sizeof(tc));
+	CU_ASSERT(dp_topic_alter_dup(&b));
+	CU_ASSERT_PTR_NOT_NULL(dp_topic_configs_alter(&tc, &b, scratch, 1u << 28));
+	/* distinct keys, and a name that is a prefix of another, are not duplicates */
+	struct dp_topic_alter_op ok[3] = { { "retention.ms", "1", 12, 1, DP_TC_OP_SET },
+	                                   { "retention.bytes", "5", 15, 1, DP_TC_OP_SET },
+	                                   { thr, "0:1", 37, 3, DP_TC_OP_APPEND } };
+	struct dp_topic_alter c = { false, 3, ok };
+	CU_ASSERT(!dp_topic_alter_dup(&c));
+	memset(&tc, 0, sizeof(tc));
+	CU_ASSERT_PTR_NULL(dp_topic_configs_alter(&tc, &c, scratch, 1u << 28));
+	CU_ASSERT_STRING_EQUAL(val(&tc, thr), "0:1");
+	struct dp_topic_alter_op pre[2] = { { "retention.ms", "1", 12, 1, DP_TC_OP_SET },
+	                                    { "retention.m", "1", 11, 1, DP_TC_OP_SET } };
+	struct dp_topic_alter d = { false, 2, pre };
+	CU_ASSERT(!dp_topic_alter_dup(&d));
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -208,6 +243,7 @@ int main(void)
 	CU_add_test(s, "what sluice applies, stores or refuses", test_sluice_takes);
 	CU_add_test(s, "the config file's text", test_text);
 	CU_add_test(s, "AlterConfigs and IncrementalAlterConfigs", test_alter);
+	CU_add_test(s, "a key twice in one alter", test_alter_dup);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
