@@ -208,7 +208,7 @@ static void create_undo(struct dp_core *c, struct ctrl_topic *t, int16_t err)
 {
 	struct dp_ctrl_op *op = &t->create_op;
 	if (t->conf_text && st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) == 0)
-		fsync(c->ctrl->conf_dirfd);
+		st_fs_fsync(c->ctrl->conf_dirfd);
 	free(t->conf_text);
 	t->conf_text = NULL;
 	t->conf_len = 0;
@@ -479,15 +479,16 @@ static void ctrl_delete(struct dp_core *c, struct dp_msg *m)
 #define CTRL_REMOVE_DEPTH_MAX  4    /* subdirectories remove_dir descends (a partition has none) */
 
 /* Remove directory dir and the files in it (a partition's: no subdirectories). Synchronous: init,
- * and on the control core only for what a data core left (a partition that failed to open). */
+ * and on the control core only for what a data core left (a partition that failed to open).
+ * st_fs_* (storage/fs.h), as every call on a descriptor the simulator's disk may have made. */
 static int remove_dir_at(int dirfd, const char *dir, int depth)
 {
-	int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = st_fs_openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	DIR *d = fdopendir(fd);
+	DIR *d = st_fs_fdopendir(fd);
 	if (!d) {
-		close(fd);
+		st_fs_close(fd);
 		return -errno;
 	}
 	/* Unlinking while reading a directory may skip entries (tmpfs): repeat until a pass is clean. */
@@ -495,10 +496,10 @@ static int remove_dir_at(int dirfd, const char *dir, int depth)
 	for (int pass = 0, removed = 1; removed && !rc && pass < CTRL_REMOVE_PASSES_MAX; pass++) {
 		struct dirent *e;
 		removed = 0;
-		rewinddir(d);
-		while ((e = readdir(d)))
+		st_fs_rewinddir(d);
+		while ((e = st_fs_readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-				int urc = unlinkat(fd, e->d_name, 0) == 0 ? 0 : -errno;
+				int urc = st_fs_unlinkat(fd, e->d_name, 0) == 0 ? 0 : -errno;
 				if (urc == -EISDIR && depth < CTRL_REMOVE_DEPTH_MAX)   /* not the broker's: still its */
 					urc = remove_dir_at(fd, e->d_name, depth + 1);
 				if (urc == 0)
@@ -507,8 +508,8 @@ static int remove_dir_at(int dirfd, const char *dir, int depth)
 					rc = urc;
 			}
 	}
-	closedir(d);
-	if (!rc && unlinkat(dirfd, dir, AT_REMOVEDIR) < 0)
+	st_fs_closedir(d);
+	if (!rc && st_fs_unlinkat(dirfd, dir, AT_REMOVEDIR) < 0)
 		rc = -errno;
 	return rc;
 }
@@ -545,14 +546,14 @@ static void topic_forget(struct dp_core *c, struct ctrl_topic *t)
 		if (st_fs_unlinkat(c->ctrl->conf_dirfd, t->name, 0) < 0 && errno != ENOENT)
 			DP_ERR("topic %s: cannot remove its config file: %s (the next start removes it)", t->name,
 			       strerror(errno));
-		fsync(c->ctrl->conf_dirfd);
+		st_fs_fsync(c->ctrl->conf_dirfd);
 		free(t->conf_text);
 		t->conf_text = NULL;
 		t->conf_len = 0;
 	}
 	/* The record goes last, durably (the directory sync below) before the answer: so it never
 	 * outlives the delete into a topic created again under the name. */
-	if (t->mark[0] && unlinkat(c->ctrl_pids->dirfd, t->mark, 0) < 0 && errno != ENOENT)
+	if (t->mark[0] && st_fs_unlinkat(c->ctrl_pids->dirfd, t->mark, 0) < 0 && errno != ENOENT)
 		DP_ERR("topic %s: cannot remove %s: %s (a restart removes the topic's partitions again)", t->name,
 		       t->mark, strerror(errno));
 	t->mark[0] = 0;
@@ -727,10 +728,11 @@ static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, const ch
 			continue;
 		}
 		struct ctrl_topic *t = &k->topics[id];
-		int ffd = openat(k->conf_dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
-		ssize_t n = ffd < 0 ? -1 : read(ffd, text, sizeof(text));
+		/* st_fs_*: conf_dirfd is the simulator's under ST_FS_SIM (storage/fs.h) */
+		int ffd = st_fs_openat(k->conf_dirfd, e->d_name, O_RDONLY | O_CLOEXEC, 0);
+		ssize_t n = ffd < 0 ? -1 : st_fs_pread(ffd, text, sizeof(text), 0);
 		if (ffd >= 0)
-			close(ffd);
+			st_fs_close(ffd);
 		struct dp_topic_configs tc;
 		const char *why = n < 0 ? strerror(errno)
 		                  : (size_t)n > DP_TOPIC_CONFIG_TEXT_BYTES_MAX ? "longer than a config text"
@@ -757,7 +759,7 @@ static int load_configs(struct dp_ctrl *k, const struct dp_config *cfg, const ch
 	}
 	st_fs_closedir(d);
 	if (dropped)
-		fsync(k->conf_dirfd);
+		st_fs_fsync(k->conf_dirfd);
 	return rc;
 }
 

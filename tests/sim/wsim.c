@@ -1325,12 +1325,25 @@ static int create_topics_once(void)
 	struct w_conn *wc = calloc(1, sizeof(*wc));
 	struct CreateTopicsRequest req;
 	struct CreateTopicsRequest_CreatableTopic t[W_TOPICS];
+	/* The first topic has configs, so each boot after a crash loads its config file through the
+	 * simulated disk (control.c's load_configs); values that change nothing the workload checks. */
+	struct CreateTopicsRequest_CreateableTopicConfig conf[2];
+	CreateTopicsRequest_CreateableTopicConfig_init(&conf[0]);
+	CreateTopicsRequest_CreateableTopicConfig_init(&conf[1]);
+	conf[0].Name = kstr_of("retention.ms");
+	conf[0].Value = kstr_of("604800000");
+	conf[1].Name = kstr_of("max.compaction.lag.ms");
+	conf[1].Value = kstr_of("86400000");
 	CreateTopicsRequest_init(&req);
 	for (int i = 0; i < W_TOPICS; i++) {
 		CreateTopicsRequest_CreatableTopic_init(&t[i]);
 		t[i].Name = kstr_of(topic_names[i]);
 		t[i].NumPartitions = W_PARTS_PER_TOPIC;
 		t[i].ReplicationFactor = 1;
+		if (i == 0) {
+			t[i].Configs = conf;
+			t[i].Configs_n = 2;
+		}
 	}
 	req.Topics_n = W_TOPICS;
 	req.Topics = t;
