@@ -126,11 +126,10 @@ void dp_broker_release(struct dp_broker *b)
 		free(c->reqs);
 		free(c->detached);
 		if (c->topics)
-			for (uint32_t t = 0; t < DP_TOPICS_MAX; t++) {
+			for (uint32_t t = 0; t < DP_TOPICS_MAX; t++)
 				free(c->topics[t].parts);
-				free(c->topics[t].conf.text);
-			}
 		free(c->topics);
+		free(c->topic_texts);
 		if (c->topic_index)
 			txn_htab_free(c->topic_index);
 		free(c->topic_index);

@@ -100,7 +100,7 @@ static void budget_of(const struct dp_config *cfg, const struct dp_role *const *
 	dp_budget_add(bd, "catalog copies", ncores,
 	              (unsigned long long)DP_TOPICS_MAX * sizeof(struct dp_topic) + DP_TOPIC_INDEX_SLOTS * sizeof(uint16_t),
 	              "DP_TOPICS_MAX topics and their index, per core");
-	/* each catalog copy's, and the control core's, at most (each is allocated as a topic takes configs) */
+	/* each catalog copy's (allocated at start, dp_catalog_init), and the control core's at most (as topics take configs) */
 	dp_budget_add(bd, "topic config texts", ncores + 1,
 	              (unsigned long long)DP_TOPICS_MAX * DP_TOPIC_CONFIG_TEXT_BYTES_MAX,
 	              "DP_TOPIC_CONFIG_TEXT_BYTES_MAX per topic (topicconf.h), per catalog copy and the control core's");

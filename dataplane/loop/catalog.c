@@ -91,7 +91,9 @@ int dp_catalog_init(struct dp_core *c)
 {
 	c->topics = calloc(DP_TOPICS_MAX, sizeof(*c->topics));
 	c->topic_index = calloc(1, sizeof(*c->topic_index));
-	if (!c->topics || !c->topic_index ||
+	/* Each topic's config text at its bound (budget.c counts it): pages are touched as topics take configs. */
+	c->topic_texts = calloc(DP_TOPICS_MAX, DP_TOPIC_CONFIG_TEXT_BYTES_MAX);
+	if (!c->topics || !c->topic_index || !c->topic_texts ||
 	    txn_htab_init(c->topic_index, DP_TOPIC_INDEX_SLOTS, sizeof(uint16_t), &index_ops, c) < 0)
 		return -ENOMEM;
 	return 0;
@@ -129,18 +131,7 @@ int dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *n
 	t->hash = dp_topic_hash(name, len);
 	t->gen = gen;
 	t->nparts = nparts;
-	t->conf = conf ? *conf : (struct dp_topic_conf){ 0 };
-	t->conf.text = NULL;
-	t->conf.text_len = 0;
-	if (conf && conf->text_len) {   /* this core's copy, for DescribeConfigs */
-		if (!(t->conf.text = malloc(conf->text_len))) {
-			free(t->parts);
-			t->parts = NULL;
-			return -ENOMEM;
-		}
-		memcpy(t->conf.text, conf->text, conf->text_len);
-		t->conf.text_len = conf->text_len;
-	}
+	dp_topic_set_conf(c, t, conf ? conf : &(struct dp_topic_conf){ 0 });   /* this core's copy, for DescribeConfigs */
 	t->deleting = false;
 	t->live = true;
 	if (id >= c->topics_end)
@@ -173,17 +164,14 @@ int dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts)
 	return 0;
 }
 
-int dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf)
+void dp_topic_set_conf(struct dp_core *c, struct dp_topic *t, const struct dp_topic_conf *conf)
 {
-	char *text = NULL;
-	if (conf->text_len && !(text = malloc(conf->text_len)))
-		return -ENOMEM;   /* the old configs stay on this core */
-	if (text)
+	assert(conf->text_len <= DP_TOPIC_CONFIG_TEXT_BYTES_MAX);
+	char *text = c->topic_texts + (size_t)(t - c->topics) * DP_TOPIC_CONFIG_TEXT_BYTES_MAX;
+	if (conf->text_len)
 		memcpy(text, conf->text, conf->text_len);
-	free(t->conf.text);
 	t->conf = *conf;
-	t->conf.text = text;
-	return 0;
+	t->conf.text = conf->text_len ? text : NULL;
 }
 
 void dp_topic_remove(struct dp_core *c, uint32_t id)
@@ -195,7 +183,6 @@ void dp_topic_remove(struct dp_core *c, uint32_t id)
 	txn_htab_delete(c->topic_index, slot);
 	free(t->parts);
 	t->parts = NULL;
-	free(t->conf.text);
 	t->conf.text = NULL;
 	t->conf.text_len = 0;
 	t->live = false;

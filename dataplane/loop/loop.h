@@ -245,6 +245,8 @@ struct dp_core {
 	struct dp_topic *topics;      /* [DP_TOPICS_MAX] */
 	uint32_t topics_end;          /* one past the highest live slot: walks over topics stop here */
 	struct txn_htab *topic_index; /* DP_TOPIC_INDEX_SLOTS slots (never grows): uint16 topic id + 1, 0 empty */
+	char *topic_texts;            /* [DP_TOPICS_MAX][DP_TOPIC_CONFIG_TEXT_BYTES_MAX]: each topic's config text
+	                               * (conf.text points into its slot), so an alter never allocates */
 
 	/* conn/ only (NIC side of a data core). */
 	struct st_codec *codec;       /* data cores: decompressors for the produce-time records check */
@@ -531,8 +533,8 @@ struct dp_topic *dp_topic_get(struct dp_core *c, uint32_t id, uint32_t gen);   /
 int  dp_topic_install(struct dp_core *c, uint32_t id, uint32_t gen, const char *name, size_t len,
                       const struct dp_topic_conf *conf, int32_t nparts);
 void dp_topic_remove(struct dp_core *c, uint32_t id);
-/* An alter: t's configs become a copy of conf; -ENOMEM: unchanged. */
-int  dp_topic_set_conf(struct dp_topic *t, const struct dp_topic_conf *conf);
+/* An alter: t's configs become a copy of conf (its text into t's slot of c->topic_texts: never fails). */
+void dp_topic_set_conf(struct dp_core *c, struct dp_topic *t, const struct dp_topic_conf *conf);
 int  dp_topic_grow(struct dp_core *c, uint32_t id, uint32_t gen, int32_t nparts);
 uint32_t dp_topic_hash(const char *name, size_t len);   /* ownership: dp_owner_core */
 /* Pure: partitions that nofile descriptors hold beside ndata cores' connections and the rest. */

@@ -417,8 +417,10 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_TOPIC_CONF: {
 		/* This core's copy takes the altered configs; its open logs their retention (part_log_config). */
 		struct dp_topic *t = dp_topic_get(c, m->topic_id, m->gen);
-		int16_t err = !t ? KERR_UNKNOWN_TOPIC_OR_PARTITION
-		              : dp_topic_set_conf(t, m->u.topic.conf) < 0 ? KERR_UNKNOWN_SERVER_ERROR : KERR_NONE;
+		/* It cannot fail (no allocation): every core takes the alter, or (deleted) none has the topic. */
+		int16_t err = !t ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_NONE;
+		if (t)
+			dp_topic_set_conf(c, t, m->u.topic.conf);
 		for (int32_t i = 0; t && !err && i < t->nparts; i++)
 			if (t->parts[i] && t->parts[i]->log)
 				st_log_set_retention(t->parts[i]->log,

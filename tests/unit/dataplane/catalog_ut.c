@@ -158,6 +158,40 @@ static void test_grow(void)
 	dp_topic_remove(&c, 7);
 }
 
+/*
+ * A topic's configs on a core's copy: install and every alter copy the text into the topic's own
+ * slot of the core's preallocated texts, bounded by DP_TOPIC_CONFIG_TEXT_BYTES_MAX, so an alter on
+ * a data core never allocates and cannot fail on one core while the others take it (before, it
+ * malloc'd there, and a failed malloc left that core on the old configs).
+ */
+static void test_conf_text(void)
+{
+	static struct dp_core c;
+	CU_ASSERT_EQUAL_FATAL(dp_catalog_init(&c), 0);
+	static char big[DP_TOPIC_CONFIG_TEXT_BYTES_MAX];
+	memset(big, 'x', sizeof(big));
+	struct dp_topic_conf conf = { .set = DP_TC_RETENTION_MS, .retention_ms = 5, .text = "retention.ms=5\n", .text_len = 15 };
+	CU_ASSERT_EQUAL_FATAL(dp_topic_install(&c, 9, 1, "conf", 4, &conf, 1), 0);
+	struct dp_topic *t = dp_topic_get(&c, 9, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	char *slot = c.topic_texts + 9 * (size_t)DP_TOPIC_CONFIG_TEXT_BYTES_MAX;
+	CU_ASSERT_PTR_EQUAL(t->conf.text, slot);   /* the core's own copy, not the control core's */
+	CU_ASSERT_EQUAL(t->conf.text_len, 15);
+	CU_ASSERT(memcmp(t->conf.text, "retention.ms=5\n", 15) == 0);
+	CU_ASSERT_EQUAL(t->conf.retention_ms, 5);
+	struct dp_topic_conf most = { .text = big, .text_len = sizeof(big) };
+	dp_topic_set_conf(&c, t, &most);   /* the longest text fits its slot */
+	CU_ASSERT_PTR_EQUAL(t->conf.text, slot);
+	CU_ASSERT_EQUAL(t->conf.text_len, sizeof(big));
+	CU_ASSERT(memcmp(t->conf.text, big, sizeof(big)) == 0);
+	CU_ASSERT_EQUAL(t->conf.set, 0);
+	struct dp_topic_conf none = { 0 };
+	dp_topic_set_conf(&c, t, &none);   /* altered back to no configs */
+	CU_ASSERT_PTR_NULL(t->conf.text);
+	CU_ASSERT_EQUAL(t->conf.text_len, 0);
+	dp_topic_remove(&c, 9);
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -168,6 +202,7 @@ int main(void)
 	CU_add_test(s, "partition directory names", test_dir_names);
 	CU_add_test(s, "name index: create/delete churn", test_index_churn);
 	CU_add_test(s, "a topic's partition table grows", test_grow);
+	CU_add_test(s, "a topic's config text, in its slot", test_conf_text);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
