@@ -101,6 +101,8 @@ static void usage(FILE *f)
 	"                          coordinator fail (in turn refused, and reported failed once durable)\n"
 	"  --fault-add-fail N      the same for the first N AddPartitionsToTxn writes\n"
 	"  --fault-init-fail N     the same for the first N InitProducerId writes\n"
+	"  --fault-conf-sync-fail N  the first N topic config alters' directory syncs fail after the\n"
+	"                          rename (the new file in place, maybe not durable: KAFKA_STORAGE_ERROR)\n"
 	"  --fault-marker-write-fail N  on each data core, the log writes of the first N COMMIT/ABORT\n"
 	"                          markers fail after they were queued (nothing written, EIO): the\n"
 	"                          partition goes offline until its probe reopens the log\n"
@@ -180,7 +182,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FCONFSYNC, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
@@ -199,6 +201,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "fault-marker-fail", required_argument, 0, O_FMARKER },
 		{ "fault-call-refuse", required_argument, 0, O_FCALL },
 		{ "fault-prepare-fail", required_argument, 0, O_FPREP },
+		{ "fault-conf-sync-fail", required_argument, 0, O_FCONFSYNC },
 		{ "fault-add-fail", required_argument, 0, O_FADD },
 		{ "fault-marker-write-fail", required_argument, 0, O_FMWRITE },
 		{ "fault-init-fail", required_argument, 0, O_FINIT },
@@ -327,13 +330,14 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			break;
 		}
 		case O_FPREP:
+		case O_FCONFSYNC:
 		case O_FADD:
 		case O_FINIT:
 		case O_FMWRITE: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v > 1000)
 				goto bad;
-			*(o == O_FPREP ? &cfg->fault_prepare_fail :
+			*(o == O_FPREP ? &cfg->fault_prepare_fail : o == O_FCONFSYNC ? &cfg->fault_conf_sync_fail :
 			  o == O_FADD ? &cfg->fault_add_fail :
 			  o == O_FINIT ? &cfg->fault_init_fail : &cfg->fault_marker_write_fail) = (uint32_t)v;
 			break;

@@ -58,6 +58,7 @@ struct dp_ctrl {
 	struct ctrl_topic topics[DP_TOPICS_MAX];
 	int conf_dirfd;               /* DATA/DP_TOPIC_CONFIG_DIR: the topics' config files */
 	int64_t nparts;               /* partitions of live topics (being created or deleted too): their fds */
+	uint32_t conf_sync_faults;    /* test only (--fault-conf-sync-fail): alters whose directory sync fails yet */
 };
 
 /* The reasons a create is refused beyond a bare error code (CreateTopics' ErrorMessage). */
@@ -331,10 +332,13 @@ static void ctrl_create_parts(struct dp_core *c, struct dp_msg *m)
 }
 
 /*
- * An alter's new text is durable (or renamed, its directory sync failed: then
- * a crash may keep either, and the alter goes on as a delete's record does):
- * the control core's copy takes it, then every data core's, and the client
- * is answered once all have it. A write that failed before its rename
+ * An alter's new text is durable: the control core's copy takes it, then
+ * every data core's, and the client is answered once all have it. Renamed,
+ * its directory sync failed: the file in place is the new one (what a read
+ * of it, and the next start, see) but a crash may bring the old one back;
+ * every core takes the new text, so memory says what the file says, and the
+ * client is answered KAFKA_STORAGE_ERROR (not durable), as a failed log
+ * write is; it may alter again. A write that failed before its rename
  * changed nothing.
  */
 static void alter_written(void *arg, int status)
@@ -342,6 +346,11 @@ static void alter_written(void *arg, int status)
 	struct ctrl_topic *t = arg;
 	struct dp_core *c = t->conf_core;
 	struct dp_ctrl_op *op = &t->alter_op;
+	if (status == 0 && st_fop_renamed(&t->conf_fop) && c->ctrl->conf_sync_faults) {
+		c->ctrl->conf_sync_faults--;
+		DP_WARN("fault injection: topic %s: its altered configs' directory sync answered failed", t->name);
+		status = -EIO;
+	}
 	if (status < 0 && !st_fop_renamed(&t->conf_fop)) {
 		DP_ERR("topic %s: cannot write its altered configs: %s; they stay as they were", t->name, strerror(-status));
 		free(t->alter_text);
@@ -352,8 +361,11 @@ static void alter_written(void *arg, int status)
 		dp_answer_to(c, op->req_core, op->req_reply, &r);
 		return;
 	}
-	if (status < 0)
-		DP_ERR("topic %s: its altered configs may not survive a crash: %s", t->name, strerror(-status));
+	if (status < 0) {
+		DP_ERR("topic %s: its altered configs may not survive a crash: %s; answered KAFKA_STORAGE_ERROR",
+		       t->name, strerror(-status));
+		op->err = KERR_KAFKA_STORAGE_ERROR;   /* ctrl_ack answers it once every core took the text */
+	}
 	struct dp_topic_configs tc;
 	const char *why = dp_topic_configs_parse(&tc, t->alter_text, t->alter_len, UINT64_MAX);
 	assert(!why);   /* formatted by ctrl_alter from configs it took */
@@ -773,6 +785,7 @@ int dp_scan_data_dir(struct dp_broker *b)
 		return -ENOMEM;
 	cc->ctrl_pids->dirfd = -1;
 	cc->ctrl->conf_dirfd = -1;
+	cc->ctrl->conf_sync_faults = b->cfg.fault_conf_sync_fail;
 	if (mkdir(b->cfg.data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	int prc = dp_pid_init(cc->ctrl_pids, b->cfg.data_dir);

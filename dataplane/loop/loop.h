@@ -91,6 +91,7 @@ struct dp_config {
 	                                    reported failed at completion */
 	uint32_t fault_add_fail;         /* the same for AddPartitionsToTxn's writes */
 	uint32_t fault_init_fail;        /* the same for InitProducerId's writes */
+	uint32_t fault_conf_sync_fail;   /* the first N config alters' files renamed, their directory sync failed */
 	uint32_t fault_marker_write_fail;/* per data core, the first N markers' log writes fail once queued */
 	int32_t fault_marker_delay_ms;   /* act on each durable marker this late, as a slow disk would */
 	uint32_t test_producers_max;     /* test only, 0 = the limit: shrink each partition's producer state */

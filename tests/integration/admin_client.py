@@ -39,6 +39,9 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         each checked with DescribeConfigs v0; refusals (a config sluice does not implement, an
         APPEND to a non-list, an unknown operation, hostile sizes and counts, the broker
         resource, an unknown topic); validateOnly changes nothing
+  confsync PORT TOPIC                        (broker under --fault-conf-sync-fail 1) an alter whose
+        directory sync failed answers KAFKA_STORAGE_ERROR and the broker reports the file's new
+        value; the next alter answers NONE
 Python 3 stdlib only.
 """
 import os
@@ -498,7 +501,7 @@ def cmd_offdel(port, known, parts, phase):
 
 
 API_DESCRIBE_CONFIGS, API_ALTER_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
-INVALID_CONFIG, UNKNOWN_TOPIC = 40, 3
+INVALID_CONFIG, UNKNOWN_TOPIC, KAFKA_STORAGE_ERROR = 40, 3, 56
 
 
 def incremental_alter_v0(conn, resources, validate=False):
@@ -621,6 +624,27 @@ def cmd_configs(port, topic):
     return 0
 
 
+def cmd_confsync(port, topic):
+    """Under --fault-conf-sync-fail 1: the first alter's file is renamed into place but its directory
+    sync fails: KAFKA_STORAGE_ERROR, and the broker reports the new value (what the file holds); the
+    next alter is durable and answers NONE."""
+    c = bc.Conn(port)
+    T = 2
+    got = [e for e, _ in incremental_alter_v0(c, [(T, topic, [('max.message.bytes', 0, '3500')])])]
+    if got != [KAFKA_STORAGE_ERROR]:
+        die(f'alter whose directory sync failed: errors {got}, want [{KAFKA_STORAGE_ERROR}]')
+    now = describe_v0(c, topic)
+    if now.get('max.message.bytes') != '3500':
+        die(f'after the failed sync the broker reports max.message.bytes {now.get("max.message.bytes")!r}, '
+            'want the file\'s 3500')
+    got = [e for e, _ in incremental_alter_v0(c, [(T, topic, [('max.message.bytes', 0, '3600')])])]
+    if got != [0]:
+        die(f'the next alter: errors {got}, want [0]')
+    if describe_v0(c, topic).get('max.message.bytes') != '3600':
+        die('the next alter is not in effect')
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -644,6 +668,8 @@ def main(argv):
             return cmd_offdel(port, argv[3], int(argv[4]), argv[5])
         if cmd == 'configs':
             return cmd_configs(port, argv[3])
+        if cmd == 'confsync':
+            return cmd_confsync(port, argv[3])
         if cmd == 'txncommit':
             return cmd_txncommit(port, argv[3], int(argv[4]))
     except (bc.Closed, TimeoutError, ValueError, OSError) as e:

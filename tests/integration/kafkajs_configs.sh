@@ -10,7 +10,7 @@
 # (its config file went with it). AlterConfigs replaces a topic's configs and
 # IncrementalAlterConfigs changes them key by key (admin_client.py configs);
 # both are in effect at once and after a restart; an altered retention.bytes
-# trims the open log.
+# trims the open log. An alter whose directory sync failed answers KAFKA_STORAGE_ERROR.
 . "$(dirname "$0")/lib.sh"
 integ_init kafkajs-configs 84 "$@"
 kafkajs_ready
@@ -43,4 +43,12 @@ start_broker --cores "${SLUICE_CORES:-3}" --no-auto-create
 [ ! -e "$DATA/__topic_configs/kjc-gone" ] && [ ! -e "$DATA/__topic_configs/~kjc-tmp" ] ||
 	fail "start-up kept config files of no topic: $(ls "$DATA/__topic_configs")"
 stop_broker
+# An alter whose file was renamed into place but whose directory sync failed: KAFKA_STORAGE_ERROR
+# (before, NONE), and the broker reports what the file holds.
+start_broker --cores "${SLUICE_CORES:-3}" --no-auto-create --fault-conf-sync-fail 1
+guarded python3 "$(dirname "$0")/admin_client.py" create "$PORT" 1 1 kjc-sync >/dev/null || fail "create kjc-sync-0"
+guarded python3 "$(dirname "$0")/admin_client.py" confsync "$PORT" kjc-sync-0 || fail "alter with a failed directory sync"
+stop_broker
+grep -qx 'max.message.bytes=3600' "$DATA/__topic_configs/kjc-sync-0" ||
+	fail "kjc-sync-0's config file: $(cat "$DATA/__topic_configs/kjc-sync-0")"
 pass "kafkajs configs: stored, applied (max.message.bytes, min.insync.replicas, segment.bytes), kept across a restart"
