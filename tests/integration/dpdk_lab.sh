@@ -18,7 +18,7 @@
 # veth pair), or where DPDK's EAL cannot start; the skip line says which.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/txn_lib.sh"
-COUNT=${DPDK_LAB_COUNT:-200000}
+COUNT=${DPDK_LAB_COUNT:-200000}   # meson: 1,000,000 (200,000 under faults; see meson.build)
 integ_init dpdk_lab 51 "$@"
 need_exe "$RDK_LOAD"
 SLUICED_DPDK=$(abs_path "${4:-}")
