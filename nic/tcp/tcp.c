@@ -557,8 +557,9 @@ static uint32_t tcp_data_opts(const struct tcp_flow *fl, uint8_t *o, uint64_t no
 }
 
 /* Copy send-ring bytes [seq, seq+len) to dst. */
-static void tcp_tx_copy(const struct tcp_stack *s, const struct tcp_flow *fl, uint8_t *dst, uint32_t seq, uint32_t len)
+static void tcp_tx_copy(struct tcp_stack *s, const struct tcp_flow *fl, uint8_t *dst, uint32_t seq, uint32_t len)
 {
+	s->st.tx_copied += len;
 	uint32_t off = (seq - fl->iss - 1) & s->tx_mask;
 	uint32_t a = s->cfg.tx_bytes - off < len ? s->cfg.tx_bytes - off : len;
 	memcpy(dst, fl->tx + off, a);
@@ -762,8 +763,9 @@ static bool tcp_ooo_insert(struct tcp_flow *fl, uint32_t a, uint32_t b)
 	return true;
 }
 
-static void tcp_rx_copy(const struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq, const uint8_t *src, uint32_t len)
+static void tcp_rx_copy(struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq, const uint8_t *src, uint32_t len)
 {
+	s->st.rx_copied += len;
 	uint32_t off = (seq - fl->irs - 1) & s->rx_mask;
 	uint32_t a = s->cfg.rx_bytes - off < len ? s->cfg.rx_bytes - off : len;
 	memcpy(fl->rx + off, src, a);

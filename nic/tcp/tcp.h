@@ -105,6 +105,10 @@ struct tcp_stats {
 	uint64_t rexmits, rto_fires, fast_rexmits, probes, keepalives;
 	uint64_t ooo_segs, ooo_dropped, dup_segs, paws_drops;
 	uint64_t delacks, tw_reused, conns_opened, conns_closed;
+	/* payload bytes copied: out of received frames into receive rings (in order
+	 * or into the out-of-order queue, so a duplicate kept twice counts twice),
+	 * and out of send rings into frames (retransmissions included) */
+	uint64_t rx_copied, tx_copied;
 };
 
 /* Init only: everything is allocated here. 0 or -EINVAL / -ENOMEM. */
