@@ -715,6 +715,9 @@ const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n)
 	n->st.tcp_rexmits = tcp_stats(n->tcp)->rexmits;   /* the stack's, copied in */
 	n->st.tcp_drop_csum = tcp_stats(n->tcp)->drop_csum;
 	n->st.tcp_rx_copied = tcp_stats(n->tcp)->rx_copied;
+	n->st.tcp_rto_fires = tcp_stats(n->tcp)->rto_fires;
+	n->st.tcp_fast_rexmits = tcp_stats(n->tcp)->fast_rexmits;
+	n->st.tcp_sack_rexmits = tcp_stats(n->tcp)->sack_rexmits;
 	n->st.tcp_tx_copied = tcp_stats(n->tcp)->tx_copied;
 	return &n->st;
 }

@@ -106,6 +106,7 @@ struct nic_dpdk_stats {
 	uint64_t accepts_rejected;
 	uint64_t fault_drops, fault_dups, fault_reorders, fault_corrupts;   /* --dpdk-faults fired */
 	uint64_t tcp_rexmits, tcp_drop_csum;   /* the stack's, for the lab's fault run */
+	uint64_t tcp_rto_fires, tcp_fast_rexmits, tcp_sack_rexmits;   /* the stack's: how losses were repaired */
 	uint64_t tcp_rx_copied, tcp_tx_copied; /* the stack's (see above) */
 };
 const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n);

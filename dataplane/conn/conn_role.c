@@ -80,7 +80,8 @@ static void conn_destroy(struct dp_core *c)
 		DP_INFO("DPDK queue %d: rx %llu frames %llu bytes (%llu dropped), tx %llu frames %llu bytes "
 		        "(%llu pool empty, %llu queue full), %llu refused at open, "
 		        "%u flows still held; faults: %llu dropped %llu doubled %llu reordered %llu corrupted; "
-		        "tcp: %llu retransmits %llu bad checksums; copies: stream in %llu bytes, "
+		        "tcp: %llu retransmits %llu bad checksums (%llu timeouts, %llu fast, %llu from SACK); "
+		        "copies: stream in %llu bytes, "
 		        "%llu frame-to-ring + %llu ring-to-buffer (%.3f per byte in); stream out %llu bytes, "
 		        "%llu send-to-ring + %llu ring-to-frame (%.3f per byte out)", c->data_index,
 		        (unsigned long long)ds->rx_frames,
@@ -91,7 +92,9 @@ static void conn_destroy(struct dp_core *c)
 		        nic_dpdk_flows_used(c->nic), (unsigned long long)ds->fault_drops,
 		        (unsigned long long)ds->fault_dups, (unsigned long long)ds->fault_reorders,
 		        (unsigned long long)ds->fault_corrupts, (unsigned long long)ds->tcp_rexmits,
-		        (unsigned long long)ds->tcp_drop_csum, (unsigned long long)ds->rx_app_copied,
+		        (unsigned long long)ds->tcp_drop_csum, (unsigned long long)ds->tcp_rto_fires,
+		        (unsigned long long)ds->tcp_fast_rexmits, (unsigned long long)ds->tcp_sack_rexmits,
+		        (unsigned long long)ds->rx_app_copied,
 		        (unsigned long long)ds->tcp_rx_copied, (unsigned long long)ds->rx_app_copied,
 		        ds->rx_app_copied ? (double)(ds->tcp_rx_copied + ds->rx_app_copied) / (double)ds->rx_app_copied : 0.0,
 		        (unsigned long long)ds->tx_app_copied, (unsigned long long)ds->tx_app_copied,
