@@ -23,6 +23,11 @@
  *            behind the next one or corrupted on the way in, dropped on the
  *            way out, by a seeded generator per queue.
  *
+ * Copies: every stream byte is copied twice each way (frame -> the flow's
+ * ring -> rx buffer; send -> the flow's ring -> frame, again per
+ * retransmission), counted in nic_dpdk_stats and logged at stop: the frames
+ * are not kept as the application's buffers (no zero copy yet).
+ *
  * Slot lifecycle on top of nic_common.h's: OPEN (mapped to a TCP handle) ->
  * CLOSED when the peer's EOF has been read to its end (we close too), when the
  * stack reports CLOSED (reset, timeout), or at nic_close. The TCP flow can
@@ -465,7 +470,7 @@ static uint64_t nic_dpdk_service(struct nic *n, uint32_t idx)
 		nic_rx_lend(&n->cm, idx, bid, len);
 		tcp_recv_consume(n->tcp, c->tcp, len);   /* reopens the window */
 		moved += len;
-		n->st.bytes_copied += len;
+		n->st.rx_app_copied += len;
 	}
 	if (waiting && !(c->flags & NIC_DF_ON_STARVED)) {
 		c->flags |= NIC_DF_ON_STARVED;
@@ -483,7 +488,7 @@ static uint64_t nic_dpdk_service(struct nic *n, uint32_t idx)
 			break;   /* the send ring is full: WRITABLE brings the slot back */
 		nic_txq_sent(&n->cm, &c->s, idx, 1, (uint64_t)took);
 		moved += (uint64_t)took;
-		n->st.bytes_copied += (uint64_t)took;
+		n->st.tx_app_copied += (uint64_t)took;
 	}
 	if ((c->flags & NIC_DF_EOF) && !waiting && !(c->flags & NIC_DF_PAUSED)) {
 		const uint8_t *p;
@@ -707,8 +712,13 @@ void nic_close(struct nic *n, uint32_t conn)
 
 const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n)
 {
-	n->st.tcp_rexmits = tcp_stats(n->tcp)->rexmits;   /* the stack's two, copied in */
+	n->st.tcp_rexmits = tcp_stats(n->tcp)->rexmits;   /* the stack's, copied in */
 	n->st.tcp_drop_csum = tcp_stats(n->tcp)->drop_csum;
+	n->st.tcp_rx_copied = tcp_stats(n->tcp)->rx_copied;
+	n->st.tcp_rto_fires = tcp_stats(n->tcp)->rto_fires;
+	n->st.tcp_fast_rexmits = tcp_stats(n->tcp)->fast_rexmits;
+	n->st.tcp_sack_rexmits = tcp_stats(n->tcp)->sack_rexmits;
+	n->st.tcp_tx_copied = tcp_stats(n->tcp)->tx_copied;
 	return &n->st;
 }
 

@@ -96,10 +96,18 @@ struct nic_dpdk_stats {
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nombuf;      /* pool empty: tcp_output left for the next turn */
 	uint64_t tx_full;        /* the tx queue took less than the burst */
-	uint64_t bytes_copied;   /* stream bytes copied into rx buffers and tcp's send rings */
+	/* Copies of stream bytes (the bench's "bytes copied per byte produced"):
+	 * rx: frame -> the flow's receive ring (tcp_rx_copied, the stack's) and
+	 * ring -> the application's rx buffer (rx_app_copied, which is also every
+	 * stream byte received, in order); tx: the application's send -> the flow's
+	 * send ring (tx_app_copied, every stream byte sent) and ring -> frame
+	 * (tcp_tx_copied, retransmissions included). */
+	uint64_t rx_app_copied, tx_app_copied;
 	uint64_t accepts_rejected;
 	uint64_t fault_drops, fault_dups, fault_reorders, fault_corrupts;   /* --dpdk-faults fired */
 	uint64_t tcp_rexmits, tcp_drop_csum;   /* the stack's, for the lab's fault run */
+	uint64_t tcp_rto_fires, tcp_fast_rexmits, tcp_sack_rexmits;   /* the stack's: how losses were repaired */
+	uint64_t tcp_rx_copied, tcp_tx_copied; /* the stack's (see above) */
 };
 const struct nic_dpdk_stats *nic_dpdk_stats(struct nic *n);
 /* At stop: true while a closed connection's FIN is not yet acknowledged or

@@ -78,17 +78,28 @@ static void conn_destroy(struct dp_core *c)
 		/* the lab and the bench read these: frames, drops, bytes copied per byte moved, leaks */
 		const struct nic_dpdk_stats *ds = nic_dpdk_stats(c->nic);
 		DP_INFO("DPDK queue %d: rx %llu frames %llu bytes (%llu dropped), tx %llu frames %llu bytes "
-		        "(%llu pool empty, %llu queue full), %llu stream bytes copied, %llu refused at open, "
+		        "(%llu pool empty, %llu queue full), %llu refused at open, "
 		        "%u flows still held; faults: %llu dropped %llu doubled %llu reordered %llu corrupted; "
-		        "tcp: %llu retransmits %llu bad checksums", c->data_index, (unsigned long long)ds->rx_frames,
+		        "tcp: %llu retransmits %llu bad checksums (%llu timeouts, %llu fast, %llu from SACK); "
+		        "copies: stream in %llu bytes, "
+		        "%llu frame-to-ring + %llu ring-to-buffer (%.3f per byte in); stream out %llu bytes, "
+		        "%llu send-to-ring + %llu ring-to-frame (%.3f per byte out)", c->data_index,
+		        (unsigned long long)ds->rx_frames,
 		        (unsigned long long)ds->rx_bytes, (unsigned long long)ds->rx_dropped,
 		        (unsigned long long)ds->tx_frames, (unsigned long long)ds->tx_bytes,
 		        (unsigned long long)ds->tx_nombuf, (unsigned long long)ds->tx_full,
-		        (unsigned long long)ds->bytes_copied, (unsigned long long)ds->accepts_rejected,
+		        (unsigned long long)ds->accepts_rejected,
 		        nic_dpdk_flows_used(c->nic), (unsigned long long)ds->fault_drops,
 		        (unsigned long long)ds->fault_dups, (unsigned long long)ds->fault_reorders,
 		        (unsigned long long)ds->fault_corrupts, (unsigned long long)ds->tcp_rexmits,
-		        (unsigned long long)ds->tcp_drop_csum);
+		        (unsigned long long)ds->tcp_drop_csum, (unsigned long long)ds->tcp_rto_fires,
+		        (unsigned long long)ds->tcp_fast_rexmits, (unsigned long long)ds->tcp_sack_rexmits,
+		        (unsigned long long)ds->rx_app_copied,
+		        (unsigned long long)ds->tcp_rx_copied, (unsigned long long)ds->rx_app_copied,
+		        ds->rx_app_copied ? (double)(ds->tcp_rx_copied + ds->rx_app_copied) / (double)ds->rx_app_copied : 0.0,
+		        (unsigned long long)ds->tx_app_copied, (unsigned long long)ds->tx_app_copied,
+		        (unsigned long long)ds->tcp_tx_copied,
+		        ds->tx_app_copied ? (double)(ds->tx_app_copied + ds->tcp_tx_copied) / (double)ds->tx_app_copied : 0.0);
 	}
 #endif
 	if (c->nic)

@@ -322,6 +322,8 @@ struct tcp_seg {
 	uint8_t flags;
 	int8_t ws;               /* -1: no window scale option */
 	bool sack_perm, has_ts, has_mss;
+	uint8_t nsack;           /* SACK blocks (RFC 2018 3), as sent */
+	struct tcp_range sack[TCP_SACK_RCVD_MAX];
 	const uint8_t *data;
 	const uint8_t *mac;      /* the frame's Ethernet source */
 	uint32_t src;
@@ -350,6 +352,12 @@ static int tcp_parse_opts(struct tcp_seg *g, const uint8_t *o, uint32_t n)
 			g->ws = (int8_t)(o[i + 2] > TCP_WSCALE_MAX ? TCP_WSCALE_MAX : o[i + 2]);  /* RFC 7323 2.3 */
 		} else if (kind == 4 && l == 2) {
 			g->sack_perm = true;
+		} else if (kind == 5 && l >= 10 && (l - 2) % 8 == 0) {
+			for (uint32_t b = 0; b < (uint32_t)(l - 2) / 8 && g->nsack < TCP_SACK_RCVD_MAX; b++) {
+				g->sack[g->nsack].start = rd32(o + i + 2 + 8 * b);
+				g->sack[g->nsack].end = rd32(o + i + 6 + 8 * b);
+				g->nsack++;
+			}
 		} else if (kind == 8 && l == 10) {
 			g->has_ts = true;
 			g->tsval = rd32(o + i + 2);
@@ -556,9 +564,28 @@ static uint32_t tcp_data_opts(const struct tcp_flow *fl, uint8_t *o, uint64_t no
 	return n;
 }
 
-/* Copy send-ring bytes [seq, seq+len) to dst. */
-static void tcp_tx_copy(const struct tcp_stack *s, const struct tcp_flow *fl, uint8_t *dst, uint32_t seq, uint32_t len)
+/* The first byte at or after seq that the peer has not SACKed, and in *len
+ * how many follow it unSACKed (to the next SACKed range; UINT32_MAX above
+ * the highest). */
+static uint32_t tcp_score_hole(const struct tcp_flow *fl, uint32_t seq, uint32_t *len)
 {
+	for (uint32_t i = 0; i < fl->score_n; i++) {
+		const struct tcp_range *r = &fl->score[i];
+		if (TCP_SEQ_LT(seq, r->start)) {
+			*len = r->start - seq;
+			return seq;
+		}
+		if (TCP_SEQ_LT(seq, r->end))
+			seq = r->end;
+	}
+	*len = UINT32_MAX;
+	return seq;
+}
+
+/* Copy send-ring bytes [seq, seq+len) to dst. */
+static void tcp_tx_copy(struct tcp_stack *s, const struct tcp_flow *fl, uint8_t *dst, uint32_t seq, uint32_t len)
+{
+	s->st.tx_copied += len;
 	uint32_t off = (seq - fl->iss - 1) & s->tx_mask;
 	uint32_t a = s->cfg.tx_bytes - off < len ? s->cfg.tx_bytes - off : len;
 	memcpy(dst, fl->tx + off, a);
@@ -622,13 +649,21 @@ static uint32_t tcp_flow_out(struct tcp_stack *s, struct tcp_flow *fl, uint8_t *
 	if (fl->f & TCP_FF_REXMIT1) {
 		/* fast retransmit / a NewReno partial ACK: the first unacknowledged segment */
 		fl->f &= (uint16_t)~TCP_FF_REXMIT1;
-		uint32_t avail = TCP_SEQ_GT(fl->snd_end, fl->snd_una) ? fl->snd_end - fl->snd_una : 0;
-		uint32_t len = avail < fl->smss ? avail : fl->smss;
-		bool fin = fin_sent && fl->snd_una + len == fl->snd_end;
-		if (len || fin) {
+		/* with SACK: the first hole from sack_rexmit on, no further than the
+		 * next SACKed range; without, the segment at snd_una */
+		uint32_t from = TCP_SEQ_GT(fl->sack_rexmit, fl->snd_una) ? fl->sack_rexmit : fl->snd_una, gap;
+		uint32_t seq = tcp_score_hole(fl, from, &gap);
+		uint32_t avail = TCP_SEQ_GT(fl->snd_end, seq) ? fl->snd_end - seq : 0;
+		uint32_t len = tcp_min3(avail, gap, fl->smss);
+		bool fin = fin_sent && seq + len == fl->snd_end;
+		if (TCP_SEQ_LT(seq, fl->snd_max) && (len || fin)) {
 			fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;   /* Karn */
 			s->st.rexmits++;
-			return tcp_seg_out(s, fl, b, fl->snd_una, fin ? TCP_FIN : 0, len, now);
+			uint32_t n = tcp_seg_out(s, fl, b, seq, fin ? TCP_FIN : 0, len, now);
+			uint32_t sent = (n - TCP_ETH_HDR_BYTES - TCP_IP_HDR_BYTES) -
+					(uint32_t)(b[TCP_ETH_HDR_BYTES + TCP_IP_HDR_BYTES + 12] >> 4) * 4;
+			fl->sack_rexmit = seq + sent;
+			return n;
 		}
 	}
 	if (fl->f & (TCP_FF_PROBE | TCP_FF_KEEPALIVE)) {
@@ -762,8 +797,9 @@ static bool tcp_ooo_insert(struct tcp_flow *fl, uint32_t a, uint32_t b)
 	return true;
 }
 
-static void tcp_rx_copy(const struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq, const uint8_t *src, uint32_t len)
+static void tcp_rx_copy(struct tcp_stack *s, struct tcp_flow *fl, uint32_t seq, const uint8_t *src, uint32_t len)
 {
+	s->st.rx_copied += len;
 	uint32_t off = (seq - fl->irs - 1) & s->rx_mask;
 	uint32_t a = s->cfg.rx_bytes - off < len ? s->cfg.rx_bytes - off : len;
 	memcpy(fl->rx + off, src, a);
@@ -876,6 +912,69 @@ static inline uint32_t tcp_cwnd_capped(const struct tcp_stack *s, uint64_t cwnd)
  * the largest window the peer ever offered behind snd_una (RFC 5961 5.2:
  * a blind attacker must guess within that range, and no real peer's ACK
  * can be older). The segment is dropped, an ACK sent. */
+/* The scoreboard without what snd_una has passed. */
+static void tcp_score_prune(struct tcp_flow *fl)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < fl->score_n; i++) {
+		struct tcp_range r = fl->score[i];
+		if (TCP_SEQ_LEQ(r.end, fl->snd_una))
+			continue;
+		if (TCP_SEQ_LT(r.start, fl->snd_una))
+			r.start = fl->snd_una;
+		fl->score[k++] = r;
+	}
+	fl->score_n = (uint8_t)k;
+}
+
+/* A SACK block into the scoreboard: merged with what it touches, kept sorted;
+ * past TCP_SCORE_MAX ranges the lowest goes (the holes under the highest
+ * SACKed byte still count as holes, only retransmitted a little sooner). A
+ * block outside (snd_una, snd_max] or empty is ignored (RFC 2018 is advice
+ * the sender may ignore; a lie can only make it retransmit sooner). */
+static void tcp_score_add(struct tcp_flow *fl, struct tcp_range b)
+{
+	if (!TCP_SEQ_LT(b.start, b.end) || TCP_SEQ_LEQ(b.end, fl->snd_una) || TCP_SEQ_GT(b.end, fl->snd_max))
+		return;
+	if (TCP_SEQ_LT(b.start, fl->snd_una))
+		b.start = fl->snd_una;
+	struct tcp_range out[TCP_SCORE_MAX + 1];
+	uint32_t n = 0;
+	bool placed = false;
+	for (uint32_t i = 0; i < fl->score_n; i++) {
+		struct tcp_range r = fl->score[i];
+		if (TCP_SEQ_LT(r.end, b.start)) {
+			out[n++] = r;
+		} else if (TCP_SEQ_GT(r.start, b.end)) {
+			if (!placed) {
+				out[n++] = b;
+				placed = true;
+			}
+			out[n++] = r;
+		} else {   /* touching or overlapping: one range */
+			if (TCP_SEQ_LT(r.start, b.start))
+				b.start = r.start;
+			if (TCP_SEQ_GT(r.end, b.end))
+				b.end = r.end;
+		}
+	}
+	if (!placed)
+		out[n++] = b;
+	uint32_t drop = n > TCP_SCORE_MAX ? n - TCP_SCORE_MAX : 0;
+	memcpy(fl->score, out + drop, (n - drop) * sizeof(out[0]));
+	fl->score_n = (uint8_t)(n - drop);
+}
+
+/* In recovery, with SACK: is there a hole from sack_rexmit on below the highest SACKed byte? */
+static bool tcp_score_next(const struct tcp_flow *fl)
+{
+	if (!fl->score_n)
+		return false;
+	uint32_t from = TCP_SEQ_GT(fl->sack_rexmit, fl->snd_una) ? fl->sack_rexmit : fl->snd_una, len;
+	uint32_t h = tcp_score_hole(fl, from, &len);
+	return TCP_SEQ_LT(h, fl->score[fl->score_n - 1].start);
+}
+
 static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct tcp_seg *g, uint64_t now)
 {
 	if (TCP_SEQ_GT(g->ack, fl->snd_max) || TCP_SEQ_LT(g->ack, fl->snd_una - fl->max_wnd)) {
@@ -898,6 +997,13 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 			fl->backoff = 0;
 		}
 	}
+	if (fl->sack_ok && TCP_SEQ_GEQ(g->ack, fl->snd_una)) {
+		uint32_t una = fl->snd_una;
+		fl->snd_una = g->ack;   /* the blocks are read against the new left edge */
+		for (uint32_t i = 0; i < g->nsack; i++)
+			tcp_score_add(fl, g->sack[i]);
+		fl->snd_una = una;
+	}
 	if (TCP_SEQ_LEQ(g->ack, fl->snd_una)) {
 		/* RFC 5681 2: a duplicate ACK carries no data, no SYN/FIN, the same
 		 * window, and something is outstanding. */
@@ -913,7 +1019,13 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 				fl->cwnd = fl->ssthresh + 3u * fl->smss;
 				fl->in_recovery = true;
 				fl->f |= TCP_FF_REXMIT1;
+				fl->sack_rexmit = fl->snd_una;
 				s->st.fast_rexmits++;
+			} else if (fl->in_recovery && tcp_score_next(fl) && !(fl->f & TCP_FF_REXMIT1)) {
+				/* a segment left the network: with SACK it makes room for
+				 * the next hole's retransmission (not cwnd for new data) */
+				fl->f |= TCP_FF_REXMIT1;
+				s->st.sack_rexmits++;
 			} else if (fl->in_recovery) {
 				/* step 3: inflate per extra duplicate, to the same cap */
 				fl->cwnd = tcp_cwnd_capped(s, (uint64_t)fl->cwnd + fl->smss);
@@ -923,6 +1035,7 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 	}
 	uint32_t acked = g->ack - fl->snd_una;
 	fl->snd_una = g->ack;
+	tcp_score_prune(fl);
 	if (TCP_SEQ_LT(fl->snd_nxt, fl->snd_una))
 		fl->snd_nxt = fl->snd_una;
 	fl->dupacks = 0;
@@ -944,7 +1057,14 @@ static bool tcp_rcv_ack(struct tcp_stack *s, struct tcp_flow *fl, const struct t
 			fl->cwnd = flight + fl->smss < fl->ssthresh ? flight + fl->smss : fl->ssthresh;
 			fl->in_recovery = false;
 		} else {                                     /* partial ACK: the next hole */
-			fl->f |= TCP_FF_REXMIT1;
+			if (!fl->score_n || !TCP_SEQ_GT(fl->sack_rexmit, fl->snd_una)) {
+				fl->sack_rexmit = fl->snd_una;
+				fl->f |= TCP_FF_REXMIT1;
+			} else if (tcp_score_next(fl)) {
+				/* with SACK the hole at snd_una went already this
+				 * recovery: on with the next one, not that again */
+				fl->f |= TCP_FF_REXMIT1;
+			}
 			fl->cwnd = fl->cwnd > acked ? fl->cwnd - acked : 0;
 			fl->cwnd += fl->smss;
 		}
@@ -1412,6 +1532,7 @@ static void tcp_rto_fire(struct tcp_stack *s, struct tcp_flow *fl, uint64_t now)
 	fl->cwnd = fl->smss;
 	fl->snd_nxt = fl->snd_una;
 	fl->in_recovery = false;
+	fl->score_n = 0;             /* RFC 2018 8: the receiver may have reneged */
 	fl->recover = fl->snd_max;   /* RFC 6582 3.2 step 4 */
 	fl->dupacks = 0;
 	fl->f &= (uint16_t)~TCP_FF_RTT_TIMING;   /* Karn: no sample from a retransmission */
@@ -1775,6 +1896,14 @@ void tcp_check(const struct tcp_stack *s)
 			continue;   /* closed before its handshake ended: nothing more holds */
 		TCP_CHECK(TCP_SEQ_LEQ(fl->rx_read, fl->rx_end) && fl->rx_end - fl->rx_read <= s->cfg.rx_bytes);
 		TCP_CHECK(fl->rcv_nxt == fl->rx_end || fl->rcv_nxt == fl->rx_end + 1);
+		TCP_CHECK(fl->score_n <= TCP_SCORE_MAX);
+		for (uint32_t k = 0; k < fl->score_n; k++) {
+			TCP_CHECK(TCP_SEQ_LT(fl->score[k].start, fl->score[k].end));
+			TCP_CHECK(TCP_SEQ_GEQ(fl->score[k].start, fl->snd_una));
+			TCP_CHECK(TCP_SEQ_LEQ(fl->score[k].end, fl->snd_max));
+			if (k)
+				TCP_CHECK(TCP_SEQ_LT(fl->score[k - 1].end, fl->score[k].start));
+		}
 		TCP_CHECK(fl->ooo_n <= TCP_OOO_MAX);
 		for (uint32_t k = 0; k < fl->ooo_n; k++) {
 			TCP_CHECK(TCP_SEQ_LT(fl->ooo[k].start, fl->ooo[k].end));

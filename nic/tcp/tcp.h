@@ -103,8 +103,13 @@ struct tcp_stats {
 	uint64_t syn_dropped;        /* SYN with every flow taken (SYN flood bound) */
 	uint64_t rst_sent, rst_rcvd, challenge_acks;
 	uint64_t rexmits, rto_fires, fast_rexmits, probes, keepalives;
+	uint64_t sack_rexmits;       /* holes retransmitted on a duplicate ACK from the peer's SACK blocks */
 	uint64_t ooo_segs, ooo_dropped, dup_segs, paws_drops;
 	uint64_t delacks, tw_reused, conns_opened, conns_closed;
+	/* payload bytes copied: out of received frames into receive rings (in order
+	 * or into the out-of-order queue, so a duplicate kept twice counts twice),
+	 * and out of send rings into frames (retransmissions included) */
+	uint64_t rx_copied, tx_copied;
 };
 
 /* Init only: everything is allocated here. 0 or -EINVAL / -ENOMEM. */

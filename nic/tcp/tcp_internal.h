@@ -51,6 +51,8 @@
 #define TCP_WSCALE_MAX         14u        /* RFC 7323 2.3 */
 #define TCP_OOO_MAX            4u         /* out-of-order ranges held per flow */
 #define TCP_SACK_BLOCKS_MAX    3u         /* fit beside the timestamps option */
+#define TCP_SACK_RCVD_MAX      4u         /* SACK blocks read from one segment (RFC 2018: 4 fit alone) */
+#define TCP_SCORE_MAX          4u         /* ranges the peer SACKed held per flow (the send side's scoreboard) */
 #define TCP_CONNS_LIMIT        (1u << 20) /* handle = idx | gen << 20 */
 #define TCP_RING_BYTES_MIN     1024u
 #define TCP_RING_BYTES_MAX     (1u << 29) /* window scale 14 covers 65535 << 14 */
@@ -166,6 +168,15 @@ struct tcp_flow {
 	uint32_t cwnd, ssthresh, recover;   /* RFC 5681 / RFC 6582 NewReno */
 	uint8_t dupacks;
 	bool in_recovery;
+	/* RFC 2018 / 6675 (in part): what the peer SACKed above snd_una, sorted,
+	 * disjoint, within (snd_una, snd_max]; at most TCP_SCORE_MAX ranges (the
+	 * highest kept), cleared at an RTO. In recovery a retransmission skips
+	 * what is SACKed, and each further duplicate ACK sends the next hole
+	 * below the highest SACKed byte, from sack_rexmit (the end of the last
+	 * one retransmitted) on, instead of waiting for a partial ACK. */
+	uint8_t score_n;
+	struct tcp_range score[TCP_SCORE_MAX];
+	uint32_t sack_rexmit;
 	uint32_t rtt_seq;          /* RTT timing without timestamps (Karn) */
 	uint64_t rtt_start_us;
 	uint32_t srtt_us, rttvar_us, rto_us;   /* RFC 6298; srtt 0 = no sample yet */

@@ -456,6 +456,10 @@ static void test_reorder_sack_and_duplicates(void)
 	CU_ASSERT(app_read(s, h, buf, sizeof(buf)) == 64);
 	CU_ASSERT(memcmp(buf, msg, 64) == 0);
 	CU_ASSERT(tcp_stats(s)->dup_segs >= 1);
+	/* copies out of frames: what each segment brought past the in-order edge (the
+	 * overlapping retransmission whole, out of order: 16 + 16 + 32 + 10, then 40..52
+	 * of the last), the old duplicate nothing */
+	CU_ASSERT(tcp_stats(s)->rx_copied == 16 + 16 + 32 + 10 + 12);
 	tcp_destroy(s);
 }
 
@@ -761,6 +765,90 @@ static void test_fast_retransmit_newreno(void)
 	put(s, &c, NULL, 0);
 	CU_ASSERT(!fl->in_recovery && fl->cwnd <= fl->ssthresh);
 	CU_ASSERT(tcp_unacked(s, h) == 0);
+	tcp_destroy(s);
+}
+
+/* A pure ACK from the client carrying SACK blocks (RFC 2018 3), each [start, end). */
+static void ack_sack(struct tcp_stack *s, struct cl *c, const uint32_t (*b)[2], uint32_t nb)
+{
+	uint8_t f[TH_FRAME_MAX], opt[40];
+	uint32_t ol = c->ts ? th_ts_opt(opt, c->tsval, c->tsecr) : 0;
+	opt[ol++] = 1; opt[ol++] = 1; opt[ol++] = 5; opt[ol++] = (uint8_t)(2 + 8 * nb);
+	for (uint32_t i = 0; i < nb; i++) {
+		th_w32(opt + ol, b[i][0]); th_w32(opt + ol + 4, b[i][1]);
+		ol += 8;
+	}
+	uint32_t n = th_tcp(f, th_srv_mac, th_cli_mac, TH_CLI_IP, TH_SRV_IP, c->port, TH_PORT, c->seq, c->ack, 0x10,
+			    c->win, opt, ol, NULL, 0);
+	CU_ASSERT(tcp_input(s, f, n, g_now) == 0);
+	tcp_check(s);
+}
+
+/* Send-side SACK: segments 0, 3 and 5 of 8 lost. The third duplicate ACK
+ * retransmits 0; each further one, with the blocks telling what arrived,
+ * retransmits the next hole (3, then 5), never a SACKed segment; once no hole
+ * is left below the highest SACKed byte the duplicates only inflate cwnd, and
+ * the partial ACKs do not send 3 or 5 a second time. Blocks outside
+ * (snd_una, snd_max] are ignored. After an RTO the scoreboard is forgotten. */
+static void test_sack_send_side(void)
+{
+	struct tcp_stack *s = srv_new(4, 4096, 65536, 0);
+	struct cl c = { .port = 40031 };
+	uint32_t h = open_conn(s, &c, TH_O_MSS | TH_O_SACK);
+	struct tcp_flow *fl = &s->flows[h & 0xfffff];
+	CU_ASSERT_FATAL(fl->sack_ok);
+	static uint8_t d[8 * 1460];
+	for (size_t i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 7);
+	CU_ASSERT(tcp_send(s, h, d, sizeof(d)) == (int)sizeof(d));
+	CU_ASSERT_FATAL(drain(s) == 8);
+	uint32_t u = c.ack, m = 1460;
+	/* what arrives: 1, 2, 4, 6, 7; each a duplicate ACK with the blocks so far */
+	const uint32_t b1[][2] = { { u + m, u + 2 * m } };
+	const uint32_t b2[][2] = { { u + m, u + 3 * m } };
+	const uint32_t b4[][2] = { { u + 4 * m, u + 5 * m }, { u + m, u + 3 * m } };
+	const uint32_t b6[][2] = { { u + 6 * m, u + 7 * m }, { u + 4 * m, u + 5 * m }, { u + m, u + 3 * m } };
+	const uint32_t b7[][2] = { { u + 6 * m, u + 8 * m }, { u + 4 * m, u + 5 * m }, { u + m, u + 3 * m } };
+	const uint32_t bad[][2] = { { u + 9 * m, u + 10 * m }, { u - m, u }, { u + 5 * m, u + 5 * m } };
+	ack_sack(s, &c, b1, 1);
+	ack_sack(s, &c, b2, 1);
+	CU_ASSERT(drain(s) == 0);
+	ack_sack(s, &c, b4, 2);
+	CU_ASSERT_FATAL(drain(s) == 1);                       /* fast retransmit: segment 0 */
+	CU_ASSERT(g_pk[0].seq == u && g_pk[0].len == m && memcmp(g_pk[0].data, d, m) == 0);
+	CU_ASSERT(fl->in_recovery && fl->score_n == 2);
+	ack_sack(s, &c, b6, 3);
+	CU_ASSERT_FATAL(drain(s) == 1);                       /* the next hole: 3 */
+	CU_ASSERT(g_pk[0].seq == u + 3 * m && g_pk[0].len == m && memcmp(g_pk[0].data, d + 3 * m, m) == 0);
+	ack_sack(s, &c, b7, 3);
+	CU_ASSERT_FATAL(drain(s) == 1);                       /* then 5 */
+	CU_ASSERT(g_pk[0].seq == u + 5 * m && g_pk[0].len == m && memcmp(g_pk[0].data, d + 5 * m, m) == 0);
+	CU_ASSERT(tcp_stats(s)->sack_rexmits == 2 && tcp_stats(s)->fast_rexmits == 1);
+	uint32_t cw = fl->cwnd;
+	ack_sack(s, &c, b7, 3);                               /* no hole left below 6..8 */
+	CU_ASSERT(drain(s) == 0 && fl->cwnd == cw + m);
+	ack_sack(s, &c, bad, 3);                              /* nothing of these is taken */
+	CU_ASSERT(drain(s) == 0 && fl->score_n == 3);
+	/* 0 arrived: a partial ACK to 3, whose repair is under way already */
+	c.ack = u + 3 * m;
+	ack_sack(s, &c, b7, 2);
+	CU_ASSERT(drain(s) == 0 && fl->in_recovery && fl->score_n == 2);
+	c.ack = u + 5 * m;
+	ack_sack(s, &c, b7, 1);
+	CU_ASSERT(drain(s) == 0 && fl->in_recovery && fl->score_n == 1);
+	c.ack = u + sizeof(d);                                /* the full ACK */
+	put(s, &c, NULL, 0);
+	CU_ASSERT(!fl->in_recovery && fl->score_n == 0 && tcp_unacked(s, h) == 0);
+
+	/* an RTO forgets what was SACKed (RFC 2018 8: the receiver may renege) */
+	CU_ASSERT(tcp_send(s, h, d, 4 * m) == (int)(4 * m));
+	CU_ASSERT_FATAL(drain(s) >= 1);                       /* cwnd after recovery: at least one */
+	u = c.ack;
+	const uint32_t b3[][2] = { { u + 100, u + m } };
+	ack_sack(s, &c, b3, 1);
+	CU_ASSERT(fl->score_n == 1);
+	CU_ASSERT_FATAL(tick(s, TCP_RTO_MAX_US) >= 1);
+	CU_ASSERT(g_pk[0].seq == u && fl->score_n == 0);
 	tcp_destroy(s);
 }
 
@@ -1288,6 +1376,7 @@ int main(void)
 	CU_add_test(s, "rtt_sample_clamped", test_rtt_sample_clamped);
 	CU_add_test(s, "abort_after_rto_rst_at_snd_max", test_abort_after_rto_rst_at_snd_max);
 	CU_add_test(s, "fast_retransmit_newreno", test_fast_retransmit_newreno);
+	CU_add_test(s, "sack_send_side", test_sack_send_side);
 	CU_add_test(s, "ack_below_window", test_ack_below_window);
 	CU_add_test(s, "dupack_storm_bounded", test_dupack_storm_bounded);
 	CU_add_test(s, "rst_every_state", test_rst_every_state);
