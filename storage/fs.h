@@ -71,13 +71,14 @@ static inline ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t po
 static inline ssize_t st_fs_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 static inline int st_fs_fstat(int fd, struct stat *st) { return fstat(fd, st); }
 /*
- * O_DIRECT's alignment for fd's file (statx STATX_DIOALIGN, Linux 6.1+): the larger of
- * what offsets/lengths and buffer addresses must be a multiple of, in bytes; 0 when the
- * kernel or file system does not say; -1 with errno EOPNOTSUPP when it says the file
+ * O_DIRECT's alignment for fd's file (statx STATX_DIOALIGN, Linux 6.1+): what file offsets
+ * and lengths must be a multiple of, in bytes, and *mem what buffer addresses must be; 0 when
+ * the kernel or file system does not say; -1 with errno EOPNOTSUPP when it says the file
  * cannot do direct io, or statx's own errno.
  */
-static inline int st_fs_dio_align(int fd)
+static inline int st_fs_dio_align(int fd, uint32_t *mem)
 {
+	*mem = 0;
 #ifdef STATX_DIOALIGN
 	struct statx stx;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0)
@@ -88,7 +89,8 @@ static inline int st_fs_dio_align(int fd)
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	return (int)(stx.stx_dio_offset_align > stx.stx_dio_mem_align ? stx.stx_dio_offset_align : stx.stx_dio_mem_align);
+	*mem = stx.stx_dio_mem_align;
+	return (int)stx.stx_dio_offset_align;
 #else
 	(void)fd;
 	return 0;
@@ -223,7 +225,7 @@ ssize_t st_fs_pread_nowait(int fd, void *buf, size_t len, off_t pos);
 ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t pos);
 ssize_t st_fs_write(int fd, const void *buf, size_t len);
 int st_fs_fstat(int fd, struct stat *st);
-int st_fs_dio_align(int fd);
+int st_fs_dio_align(int fd, uint32_t *mem);
 int st_fs_ftruncate(int fd, off_t len);
 int st_fs_fsync(int fd);
 int st_fs_fdatasync(int fd);

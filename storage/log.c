@@ -463,16 +463,17 @@ static void seg_open_direct(struct st_log *log, struct st_seg *seg)
 		return;
 	seg_name(name, seg->base, ST_LOG_SUFFIX);
 	if (!log->dalign) {
-		int a = st_fs_dio_align(seg->fd);
+		uint32_t mem;
+		int a = st_fs_dio_align(seg->fd, &mem);
 		log->dalign = ST_LOG_DIRECT_ALIGN_BYTES; /* the buffer's block even when no write is direct */
 		if (a < 0) {
 			snprintf(why, sizeof(why), "%s: no O_DIRECT here (statx: %s)", name, strerror(errno));
 			log_dio_off(log, why);
 			return;
 		}
-		if ((uint32_t)a > ST_LOG_DIRECT_ALIGN_MAX_BYTES || (a & (a - 1))) {
-			snprintf(why, sizeof(why), "%s: O_DIRECT alignment %d bytes is beyond %u", name, a,
-			         ST_LOG_DIRECT_ALIGN_MAX_BYTES);
+		if ((uint32_t)a > ST_LOG_DIRECT_ALIGN_MAX_BYTES || (a & (a - 1)) || mem > ST_LOG_DIRECT_ALIGN_BYTES) {
+			snprintf(why, sizeof(why), "%s: O_DIRECT alignment %d bytes (buffers %u) is beyond %u (%u)", name,
+			         a, mem, ST_LOG_DIRECT_ALIGN_MAX_BYTES, ST_LOG_DIRECT_ALIGN_BYTES);
 			log_dio_off(log, why);
 			return;
 		}
@@ -1468,7 +1469,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		assert(log->segs[i]->durable_size == log->segs[i]->size);
 	if (io->cfg.direct) {
-		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_MAX_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
+		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
 			log_free(log);
 			return -ENOMEM;
 		}

@@ -57,7 +57,7 @@ struct st_io_config {
 
 /*
  * The direct write path (st_io_config.direct): each open log holds one
- * buffer of this size, aligned to ST_LOG_DIRECT_ALIGN_MAX_BYTES, into which a
+ * buffer of this size, aligned to ST_LOG_DIRECT_ALIGN_BYTES, into which a
  * group's batches are copied behind the partly filled last block of the
  * segment, and from which the group's whole blocks are written with O_DIRECT
  * at an aligned offset (through a second descriptor of the active segment,
@@ -73,13 +73,15 @@ struct st_io_config {
  * write's EINVAL: that log goes on buffered, logged once, never offline).
  * The block is the file system's O_DIRECT alignment (statx; at least
  * ST_LOG_DIRECT_ALIGN_BYTES, which is also the guess when statx does not
- * say; above ST_LOG_DIRECT_ALIGN_MAX_BYTES the log is buffered). Counted per partition in the
+ * say; above ST_LOG_DIRECT_ALIGN_MAX_BYTES, or buffer addresses aligned to
+ * more than ST_LOG_DIRECT_ALIGN_BYTES, the log is buffered). Counted per partition in the
  * memory budget (sluiced --print-budget) when the flag is on. 1 MiB: a
  * librdkafka batch (batch.size 1000000) fits whole beside the last block.
  */
 #define ST_LOG_DIRECT_BUF_BYTES (1u << 20)
-#define ST_LOG_DIRECT_ALIGN_BYTES 4096u   /* O_DIRECT block, at least (and without statx's word) */
-#define ST_LOG_DIRECT_ALIGN_MAX_BYTES 65536u /* the largest block used (the buffer's alignment): 16x 4 KiB */
+#define ST_LOG_DIRECT_ALIGN_BYTES 4096u   /* the buffer's alignment; the O_DIRECT block, at least
+                                          * (and without statx's word) */
+#define ST_LOG_DIRECT_ALIGN_MAX_BYTES 65536u /* the largest block (file offsets, lengths) used */
 
 int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
 void st_io_destroy(struct st_io *io);

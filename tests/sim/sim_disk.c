@@ -116,9 +116,13 @@ struct sim_ring {
 	bool last_link;
 };
 
-/* O_DIRECT's alignment, and whether st_fs_dio_align (statx STATX_DIOALIGN) reports it. */
+/* O_DIRECT's alignment of file offsets and lengths, and whether st_fs_dio_align (statx
+ * STATX_DIOALIGN) reports it; buffer addresses need the same, at most 4 KiB (a page, as
+ * block devices' logical blocks up to 4 KiB ask in practice). */
 static uint32_t dio_align = SIM_DIRECT_ALIGN_BYTES;
 static bool dio_reported = true;
+
+static uint32_t dio_mem_align(void) { return dio_align < SIM_DIRECT_ALIGN_BYTES ? dio_align : SIM_DIRECT_ALIGN_BYTES; }
 
 void sim_disk_set_dio(uint32_t align, bool reported)
 {
@@ -505,7 +509,7 @@ static bool direct_ok(const struct sim_fd *d, const struct iovec *iov, unsigned 
 	if (pos % dio_align)
 		return false;
 	for (unsigned i = 0; i < n; i++)
-		if ((uintptr_t)iov[i].iov_base % dio_align || iov[i].iov_len % dio_align)
+		if ((uintptr_t)iov[i].iov_base % dio_mem_align() || iov[i].iov_len % dio_align)
 			return false;
 	return true;
 }
@@ -645,8 +649,9 @@ int sim_disk_fstatat(int dirfd, const char *name, struct stat *st, int flags)
 	return rc;
 }
 
-int st_fs_dio_align(int fd)
+int st_fs_dio_align(int fd, uint32_t *mem)
 {
+	*mem = 0;
 	struct sim_fd *d = fd_get(fd);
 	if (D.dead)
 		return fail(EIO);
@@ -654,7 +659,10 @@ int st_fs_dio_align(int fd)
 		return fail(EBADF);
 	if (D.ino[d->ino].dir)
 		return fail(EOPNOTSUPP);
-	return dio_reported ? (int)dio_align : 0;
+	if (!dio_reported)
+		return 0;
+	*mem = dio_mem_align();
+	return (int)dio_align;
 }
 
 int st_fs_fstat(int fd, struct stat *st)
