@@ -29,6 +29,7 @@
 #define SLUICE_STORAGE_FS_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,6 +70,32 @@ static inline ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t po
 }
 static inline ssize_t st_fs_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 static inline int st_fs_fstat(int fd, struct stat *st) { return fstat(fd, st); }
+/*
+ * O_DIRECT's alignment for fd's file (statx STATX_DIOALIGN, Linux 6.1+): what file offsets
+ * and lengths must be a multiple of, in bytes, and *mem what buffer addresses must be; 0 when
+ * the kernel or file system does not say; -1 with errno EOPNOTSUPP when it says the file
+ * cannot do direct io, or statx's own errno.
+ */
+static inline int st_fs_dio_align(int fd, uint32_t *mem)
+{
+	*mem = 0;
+#ifdef STATX_DIOALIGN
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0)
+		return -1;
+	if (!(stx.stx_mask & STATX_DIOALIGN))
+		return 0;
+	if (!stx.stx_dio_offset_align) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	*mem = stx.stx_dio_mem_align;
+	return (int)stx.stx_dio_offset_align;
+#else
+	(void)fd;
+	return 0;
+#endif
+}
 static inline int st_fs_ftruncate(int fd, off_t len) { return ftruncate(fd, len); }
 static inline int st_fs_fsync(int fd) { return fsync(fd); }
 static inline int st_fs_fdatasync(int fd) { return fdatasync(fd); }
@@ -198,6 +225,7 @@ ssize_t st_fs_pread_nowait(int fd, void *buf, size_t len, off_t pos);
 ssize_t st_fs_pwrite(int fd, const void *buf, size_t len, off_t pos);
 ssize_t st_fs_write(int fd, const void *buf, size_t len);
 int st_fs_fstat(int fd, struct stat *st);
+int st_fs_dio_align(int fd, uint32_t *mem);
 int st_fs_ftruncate(int fd, off_t len);
 int st_fs_fsync(int fd);
 int st_fs_fdatasync(int fd);

@@ -438,25 +438,52 @@ static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg *
 	return 0;
 }
 
+/* Direct io is off for this log from now on (logged once); the appends are the same bytes. */
+static void log_dio_off(struct st_log *log, const char *why)
+{
+	if (!log->dio_off)
+		fprintf(stderr, "sluice storage: %s: %s; its appends go through the page cache\n", log->dir, why);
+	log->dio_off = true;
+}
+
 /*
  * Direct io: the active segment's second descriptor, opened O_DIRECT, for the
- * groups' whole blocks (log_prep). A file system that refuses it (tmpfs:
- * EINVAL) leaves the segment on the ordinary path (logged once per log);
- * the appends are the same bytes either way. Called at open and on a roll
- * (rare; the same kind of openat as seg_open's).
+ * groups' whole blocks (log_prep). The block is the file system's alignment
+ * (statx STATX_DIOALIGN, asked once per log: a log's segments share a file
+ * system); one that says no, asks for more than ST_LOG_DIRECT_ALIGN_MAX_BYTES
+ * or refuses the open (tmpfs before Linux 6.6: EINVAL) leaves the log on the
+ * ordinary path, logged once; the appends are the same bytes either way.
+ * Called at open and on a roll (rare; the same kind of openat as seg_open's).
  */
 static void seg_open_direct(struct st_log *log, struct st_seg *seg)
 {
-	char name[ST_LOG_NAME_BYTES];
+	char name[ST_LOG_NAME_BYTES], why[ST_LOG_NAME_BYTES + 96];
 
-	if (!log->dbuf)
+	if (!log->dbuf || log->dio_off)
 		return;
 	seg_name(name, seg->base, ST_LOG_SUFFIX);
+	if (!log->dalign) {
+		uint32_t mem;
+		int a = st_fs_dio_align(seg->fd, &mem);
+		log->dalign = ST_LOG_DIRECT_ALIGN_BYTES; /* the buffer's block even when no write is direct */
+		if (a < 0) {
+			snprintf(why, sizeof(why), "%s: no O_DIRECT here (statx: %s)", name, strerror(errno));
+			log_dio_off(log, why);
+			return;
+		}
+		if ((uint32_t)a > ST_LOG_DIRECT_ALIGN_MAX_BYTES || (a & (a - 1)) || mem > ST_LOG_DIRECT_ALIGN_BYTES) {
+			snprintf(why, sizeof(why), "%s: O_DIRECT alignment %d bytes (buffers %u) is beyond %u (%u)", name,
+			         a, mem, ST_LOG_DIRECT_ALIGN_MAX_BYTES, ST_LOG_DIRECT_ALIGN_BYTES);
+			log_dio_off(log, why);
+			return;
+		}
+		if ((uint32_t)a > log->dalign)
+			log->dalign = (uint32_t)a;
+	}
 	seg->dfd = st_fs_openat(log->dirfd, name, O_WRONLY | O_DIRECT | O_CLOEXEC, 0);
-	if (seg->dfd < 0 && !log->dio_warned) {
-		fprintf(stderr, "sluice storage: %s: cannot open %s with O_DIRECT: %s; its appends go through the "
-		        "page cache\n", log->dir, name, strerror(errno));
-		log->dio_warned = true;
+	if (seg->dfd < 0) {
+		snprintf(why, sizeof(why), "cannot open %s with O_DIRECT: %s", name, strerror(errno));
+		log_dio_off(log, why);
 	}
 }
 
@@ -467,7 +494,7 @@ static int log_dbuf_prime(struct st_log *log, struct st_seg *seg)
 	int rc;
 
 	log->dseg = seg;
-	log->dbase = seg->durable_size & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+	log->dbase = seg->durable_size & ~(uint64_t)(log->dalign - 1);
 	log->dlen = seg->durable_size - log->dbase;
 	if (!log->dlen)
 		return 0;
@@ -1679,7 +1706,7 @@ static void group_form(struct st_log *log)
 	g->pos = s->pos;
 	g->head = s;
 	/* Direct io: a group fits the buffer beside the segment's last partial block (log_prep). */
-	uint64_t room = log->dbuf ? ST_LOG_DIRECT_BUF_BYTES - ST_LOG_DIRECT_ALIGN_BYTES : UINT64_MAX;
+	uint64_t room = log->dbuf ? ST_LOG_DIRECT_BUF_BYTES - log->dalign : UINT64_MAX;
 	while (s && s->seg == g->seg && n < ST_IO_IOV_MAX && (n == 0 || g->total + s->len <= room)) {
 		assert(s->pos == g->pos + g->total);
 		assert(n == 0 || s->base == tail->base + tail->count);
@@ -1758,7 +1785,7 @@ static void group_dio_form(struct st_log *log)
 	group_copy(g, g->pos, g->pos + g->total, log->dbuf + log->dlen);
 	uint64_t held = log->dlen + g->total;
 	g->dio = true;
-	g->dio_full = held & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+	g->dio_full = held & ~(uint64_t)(log->dalign - 1);
 	g->dio_tail = held - g->dio_full;
 	g->dio_full_done = g->dio_full == 0;
 	g->dio_tail_done = g->dio_tail == 0;
@@ -1769,7 +1796,7 @@ static void group_dio_settle(struct st_log *log)
 {
 	struct st_group *g = &log->grp;
 	uint64_t end = g->pos + g->total;
-	uint64_t base = end & ~(uint64_t)(ST_LOG_DIRECT_ALIGN_BYTES - 1);
+	uint64_t base = end & ~(uint64_t)(log->dalign - 1);
 
 	assert(g->seg == log->dseg);
 	if (g->dio) {
@@ -2008,6 +2035,14 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 			g->written = done;
 			g->dio = false;
 			g->retries = 0;
+		} else if (res == -EINVAL && full) {
+			/* The file system refused the aligned write after all (an alignment statx did not
+			 * report): nothing of it is on file; the group and the log's later ones go the
+			 * ordinary way (the tail and sync linked after it come back cancelled). */
+			log_dio_off(log, "an O_DIRECT write was refused (EINVAL)");
+			st_fs_close(g->seg->dfd);
+			g->seg->dfd = -1;
+			g->dio = false;
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED && !g->err) {
 			g->err = res;
 		} /* 0, -EAGAIN, -EINTR, -ECANCELED: no progress, resubmit */

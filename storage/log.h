@@ -69,12 +69,19 @@ struct st_io_config {
  * fdatasync that follows covers both, as before: durability does not change.
  * A group holds at most this less one block; a batch larger than that is
  * written the ordinary way, and so is every append of a file system that
- * refuses O_DIRECT (tmpfs; logged once). Counted per partition in the
+ * refuses O_DIRECT (at open, or by statx STATX_DIOALIGN, or an O_DIRECT
+ * write's EINVAL: that log goes on buffered, logged once, never offline).
+ * The block is the file system's O_DIRECT alignment (statx; at least
+ * ST_LOG_DIRECT_ALIGN_BYTES, which is also the guess when statx does not
+ * say; above ST_LOG_DIRECT_ALIGN_MAX_BYTES, or buffer addresses aligned to
+ * more than ST_LOG_DIRECT_ALIGN_BYTES, the log is buffered). Counted per partition in the
  * memory budget (sluiced --print-budget) when the flag is on. 1 MiB: a
  * librdkafka batch (batch.size 1000000) fits whole beside the last block.
  */
 #define ST_LOG_DIRECT_BUF_BYTES (1u << 20)
-#define ST_LOG_DIRECT_ALIGN_BYTES 4096u   /* O_DIRECT offsets, lengths and buffer addresses */
+#define ST_LOG_DIRECT_ALIGN_BYTES 4096u   /* the buffer's alignment; the O_DIRECT block, at least
+                                          * (and without statx's word) */
+#define ST_LOG_DIRECT_ALIGN_MAX_BYTES 65536u /* the largest block (file offsets, lengths) used */
 
 int  st_io_create(const struct st_io_config *cfg, struct io_uring *ring, struct st_io **out);
 void st_io_destroy(struct st_io *io);

@@ -293,7 +293,9 @@ struct st_log {
 	struct st_seg *dseg;               /* the segment whose bytes [dbase, dbase + dlen) dbuf holds */
 	uint64_t dbase;                    /* block-aligned file position of dbuf[0] */
 	uint64_t dlen;                     /* bytes held: dseg's last partial block (a group's, in flight) */
-	bool dio_warned;                   /* an O_DIRECT open failed: logged once, that segment buffered */
+	bool dio_off;                      /* the file system refused direct io (statx, a write's EINVAL):
+	                                    * every segment of this log buffered from now on */
+	uint32_t dalign;                   /* the direct block (log.h), 0 until the first O_DIRECT open */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

@@ -27,7 +27,8 @@
 #define SIM_PATH_BYTES 128u
 #define SIM_PAGE_BYTES 4096u        /* = ST_LOG_PAGE_BYTES: the unit a crash keeps or loses */
 #define SIM_DIRECT_ALIGN_BYTES 4096u /* O_DIRECT: what a transfer's address, offset and length must be a
-                                      * multiple of (ext4 on a 4 KiB-sector disk; EINVAL otherwise) */
+                                      * multiple of (ext4 on a 4 KiB-sector disk; EINVAL otherwise), unless
+                                      * sim_disk_set_dio says otherwise */
 #define SIM_RING_DEPTH_MAX 256u
 #define SIM_RING_OPS_MAX 1024u      /* queued + submitted operations not yet completed */
 
@@ -114,6 +115,20 @@ struct sim_ring {
 	uint32_t last_id;         /* id of the last submission (the next one chains behind it if linked) */
 	bool last_link;
 };
+
+/* O_DIRECT's alignment of file offsets and lengths, and whether st_fs_dio_align (statx
+ * STATX_DIOALIGN) reports it; buffer addresses need the same, at most 4 KiB (a page, as
+ * block devices' logical blocks up to 4 KiB ask in practice). */
+static uint32_t dio_align = SIM_DIRECT_ALIGN_BYTES;
+static bool dio_reported = true;
+
+static uint32_t dio_mem_align(void) { return dio_align < SIM_DIRECT_ALIGN_BYTES ? dio_align : SIM_DIRECT_ALIGN_BYTES; }
+
+void sim_disk_set_dio(uint32_t align, bool reported)
+{
+	dio_align = align;
+	dio_reported = reported;
+}
 
 static struct {
 	struct sim_faults f;
@@ -491,10 +506,10 @@ static bool direct_ok(const struct sim_fd *d, const struct iovec *iov, unsigned 
 {
 	if (!d->direct)
 		return true;
-	if (pos % SIM_DIRECT_ALIGN_BYTES)
+	if (pos % dio_align)
 		return false;
 	for (unsigned i = 0; i < n; i++)
-		if ((uintptr_t)iov[i].iov_base % SIM_DIRECT_ALIGN_BYTES || iov[i].iov_len % SIM_DIRECT_ALIGN_BYTES)
+		if ((uintptr_t)iov[i].iov_base % dio_mem_align() || iov[i].iov_len % dio_align)
 			return false;
 	return true;
 }
@@ -632,6 +647,22 @@ int sim_disk_fstatat(int dirfd, const char *name, struct stat *st, int flags)
 	int rc = st_fs_fstat(fd, st);
 	st_fs_close(fd);
 	return rc;
+}
+
+int st_fs_dio_align(int fd, uint32_t *mem)
+{
+	*mem = 0;
+	struct sim_fd *d = fd_get(fd);
+	if (D.dead)
+		return fail(EIO);
+	if (!d)
+		return fail(EBADF);
+	if (D.ino[d->ino].dir)
+		return fail(EOPNOTSUPP);
+	if (!dio_reported)
+		return 0;
+	*mem = dio_mem_align();
+	return (int)dio_align;
 }
 
 int st_fs_fstat(int fd, struct stat *st)

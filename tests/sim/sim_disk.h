@@ -72,6 +72,9 @@ bool sim_disk_dead(void);
 uint64_t sim_disk_used_bytes(void);
 void sim_disk_set_capacity(uint64_t bytes);
 void sim_disk_set_faults(const struct sim_faults *f);
+/* O_DIRECT's alignment (default 4096) and whether st_fs_dio_align reports it (default yes; no:
+ * a kernel without statx STATX_DIOALIGN, the log guesses 4096). Kept across seeds and restarts. */
+void sim_disk_set_dio(uint32_t align, bool reported);
 
 /* For the whole-broker simulator's wsim_fs.h (dataplane/'s few direct calls): read(2) at the
  * fd's position, renameat(2) by directory fds, and statvfs(2), which the in-memory disk does
