@@ -21,7 +21,7 @@ void dp_config_defaults(struct dp_config *cfg)
 	*cfg = (struct dp_config){
 		.listen_host = "127.0.0.1", .listen_port = 9092, .data_dir = "./data", .cores = 0,
 		.log_level = DP_LOG_INFO, .default_partitions = 1, .auto_create = true, .fsync = true,
-		.prealloc_bytes = ST_LOG_PREALLOC_BYTES, .direct_io = true,
+		.prealloc_bytes = ST_LOG_PREALLOC_BYTES,
 		.segment_bytes = 256u << 20, .retention_bytes = -1, .retention_ms = 7LL * 24 * 3600 * 1000,
 		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,

@@ -10,8 +10,7 @@
 #
 # Env knobs: SLUICE_CORES (broker --cores), SLUICE_LOG_LEVEL (default info),
 # SLUICE_PORT_BASE (default: a per-test range inside 20000..31999),
-# SLUICE_DIRECT_IO (on|off: every broker start's --direct-io; unset: the broker's default, on;
-# the *_buffered tests set off),
+# SLUICE_DIRECT_IO (on|off: every broker start's --direct-io; unset: the default),
 # SLUICE_GROUP_DELAY_MS (--group-initial-rebalance-delay-ms, default 0; empty:
 # the broker's own default, Kafka's 3000).
 
@@ -135,7 +134,7 @@ start_broker() {
 	# broker's default. A script's own flag, after it, wins.
 	local delay=()
 	[ -n "${SLUICE_GROUP_DELAY_MS-0}" ] && delay=(--group-initial-rebalance-delay-ms "${SLUICE_GROUP_DELAY_MS-0}")
-	# SLUICE_DIRECT_IO=on|off: the broker's --direct-io (the O_DIRECT append path, on by default).
+	# SLUICE_DIRECT_IO=on|off: the broker's --direct-io (the O_DIRECT append path).
 	[ -n "${SLUICE_DIRECT_IO:-}" ] && delay+=(--direct-io "$SLUICE_DIRECT_IO")
 	echo "=== start: $SLUICED --listen $BOOTSTRAP --data $DATA ${delay[*]} $*" >>"$BROKER_LOG"
 	"$SLUICED" --listen "$BOOTSTRAP" --data "$DATA" --log-level "${SLUICE_LOG_LEVEL:-info}" "${delay[@]}" "$@" \
