@@ -466,11 +466,14 @@ static void seg_open_direct(struct st_log *log, struct st_seg *seg)
 		uint32_t mem;
 		int a = st_fs_dio_align(seg->fd, &mem);
 		log->dalign = ST_LOG_DIRECT_ALIGN_BYTES; /* the buffer's block even when no write is direct */
-		if (a < 0) {
-			snprintf(why, sizeof(why), "%s: no O_DIRECT here (statx: %s)", name, strerror(errno));
+		if (a < 0 && errno == EOPNOTSUPP) {
+			snprintf(why, sizeof(why), "%s: no O_DIRECT here (statx)", name);
 			log_dio_off(log, why);
 			return;
 		}
+		if (a < 0)
+			a = 0; /* statx itself failed (EPERM under an old seccomp, ENOMEM): not reported, so the
+			        * default block, and a refused write (EINVAL) still falls back */
 		if ((uint32_t)a > ST_LOG_DIRECT_ALIGN_MAX_BYTES || (a & (a - 1)) || mem > ST_LOG_DIRECT_ALIGN_BYTES) {
 			snprintf(why, sizeof(why), "%s: O_DIRECT alignment %d bytes (buffers %u) is beyond %u (%u)", name,
 			         a, mem, ST_LOG_DIRECT_ALIGN_MAX_BYTES, ST_LOG_DIRECT_ALIGN_BYTES);
@@ -481,9 +484,13 @@ static void seg_open_direct(struct st_log *log, struct st_seg *seg)
 			log->dalign = (uint32_t)a;
 	}
 	seg->dfd = st_fs_openat(log->dirfd, name, O_WRONLY | O_DIRECT | O_CLOEXEC, 0);
-	if (seg->dfd < 0) {
+	if (seg->dfd < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
 		snprintf(why, sizeof(why), "cannot open %s with O_DIRECT: %s", name, strerror(errno));
 		log_dio_off(log, why);
+	} else if (seg->dfd < 0) {
+		/* Out of descriptors or memory (transient): only this segment goes the ordinary way. */
+		fprintf(stderr, "sluice storage: %s: cannot open %s with O_DIRECT (%s); this segment's appends go through the page cache\n",
+		        log->dir, name, strerror(errno));
 	}
 }
 
@@ -1586,6 +1593,7 @@ bool st_log_idle(const struct st_log *log)
 	       !st_fop_busy(&log->rp_fop);
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
+bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
 int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
 int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }
@@ -1780,7 +1788,7 @@ static void group_dio_form(struct st_log *log)
 		log->dbase = log->dlen = 0;
 	}
 	assert(log->dbase + log->dlen == g->pos);
-	if (g->seg->dfd < 0 || g->fault || log->dlen + g->total > ST_LOG_DIRECT_BUF_BYTES)
+	if (g->seg->dfd < 0 || log->dio_off || g->fault || log->dlen + g->total > ST_LOG_DIRECT_BUF_BYTES)
 		return; /* the ordinary writev; group_settle keeps the buffer's last block */
 	group_copy(g, g->pos, g->pos + g->total, log->dbuf + log->dlen);
 	uint64_t held = log->dlen + g->total;
@@ -2035,11 +2043,12 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe)
 			g->written = done;
 			g->dio = false;
 			g->retries = 0;
-		} else if (res == -EINVAL && full) {
+		} else if ((res == -EINVAL || res == -EOPNOTSUPP) && full) {
 			/* The file system refused the aligned write after all (an alignment statx did not
 			 * report): nothing of it is on file; the group and the log's later ones go the
 			 * ordinary way (the tail and sync linked after it come back cancelled). */
-			log_dio_off(log, "an O_DIRECT write was refused (EINVAL)");
+			log_dio_off(log, res == -EINVAL ? "an O_DIRECT write was refused (EINVAL)"
+			                                : "an O_DIRECT write was refused (EOPNOTSUPP)");
 			st_fs_close(g->seg->dfd);
 			g->seg->dfd = -1;
 			g->dio = false;

@@ -131,6 +131,9 @@ bool st_log_idle(const struct st_log *log);
 /* 0, or the -errno of the write or sync that took the log offline (appends fail with -EIO);
  * such a log is brought back by st_log_cut_failed, closing it and opening it again. */
 int  st_log_failed(const struct st_log *log);
+/* With direct io configured: the log fell back to the page cache (no O_DIRECT on its file
+ * system, an alignment beyond ST_LOG_DIRECT_ALIGN_MAX_BYTES, or a refused write). */
+bool st_log_direct_off(const struct st_log *log);
 /*
  * A failed log's segment files are cut at its durable end (ftruncate, fdatasync), so that a
  * reopen does not take back what no fdatasync covered: after a failed one the page cache still

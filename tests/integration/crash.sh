@@ -102,7 +102,7 @@ if [ -n "${CRASH_SNAPSHOT_MS:-}" ]; then
 fi
 if [ "${SLUICE_DIRECT_IO:-}" = on ]; then
 	# The direct path really ran: no segment fell back to the page cache (a tmpfs data dir would).
-	grep -q 'with O_DIRECT' "$BROKER_LOG" && fail "O_DIRECT was refused: $(grep 'with O_DIRECT' "$BROKER_LOG" | head -n 2)"
+	grep -q 'go through the page cache' "$BROKER_LOG" && fail "O_DIRECT was refused: $(grep 'go through the page cache' "$BROKER_LOG" | head -n 2)"
 	grep -q 'direct io on' "$BROKER_LOG" || fail "the broker did not say direct io was on"
 fi
 stop_broker

@@ -1443,6 +1443,15 @@ static bool any_log_failed(void)
 	return st_log_failed(W.clog) != 0;
 }
 
+/* A log that left O_DIRECT for the page cache (storage/log.c's log_dio_off). */
+static bool any_log_direct_off(void)
+{
+	for (uint32_t i = 0; i < W.nparts; i++)
+		if (st_log_direct_off(W.parts[i].log))
+			return true;
+	return st_log_direct_off(W.clog);
+}
+
 static bool quiet(void)
 {
 	if (W.ev_n || sim_ring_queued(W.ring) || st_io_pending(W.io))
@@ -1495,6 +1504,11 @@ static void step(void)
 	 * for its alignment falls back to buffered writes, storage/log.c). */
 	if (W.clean_disk && any_log_failed())
 		violation("a log went offline on a disk that injected no fault");
+	/* A disk that reports an alignment the log can take never needs the fallback: every direct
+	 * write is aligned as statx says (sim_direct_align8k fails here if the report is ignored). */
+	if (W.clean_disk && W.direct && !W.dio_unreported &&
+	    (W.dio_align ? W.dio_align : 4096u) <= ST_LOG_DIRECT_ALIGN_MAX_BYTES && any_log_direct_off())
+		violation("a log left O_DIRECT on a clean disk that reports its alignment");
 	if (W.crash_in < 0 && any_log_failed())
 		W.crash_in = 1 + (int)sim_below(30);
 	if (W.crash_in > 0 && --W.crash_in == 0) {
