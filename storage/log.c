@@ -730,6 +730,84 @@ static void rp_advance(struct st_log *log, uint64_t slack)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Log start (DeleteRecords): the ST_LS_NAME file                            */
+
+void st_log_start_encode(uint8_t *b, int64_t offset)
+{
+	st_put_be32(b, ST_LS_MAGIC);
+	st_put_be32(b + 4, ST_LS_VERSION);
+	st_put_be64(b + 8, (uint64_t)offset);
+	st_put_be32(b + 16, crc32c(0, b, 16));
+}
+
+int st_log_start_decode(const uint8_t *b, size_t len, int64_t *offset)
+{
+	if (len != ST_LS_BYTES || st_be32(b) != ST_LS_MAGIC || st_be32(b + 4) != ST_LS_VERSION ||
+	    st_be32(b + 16) != crc32c(0, b, 16) || (int64_t)st_be64(b + 8) < 0)
+		return -EBADMSG;
+	*offset = (int64_t)st_be64(b + 8);
+	return 0;
+}
+
+/*
+ * Read the log-start file at open (synchronous, like the rest of the open). None, or one that does
+ * not decode (the rename makes a torn one impossible; a damaged disk is not): the start is the first
+ * segment's base, as before any DeleteRecords. A start past the recovered end (a run without fsync
+ * whose tail was lost) is held to the end.
+ */
+static void ls_load(struct st_log *log)
+{
+	uint8_t b[ST_LS_BYTES + 1];
+	size_t got = 0;
+	int64_t off;
+
+	log->ls_start = 0;
+	int fd = st_fs_openat(log->dirfd, ST_LS_NAME, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	int rc = pread_full(fd, b, sizeof(b), 0, &got);
+	st_fs_close(fd);
+	if (rc < 0 || st_log_start_decode(b, got, &off) < 0) {
+		fprintf(stderr, "sluice storage: %s: %s does not decode; the log starts at its first segment\n",
+		        log->dir, ST_LS_NAME);
+		return;
+	}
+	log->ls_start = off < log->leo ? off : log->leo;
+}
+
+static void ls_written(void *arg, int status)
+{
+	struct st_log *log = arg;
+
+	if (status == 0 && log->ls_next > log->ls_start)
+		log->ls_start = log->ls_next;
+	else if (status < 0)
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s\n", log->dir, ST_LS_NAME, strerror(-status));
+	log->ls_cb(log->ls_arg, status);
+}
+
+int st_log_raise_start(struct st_log *log, int64_t offset, void (*cb)(void *arg, int status), void *arg)
+{
+	if (log->failed)
+		return log->failed;
+	if (offset < 0 || offset > log->durable)
+		return -ERANGE;
+	if (offset <= st_log_start_offset(log))
+		return 1;
+	if (st_fop_busy(&log->ls_fop))
+		return -EBUSY;
+	log->ls_next = offset;
+	log->ls_cb = cb;
+	log->ls_arg = arg;
+	st_log_start_encode(log->ls_buf, offset);
+	st_fop_replace(log->io, &log->ls_fop, log->dirfd, ST_LS_TMP, ST_LS_NAME, NULL, log->ls_buf, ST_LS_BYTES, -1,
+	               ls_written, log);
+	return 0;
+}
+
+bool st_log_start_busy(const struct st_log *log) { return st_fop_busy(&log->ls_fop); }
+
+/* ------------------------------------------------------------------------ */
 /* Recovery scan                                                             */
 
 /* A read window over a segment file, so small batches cost no syscall each. */
@@ -1441,6 +1519,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->leo = log->durable = log_active(log)->end;
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		assert(log->segs[i]->durable_size == log->segs[i]->size);
+	ls_load(log);
 	if (io->cfg.direct) {
 		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
 			log_free(log);
@@ -1556,10 +1635,13 @@ void st_log_fault_write(struct st_log *log, int64_t offset)
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
-	       !st_fop_busy(&log->rp_fop);
+	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop);
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
-int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
+int64_t st_log_start_offset(const struct st_log *log)
+{
+	return log->ls_start > log->segs[0]->base ? log->ls_start : log->segs[0]->base;
+}
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
 int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }
 
@@ -2475,7 +2557,8 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 			ts = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 		bool by_size = log->cfg.retention_bytes >= 0 && total > (uint64_t)log->cfg.retention_bytes;
 		bool by_time = log->cfg.retention_ms >= 0 && ts < now_ms - log->cfg.retention_ms;
-		if (!by_size && !by_time)
+		bool by_start = log->segs[1]->base <= log->ls_start;   /* wholly below it (DeleteRecords) */
+		if (!by_size && !by_time && !by_start)
 			break;
 		total -= seg->size;
 		seg_unlink(log, seg->base);

@@ -135,6 +135,23 @@ int  st_log_failed(const struct st_log *log);
 int  st_log_cut_failed(struct st_log *log);
 
 int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
+/*
+ * DeleteRecords: raise the log start offset to `offset` (at most the durable end). The new start
+ * is written to the partition's log-start file (ST_LS_NAME: temp file, fdatasync, rename, directory
+ * fsync, through the core's io_uring) and takes effect, in memory, only once that is durable: then
+ * cb(arg, 0) runs (from st_io_complete), st_log_start_offset says `offset`, reads below it are
+ * refused and the next st_log_retain deletes the segments wholly below it (one straddling it
+ * stays). cb(arg, -errno) if the write failed (the start is unchanged). Returns 0 (started), 1 if
+ * the start is already at or past offset (nothing written, no callback), -EBUSY while an earlier
+ * raise is in flight (st_log_start_busy), -ERANGE for an offset past the durable end or below 0,
+ * or the log's failure. Locality: owner core.
+ */
+int  st_log_raise_start(struct st_log *log, int64_t offset, void (*cb)(void *arg, int status), void *arg);
+bool st_log_start_busy(const struct st_log *log);
+/* The log-start file's record (pure; log_ut): encode `offset`, or decode one (0, or -EBADMSG). */
+void st_log_start_encode(uint8_t *buf, int64_t offset);   /* buf: ST_LOG_START_BYTES */
+int  st_log_start_decode(const uint8_t *buf, size_t len, int64_t *offset);
+#define ST_LOG_START_BYTES 20
 int64_t st_log_end_offset(const struct st_log *log);    /* next offset to assign (LEO) */
 int64_t st_log_durable_offset(const struct st_log *log);/* end of completed appends (high watermark) */
 
@@ -295,7 +312,8 @@ int  st_compaction_end(struct st_log *log, struct st_compaction *k);
 int  st_compaction_done(struct st_log *log, struct st_compaction *k, int status);
 static inline bool st_compaction_busy(const struct st_compaction *k) { return k->queuing || k->pending; }
 
-/* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
+/* Apply retention (size and time, now_ms) and delete the segments wholly below a raised log start
+ * (st_log_raise_start); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);
 
 #endif
