@@ -205,7 +205,7 @@ int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int3
 			       "above); fetches of them answer CORRUPT_MESSAGE, the rest is served", t->name, i, ranges,
 			       (long long)lost);
 		/* A COMMIT/ABORT marker lost in a damaged range leaves its transaction open here for good. */
-		int64_t hw = st_log_durable_offset(p->log), lso = txn_lso_get(p->lso, hw);
+		int64_t hw = st_log_durable_offset(p->log), lso = dp_part_lso(p, hw);
 		if (ranges && lso < hw)
 			DP_WARN("partition %s/%d: %u transaction(s) open, the oldest from offset %lld: one whose marker was "
 			        "in a damaged range hangs (read_committed stops there): `sluice-admin producers %s %d` "

@@ -309,7 +309,7 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 	struct st_log *log = p->log;
 	bool committed = m->u.fetch.isolation == 1, one_batch = false;
 	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
-	int64_t lso = txn_lso_get(p->lso, hw), end = committed ? lso : hw;
+	int64_t lso = dp_part_lso(p, hw), end = committed ? lso : hw;
 	int64_t off = m->u.fetch.offset;
 	uint32_t len = 0, cap = m->u.fetch.cap;
 	out.u.fetch_done.hw = hw;
