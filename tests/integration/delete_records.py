@@ -4,7 +4,7 @@
   delete PORT TOPIC PARTS OFFSET   DeleteRecords v1 of partition 0 of TOPIC (PARTS partitions) to
         OFFSET; checks the refusals as Kafka answers them: an offset past the high watermark and
         one below -1 are OFFSET_OUT_OF_RANGE, an unknown topic and a partition past PARTS are
-        UNKNOWN_TOPIC_OR_PARTITION, an offset below the log start leaves it (never moves down);
+        UNKNOWN_TOPIC_OR_PARTITION, partitions past the 1,024th of a request INVALID_REQUEST, an offset below the log start leaves it (never moves down);
         then ListOffsets v2 earliest is OFFSET, Fetch v5 below it OFFSET_OUT_OF_RANGE with
         log_start_offset OFFSET, Fetch at OFFSET returns the batch that holds it; v2 (flexible) of
         offset -1 on partition 1 moves its start to its high watermark
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_client import Conn, Reader, kstr, compact_str, uvarint  # noqa: E402
 
 API_FETCH, API_LIST_OFFSETS, API_DELETE_RECORDS = 1, 2, 21
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 0, 1, 3, 42
 
 
 def die(msg):
@@ -123,6 +123,14 @@ def cmd_delete(port, topic, parts, offset):
             ('no-such-topic', 0): (-1, UNKNOWN_TOPIC_OR_PARTITION)}
     if got != want:
         die(f'refusals: {got}, want {want}')
+    # More partitions than DP_DELREC_PARTS_MAX (1,024) in one request: those past it are
+    # INVALID_REQUEST, none of them reaches an owner; the ones before it are answered as usual.
+    many = [(p, 0) for p in range(parts, parts + 1100)]
+    got = delete_records(c, [(topic, many)])
+    bad = [p for p, _ in many[:1024] if got.get((topic, p)) != (-1, UNKNOWN_TOPIC_OR_PARTITION)]
+    bad += [p for p, _ in many[1024:] if got.get((topic, p)) != (-1, INVALID_REQUEST)]
+    if bad or len(got) != len(many):
+        die(f'1,100 partitions: {len(got)} answered, wrong for {bad[:5]}')
     got = delete_records(c, [(topic, [(0, -2)])])
     if got != {(topic, 0): (-1, OFFSET_OUT_OF_RANGE)}:
         die(f'offset -2: {got}')
