@@ -779,7 +779,10 @@ void shard_delete_records(struct dp_core *c, struct dp_msg *m)
 		delrec_reply(c, m, KERR_REQUEST_TIMED_OUT, -1);
 		return;
 	}
-	p->delrec[p->ndelrec++] = *m;
+	/* -1 is the high watermark when it arrives, as Kafka converts it: one that kept growing
+	 * under produces would otherwise never be reached by a write. */
+	p->delrec[p->ndelrec] = *m;
+	p->delrec[p->ndelrec++].u.delrec.offset = want;
 	if (!st_log_start_busy(p->log))
 		delrec_start(c, p);
 }
