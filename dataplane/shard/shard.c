@@ -701,9 +701,27 @@ static int64_t delrec_target(const struct dp_part *p, const struct dp_msg *m)
 
 static void delrec_written(void *arg, int status);
 
-/* Start the log-start write for the highest offset the waiting requests ask (none in flight). */
+/*
+ * Answering a request can run the next one of the same connection at once, inside the answer
+ * (when this core owns the connection too, always with --cores 1: dp_send -> req_finish ->
+ * conn_resume -> start_request), and that one can be a DeleteRecords of this partition. So the
+ * answers go from a copy taken off p->delrec first, and while p->delrec_busy such a nested
+ * arrival only queues: the one answering starts the next write when its answers are out.
+ */
+static void delrec_answer(struct dp_core *c, const struct dp_msg *ans, uint32_t n, int16_t err, int64_t low)
+{
+	for (uint32_t i = 0; i < n; i++)
+		delrec_reply(c, &ans[i], err, low);
+}
+
+/* Start the log-start write for the highest offset the waiting requests ask. */
 static void delrec_start(struct dp_core *c, struct dp_part *p)
 {
+	struct dp_msg ans[DP_DELREC_WAITS_PER_PART];
+
+	if (p->delrec_busy)
+		return;
+	p->delrec_busy = true;
 	while (p->ndelrec) {
 		int64_t want = -1;
 		for (uint32_t i = 0; i < p->ndelrec; i++) {
@@ -711,14 +729,16 @@ static void delrec_start(struct dp_core *c, struct dp_part *p)
 			want = o > want ? o : want;
 		}
 		int rc = st_log_raise_start(p->log, want, delrec_written, p);
-		if (rc == 0)
-			return;   /* delrec_written answers them */
+		if (rc == 0 || rc == -EBUSY)
+			break;   /* delrec_written answers them (-EBUSY: after the write in flight) */
 		/* Nothing to write (1), or it cannot be: answer them all now. */
 		int16_t err = rc == 1 ? KERR_NONE : rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
-		for (uint32_t i = 0; i < p->ndelrec; i++)
-			delrec_reply(c, &p->delrec[i], err, st_log_start_offset(p->log));
+		uint32_t n = p->ndelrec;
+		memcpy(ans, p->delrec, n * sizeof(ans[0]));
 		p->ndelrec = 0;
+		delrec_answer(c, ans, n, err, st_log_start_offset(p->log));
 	}
+	p->delrec_busy = false;
 }
 
 /* The log-start file is durable (or failed): answer those it covers; the rest start the next write. */
@@ -726,23 +746,25 @@ static void delrec_written(void *arg, int status)
 {
 	struct dp_core *c = dp_core_self();
 	struct dp_part *p = arg;
+	struct dp_msg ans[DP_DELREC_WAITS_PER_PART];
 	int64_t start = st_log_start_offset(p->log);
-	uint32_t keep = 0;
-	for (uint32_t i = 0; i < p->ndelrec; i++) {
-		struct dp_msg *m = &p->delrec[i];
-		if (status < 0)
-			delrec_reply(c, m, KERR_KAFKA_STORAGE_ERROR, -1);
-		else if (delrec_target(p, m) <= start)
-			delrec_reply(c, m, KERR_NONE, start);
+	uint32_t n = 0, all = p->ndelrec;
+
+	p->delrec_busy = true;
+	p->ndelrec = 0;
+	for (uint32_t i = 0; i < all; i++) {
+		if (status < 0 || delrec_target(p, &p->delrec[i]) <= start)
+			ans[n++] = p->delrec[i];
 		else
-			p->delrec[keep++] = *m;
+			p->delrec[p->ndelrec++] = p->delrec[i];
 	}
-	p->ndelrec = keep;
 	if (status == 0) {
 		DP_INFO("partition %s: delete records moved the log start to %lld", p->dir, (long long)start);
 		txn_lso_trim(p->lso, start);   /* aborted transactions wholly below it are forgotten */
 	}
-	if (keep)
+	delrec_answer(c, ans, n, status < 0 ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE, start);
+	p->delrec_busy = false;
+	if (p->ndelrec)
 		delrec_start(c, p);
 }
 
@@ -783,6 +805,5 @@ void shard_delete_records(struct dp_core *c, struct dp_msg *m)
 	 * under produces would otherwise never be reached by a write. */
 	p->delrec[p->ndelrec] = *m;
 	p->delrec[p->ndelrec++].u.delrec.offset = want;
-	if (!st_log_start_busy(p->log))
-		delrec_start(c, p);
+	delrec_start(c, p);   /* queued only, while a write is in flight or answers are going out */
 }

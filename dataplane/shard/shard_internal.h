@@ -89,6 +89,7 @@ struct dp_part {
 	uint32_t nwaiters;
 	struct dp_waiter waiters[DP_WAITERS_PER_PART];
 	uint32_t ndelrec;             /* DeleteRecords waiting: only while its log's start write is in flight */
+	bool delrec_busy;             /* answering them (one that arrives meanwhile only queues: shard.c) */
 	struct dp_msg delrec[DP_DELREC_WAITS_PER_PART];   /* the requests, answered when it is durable */
 };
 

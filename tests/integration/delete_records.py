@@ -8,6 +8,8 @@
         then ListOffsets v2 earliest is OFFSET, Fetch v5 below it OFFSET_OUT_OF_RANGE with
         log_start_offset OFFSET, Fetch at OFFSET returns the batch that holds it; v2 (flexible) of
         offset -1 on partition 1 moves its start to its high watermark
+  pipeline PORT TOPIC              24 DeleteRecords of partition 0 sent at once (pipelined): each
+        answered once, in order, past the 8 that may wait REQUEST_TIMED_OUT
   check PORT TOPIC OFFSET          after a restart: ListOffsets earliest and Fetch v5 say the
         log start is still OFFSET, and a fetch below it is OFFSET_OUT_OF_RANGE
 Exits 0 when every answer is Kafka's, 1 with the reason on stderr. Python 3 stdlib only.
@@ -20,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bad_client import Conn, Reader, kstr, compact_str, uvarint  # noqa: E402
 
 API_FETCH, API_LIST_OFFSETS, API_DELETE_RECORDS = 1, 2, 21
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 0, 1, 3, 42
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, INVALID_REQUEST = 0, 1, 3, 7, 42
 
 
 def die(msg):
@@ -28,8 +30,7 @@ def die(msg):
     sys.exit(1)
 
 
-def delete_records(c, topics, ver=1, timeout_ms=30000):
-    """topics: [(name, [(partition, offset)])] -> {(name, partition): (low, error)}."""
+def delete_records_body(topics, ver=1, timeout_ms=30000):
     flex = ver >= 2
     arr = (lambda n: uvarint(n + 1)) if flex else (lambda n: struct.pack('>i', n))
     s = compact_str if flex else kstr
@@ -40,8 +41,18 @@ def delete_records(c, topics, ver=1, timeout_ms=30000):
         for p, off in parts:
             body += struct.pack('>iq', p, off) + tag
         body += tag
-    body += struct.pack('>i', timeout_ms) + tag
-    r = Reader(c.call(API_DELETE_RECORDS, ver, body, flexible=flex))
+    return body + struct.pack('>i', timeout_ms) + tag
+
+
+def delete_records(c, topics, ver=1, timeout_ms=30000):
+    """topics: [(name, [(partition, offset)])] -> {(name, partition): (low, error)}."""
+    corr = c.send(API_DELETE_RECORDS, ver, delete_records_body(topics, ver, timeout_ms), flexible=ver >= 2)
+    return delete_records_answer(c, corr, ver)
+
+
+def delete_records_answer(c, corr, ver=1):
+    flex = ver >= 2
+    r = Reader(c.response(corr))
     if flex:
         r.skip_tags()   # response header v1
     r.i32()  # throttle
@@ -153,6 +164,51 @@ def cmd_delete(port, topic, parts, offset):
     print(f'log start {offset}, high watermark {hw}')
 
 
+def cmd_pipeline(port, topic):
+    """Many DeleteRecords of partition 0 sent before any answer is read (one core owns both the
+    connection and the partition: an answer runs the next request inside it). Each is answered
+    once, in order, with a start at or past its offset; nothing more comes."""
+    c = Conn(port)
+    hw = fetch_v5(c, topic, 0, 0)[1]
+    start = earliest(c, topic, 0)
+    n = 24
+    if hw - start < n + 2:
+        die(f'partition 0 has too few records ({start}..{hw})')
+    offs = [start + 1 + i for i in range(n)]
+    offs[5] = offs[4]          # the same offset twice
+    offs[9] = -1               # the high watermark
+    offs[10] = start           # already below the start by then
+    sent = []
+    frames = b''
+    for o in offs:
+        corr, f = c.frame(API_DELETE_RECORDS, 1, delete_records_body([(topic, [(0, o)])]))
+        sent.append((corr, o))
+        frames += f
+    c.send_raw(frames)
+    refused = 0
+    for corr, o in sent:
+        got = delete_records_answer(c, corr)
+        low, err = got.get((topic, 0), (None, None))
+        if err == REQUEST_TIMED_OUT and low == -1:
+            refused += 1   # more waiting than DP_DELREC_WAITS_PER_PART (8)
+        elif err != NONE or len(got) != 1 or low < (hw if o == -1 else o):
+            die(f'pipelined DeleteRecords to {o}: {got}')
+    c.s.settimeout(1.0)
+    try:
+        extra = c.s.recv(4096)
+    except OSError:
+        extra = b''
+    c.s.settimeout(30)
+    if extra:
+        die(f'{len(extra)} bytes more than one answer each')
+    if refused > n - 8:
+        die(f'{refused} of {n} refused, more than past the 8 that may wait')
+    got = delete_records(c, [(topic, [(0, -1)])])
+    if got != {(topic, 0): (hw, NONE)} or earliest(c, topic, 0) != hw:
+        die(f'DeleteRecords to -1 after the pipeline: {got}, want the high watermark {hw}')
+    print(f'{n} pipelined DeleteRecords answered once each ({refused} REQUEST_TIMED_OUT)')
+
+
 def cmd_check(port, topic, offset):
     c = Conn(port)
     hw = check_start(c, topic, offset)
@@ -162,6 +218,8 @@ def cmd_check(port, topic, offset):
 def main(argv):
     if len(argv) == 5 and argv[0] == 'delete':
         cmd_delete(int(argv[1]), argv[2], int(argv[3]), int(argv[4]))
+    elif len(argv) == 3 and argv[0] == 'pipeline':
+        cmd_pipeline(int(argv[1]), argv[2])
     elif len(argv) == 4 and argv[0] == 'check':
         cmd_check(int(argv[1]), argv[2], int(argv[3]))
     else:
