@@ -1477,6 +1477,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->cfg = *cfg;
 	log->dirfd = -1;
 	log->rp_fd = -1;
+	log->keep_from = INT64_MAX;
 	if (!(log->dir = strdup(dir))) {
 		log_free(log);
 		return -ENOMEM;
@@ -1643,6 +1644,8 @@ int64_t st_log_start_offset(const struct st_log *log)
 	return log->ls_start > log->segs[0]->base ? log->ls_start : log->segs[0]->base;
 }
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
+int64_t st_log_base_offset(const struct st_log *log) { return log->segs[0]->base; }
+void st_log_keep_from(struct st_log *log, int64_t offset) { log->keep_from = offset; }
 int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }
 
 /* ------------------------------------------------------------------------ */
@@ -2307,8 +2310,10 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	int64_t next; /* offset after the previous batch: they must run on without gaps */
 
 	assert(cb);
-	if (from_offset < st_log_start_offset(log))
-		from_offset = st_log_start_offset(log);
+	/* Recovery reads what is on disk, below a raised log start too (DeleteRecords): the producer
+	 * state and the markers of the offsets between the last snapshot and the start are there. */
+	if (from_offset < log->segs[0]->base)
+		from_offset = log->segs[0]->base;
 	if (from_offset >= log->durable)
 		return 0;
 	uint32_t i = log_seg_find(log, from_offset);
@@ -2557,7 +2562,9 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 			ts = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 		bool by_size = log->cfg.retention_bytes >= 0 && total > (uint64_t)log->cfg.retention_bytes;
 		bool by_time = log->cfg.retention_ms >= 0 && ts < now_ms - log->cfg.retention_ms;
-		bool by_start = log->segs[1]->base <= log->ls_start;   /* wholly below it (DeleteRecords) */
+		/* Wholly below it (DeleteRecords), and below where recovery's replay begins (its last
+		 * producer snapshot, st_log_keep_from): a restart must still read what lies above it. */
+		bool by_start = log->segs[1]->base <= log->ls_start && log->segs[1]->base <= log->keep_from;
 		if (!by_size && !by_time && !by_start)
 			break;
 		total -= seg->size;

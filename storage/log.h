@@ -135,6 +135,15 @@ int  st_log_failed(const struct st_log *log);
 int  st_log_cut_failed(struct st_log *log);
 
 int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
+/* The first segment's base: where the data on disk begins (at or below the start offset). */
+int64_t st_log_base_offset(const struct st_log *log);
+/*
+ * Where start-up recovery's replay begins (the newest durable producer-state snapshot; -1: none,
+ * the replay reads the whole log): retention does not delete, for a raised log start, a segment
+ * holding offsets at or above it (retention by size or time is not bound by it, as Kafka's is
+ * not). Default INT64_MAX (no bound). Locality: owner core.
+ */
+void st_log_keep_from(struct st_log *log, int64_t offset);
 /*
  * DeleteRecords: raise the log start offset to `offset` (at most the durable end). The new start
  * is written to the partition's log-start file (ST_LS_NAME: temp file, fdatasync, rename, directory
@@ -248,8 +257,8 @@ typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t
 
 /*
  * Call cb for the header of every batch from the one that holds from_offset
- * (or the first one at/after it; from the log start if from_offset is below
- * it) up to the end of the durable log, in order, across segments. Reads only
+ * (or the first one at/after it; from the first segment's base if from_offset is
+ * below it: below a raised log start too, which recovery must read) up to the end of the durable log, in order, across segments. Reads only
  * each batch's first ST_SCAN_RAW_BYTES (one pread) and skips the rest by
  * batchLength. Synchronous,
  * for start-up recovery (producer state rebuild), where the durable end is the

@@ -301,6 +301,8 @@ struct st_log {
 	st_fop_cb ls_cb;                   /* the caller's, when it is durable (st_log_raise_start) */
 	void *ls_arg;
 	uint8_t ls_buf[ST_LS_BYTES];
+	int64_t keep_from;                 /* st_log_keep_from: segments holding offsets at or above it are
+	                                      not deleted for the log start (INT64_MAX: no bound) */
 	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	uint64_t time_headers;             /* batch headers read by lookups by time (tests: the bound) */
 	uint8_t *dbuf;                     /* direct io: ST_LOG_DIRECT_BUF_BYTES, block-aligned; else NULL */

@@ -376,6 +376,7 @@ void dp_shard_timer(struct dp_core *c)
 			if (p->snap_due)
 				snapshot_producers_async(c, p);
 			due |= p->snap_due;
+			st_log_keep_from(p->log, p->snap_offset);   /* a restart replays from it */
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				if (!txn_pstate_snapshot_busy(p->ps))   /* its chain syncs the index file first */

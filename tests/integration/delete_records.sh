@@ -13,7 +13,7 @@ integ_init delete-records 46 "$@"
 ADMIN=$(abs_path "${4:-}")
 need_exe "$RDK_LOAD"
 need_exe "$ADMIN"
-BARGS=(--cores "${SLUICE_CORES:-2}" --no-auto-create --segment-bytes 65536)
+BARGS=(--cores "${SLUICE_CORES:-2}" --no-auto-create --segment-bytes 65536 --producer-snapshot-ms 2000)
 start_broker "${BARGS[@]}"
 adm() { "$ADMIN" --bootstrap "$BOOTSTRAP" "$@"; }
 PY=$(dirname "$0")/delete_records.py
