@@ -2355,6 +2355,7 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
                                uint32_t *len, bool nowait, struct st_time_hit *hit)
 {
 	struct st_batch_hdr h;
+	int64_t start = st_log_start_offset(log);
 
 	*offset = log->leo;
 	if (hit)
@@ -2362,6 +2363,8 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		struct st_seg *seg = log->segs[i];
 		int total;
+		if (i + 1 < log->nsegs && log->segs[i + 1]->base <= start)
+			continue; /* wholly below the log start (DeleteRecords): searched from the start, as Kafka */
 		if (seg->max_ts < ts_ms)
 			continue; /* nothing in this segment is late enough */
 		uint32_t lo = 0, hi = seg->index_n;
@@ -2375,8 +2378,21 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 		if (lo == seg->index_n)
 			continue; /* only the -1 floor of max_ts reached it (batches stamped below -1) */
 		uint64_t stop = lo + 1 < seg->index_n ? seg->index[lo + 1].pos : seg->size;
-		uint64_t p = seg->index[lo].pos, end = stop < seg->durable_size ? stop : seg->durable_size;
+		uint64_t p = seg->index[lo].pos;
 		int64_t expect = seg->base + seg->index[lo].rel; /* each header must continue the last */
+		bool straddles = seg->base < start; /* the running maximum may come from below the start */
+		if (straddles) {
+			/* From the batch holding the start (if past lo's), to the segment's end: the batch
+			 * found must lie at or past the start. Bounded by this one segment's headers. */
+			int64_t at;
+			uint64_t sp = seg_index_lookup(seg, start, &at);
+			if (sp > p) {
+				p = sp;
+				expect = at;
+			}
+			stop = seg->size;
+		}
+		uint64_t end = stop < seg->durable_size ? stop : seg->durable_size;
 		for (; p < end; p += (uint64_t)total) { /* bounded: one index interval of headers */
 			const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
 			if (d) {
@@ -2395,8 +2411,10 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 				return 0;
 			}
 			expect = h.base_offset + h.last_offset_delta + 1;
+			if (expect <= start)
+				continue; /* wholly below the log start */
 			if (h.max_timestamp >= ts_ms) {
-				*offset = h.base_offset;
+				*offset = h.base_offset > start ? h.base_offset : start; /* in the batch: from the start */
 				if (hit)
 					*hit = (struct st_time_hit){ .found = true, .fd = seg->fd, .pos = p, .len = (uint32_t)total,
 					                             .h = h };
@@ -2405,6 +2423,8 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 		}
 		if (end < stop)
 			return 0; /* it lies in bytes not yet durable: LEO, as for a batch still to come */
+		if (straddles)
+			continue; /* the maximum was below the start: on to the next segment */
 		/* The file disagrees with the index that was trusted for it (damage since): say so, and the
 		 * next open scans the segment. */
 		seg_damage_met(log, seg, p, -1);

@@ -511,6 +511,11 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 			int64_t off, rts;
 			if (list_in_batch(c, m, p, &hit, ts, warms, &off, &rts))
 				return;   /* runs again when its warm read completes */
+			if (off < st_log_start_offset(p->log)) {
+				/* A batch straddling the log start (DeleteRecords): the answer is never below it. */
+				off = st_log_start_offset(p->log);
+				rts = hit.h.max_timestamp;
+			}
 			out.u.list_done.offset = off;
 			out.u.list_done.timestamp = rts;
 		}

@@ -1560,6 +1560,8 @@ static void test_raise_start(void)
 	uint32_t len;
 	CU_ASSERT_EQUAL(st_log_locate(log, mid - 1, 40, 1 << 20, &fd, &pos, &len), -ERANGE);
 	CU_ASSERT_EQUAL(st_log_locate(log, mid, 40, 1 << 20, &fd, &pos, &len), 0);
+	/* By time (every batch stamped 0): searched from the start, never an offset below it. */
+	CU_ASSERT_EQUAL(st_log_offset_for_time(log, 0), mid);
 	/* Recovery's scan reads below the raised start: what is on disk (a producer snapshot older
 	 * than the start replays from there). */
 	struct ut_scan sc = { .stop_after = 1 };
