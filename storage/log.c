@@ -749,11 +749,35 @@ int st_log_start_decode(const uint8_t *b, size_t len, int64_t *offset)
 	return 0;
 }
 
+/* Write the log-start file synchronously (open only: it may block): temp file, fdatasync, rename,
+ * directory fsync, as st_log_raise_start does through the ring. */
+static int ls_store_sync(struct st_log *log, int64_t offset)
+{
+	uint8_t b[ST_LS_BYTES];
+	char tmp[PATH_MAX], name[PATH_MAX];
+	int rc = 0;
+
+	st_log_start_encode(b, offset);
+	int fd = st_fs_openat(log->dirfd, ST_LS_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if ((rc = write_full(fd, b, sizeof(b))) == 0 && st_fs_fdatasync(fd) < 0)
+		rc = -errno;
+	st_fs_close(fd);
+	snprintf(tmp, sizeof(tmp), "%s/%s", log->dir, ST_LS_TMP);
+	snprintf(name, sizeof(name), "%s/%s", log->dir, ST_LS_NAME);
+	if (rc == 0 && st_fs_rename(tmp, name) < 0)
+		rc = -errno;
+	if (rc == 0 && st_fs_fsync(log->dirfd) < 0)
+		rc = -errno;
+	return rc;
+}
+
 /*
  * Read the log-start file at open (synchronous, like the rest of the open). None, or one that does
  * not decode (the rename makes a torn one impossible; a damaged disk is not): the start is the first
  * segment's base, as before any DeleteRecords. A start past the recovered end (a run without fsync
- * whose tail was lost) is held to the end.
+ * whose tail was lost) is held to the end, in the file too.
  */
 static void ls_load(struct st_log *log)
 {
@@ -773,6 +797,14 @@ static void ls_load(struct st_log *log)
 		return;
 	}
 	log->ls_start = off < log->leo ? off : log->leo;
+	if (off > log->leo) {
+		/* The file too: records appended from here on, below the stored start, would otherwise
+		 * vanish at the next open. */
+		fprintf(stderr, "sluice storage: %s: log start %lld is past the recovered end %lld (a tail lost "
+		        "without fsync): held to the end\n", log->dir, (long long)off, (long long)log->leo);
+		if ((rc = ls_store_sync(log, log->leo)) < 0)
+			fprintf(stderr, "sluice storage: %s: cannot rewrite %s: %s\n", log->dir, ST_LS_NAME, strerror(-rc));
+	}
 }
 
 static void ls_written(void *arg, int status)

@@ -1594,6 +1594,26 @@ static void test_raise_start(void)
 	CU_ASSERT_EQUAL(st_log_start_offset(log), 40);
 	st_log_close(log);
 
+	/* A start past the end (a tail lost without fsync): held to the end, and the file rewritten so
+	 * that records appended past the end now are not below the stored start at the next open. */
+	{
+		uint8_t rec[ST_LOG_START_BYTES];
+		char path[160];
+		st_log_start_encode(rec, 100);
+		snprintf(path, sizeof(path), "%s/%s", dir, ST_LS_NAME);
+		FILE *fp = fopen(path, "wb");
+		CU_ASSERT_FATAL(fp && fwrite(rec, sizeof(rec), 1, fp) == 1);
+		fclose(fp);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(st_log_start_offset(log), 40);
+		st_log_close(log);
+		fp = fopen(path, "rb");
+		CU_ASSERT_FATAL(fp && fread(rec, 1, sizeof(rec), fp) == sizeof(rec));
+		fclose(fp);
+		CU_ASSERT_EQUAL(st_log_start_decode(rec, sizeof(rec), &off), 0);
+		CU_ASSERT_EQUAL(off, 40);
+		CU_ASSERT_FALSE(file_exists(ST_LS_TMP));
+	}
 	/* A damaged file: the start is the first segment's base again (logged). */
 	file_flip(ST_LS_NAME, 9);
 	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
