@@ -774,12 +774,14 @@ static int ls_store_sync(struct st_log *log, int64_t offset)
 }
 
 /*
- * Read the log-start file at open (synchronous, like the rest of the open). None, or one that does
- * not decode (the rename makes a torn one impossible; a damaged disk is not): the start is the first
- * segment's base, as before any DeleteRecords. A start past the recovered end (a run without fsync
- * whose tail was lost) is held to the end, in the file too.
+ * Read the log-start file at open (synchronous, like the rest of the open). None: the start is the
+ * first segment's base, as before any DeleteRecords. One that does not decode (the rename makes a
+ * torn one impossible; a damaged disk is not) fails the open with -EBADMSG: the partition stays
+ * offline (KAFKA_STORAGE_ERROR), as Kafka takes a log dir whose log-start checkpoint is unreadable
+ * offline, rather than bringing deleted records back. A start past the recovered end (a run
+ * without fsync whose tail was lost) is held to the end, in the file too.
  */
-static void ls_load(struct st_log *log)
+static int ls_load(struct st_log *log)
 {
 	uint8_t b[ST_LS_BYTES + 1];
 	size_t got = 0;
@@ -787,14 +789,22 @@ static void ls_load(struct st_log *log)
 
 	log->ls_start = 0;
 	int fd = st_fs_openat(log->dirfd, ST_LS_NAME, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return;
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		int err = -errno;
+		fprintf(stderr, "sluice storage: %s: cannot open %s: %s: the partition stays offline\n", log->dir,
+		        ST_LS_NAME, strerror(-err));
+		return err;
+	}
 	int rc = pread_full(fd, b, sizeof(b), 0, &got);
 	st_fs_close(fd);
 	if (rc < 0 || st_log_start_decode(b, got, &off) < 0) {
-		fprintf(stderr, "sluice storage: %s: %s does not decode; the log starts at its first segment\n",
-		        log->dir, ST_LS_NAME);
-		return;
+		fprintf(stderr, "sluice storage: %s: DAMAGED: %s (the log start DeleteRecords raised) does not %s: the "
+		        "partition stays offline (KAFKA_STORAGE_ERROR) rather than serve deleted records again; removing "
+		        "the file brings it back with the start at its first segment's base (%lld)\n", log->dir,
+		        ST_LS_NAME, rc < 0 ? "read" : "decode", (long long)log->segs[0]->base);
+		return rc < 0 ? rc : -EBADMSG;
 	}
 	log->ls_start = off < log->leo ? off : log->leo;
 	if (off > log->leo) {
@@ -805,6 +815,7 @@ static void ls_load(struct st_log *log)
 		if ((rc = ls_store_sync(log, log->leo)) < 0)
 			fprintf(stderr, "sluice storage: %s: cannot rewrite %s: %s\n", log->dir, ST_LS_NAME, strerror(-rc));
 	}
+	return 0;
 }
 
 static void ls_written(void *arg, int status)
@@ -1552,7 +1563,10 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->leo = log->durable = log_active(log)->end;
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		assert(log->segs[i]->durable_size == log->segs[i]->size);
-	ls_load(log);
+	if ((rc = ls_load(log)) < 0) {
+		log_free(log);
+		return rc;
+	}
 	if (io->cfg.direct) {
 		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
 			log_free(log);

@@ -1506,7 +1506,8 @@ static void ut_ls_done(void *arg, int status)
 
 /* DeleteRecords' log start: the file's record, the raise (durable before it takes effect, never
  * down, at most the durable end), reads refused below it, retention deleting the segments wholly
- * below it, and the start read back at the next open (also held to a shorter log's end). */
+ * below it, and the start read back at the next open (also held to a shorter log's end, in the
+ * file too); a damaged file fails the open. */
 static void test_raise_start(void)
 {
 	uint8_t b[ST_LOG_START_BYTES];
@@ -1614,8 +1615,13 @@ static void test_raise_start(void)
 		CU_ASSERT_EQUAL(off, 40);
 		CU_ASSERT_FALSE(file_exists(ST_LS_TMP));
 	}
-	/* A damaged file: the start is the first segment's base again (logged). */
+	/* A damaged file fails the open (the partition stays offline; deleted records never come
+	 * back); removed, the start is the first segment's base again. */
 	file_flip(ST_LS_NAME, 9);
+	CU_ASSERT_EQUAL(st_log_open(io, dir, &cfg, &log), -EBADMSG);
+	char lspath[160];
+	snprintf(lspath, sizeof(lspath), "%s/%s", dir, ST_LS_NAME);
+	CU_ASSERT_EQUAL_FATAL(unlink(lspath), 0);
 	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
 	CU_ASSERT_EQUAL(st_log_start_offset(log), base2);
 	st_log_close(log);
