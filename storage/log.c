@@ -764,6 +764,127 @@ static void rp_advance(struct st_log *log, uint64_t slack)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Log start (DeleteRecords): the ST_LS_NAME file                            */
+
+void st_log_start_encode(uint8_t *b, int64_t offset)
+{
+	st_put_be32(b, ST_LS_MAGIC);
+	st_put_be32(b + 4, ST_LS_VERSION);
+	st_put_be64(b + 8, (uint64_t)offset);
+	st_put_be32(b + 16, crc32c(0, b, 16));
+}
+
+int st_log_start_decode(const uint8_t *b, size_t len, int64_t *offset)
+{
+	if (len != ST_LS_BYTES || st_be32(b) != ST_LS_MAGIC || st_be32(b + 4) != ST_LS_VERSION ||
+	    st_be32(b + 16) != crc32c(0, b, 16) || (int64_t)st_be64(b + 8) < 0)
+		return -EBADMSG;
+	*offset = (int64_t)st_be64(b + 8);
+	return 0;
+}
+
+/* Write the log-start file synchronously (open only: it may block): temp file, fdatasync, rename,
+ * directory fsync, as st_log_raise_start does through the ring. */
+static int ls_store_sync(struct st_log *log, int64_t offset)
+{
+	uint8_t b[ST_LS_BYTES];
+	char tmp[PATH_MAX], name[PATH_MAX];
+	int rc = 0;
+
+	st_log_start_encode(b, offset);
+	int fd = st_fs_openat(log->dirfd, ST_LS_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if ((rc = write_full(fd, b, sizeof(b))) == 0 && st_fs_fdatasync(fd) < 0)
+		rc = -errno;
+	st_fs_close(fd);
+	snprintf(tmp, sizeof(tmp), "%s/%s", log->dir, ST_LS_TMP);
+	snprintf(name, sizeof(name), "%s/%s", log->dir, ST_LS_NAME);
+	if (rc == 0 && st_fs_rename(tmp, name) < 0)
+		rc = -errno;
+	if (rc == 0 && st_fs_fsync(log->dirfd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+/*
+ * Read the log-start file at open (synchronous, like the rest of the open). None: the start is the
+ * first segment's base, as before any DeleteRecords. One that does not decode (the rename makes a
+ * torn one impossible; a damaged disk is not) fails the open with -EBADMSG: the partition stays
+ * offline (KAFKA_STORAGE_ERROR), as Kafka takes a log dir whose log-start checkpoint is unreadable
+ * offline, rather than bringing deleted records back. A start past the recovered end (a run
+ * without fsync whose tail was lost) is held to the end, in the file too.
+ */
+static int ls_load(struct st_log *log)
+{
+	uint8_t b[ST_LS_BYTES + 1];
+	size_t got = 0;
+	int64_t off;
+
+	log->ls_start = 0;
+	int fd = st_fs_openat(log->dirfd, ST_LS_NAME, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		int err = -errno;
+		fprintf(stderr, "sluice storage: %s: cannot open %s: %s: the partition stays offline\n", log->dir,
+		        ST_LS_NAME, strerror(-err));
+		return err;
+	}
+	int rc = pread_full(fd, b, sizeof(b), 0, &got);
+	st_fs_close(fd);
+	if (rc < 0 || st_log_start_decode(b, got, &off) < 0) {
+		fprintf(stderr, "sluice storage: %s: DAMAGED: %s (the log start DeleteRecords raised) does not %s: the "
+		        "partition stays offline (KAFKA_STORAGE_ERROR) rather than serve deleted records again; removing "
+		        "the file brings it back with the start at its first segment's base (%lld)\n", log->dir,
+		        ST_LS_NAME, rc < 0 ? "read" : "decode", (long long)log->segs[0]->base);
+		return rc < 0 ? rc : -EBADMSG;
+	}
+	log->ls_start = off < log->leo ? off : log->leo;
+	if (off > log->leo) {
+		/* The file too: records appended from here on, below the stored start, would otherwise
+		 * vanish at the next open. */
+		fprintf(stderr, "sluice storage: %s: log start %lld is past the recovered end %lld (a tail lost "
+		        "without fsync): held to the end\n", log->dir, (long long)off, (long long)log->leo);
+		if ((rc = ls_store_sync(log, log->leo)) < 0)
+			fprintf(stderr, "sluice storage: %s: cannot rewrite %s: %s\n", log->dir, ST_LS_NAME, strerror(-rc));
+	}
+	return 0;
+}
+
+static void ls_written(void *arg, int status)
+{
+	struct st_log *log = arg;
+
+	if (status == 0 && log->ls_next > log->ls_start)
+		log->ls_start = log->ls_next;
+	else if (status < 0)
+		fprintf(stderr, "sluice storage: %s: cannot write %s: %s\n", log->dir, ST_LS_NAME, strerror(-status));
+	log->ls_cb(log->ls_arg, status);
+}
+
+int st_log_raise_start(struct st_log *log, int64_t offset, void (*cb)(void *arg, int status), void *arg)
+{
+	if (log->failed)
+		return log->failed;
+	if (offset < 0 || offset > log->durable)
+		return -ERANGE;
+	if (offset <= st_log_start_offset(log))
+		return 1;
+	if (st_fop_busy(&log->ls_fop))
+		return -EBUSY;
+	log->ls_next = offset;
+	log->ls_cb = cb;
+	log->ls_arg = arg;
+	st_log_start_encode(log->ls_buf, offset);
+	st_fop_replace(log->io, &log->ls_fop, log->dirfd, ST_LS_TMP, ST_LS_NAME, NULL, log->ls_buf, ST_LS_BYTES, -1,
+	               ls_written, log);
+	return 0;
+}
+
+bool st_log_start_busy(const struct st_log *log) { return st_fop_busy(&log->ls_fop); }
+
+/* ------------------------------------------------------------------------ */
 /* Recovery scan                                                             */
 
 /* A read window over a segment file, so small batches cost no syscall each. */
@@ -1433,6 +1554,7 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->cfg = *cfg;
 	log->dirfd = -1;
 	log->rp_fd = -1;
+	log->keep_from = INT64_MAX;
 	if (!(log->dir = strdup(dir))) {
 		log_free(log);
 		return -ENOMEM;
@@ -1475,6 +1597,10 @@ int st_log_open(struct st_io *io, const char *dir, const struct st_log_config *c
 	log->leo = log->durable = log_active(log)->end;
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		assert(log->segs[i]->durable_size == log->segs[i]->size);
+	if ((rc = ls_load(log)) < 0) {
+		log_free(log);
+		return rc;
+	}
 	if (io->cfg.direct) {
 		if (!(log->dbuf = aligned_alloc(ST_LOG_DIRECT_ALIGN_BYTES, ST_LOG_DIRECT_BUF_BYTES))) {
 			log_free(log);
@@ -1590,12 +1716,17 @@ void st_log_fault_write(struct st_log *log, int64_t offset)
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
-	       !st_fop_busy(&log->rp_fop);
+	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop);
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
 bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
-int64_t st_log_start_offset(const struct st_log *log) { return log->segs[0]->base; }
+int64_t st_log_start_offset(const struct st_log *log)
+{
+	return log->ls_start > log->segs[0]->base ? log->ls_start : log->segs[0]->base;
+}
 int64_t st_log_end_offset(const struct st_log *log) { return log->leo; }
+int64_t st_log_base_offset(const struct st_log *log) { return log->segs[0]->base; }
+void st_log_keep_from(struct st_log *log, int64_t offset) { log->keep_from = offset; }
 int64_t st_log_durable_offset(const struct st_log *log) { return log->durable; }
 
 /* ------------------------------------------------------------------------ */
@@ -2269,8 +2400,10 @@ int st_log_scan(struct st_log *log, int64_t from_offset, st_scan_cb cb, void *ar
 	int64_t next; /* offset after the previous batch: they must run on without gaps */
 
 	assert(cb);
-	if (from_offset < st_log_start_offset(log))
-		from_offset = st_log_start_offset(log);
+	/* Recovery reads what is on disk, below a raised log start too (DeleteRecords): the producer
+	 * state and the markers of the offsets between the last snapshot and the start are there. */
+	if (from_offset < log->segs[0]->base)
+		from_offset = log->segs[0]->base;
 	if (from_offset >= log->durable)
 		return 0;
 	uint32_t i = log_seg_find(log, from_offset);
@@ -2312,6 +2445,7 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
                                uint32_t *len, bool nowait, struct st_time_hit *hit)
 {
 	struct st_batch_hdr h;
+	int64_t start = st_log_start_offset(log);
 
 	*offset = log->leo;
 	if (hit)
@@ -2319,6 +2453,8 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		struct st_seg *seg = log->segs[i];
 		int total;
+		if (i + 1 < log->nsegs && log->segs[i + 1]->base <= start)
+			continue; /* wholly below the log start (DeleteRecords): searched from the start, as Kafka */
 		if (seg->max_ts < ts_ms)
 			continue; /* nothing in this segment is late enough */
 		uint32_t lo = 0, hi = seg->index_n;
@@ -2332,8 +2468,21 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 		if (lo == seg->index_n)
 			continue; /* only the -1 floor of max_ts reached it (batches stamped below -1) */
 		uint64_t stop = lo + 1 < seg->index_n ? seg->index[lo + 1].pos : seg->size;
-		uint64_t p = seg->index[lo].pos, end = stop < seg->durable_size ? stop : seg->durable_size;
+		uint64_t p = seg->index[lo].pos;
 		int64_t expect = seg->base + seg->index[lo].rel; /* each header must continue the last */
+		bool straddles = seg->base < start; /* the running maximum may come from below the start */
+		if (straddles) {
+			/* From the batch holding the start (if past lo's), to the segment's end: the batch
+			 * found must lie at or past the start. Bounded by this one segment's headers. */
+			int64_t at;
+			uint64_t sp = seg_index_lookup(seg, start, &at);
+			if (sp > p) {
+				p = sp;
+				expect = at;
+			}
+			stop = seg->size;
+		}
+		uint64_t end = stop < seg->durable_size ? stop : seg->durable_size;
 		for (; p < end; p += (uint64_t)total) { /* bounded: one index interval of headers */
 			const struct st_damage *d = seg->ndmg ? seg_damage_at(seg, p) : NULL;
 			if (d) {
@@ -2352,8 +2501,10 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 				return 0;
 			}
 			expect = h.base_offset + h.last_offset_delta + 1;
+			if (expect <= start)
+				continue; /* wholly below the log start */
 			if (h.max_timestamp >= ts_ms) {
-				*offset = h.base_offset;
+				*offset = h.base_offset > start ? h.base_offset : start; /* in the batch: from the start */
 				if (hit)
 					*hit = (struct st_time_hit){ .found = true, .fd = seg->fd, .pos = p, .len = (uint32_t)total,
 					                             .h = h };
@@ -2362,6 +2513,8 @@ static int log_offset_for_time(struct st_log *log, int64_t ts_ms, int64_t *offse
 		}
 		if (end < stop)
 			return 0; /* it lies in bytes not yet durable: LEO, as for a batch still to come */
+		if (straddles)
+			continue; /* the maximum was below the start: on to the next segment */
 		/* The file disagrees with the index that was trusted for it (damage since): say so, and the
 		 * next open scans the segment. */
 		seg_damage_met(log, seg, p, -1);
@@ -2519,7 +2672,10 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 			ts = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 		bool by_size = log->cfg.retention_bytes >= 0 && total > (uint64_t)log->cfg.retention_bytes;
 		bool by_time = log->cfg.retention_ms >= 0 && ts < now_ms - log->cfg.retention_ms;
-		if (!by_size && !by_time)
+		/* Wholly below it (DeleteRecords), and below where recovery's replay begins (its last
+		 * producer snapshot, st_log_keep_from): a restart must still read what lies above it. */
+		bool by_start = log->segs[1]->base <= log->ls_start && log->segs[1]->base <= log->keep_from;
+		if (!by_size && !by_time && !by_start)
 			break;
 		total -= seg->size;
 		seg_unlink(log, seg->base);

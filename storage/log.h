@@ -145,6 +145,32 @@ bool st_log_direct_off(const struct st_log *log);
 int  st_log_cut_failed(struct st_log *log);
 
 int64_t st_log_start_offset(const struct st_log *log);  /* first offset kept */
+/* The first segment's base: where the data on disk begins (at or below the start offset). */
+int64_t st_log_base_offset(const struct st_log *log);
+/*
+ * Where start-up recovery's replay begins (the newest durable producer-state snapshot; -1: none,
+ * the replay reads the whole log): retention does not delete, for a raised log start, a segment
+ * holding offsets at or above it (retention by size or time is not bound by it, as Kafka's is
+ * not). Default INT64_MAX (no bound). Locality: owner core.
+ */
+void st_log_keep_from(struct st_log *log, int64_t offset);
+/*
+ * DeleteRecords: raise the log start offset to `offset` (at most the durable end). The new start
+ * is written to the partition's log-start file (ST_LS_NAME: temp file, fdatasync, rename, directory
+ * fsync, through the core's io_uring) and takes effect, in memory, only once that is durable: then
+ * cb(arg, 0) runs (from st_io_complete), st_log_start_offset says `offset`, reads below it are
+ * refused and the next st_log_retain deletes the segments wholly below it (one straddling it
+ * stays). cb(arg, -errno) if the write failed (the start is unchanged). Returns 0 (started), 1 if
+ * the start is already at or past offset (nothing written, no callback), -EBUSY while an earlier
+ * raise is in flight (st_log_start_busy), -ERANGE for an offset past the durable end or below 0,
+ * or the log's failure. Locality: owner core.
+ */
+int  st_log_raise_start(struct st_log *log, int64_t offset, void (*cb)(void *arg, int status), void *arg);
+bool st_log_start_busy(const struct st_log *log);
+/* The log-start file's record (pure; log_ut): encode `offset`, or decode one (0, or -EBADMSG). */
+void st_log_start_encode(uint8_t *buf, int64_t offset);   /* buf: ST_LOG_START_BYTES */
+int  st_log_start_decode(const uint8_t *buf, size_t len, int64_t *offset);
+#define ST_LOG_START_BYTES 20
 int64_t st_log_end_offset(const struct st_log *log);    /* next offset to assign (LEO) */
 int64_t st_log_durable_offset(const struct st_log *log);/* end of completed appends (high watermark) */
 
@@ -241,8 +267,8 @@ typedef int (*st_scan_cb)(void *arg, const struct st_batch_hdr *h, const uint8_t
 
 /*
  * Call cb for the header of every batch from the one that holds from_offset
- * (or the first one at/after it; from the log start if from_offset is below
- * it) up to the end of the durable log, in order, across segments. Reads only
+ * (or the first one at/after it; from the first segment's base if from_offset is
+ * below it: below a raised log start too, which recovery must read) up to the end of the durable log, in order, across segments. Reads only
  * each batch's first ST_SCAN_RAW_BYTES (one pread) and skips the rest by
  * batchLength. Synchronous,
  * for start-up recovery (producer state rebuild), where the durable end is the
@@ -305,7 +331,8 @@ int  st_compaction_end(struct st_log *log, struct st_compaction *k);
 int  st_compaction_done(struct st_log *log, struct st_compaction *k, int status);
 static inline bool st_compaction_busy(const struct st_compaction *k) { return k->queuing || k->pending; }
 
-/* Apply retention (size and time, now_ms); returns segments deleted. Owner core timer. */
+/* Apply retention (size and time, now_ms) and delete the segments wholly below a raised log start
+ * (st_log_raise_start); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);
 
 #endif

@@ -158,6 +158,13 @@
 #define ST_RP_VERSION 1u
 #define ST_RP_BYTES 28
 #define ST_RP_NAME "recovery-point"
+/* The log start offset raised past the first segment's base (DeleteRecords): magic, version,
+ * offset (be64), crc32c of the 16 bytes before it. Replaced whole (temp file, rename). */
+#define ST_LS_MAGIC 0x534c4c53u             /* "SLLS" */
+#define ST_LS_VERSION 1u
+#define ST_LS_BYTES ST_LOG_START_BYTES
+#define ST_LS_NAME "log-start-offset"
+#define ST_LS_TMP "log-start-offset.tmp"
 
 /* Limits (units last). */
 #define ST_IO_APPENDS_MAX 8192u          /* appends queued or in flight per core (slot pool) */
@@ -287,6 +294,15 @@ struct st_log {
 	bool rp_warned;                    /* a failed write was logged (once: the next ones try again quietly) */
 	bool falloc_off;                   /* a fallocate failed: logged once, no more asked */
 	uint8_t rp_buf[ST_RP_BYTES];
+	int64_t ls_start;                  /* the log start offset the log-start file holds (0: none); the
+	                                      start is the larger of it and segs[0]->base */
+	int64_t ls_next;                   /* what the replace in flight writes */
+	struct st_fop ls_fop;              /* its replace in flight (st_log_idle waits) */
+	st_fop_cb ls_cb;                   /* the caller's, when it is durable (st_log_raise_start) */
+	void *ls_arg;
+	uint8_t ls_buf[ST_LS_BYTES];
+	int64_t keep_from;                 /* st_log_keep_from: segments holding offsets at or above it are
+	                                      not deleted for the log start (INT64_MAX: no bound) */
 	int64_t fault_write_at1;           /* test only: 1 + the offset whose write is to fail, 0 none */
 	uint64_t time_headers;             /* batch headers read by lookups by time (tests: the bound) */
 	uint8_t *dbuf;                     /* direct io: ST_LOG_DIRECT_BUF_BYTES, block-aligned; else NULL */

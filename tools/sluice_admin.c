@@ -12,6 +12,7 @@
  *   sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...
  *   sluice-admin --bootstrap HOST:PORT topics delete TOPIC
  *   sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT
+ *   sluice-admin --bootstrap HOST:PORT delete-records TOPIC PARTITION OFFSET
  *   sluice-admin --bootstrap HOST:PORT configs describe topic|broker NAME
  *   sluice-admin --bootstrap HOST:PORT configs alter TOPIC KEY=VALUE|-KEY...
  *
@@ -35,6 +36,9 @@
  * topics create: CreateTopics v4 (replication factor 1; each KEY=VALUE a
  * topic config). topics delete: DeleteTopics v1. topics add-partitions:
  * CreatePartitions v1, the topic's new partition count.
+ * delete-records: DeleteRecords v1 of one partition (OFFSET -1: its high
+ * watermark), as kafka-delete-records.sh does; prints the new log start
+ * (the low watermark).
  * configs describe: DescribeConfigs v1 of a topic or the broker (NAME its id),
  * one line per config: KEY=VALUE and its source (topic, broker, default) and
  * read-only flag. configs alter: IncrementalAlterConfigs v0 of a topic, each
@@ -120,6 +124,7 @@ static void usage(void)
 	      "       sluice-admin --bootstrap HOST:PORT topics create TOPIC PARTITIONS [KEY=VALUE]...\n"
 	      "       sluice-admin --bootstrap HOST:PORT topics delete TOPIC\n"
 	      "       sluice-admin --bootstrap HOST:PORT topics add-partitions TOPIC COUNT\n"
+	      "       sluice-admin --bootstrap HOST:PORT delete-records TOPIC PARTITION OFFSET\n"
 	      "       sluice-admin --bootstrap HOST:PORT configs describe topic|broker NAME\n"
 	      "       sluice-admin --bootstrap HOST:PORT configs alter TOPIC KEY=VALUE|-KEY...\n",
 	      stderr);
@@ -872,6 +877,36 @@ static int cmd_topics_add_partitions(struct adm *a, const char *topic, int32_t c
 	return 0;
 }
 
+static int cmd_delete_records(struct adm *a, const char *topic, int32_t partition, int64_t offset)
+{
+	struct kreader r;
+	struct DeleteRecordsRequest req;
+	struct DeleteRecordsRequest_DeleteRecordsTopic t;
+	struct DeleteRecordsRequest_DeleteRecordsPartition p;
+	DeleteRecordsRequest_init(&req);
+	DeleteRecordsRequest_DeleteRecordsTopic_init(&t);
+	DeleteRecordsRequest_DeleteRecordsPartition_init(&p);
+	p.PartitionIndex = partition;
+	p.Offset = offset;
+	t.Name = kstr_of(topic);
+	t.Partitions = &p;
+	t.Partitions_n = 1;
+	req.Topics = &t;
+	req.Topics_n = 1;
+	req.TimeoutMs = ADM_ADMIN_TIMEOUT_MS;
+	ADM_CALL(a, KAPI_DELETE_RECORDS, 1, DeleteRecordsRequest, &req, &r);
+	struct DeleteRecordsResponse resp;
+	ADM_DECODE(a, DeleteRecordsResponse, 1, &r, &resp);
+	if (resp.Topics_n != 1 || !kstr_eq(resp.Topics[0].Name, topic) || resp.Topics[0].Partitions_n != 1 ||
+	    resp.Topics[0].Partitions[0].PartitionIndex != partition)
+		MALFORMED("DeleteRecords did not answer the one partition asked");
+	const struct DeleteRecordsResponse_DeleteRecordsPartitionResult *x = &resp.Topics[0].Partitions[0];
+	if (x->ErrorCode)
+		die(1, "delete records of %s-%d: error %d (%s)", topic, partition, x->ErrorCode, err_name(x->ErrorCode));
+	printf("%s %d low_watermark=%" PRId64 "\n", topic, partition, x->LowWatermark);
+	return 0;
+}
+
 static int cmd_topics(struct adm *a, char **av, int n)
 {
 	if (n == 1 && strcmp(av[0], "list") == 0)
@@ -1027,6 +1062,11 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "configs") == 0 && i + 3 <= argc && strcmp(argv[i], "alter") == 0) {
 		adm_connect(&a, bootstrap);
 		rc = cmd_configs_alter(&a, argv[i + 1], argv + i + 2, argc - i - 2);
+	} else if (strcmp(cmd, "delete-records") == 0 && i + 3 == argc) {
+		int32_t part = (int32_t)parse_int(argv[i + 1], 0, INT32_MAX, "partition");
+		int64_t off = parse_int(argv[i + 2], -1, INT64_MAX, "offset");
+		adm_connect(&a, bootstrap);
+		rc = cmd_delete_records(&a, argv[i], part, off);
 	} else if (strcmp(cmd, "topics") == 0 && i < argc) {
 		adm_connect(&a, bootstrap);
 		rc = cmd_topics(&a, argv + i, argc - i);

@@ -1019,7 +1019,7 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 	if (lso && txn_lso_needs_rebuild(lso)) {
 		/* The index file was damaged: every abort from the markers of the whole log. */
 		struct replay markers = { .ps = NULL, .lso = lso };
-		if ((rc = st_log_scan(log, st_log_start_offset(log), replay_batch, &markers)) < 0 ||
+		if ((rc = st_log_scan(log, st_log_base_offset(log), replay_batch, &markers)) < 0 ||
 		    (rc = txn_lso_rebuilt(lso)) < 0)
 			return rc;
 	}
@@ -1027,5 +1027,5 @@ int txn_pstate_recover(struct txn_pstate *ps, struct txn_lso *lso, struct st_log
 	if (lso && (rc = reopen_snapshot_txns(ps, lso)) < 0)
 		return rc;
 	*snap_offset = snap;
-	return st_log_scan(log, snap >= 0 ? snap : st_log_start_offset(log), replay_batch, &r);
+	return st_log_scan(log, snap >= 0 ? snap : st_log_base_offset(log), replay_batch, &r);
 }

@@ -38,6 +38,7 @@ static const struct dp_api {
 	{ KAPI_API_VERSIONS, 0, 3 },
 	{ KAPI_CREATE_TOPICS, 0, 4 },
 	{ KAPI_DELETE_TOPICS, 0, 1 },
+	{ KAPI_DELETE_RECORDS, 0, 2 },      /* librdkafka and kafkajs 0-1; answered once the new start is durable */
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
 	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
@@ -671,6 +672,7 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_PRODUCE: rc = dp_produce_start(c, r, &rd); break;
 	case KAPI_FETCH: rc = dp_fetch_start(c, r, &rd); break;
 	case KAPI_LIST_OFFSETS: rc = dp_list_offsets_start(c, r, &rd); break;
+	case KAPI_DELETE_RECORDS: rc = dp_delete_records_start(c, r, &rd); break;
 	case KAPI_METADATA: rc = metadata(c, r, &rd); break;
 	case KAPI_FIND_COORDINATOR: rc = find_coordinator(c, r, &rd); break;
 	case KAPI_OFFSET_COMMIT: case KAPI_OFFSET_FETCH: case KAPI_JOIN_GROUP: case KAPI_HEARTBEAT:
@@ -710,6 +712,9 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		return;
 	case DP_MSG_LIST_DONE:
 		dp_list_offsets_part(c, r, m);
+		return;
+	case DP_MSG_DELREC_DONE:
+		dp_delete_records_part(c, r, m);
 		return;
 	case DP_MSG_CREATE_DONE:
 		if (r->hdr.api_key == KAPI_METADATA) {
@@ -805,6 +810,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_PRODUCE, ProduceResponse)
 	ENCODE_CASE(KAPI_FETCH, FetchResponse)
 	ENCODE_CASE(KAPI_LIST_OFFSETS, ListOffsetsResponse)
+	ENCODE_CASE(KAPI_DELETE_RECORDS, DeleteRecordsResponse)
 	ENCODE_CASE(KAPI_METADATA, MetadataResponse)
 	ENCODE_CASE(KAPI_OFFSET_COMMIT, OffsetCommitResponse)
 	ENCODE_CASE(KAPI_OFFSET_FETCH, OffsetFetchResponse)
@@ -852,6 +858,7 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_PRODUCE, ProduceResponse)
 	ENCODE_CASE2(KAPI_FETCH, FetchResponse)
 	ENCODE_CASE2(KAPI_LIST_OFFSETS, ListOffsetsResponse)
+	ENCODE_CASE2(KAPI_DELETE_RECORDS, DeleteRecordsResponse)
 	ENCODE_CASE2(KAPI_METADATA, MetadataResponse)
 	ENCODE_CASE2(KAPI_OFFSET_COMMIT, OffsetCommitResponse)
 	ENCODE_CASE2(KAPI_OFFSET_FETCH, OffsetFetchResponse)

@@ -215,5 +215,7 @@ bool dp_fetch_more(struct dp_core *c, struct dp_req *r);
 void dp_fetch_release(struct dp_core *c, struct dp_req *r);
 int  dp_list_offsets_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
 void dp_list_offsets_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
+int  dp_delete_records_start(struct dp_core *c, struct dp_req *r, struct kreader *rd);
+void dp_delete_records_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m);
 
 #endif

@@ -590,3 +590,69 @@ void dp_list_offsets_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		op->OldStyleOffsets_n = 1;
 	}
 }
+
+/* ---- DeleteRecords ------------------------------------------------------------ */
+
+/*
+ * Each partition goes to its owner (DP_MSG_DELREC, shard_delete_records), which answers once the
+ * new log start is durable. An internal topic is INVALID_TOPIC_EXCEPTION, as Kafka answers
+ * (ReplicaManager.deleteRecordsOnLocalLog); partitions past DP_DELREC_PARTS_MAX in all are
+ * INVALID_REQUEST.
+ */
+int dp_delete_records_start(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	int16_t v = r->hdr.api_version;
+	struct DeleteRecordsRequest *req = dp_req_alloc(r, sizeof(*req));
+	struct DeleteRecordsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!req || !resp || DeleteRecordsRequest_decode(rd, v, req, &r->arena) < 0)
+		return -1;
+	DeleteRecordsResponse_init(resp);
+	r->resp = resp;
+	if (!DP_RESP_ARRAY(r, resp, Topics, req->Topics_n))
+		return -1;
+	uint32_t sent = 0;
+	for (int32_t i = 0; i < resp->Topics_n; i++) {
+		struct DeleteRecordsRequest_DeleteRecordsTopic *in = &req->Topics[i];
+		struct DeleteRecordsResponse_DeleteRecordsTopicResult *out = &resp->Topics[i];
+		DeleteRecordsResponse_DeleteRecordsTopicResult_init(out);
+		out->Name = in->Name;
+		if (!DP_RESP_ARRAY(r, out, Partitions, in->Partitions_n))
+			return -1;
+		int32_t id;
+		struct dp_topic *t = dp_topic_named(c, in->Name, &id);
+		bool internal = in->Name.len > 0 && dp_topic_internal(in->Name.ptr, (size_t)in->Name.len);
+		for (int32_t j = 0; j < out->Partitions_n; j++) {
+			struct DeleteRecordsRequest_DeleteRecordsPartition *ip = &in->Partitions[j];
+			struct DeleteRecordsResponse_DeleteRecordsPartitionResult *op = &out->Partitions[j];
+			DeleteRecordsResponse_DeleteRecordsPartitionResult_init(op);
+			op->PartitionIndex = ip->PartitionIndex;
+			op->LowWatermark = -1;
+			if (internal) {
+				op->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
+				continue;
+			}
+			if (++sent > DP_DELREC_PARTS_MAX) {
+				op->ErrorCode = KERR_INVALID_REQUEST;
+				continue;
+			}
+			int owner;   /* no credit: retriable (dp_limits.h) */
+			op->ErrorCode = dp_part_route(c, t, ip->PartitionIndex, KERR_REQUEST_TIMED_OUT, &owner);
+			if (op->ErrorCode)
+				continue;
+			struct dp_msg m = dp_part_msg(r, DP_MSG_DELREC, id, t, ip->PartitionIndex);
+			m.u.delrec.offset = ip->Offset;
+			m.u.delrec.out = op;
+			dp_ask_part(c, r, owner, dp_shard_msg, &m);
+		}
+	}
+	return 0;
+}
+
+void dp_delete_records_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
+{
+	(void)c;
+	(void)r;
+	struct DeleteRecordsResponse_DeleteRecordsPartitionResult *op = m->u.delrec_done.out;
+	op->ErrorCode = m->err;
+	op->LowWatermark = m->err ? -1 : m->u.delrec_done.low;
+}

@@ -165,6 +165,10 @@
 /* Loop, waits, reads. */
 #define DP_CQE_BURST            256
 #define DP_WAITERS_PER_PART     64        /* parked fetches watching one partition */
+#define DP_DELREC_WAITS_PER_PART 8        /* DeleteRecords of one partition waiting for its log-start
+                                              file; more at once are answered REQUEST_TIMED_OUT (retriable) */
+#define DP_DELREC_PARTS_MAX     1024      /* partitions one DeleteRecords names in all; those past it are
+                                              answered INVALID_REQUEST, none sent to an owner */
 #define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
 #define DP_SLEEP_MAX_MS         10
 /* A core reads the monotonic clock once per loop iteration and derives the wall clock from it,

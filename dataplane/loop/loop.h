@@ -123,6 +123,8 @@ enum dp_msg_type {
 	DP_MSG_WATCH_FIRE,
 	DP_MSG_LIST,            /* ListOffsets */
 	DP_MSG_LIST_DONE,
+	DP_MSG_DELREC,          /* DeleteRecords: conn core -> owner: raise the log start */
+	DP_MSG_DELREC_DONE,
 	DP_MSG_CREATE,          /* data core -> control: create topic */
 	DP_MSG_CREATE_DONE,
 	DP_MSG_DELETE,          /* data core -> control: delete topic */

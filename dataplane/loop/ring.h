@@ -62,6 +62,8 @@ struct dp_msg {
 		struct { int64_t hw, lso, log_start; uint32_t len, need; } fetch_done;
 		struct { int64_t timestamp; void *out; uint32_t work_max; int8_t isolation; } list;   /* work_max: DP_LIST_WORK_BYTES_MAX's share */
 		struct { int64_t offset, timestamp; void *out; } list_done;
+		struct { int64_t offset; void *out; } delrec;          /* DeleteRecords: -1 the high watermark */
+		struct { int64_t low; void *out; } delrec_done;        /* the log start offset after it */
 		struct { int64_t offset, deadline_ms; uint32_t topic_gen; int8_t isolation; } watch;
 		struct { int64_t pid; int16_t epoch; } pid;
 		struct { int64_t pid; int16_t epoch; bool commit; int32_t coord_epoch; void *ptr; uint32_t cap; } txn;

@@ -205,7 +205,7 @@ int dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int3
 			       "above); fetches of them answer CORRUPT_MESSAGE, the rest is served", t->name, i, ranges,
 			       (long long)lost);
 		/* A COMMIT/ABORT marker lost in a damaged range leaves its transaction open here for good. */
-		int64_t hw = st_log_durable_offset(p->log), lso = txn_lso_get(p->lso, hw);
+		int64_t hw = st_log_durable_offset(p->log), lso = dp_part_lso(p, hw);
 		if (ranges && lso < hw)
 			DP_WARN("partition %s/%d: %u transaction(s) open, the oldest from offset %lld: one whose marker was "
 			        "in a damaged range hangs (read_committed stops there): `sluice-admin producers %s %d` "
@@ -376,6 +376,7 @@ void dp_shard_timer(struct dp_core *c)
 			if (p->snap_due)
 				snapshot_producers_async(c, p);
 			due |= p->snap_due;
+			st_log_keep_from(p->log, p->snap_offset);   /* a restart replays from it */
 			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				if (!txn_pstate_snapshot_busy(p->ps))   /* its chain syncs the index file first */

@@ -309,7 +309,7 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 	struct st_log *log = p->log;
 	bool committed = m->u.fetch.isolation == 1, one_batch = false;
 	int64_t hw = st_log_durable_offset(log), start = st_log_start_offset(log);
-	int64_t lso = txn_lso_get(p->lso, hw), end = committed ? lso : hw;
+	int64_t lso = dp_part_lso(p, hw), end = committed ? lso : hw;
 	int64_t off = m->u.fetch.offset;
 	uint32_t len = 0, cap = m->u.fetch.cap;
 	out.u.fetch_done.hw = hw;
@@ -511,6 +511,11 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 			int64_t off, rts;
 			if (list_in_batch(c, m, p, &hit, ts, warms, &off, &rts))
 				return;   /* runs again when its warm read completes */
+			if (off < st_log_start_offset(p->log)) {
+				/* A batch straddling the log start (DeleteRecords): the answer is never below it. */
+				off = st_log_start_offset(p->log);
+				rts = hit.h.max_timestamp;
+			}
 			out.u.list_done.offset = off;
 			out.u.list_done.timestamp = rts;
 		}

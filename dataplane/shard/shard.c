@@ -84,7 +84,7 @@ void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16
 int64_t readable_end(const struct dp_part *p, int8_t isolation)
 {
 	int64_t hw = st_log_durable_offset(p->log);
-	return isolation == 1 ? txn_lso_get(p->lso, hw) : hw;
+	return isolation == 1 ? dp_part_lso(p, hw) : hw;
 }
 
 void wake_waiters(struct dp_core *c, struct dp_part *p, bool all)
@@ -402,6 +402,7 @@ void dp_shard_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_FETCH: shard_fetch(c, m); return;
 	case DP_MSG_WATCH: shard_watch(c, m); return;
 	case DP_MSG_LIST: shard_list(c, m); return;
+	case DP_MSG_DELREC: shard_delete_records(c, m); return;
 	case DP_MSG_TOPIC_ADD: {
 		int rc = dp_topic_install(c, m->topic_id, m->gen, m->u.topic.name, m->u.topic.name_len,
 		                          m->u.topic.conf, m->u.topic.nparts);
@@ -681,4 +682,130 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_DESCRIBE_PRODUCERS: shard_describe_producers(c, m); return;
 	default: assert(!"not a transaction message");
 	}
+}
+
+/* ---- DeleteRecords ---------------------------------------------------------- */
+
+static void delrec_reply(struct dp_core *c, const struct dp_msg *req, int16_t err, int64_t low)
+{
+	struct dp_msg out = { 0 };
+	out.err = err;
+	out.u.delrec_done.low = err ? -1 : low;
+	out.u.delrec_done.out = req->u.delrec.out;
+	reply(c, req, &out, DP_MSG_DELREC_DONE);
+}
+
+/* The offset a DeleteRecords asks for: -1 is the high watermark (Kafka's HIGH_WATERMARK_OFFSET). */
+static int64_t delrec_target(const struct dp_part *p, const struct dp_msg *m)
+{
+	return m->u.delrec.offset == -1 ? st_log_durable_offset(p->log) : m->u.delrec.offset;
+}
+
+static void delrec_written(void *arg, int status);
+
+/*
+ * Answering a request can run the next one of the same connection at once, inside the answer
+ * (when this core owns the connection too, always with --cores 1: dp_send -> req_finish ->
+ * conn_resume -> start_request), and that one can be a DeleteRecords of this partition. So the
+ * answers go from a copy taken off p->delrec first, and while p->delrec_busy such a nested
+ * arrival only queues: the one answering starts the next write when its answers are out.
+ */
+static void delrec_answer(struct dp_core *c, const struct dp_msg *ans, uint32_t n, int16_t err, int64_t low)
+{
+	for (uint32_t i = 0; i < n; i++)
+		delrec_reply(c, &ans[i], err, low);
+}
+
+/* Start the log-start write for the highest offset the waiting requests ask. */
+static void delrec_start(struct dp_core *c, struct dp_part *p)
+{
+	struct dp_msg ans[DP_DELREC_WAITS_PER_PART];
+
+	if (p->delrec_busy)
+		return;
+	p->delrec_busy = true;
+	while (p->ndelrec) {
+		int64_t want = -1;
+		for (uint32_t i = 0; i < p->ndelrec; i++) {
+			int64_t o = delrec_target(p, &p->delrec[i]);
+			want = o > want ? o : want;
+		}
+		int rc = st_log_raise_start(p->log, want, delrec_written, p);
+		if (rc == 0 || rc == -EBUSY)
+			break;   /* delrec_written answers them (-EBUSY: after the write in flight) */
+		/* Nothing to write (1), or it cannot be: answer them all now. */
+		int16_t err = rc == 1 ? KERR_NONE : rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
+		uint32_t n = p->ndelrec;
+		memcpy(ans, p->delrec, n * sizeof(ans[0]));
+		p->ndelrec = 0;
+		delrec_answer(c, ans, n, err, st_log_start_offset(p->log));
+	}
+	p->delrec_busy = false;
+}
+
+/* The log-start file is durable (or failed): answer those it covers; the rest start the next write. */
+static void delrec_written(void *arg, int status)
+{
+	struct dp_core *c = dp_core_self();
+	struct dp_part *p = arg;
+	struct dp_msg ans[DP_DELREC_WAITS_PER_PART];
+	int64_t start = st_log_start_offset(p->log);
+	uint32_t n = 0, all = p->ndelrec;
+
+	p->delrec_busy = true;
+	p->ndelrec = 0;
+	for (uint32_t i = 0; i < all; i++) {
+		if (status < 0 || delrec_target(p, &p->delrec[i]) <= start)
+			ans[n++] = p->delrec[i];
+		else
+			p->delrec[p->ndelrec++] = p->delrec[i];
+	}
+	if (status == 0) {
+		DP_INFO("partition %s: delete records moved the log start to %lld", p->dir, (long long)start);
+		txn_lso_trim(p->lso, start);   /* aborted transactions wholly below it are forgotten */
+	}
+	delrec_answer(c, ans, n, status < 0 ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE, start);
+	p->delrec_busy = false;
+	if (p->ndelrec)
+		delrec_start(c, p);
+}
+
+/*
+ * Kafka's Partition.deleteRecordsOnLeader on the partition's owner: offset -1 is the high
+ * watermark; one below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; else the log start
+ * moves up to it (never down) and the answer, once the new start is durable (the log-start file,
+ * st_log_raise_start), is the log start after it. Kafka waits for the replicas until the
+ * request's TimeoutMs; a single broker answers when its own write is done. Segments wholly below
+ * the new start go at the next retention pass (dp_shard_timer), as retention's do.
+ */
+void shard_delete_records(struct dp_core *c, struct dp_msg *m)
+{
+	struct dp_topic *t;
+	struct dp_part *p = part_of(c, m, &t);
+	if (!p || t->deleting) {
+		delrec_reply(c, m, p ? KERR_UNKNOWN_TOPIC_OR_PARTITION : part_absent_err(c, m), -1);
+		return;
+	}
+	if (p->offline_ms || st_log_failed(p->log)) {
+		delrec_reply(c, m, KERR_KAFKA_STORAGE_ERROR, -1);
+		return;
+	}
+	int64_t want = delrec_target(p, m);
+	if (want < 0 || want > st_log_durable_offset(p->log)) {
+		delrec_reply(c, m, KERR_OFFSET_OUT_OF_RANGE, -1);
+		return;
+	}
+	if (want <= st_log_start_offset(p->log)) {
+		delrec_reply(c, m, KERR_NONE, st_log_start_offset(p->log));
+		return;
+	}
+	if (p->ndelrec >= DP_DELREC_WAITS_PER_PART) {
+		delrec_reply(c, m, KERR_REQUEST_TIMED_OUT, -1);
+		return;
+	}
+	/* -1 is the high watermark when it arrives, as Kafka converts it: one that kept growing
+	 * under produces would otherwise never be reached by a write. */
+	p->delrec[p->ndelrec] = *m;
+	p->delrec[p->ndelrec++].u.delrec.offset = want;
+	delrec_start(c, p);   /* queued only, while a write is in flight or answers are going out */
 }

@@ -6,6 +6,8 @@
 #define SLUICE_DP_SHARD_INTERNAL_H
 
 #include "shard.h"
+#include "log.h"
+#include "lso.h"
 
 /* user_data tag of the core's SQEs for cold fetch reads (dp_shard_read_complete). */
 #define DP_READ_TAG             4u        /* user_data tag of cold fetch reads (shard.c) */
@@ -86,6 +88,9 @@ struct dp_part {
 	uint64_t refused;             /* appends refused while offline, logged when it is back */
 	uint32_t nwaiters;
 	struct dp_waiter waiters[DP_WAITERS_PER_PART];
+	uint32_t ndelrec;             /* DeleteRecords waiting: only while its log's start write is in flight */
+	bool delrec_busy;             /* answering them (one that arrives meanwhile only queues: shard.c) */
+	struct dp_msg delrec[DP_DELREC_WAITS_PER_PART];   /* the requests, answered when it is durable */
 };
 
 /* Every core: its own copy of one catalog entry (changed only by control messages). */
@@ -113,6 +118,14 @@ struct dp_append {
  * sees them.
  */
 struct dp_part *part_of(struct dp_core *c, const struct dp_msg *m, struct dp_topic **tp);
+void shard_delete_records(struct dp_core *c, struct dp_msg *m);
+/* The LSO as Kafka keeps it: never below the log start (a DeleteRecords past an open
+ * transaction's first offset moves it up, UnifiedLog.maybeIncrementFirstUnstableOffset). */
+static inline int64_t dp_part_lso(const struct dp_part *p, int64_t hw)
+{
+	int64_t lso = txn_lso_get(p->lso, hw), start = st_log_start_offset(p->log);
+	return lso > start ? lso : start;
+}
 int16_t part_absent_err(struct dp_core *c, const struct dp_msg *m);   /* when part_of found none */
 void reply(struct dp_core *c, const struct dp_msg *req, struct dp_msg *m, uint16_t type);
 int64_t readable_end(const struct dp_part *p, int8_t isolation);

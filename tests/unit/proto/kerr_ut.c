@@ -84,7 +84,9 @@ static void test_kapi(void)
 	CU_ASSERT_EQUAL(KAPI_LIST_TRANSACTIONS, 66);
 	CU_ASSERT_STRING_EQUAL(kapi_name(KAPI_END_TXN), "END_TXN");
 	CU_ASSERT_PTR_NULL(kapi_name(-1));
-	CU_ASSERT_PTR_NULL(kapi_name(21));     /* DeleteRecords: no schema here */
+	CU_ASSERT_EQUAL(KAPI_DELETE_RECORDS, 21);
+	CU_ASSERT_STRING_EQUAL(kapi_name(KAPI_DELETE_RECORDS), "DELETE_RECORDS");
+	CU_ASSERT_PTR_NULL(kapi_name(4));      /* LeaderAndIsr: no schema here */
 	CU_ASSERT_PTR_NULL(kapi_name(KAPI_KEY_MAX + 1));
 	/* The enum and the codec's api table come from the same schemas: same keys. */
 	int n = 0;

@@ -1503,6 +1503,138 @@ static void test_compaction(void)
 	ut_teardown();
 }
 
+static int ut_ls_status = 1;   /* the last st_log_raise_start callback's status; 1: none yet */
+static void ut_ls_done(void *arg, int status)
+{
+	(void)arg;
+	ut_ls_status = status;
+}
+
+/* DeleteRecords' log start: the file's record, the raise (durable before it takes effect, never
+ * down, at most the durable end), reads refused below it, retention deleting the segments wholly
+ * below it, and the start read back at the next open (also held to a shorter log's end, in the
+ * file too); a damaged file fails the open. */
+static void test_raise_start(void)
+{
+	uint8_t b[ST_LOG_START_BYTES];
+	int64_t off = -1;
+	st_log_start_encode(b, 1234567);
+	CU_ASSERT_EQUAL(st_log_start_decode(b, sizeof(b), &off), 0);
+	CU_ASSERT_EQUAL(off, 1234567);
+	CU_ASSERT_EQUAL(st_log_start_decode(b, sizeof(b) - 1, &off), -EBADMSG);
+	for (size_t i = 0; i < sizeof(b); i++) {   /* any byte flipped: refused */
+		b[i] ^= 0x10;
+		CU_ASSERT_EQUAL(st_log_start_decode(b, sizeof(b), &off), -EBADMSG);
+		b[i] ^= 0x10;
+	}
+	st_log_start_encode(b, -5);
+	CU_ASSERT_EQUAL(st_log_start_decode(b, sizeof(b), &off), -EBADMSG);
+
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	cfg.segment_bytes = 8192;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 40; i++)
+		ut_append(log, i, 1, 0, 1000);
+	ut_drive();
+	uint32_t nsegs = st_log_segment_count(log);
+	CU_ASSERT_FATAL(nsegs >= 4);
+	int64_t base1 = log->segs[1]->base, base2 = log->segs[2]->base;
+	int64_t mid = base2 + 1;   /* inside segment 2: segments 0 and 1 are wholly below it */
+	CU_ASSERT_FATAL(mid < log->segs[3]->base);
+
+	CU_ASSERT_EQUAL(st_log_raise_start(log, 41, ut_ls_done, NULL), -ERANGE);   /* past the durable end */
+	CU_ASSERT_EQUAL(st_log_raise_start(log, -1, ut_ls_done, NULL), -ERANGE);
+	CU_ASSERT_EQUAL(st_log_raise_start(log, 0, ut_ls_done, NULL), 1);          /* already there */
+	ut_ls_status = 1;
+	CU_ASSERT_EQUAL_FATAL(st_log_raise_start(log, mid, ut_ls_done, NULL), 0);
+	CU_ASSERT_TRUE(st_log_start_busy(log));
+	CU_ASSERT_FALSE(st_log_idle(log));
+	CU_ASSERT_EQUAL(st_log_raise_start(log, mid + 1, ut_ls_done, NULL), -EBUSY);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), 0);   /* not before it is durable */
+	ut_drive();
+	CU_ASSERT_EQUAL(ut_ls_status, 0);
+	CU_ASSERT_FALSE(st_log_start_busy(log));
+	CU_ASSERT_EQUAL(st_log_start_offset(log), mid);
+	CU_ASSERT_TRUE(file_exists(ST_LS_NAME));
+	CU_ASSERT_FALSE(file_exists(ST_LS_TMP));
+	CU_ASSERT_EQUAL(st_log_raise_start(log, base1, ut_ls_done, NULL), 1);   /* never down */
+	CU_ASSERT_EQUAL(st_log_start_offset(log), mid);
+
+	int fd;
+	uint64_t pos;
+	uint32_t len;
+	CU_ASSERT_EQUAL(st_log_locate(log, mid - 1, 40, 1 << 20, &fd, &pos, &len), -ERANGE);
+	CU_ASSERT_EQUAL(st_log_locate(log, mid, 40, 1 << 20, &fd, &pos, &len), 0);
+	/* By time (every batch stamped 0): searched from the start, never an offset below it. */
+	CU_ASSERT_EQUAL(st_log_offset_for_time(log, 0), mid);
+	/* Recovery's scan reads below the raised start: what is on disk (a producer snapshot older
+	 * than the start replays from there). */
+	struct ut_scan sc = { .stop_after = 1 };
+	CU_ASSERT_EQUAL(st_log_scan(log, 0, ut_scan_cb, &sc), 1001);
+	CU_ASSERT_EQUAL(sc.base[0], 0);
+	/* Recovery replays from base1 (its snapshot): segment 0 goes, segment 1 stays for it. */
+	st_log_keep_from(log, base1);
+	CU_ASSERT_EQUAL(st_log_retain(log, 0), 1);
+	CU_ASSERT_EQUAL(log->segs[0]->base, base1);
+	st_log_keep_from(log, -1);   /* no snapshot: the replay reads the whole log */
+	CU_ASSERT_EQUAL(st_log_retain(log, 0), 0);
+	/* Retention (none by size or time) deletes segment 1 too, keeps the one straddling it. */
+	st_log_keep_from(log, 40);
+	CU_ASSERT_EQUAL(st_log_retain(log, 0), 1);
+	CU_ASSERT_EQUAL(st_log_segment_count(log), nsegs - 2);
+	CU_ASSERT_EQUAL(log->segs[0]->base, base2);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), mid);
+	CU_ASSERT_EQUAL(st_log_retain(log, 0), 0);
+	st_log_close(log);
+
+	/* Reopen: the start is read back. */
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), mid);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 40);
+	CU_ASSERT_EQUAL(st_log_locate(log, mid - 1, 40, 1 << 20, &fd, &pos, &len), -ERANGE);
+	/* Up to the end: the log is empty to readers. */
+	CU_ASSERT_EQUAL_FATAL(st_log_raise_start(log, 40, ut_ls_done, NULL), 0);
+	ut_drive();
+	CU_ASSERT_EQUAL(ut_ls_status, 0);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), 40);
+	st_log_close(log);
+
+	/* A start past the end (a tail lost without fsync): held to the end, and the file rewritten so
+	 * that records appended past the end now are not below the stored start at the next open. */
+	{
+		uint8_t rec[ST_LOG_START_BYTES];
+		char path[160];
+		st_log_start_encode(rec, 100);
+		snprintf(path, sizeof(path), "%s/%s", dir, ST_LS_NAME);
+		FILE *fp = fopen(path, "wb");
+		CU_ASSERT_FATAL(fp && fwrite(rec, sizeof(rec), 1, fp) == 1);
+		fclose(fp);
+		CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+		CU_ASSERT_EQUAL(st_log_start_offset(log), 40);
+		st_log_close(log);
+		fp = fopen(path, "rb");
+		CU_ASSERT_FATAL(fp && fread(rec, 1, sizeof(rec), fp) == sizeof(rec));
+		fclose(fp);
+		CU_ASSERT_EQUAL(st_log_start_decode(rec, sizeof(rec), &off), 0);
+		CU_ASSERT_EQUAL(off, 40);
+		CU_ASSERT_FALSE(file_exists(ST_LS_TMP));
+	}
+	/* A damaged file fails the open (the partition stays offline; deleted records never come
+	 * back); removed, the start is the first segment's base again. */
+	file_flip(ST_LS_NAME, 9);
+	CU_ASSERT_EQUAL(st_log_open(io, dir, &cfg, &log), -EBADMSG);
+	char lspath[160];
+	snprintf(lspath, sizeof(lspath), "%s/%s", dir, ST_LS_NAME);
+	CU_ASSERT_EQUAL_FATAL(unlink(lspath), 0);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_start_offset(log), base2);
+	st_log_close(log);
+	ut_drive();
+	ut_teardown();
+}
+
 /* Retention never closes a segment whose writes are still queued or in flight. */
 static void test_retention_waits_for_writes(void)
 {
@@ -2503,6 +2635,7 @@ int main(void)
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
+	CU_add_test(s, "log start raised (DeleteRecords): durable first, retention, reopen", test_raise_start);
 	CU_add_test(s, "compaction by rewrite", test_compaction);
 	CU_add_test(s, "group commit", test_group_commit);
 	CU_add_test(s, "fsync disabled", test_no_fsync);
