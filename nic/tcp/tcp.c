@@ -653,7 +653,10 @@ static uint32_t tcp_flow_out(struct tcp_stack *s, struct tcp_flow *fl, uint8_t *
 		 * next SACKed range; without, the segment at snd_una */
 		uint32_t from = TCP_SEQ_GT(fl->sack_rexmit, fl->snd_una) ? fl->sack_rexmit : fl->snd_una, gap;
 		uint32_t seq = tcp_score_hole(fl, from, &gap);
-		uint32_t avail = TCP_SEQ_GT(fl->snd_end, seq) ? fl->snd_end - seq : 0;
+		/* only bytes already sent (below snd_max; snd_end once the FIN went): a
+		 * retransmission never carries new data, which would not move snd_max */
+		uint32_t lim = fin_sent ? fl->snd_end : fl->snd_max;
+		uint32_t avail = TCP_SEQ_GT(lim, seq) ? lim - seq : 0;
 		uint32_t len = tcp_min3(avail, gap, fl->smss);
 		bool fin = fin_sent && seq + len == fl->snd_end;
 		if (TCP_SEQ_LT(seq, fl->snd_max) && (len || fin)) {

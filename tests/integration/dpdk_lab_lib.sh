@@ -13,7 +13,9 @@ lab_cleanup() {
 	local rc=$?
 	[ -f "/tmp/$DPDK_LAB_NAME.lab/broker.log" ] && cp "/tmp/$DPDK_LAB_NAME.lab/broker.log" "$WORK/broker.log" 2>/dev/null
 	"$LAB" down >/dev/null 2>&1 || true
-	exit $rc
+	# No exit here: it would end the EXIT trap before integ_cleanup (the broker log tail on a
+	# failure, $WORK removed on a pass); integ_cleanup reads the status from $? and exits.
+	(exit $rc)
 }
 
 lab_start() {

@@ -206,11 +206,14 @@ static void test_streams(void)
 	}
 	CU_ASSERT_FATAL(got == sizeof(out));
 	CU_ASSERT(memcmp(cin, out, sizeof(out)) == 0);
-	/* the copy counters: each stream byte twice each way (no loss on the ring ports,
-	 * so no retransmission copies again) */
+	/* the copy counters: each stream byte twice each way (no loss on the ring ports; the
+	 * server's stack runs on the real clock, so a stall past its RTO on a busy machine may
+	 * retransmit, which copies again: exact only without retransmissions) */
 	const struct nic_dpdk_stats *st = nic_dpdk_stats(g_n);
 	CU_ASSERT(st->rx_app_copied == up && st->tcp_rx_copied == up);
-	CU_ASSERT(st->tx_app_copied == sizeof(out) && st->tcp_tx_copied == sizeof(out));
+	CU_ASSERT(st->tx_app_copied == sizeof(out) && st->tcp_tx_copied >= sizeof(out));
+	if (st->tcp_rexmits == 0)
+		CU_ASSERT(st->tcp_tx_copied == sizeof(out));
 
 	/* paused: bytes the client sends stay in the stack (no DATA), and come after resume */
 	nic_pause(g_n, g_srv_conn, true);
