@@ -376,6 +376,11 @@ static const char tc_why_dup[] = "Error due to duplicate config keys";
 
 bool dp_topic_alter_dup(const struct dp_topic_alter *a)
 {
+	/* AlterConfigs (replace: SETs only, none reads the key's current value) keeps a key's last
+	 * value, as Kafka 2.x's Properties did; librdkafka 2.0.2's 0092 sends the described configs
+	 * with the one it changes added again, and Kafka answers that NONE. */
+	if (a->replace)
+		return false;
 	for (int32_t j = 1; j < a->n; j++)
 		for (int32_t k = 0; k < j; k++)
 			if (a->ops[j].name_len == a->ops[k].name_len &&

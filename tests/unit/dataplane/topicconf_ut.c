@@ -214,7 +214,7 @@ static void test_alter_dup(void)
 	CU_ASSERT_PTR_NOT_NULL(dp_topic_configs_alter(&tc, &a, scratch, 1u << 28));
 	struct dp_topic_alter_op sd[2] = { { "retention.ms", "1", 12, 1, DP_TC_OP_SET },
 	                                   { "retention.ms", NULL, 12, 0, DP_TC_OP_DELETE } };
-	struct dp_topic_alter b = { true, 2, sd };
+	struct dp_topic_alter b = { false, 2, sd };
 	memset(&tc, 0, sizeof(tc));
 	CU_ASSERT(dp_topic_alter_dup(&b));
 	CU_ASSERT_PTR_NOT_NULL(dp_topic_configs_alter(&tc, &b, scratch, 1u << 28));
