@@ -247,6 +247,12 @@ int st_batch_build_marker(uint8_t *buf, size_t cap, int64_t producer_id, int16_t
 
 int st_batch_marker_type(const uint8_t *batch, size_t len)
 {
+	int32_t ce;
+	return st_batch_marker_read(batch, len, &ce);
+}
+
+int st_batch_marker_read(const uint8_t *batch, size_t len, int32_t *coordinator_epoch)
+{
 	struct st_batch_hdr h;
 	int64_t rec_len, v;
 	int total = st_batch_parse_header(batch, len, &h);
@@ -265,6 +271,13 @@ int st_batch_marker_type(const uint8_t *batch, size_t len)
 	int16_t version = (int16_t)st_be16(p), type = (int16_t)st_be16(p + 2);
 	if (version < 0 || (type != ST_MARKER_ABORT && type != ST_MARKER_COMMIT))
 		return -EBADMSG;
+	/* The value: int16 version, int32 coordinator_epoch (a key longer than 4 bytes is skipped). */
+	*coordinator_epoch = -1;
+	if (v < end - p) {
+		p += v;
+		if (rec_varint(&p, end, &v) && v >= 6 && end - p >= 6)
+			*coordinator_epoch = (int32_t)st_be32(p + 2);
+	}
 	return type;
 }
 

@@ -192,6 +192,9 @@ int st_batch_build_marker(uint8_t *buf, size_t cap, int64_t producer_id, int16_t
  * there). The CRC is not checked. Locality: any.
  */
 int st_batch_marker_type(const uint8_t *batch, size_t len);
+/* The same, and *coordinator_epoch from the record's value (-1 where the value is absent or
+ * shorter than version + coordinator_epoch). Locality: any. */
+int st_batch_marker_read(const uint8_t *batch, size_t len, int32_t *coordinator_epoch);
 
 /* "none", "gzip", "snappy", "lz4", "zstd" or "unknown". Locality: any. */
 const char *st_batch_codec_name(int16_t attributes);

@@ -60,6 +60,8 @@ enum txn_state txn_set_state(struct txn_meta *m, enum txn_state to)
 		abort();   /* a coordinator bug: never continue with a corrupt state */
 	}
 	m->state = to;
+	if (to == TXN_PREPARE_COMMIT || to == TXN_PREPARE_ABORT)
+		m->serial = m->serial >= TXN_SERIAL_MAX || m->serial < 0 ? 1 : m->serial + 1;   /* a new decision */
 	return from;
 }
 
@@ -527,11 +529,12 @@ bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expira
 
 /* ---- log record value ------------------------------------------------------ */
 
+#define VALUE_VERSION 1
 #define VALUE_FIXED_BYTES 47   /* up to and including the partition count */
 
 size_t txn_meta_value_size(const struct txn_meta *m)
 {
-	size_t n = VALUE_FIXED_BYTES + 4;
+	size_t n = VALUE_FIXED_BYTES + 4 + 4;   /* + group count, serial */
 	for (uint32_t i = 0; i < m->ntps; i++)
 		n += 2 + m->tps[i].topic_len + 4;
 	for (uint32_t i = 0; i < m->ngroups; i++)
@@ -560,7 +563,7 @@ int txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap)
 	if (need > cap)
 		return -ENOSPC;
 	uint8_t *p = buf;
-	p = put(p, 0, 2);
+	p = put(p, VALUE_VERSION, 2);
 	p = put(p, (uint64_t)m->pid, 8);
 	p = put(p, (uint16_t)m->epoch, 2);
 	p = put(p, (uint64_t)m->prev_pid, 8);
@@ -582,6 +585,7 @@ int txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap)
 		memcpy(p, m->groups[i].id, m->groups[i].len);
 		p += m->groups[i].len;
 	}
+	p = put(p, (uint32_t)m->serial, 4);
 	assert((size_t)(p - buf) == need);
 	return (int)need;
 }
@@ -589,7 +593,8 @@ int txn_meta_encode(const struct txn_meta *m, uint8_t *buf, size_t cap)
 /* Walks a value; with apply false it only checks it, so a bad record changes nothing. */
 static int decode(struct txn_meta *m, const uint8_t *buf, size_t len, bool apply)
 {
-	if (len < VALUE_FIXED_BYTES + 4 || get(buf, 2) != 0)
+	uint64_t version = len >= 2 ? get(buf, 2) : UINT64_MAX;
+	if (len < VALUE_FIXED_BYTES + 4 || version > VALUE_VERSION)
 		return -EBADMSG;
 	const uint8_t *p = buf, *end = buf + len;
 	uint8_t state = p[22];
@@ -634,7 +639,20 @@ static int decode(struct txn_meta *m, const uint8_t *buf, size_t len, bool apply
 			return -ENOMEM;
 		p += 2 + gl;
 	}
-	return p == end ? 0 : -EBADMSG;
+	int32_t serial = 0;
+	if (version >= 1) {
+		if (end - p < 4)
+			return -EBADMSG;
+		serial = (int32_t)get(p, 4);
+		p += 4;
+		if (serial < 0)
+			return -EBADMSG;
+	}
+	if (p != end)
+		return -EBADMSG;
+	if (apply)
+		m->serial = serial;
+	return 0;
 }
 
 int txn_meta_decode(struct txn_meta *m, const uint8_t *buf, size_t len)

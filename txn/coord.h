@@ -27,6 +27,7 @@
 #define TXN_EPOCH_MAX        32766    /* at this epoch the id moves to a new producer id */
 #define TXN_TIMEOUT_MAX_MS   900000   /* Kafka's transaction.max.timeout.ms */
 #define TXN_IDS_MAX          100000   /* transactional ids tracked: InitProducerId of a new one waits beyond */
+#define TXN_SERIAL_MAX       INT32_MAX /* decision serials wrap to 1 past it (txn_meta.serial) */
 #define TXN_ID_EXPIRATION_MS (7LL * 24 * 3600 * 1000)   /* Kafka's transactional.id.expiration.ms */
 
 /* The states, with Kafka's numbering and names (DescribeTransactions shows them). */
@@ -93,6 +94,16 @@ struct txn_meta {
 	int32_t timeout_ms;
 	int64_t start_ms;             /* when the current transaction began (Ongoing) */
 	int64_t update_ms;
+	/*
+	 * The decision serial: each move into PrepareCommit/PrepareAbort takes the
+	 * next one (txn_set_state), in 1..TXN_SERIAL_MAX, wrapping to 1; 0: none
+	 * yet (or a log from before it was kept). Markers carry it as their
+	 * coordinator_epoch and each partition keeps its producer's last one
+	 * (txn_producer.coordinator_epoch), so a marker sent again after a crash
+	 * is known there as applied, even once a later transaction of the same
+	 * producer has data open on that partition (dataplane/shard/shard.c).
+	 */
+	int32_t serial;
 	uint32_t ntps, tps_cap;
 	struct txn_tp *tps;           /* partitions in the current transaction */
 	uint32_t ngroups, groups_cap;
@@ -196,7 +207,7 @@ void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups, an
 /*
  * Log record value (key = the transactional id), big-endian:
  *   offset  size  field
- *        0     2  version (0)
+ *        0     2  version (1; 0 is read too: no serial)
  *        2     8  producer id
  *       10     2  epoch
  *       12     8  previous producer id
@@ -207,6 +218,7 @@ void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups, an
  *       35     8  update ms
  *       43     4  partition count N, then N x (int16 topic length, topic bytes, int32 partition)
  *        .     4  group count G, then G x (int16 length, bytes)
+ *        .     4  decision serial (version 1 only; version 0: serial 0)
  * size returns the encoded size; encode returns bytes written or -ENOSPC;
  * decode fills m (id untouched) and returns 0 or -EBADMSG.
  */

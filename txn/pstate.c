@@ -350,6 +350,16 @@ int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64
 	return 0;
 }
 
+int txn_pstate_update_marker(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
+                             int64_t now_ms, int32_t coordinator_epoch)
+{
+	assert(h->attributes & ST_BATCH_ATTR_CONTROL);
+	int rc = txn_pstate_update(ps, h, base_offset, now_ms);
+	if (rc == 0)
+		table_find(ps, h->producer_id)->coordinator_epoch = coordinator_epoch;
+	return rc;
+}
+
 /* Locality: shard core (owner). */
 uint32_t txn_pstate_expire(struct txn_pstate *ps, int64_t now_ms, int64_t expiration_ms)
 {
@@ -918,8 +928,9 @@ static int replay_batch(void *arg, const struct st_batch_hdr *h, const uint8_t *
 
 	if (h->producer_id < 0)
 		return 0;
+	int32_t serial = -1;   /* a marker's coordinator_epoch: the decision serial (txn/coord.h) */
+	int type = (h->attributes & ST_BATCH_ATTR_CONTROL) ? st_batch_marker_read(raw, raw_len, &serial) : -1;
 	if (r->lso && (h->attributes & ST_BATCH_ATTR_CONTROL)) {
-		int type = st_batch_marker_type(raw, raw_len);
 		if (type < 0) {
 			fprintf(stderr, "pstate: control batch at %" PRId64 " is not a COMMIT/ABORT marker, skipped\n",
 			        h->base_offset);
@@ -940,7 +951,8 @@ static int replay_batch(void *arg, const struct st_batch_hdr *h, const uint8_t *
 		/* More producers than the table may hold: the idle ones updated longest ago go (make_room). */
 		int rc = make_room(r->ps, h->producer_id);
 		if (rc == 0)
-			rc = txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp);
+			rc = type >= 0 ? txn_pstate_update_marker(r->ps, h, h->base_offset, h->max_timestamp, serial) :
+			                 txn_pstate_update(r->ps, h, h->base_offset, h->max_timestamp);
 		if (rc < 0)
 			return rc;
 	}

@@ -39,7 +39,7 @@ struct txn_producer {
 	int64_t last_timestamp;       /* max timestamp of the newest batch */
 	int64_t last_update_ms;       /* broker wall clock of the newest append: expiration */
 	int64_t txn_first_offset;     /* open transaction's first offset here, -1 none (update keeps it) */
-	int32_t coordinator_epoch;    /* of the last marker (issue 4), -1 none */
+	int32_t coordinator_epoch;    /* of the last marker: its decision serial (txn/coord.h), -1 none */
 };
 
 enum txn_check_result {
@@ -96,6 +96,10 @@ void txn_pstate_set_limit(struct txn_pstate *ps, uint32_t producers_max);
  */
 int txn_pstate_update(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
                       int64_t now_ms);
+/* The same for a marker (a control batch), which also records its coordinator_epoch (the
+ * coordinator's decision serial, txn/coord.h) as the producer's last. */
+int txn_pstate_update_marker(struct txn_pstate *ps, const struct st_batch_hdr *h, int64_t base_offset,
+                             int64_t now_ms, int32_t coordinator_epoch);
 
 /* Drop producers whose last append is older than now_ms - expiration_ms and that
  * have no open transaction (as Kafka). Returns how many. A table in an arena

@@ -103,7 +103,9 @@ static int write_txn_markers(struct dp_core *c, struct dp_req *r, struct kreader
 				m.u.txn.pid = mk->ProducerId;
 				m.u.txn.epoch = mk->ProducerEpoch;
 				m.u.txn.commit = mk->TransactionResult;
-				m.u.txn.coord_epoch = mk->CoordinatorEpoch;
+				/* Not the client's: the field holds the coordinator's decision serials
+				 * (txn/coord.h), and 0 is "none", never taken for one already applied. */
+				m.u.txn.coord_epoch = 0;
 				m.u.txn.ptr = pr;
 				dp_ask_part(c, r, owner, dp_shard_txn_msg, &m);
 			}

@@ -420,7 +420,7 @@ static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t 
 	msg.u.txn.pid = m->pid;
 	msg.u.txn.epoch = m->epoch;
 	msg.u.txn.commit = commit;
-	msg.u.txn.coord_epoch = 0;   /* one coordinator, never moved */
+	msg.u.txn.coord_epoch = m->serial;   /* this decision's serial (coord.h: txn_meta.serial) */
 	if (count)
 		m->markers_left++;
 	int owner = dp_owner_core(c->b, hash, tp->partition);

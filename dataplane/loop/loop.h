@@ -311,6 +311,7 @@ struct dp_core {
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
+	uint64_t markers_applied_again; /* markers of a decision already applied here, a later transaction open (logged at exit) */
 	uint32_t marker_write_faults; /* markers whose log write --fault-marker-write-fail failed so far */
 	struct dp_marker *markers_held, *markers_held_tail; /* test only: durable markers acted on late
 	                                 (--fault-marker-delay-ms), oldest first (shard.c) */

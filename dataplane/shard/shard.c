@@ -556,12 +556,26 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_KAFKA_STORAGE_ERROR);
 		return;
 	}
+	/*
+	 * A decision already applied here: this producer's last marker carries
+	 * the same serial (txn/coord.h), durable, since its transaction is closed
+	 * and data is open again (produce_batch takes a next transaction's only
+	 * once the last marker is durable). The open data belongs to a later
+	 * transaction, which this marker, sent again after a coordinator crash,
+	 * must neither end nor deprive of its permission: it changes nothing.
+	 * (A marker written and not yet durable falls through: told to come back.)
+	 */
+	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
+	if (pr && m->u.txn.coord_epoch > 0 && pr->coordinator_epoch == m->u.txn.coord_epoch && pr->txn_first_offset >= 0) {
+		c->markers_applied_again++;
+		marker_reply(c, m, KERR_NONE);
+		return;
+	}
 	allow_drop(c, p, pid);
 	if (txn_lso_open_first(p->lso, pid) < 0) {
 		marker_reply(c, m, KERR_NONE);
 		return;
 	}
-	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
 	if (pr && m->u.txn.epoch < pr->epoch) {
 		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
 		return;
@@ -619,7 +633,8 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	}
 	struct st_batch_hdr h;
 	st_batch_parse(batch, (size_t)n, &h);
-	int rc = txn_pstate_update(p->ps, &h, off, dp_wall_ms());   /* takes the marker's epoch */
+	/* takes the marker's epoch and serial */
+	int rc = txn_pstate_update_marker(p->ps, &h, off, dp_wall_ms(), m->u.txn.coord_epoch);
 	assert(rc == 0);   /* reserved above */
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;

@@ -64,6 +64,9 @@ static void shard_stop(struct dp_core *c)
 {
 	if (c->appends_refused)
 		DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
+	if (c->markers_applied_again)
+		DP_INFO("%llu markers of a decision already applied found a later transaction open, and left it",
+		        (unsigned long long)c->markers_applied_again);
 	if (c->allows_refused)
 		DP_INFO("%llu transaction grants refused for an empty grant pool", (unsigned long long)c->allows_refused);
 	if (c->txn_arena)

@@ -51,12 +51,12 @@ start_broker --no-fsync
 old=$("$PY" "$WORK/txn.py" "$PORT" "$CLIENT_DIR" open) || fail "open a transaction: $old"
 stop_broker
 
-# Every record of id $old: value version 0, producer id, epoch (txn/coord.c txn_meta_encode).
+# Every record of id $old: value version 1, producer id, epoch (txn/coord.c txn_meta_encode).
 "$PY" - "$CLIENT_DIR" "$DATA/__transaction_state" "$old" <<'PY' || fail "rewriting the epoch"
 import glob, struct, sys
 sys.path.insert(0, sys.argv[1])
 import bad_client as bc
-pat = b'\x00\x00' + struct.pack('>q', int(sys.argv[3]))
+pat = b'\x00\x01' + struct.pack('>q', int(sys.argv[3]))
 n = 0
 for path in glob.glob(sys.argv[2] + '/*.log'):
     b = bytearray(open(path, 'rb').read())

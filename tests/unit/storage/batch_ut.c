@@ -265,7 +265,7 @@ static void test_records_and_varints(void)
 /* st_batch_build_marker gives vector 06 byte for byte; st_batch_marker_type reads it back. */
 static void test_build_marker(void)
 {
-	uint8_t v[128], b[128];
+	uint8_t v[128], b[128], d2[128];
 	size_t n = ut_hex_decode(vec06, v, sizeof(v));
 	const int64_t ts = 0x18bcfe56814LL;
 
@@ -291,6 +291,22 @@ static void test_build_marker(void)
 	CU_ASSERT(r.key_len == 4 && st_be16(r.key) == 0 && st_be16(r.key + 2) == 0);
 	CU_ASSERT(r.value_len == 6 && st_be16(r.value) == 0 && st_be32(r.value + 2) == 0x01020304u);
 	CU_ASSERT_EQUAL(st_batch_marker_type(b, n), ST_MARKER_ABORT);
+	int32_t ce = 0;
+	CU_ASSERT_EQUAL(st_batch_marker_read(b, n, &ce), ST_MARKER_ABORT);
+	CU_ASSERT_EQUAL(ce, 0x01020304);
+	CU_ASSERT_EQUAL(st_batch_marker_read(v, n, &ce), ST_MARKER_COMMIT);
+	CU_ASSERT_EQUAL(ce, 0);
+	/* A value cut short, or past the bytes given: no coordinator epoch (-1), the type still read. */
+	CU_ASSERT_EQUAL(st_batch_marker_read(b, n - 2, &ce), ST_MARKER_ABORT);
+	CU_ASSERT_EQUAL(ce, -1);
+	memcpy(d2, b, n);
+	d2[70] = 2 * 5;     /* value length 5 (zigzag): shorter than version + epoch */
+	CU_ASSERT_EQUAL(st_batch_marker_read(d2, n, &ce), ST_MARKER_ABORT);
+	CU_ASSERT_EQUAL(ce, -1);
+	memcpy(d2, b, n);
+	d2[65] = 2 * 60;     /* key length 60: past the end, never read beyond it */
+	CU_ASSERT_EQUAL(st_batch_marker_read(d2, n, &ce), ST_MARKER_ABORT);
+	CU_ASSERT_EQUAL(ce, -1);
 
 	/* Any prefix that stops before the key's type is refused, never over-read. */
 	for (size_t len = 0; len <= n; len++) {

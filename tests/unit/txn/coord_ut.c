@@ -118,6 +118,17 @@ static void test_setter(void)
 		CU_ASSERT_EQUAL(m->state, path[i]);
 		prev = path[i];
 	}
+	/* Each decision (into Prepare*) takes the next serial, and only a decision: 2 on that path. */
+	CU_ASSERT_EQUAL(m->serial, 2);
+	struct txn_meta *w = ut_meta(TXN_ONGOING);
+	w->serial = TXN_SERIAL_MAX;   /* wraps to 1, never 0 ("none") or negative */
+	txn_set_state(w, TXN_PREPARE_COMMIT);
+	CU_ASSERT_EQUAL(w->serial, 1);
+	txn_set_state(w, TXN_COMPLETE_COMMIT);
+	txn_set_state(w, TXN_ONGOING);
+	CU_ASSERT_EQUAL(w->serial, 1);
+	txn_set_state(w, TXN_PREPARE_ABORT);
+	CU_ASSERT_EQUAL(w->serial, 2);
 	/* Every illegal move dies with SIGABRT; a few legal ones exit cleanly. */
 	for (int from = 0; from < UT_NSTATES; from++)
 		for (int to = 0; to < UT_NSTATES; to++) {
@@ -427,6 +438,7 @@ static void ut_fill(struct txn_meta *m, uint32_t ntps, size_t tlen, uint32_t ng,
 	m->timeout_ms = TXN_TIMEOUT_MAX_MS - salt;
 	m->start_ms = UT_TS + salt;
 	m->update_ms = UT_TS + 2 * salt;
+	m->serial = salt ? TXN_SERIAL_MAX - salt : 0;
 	txn_meta_clear_txn(m);
 	for (uint32_t i = 0; i < ntps; i++) {
 		size_t n = tlen ? tlen : 1 + i % 20;
@@ -449,7 +461,7 @@ static bool ut_same(const struct txn_meta *a, const struct txn_meta *b)
 {
 	if (a->pid != b->pid || a->epoch != b->epoch || a->prev_pid != b->prev_pid || a->prev_epoch != b->prev_epoch ||
 	    a->state != b->state || a->timeout_ms != b->timeout_ms || a->start_ms != b->start_ms ||
-	    a->update_ms != b->update_ms || a->ntps != b->ntps || a->ngroups != b->ngroups)
+	    a->update_ms != b->update_ms || a->serial != b->serial || a->ntps != b->ntps || a->ngroups != b->ngroups)
 		return false;
 	for (uint32_t i = 0; i < a->ntps; i++)
 		if (a->tps[i].partition != b->tps[i].partition || a->tps[i].topic_len != b->tps[i].topic_len ||
@@ -470,7 +482,7 @@ static int ut_round_trip(const struct txn_meta *src, struct txn_meta *dst)
 		CU_ASSERT_EQUAL(txn_meta_encode(src, ut_buf, need - 1), -ENOSPC);
 	int n = txn_meta_encode(src, ut_buf, UT_BUF_BYTES);
 	CU_ASSERT_EQUAL_FATAL(n, (int)need);
-	CU_ASSERT_EQUAL(ut_buf[0] | ut_buf[1], 0);   /* version 0 */
+	CU_ASSERT(ut_buf[0] == 0 && ut_buf[1] == 1);   /* version 1 */
 	CU_ASSERT_EQUAL(ut_buf[22], (uint8_t)src->state);
 	char id_before[8];
 	memcpy(id_before, dst->id, sizeof(id_before));
@@ -486,9 +498,9 @@ static void test_value_round_trip(void)
 	struct txn_meta *a = txn_coord_add(c, "a", 1), *b = txn_coord_add(c, "b", 1);
 	CU_ASSERT_FATAL(a && b);
 	/* Fresh entry: no partitions, no groups, -1s. */
-	CU_ASSERT_EQUAL(ut_round_trip(a, b), 47 + 4);
+	CU_ASSERT_EQUAL(ut_round_trip(a, b), 47 + 4 + 4);
 	ut_fill(a, 3, 5, 2, 4, 1);
-	CU_ASSERT_EQUAL(ut_round_trip(a, b), 47 + 3 * (2 + 5 + 4) + 4 + 2 * (2 + 4));
+	CU_ASSERT_EQUAL(ut_round_trip(a, b), 47 + 3 * (2 + 5 + 4) + 4 + 2 * (2 + 4) + 4);
 	for (int salt = 0; salt < UT_NSTATES; salt++) {
 		ut_fill(a, (uint32_t)salt * 13, 0, (uint32_t)salt * 3, 0, salt);
 		ut_round_trip(a, b);
@@ -504,7 +516,7 @@ static void test_value_round_trip(void)
 	ut_fill(a, TXN_PARTS_MAX, TXN_TOPIC_BYTES_MAX, TXN_GROUPS_MAX, TXN_GROUP_BYTES_MAX, 5);
 	int n = ut_round_trip(a, b);
 	CU_ASSERT_EQUAL(n, 47 + TXN_PARTS_MAX * (2 + TXN_TOPIC_BYTES_MAX + 4) + 4 +
-	                TXN_GROUPS_MAX * (2 + TXN_GROUP_BYTES_MAX));
+	                TXN_GROUPS_MAX * (2 + TXN_GROUP_BYTES_MAX) + 4);
 	/* Decoding again over a full entry replaces, not appends. */
 	ut_fill(a, 2, 3, 1, 3, 2);
 	ut_round_trip(a, b);
@@ -539,7 +551,8 @@ static void test_value_damage(void)
 	for (uint32_t i = 0; i < a->ntps; i++)
 		groups_at += 2 + a->tps[i].topic_len + 4;
 	struct { size_t off; int bytes; uint64_t v; const char *what; } bad[] = {
-		{ 0, 2, 1, "version 1" },
+		{ 0, 2, 2, "version 2" },
+		{ (size_t)n - 4, 4, 0x80000000u, "serial < 0" },
 		{ 0, 2, 0xffff, "version -1" },
 		{ 22, 1, UT_NSTATES, "state 8" },
 		{ 22, 1, 0xff, "state 255" },
@@ -572,14 +585,17 @@ static void test_value_damage(void)
 	/* A group longer than the limit inside a consistent value. */
 	ut_fill(a, 0, 0, 0, 0, 0);
 	n = txn_meta_encode(a, ut_buf, UT_BUF_BYTES);
-	CU_ASSERT_FATAL(n == 51);
+	CU_ASSERT_FATAL(n == 55);
+	ut_put_be(ut_buf, 0, 2);   /* a version 0 value: no serial */
 	ut_put_be(ut_buf + 47, 1, 4);
 	ut_put_be(ut_buf + 51, TXN_GROUP_BYTES_MAX + 1, 2);
 	memset(ut_buf + 53, 'g', TXN_GROUP_BYTES_MAX + 1);
 	CU_ASSERT_EQUAL(txn_meta_decode(b, ut_buf, 53 + TXN_GROUP_BYTES_MAX + 1), -EBADMSG);
 	ut_put_be(ut_buf + 51, TXN_GROUP_BYTES_MAX, 2);   /* and the same at the limit is fine */
+	b->serial = 9;
 	CU_ASSERT_EQUAL(txn_meta_decode(b, ut_buf, 53 + TXN_GROUP_BYTES_MAX), 0);
 	CU_ASSERT_EQUAL(b->ngroups, 1);
+	CU_ASSERT_EQUAL(b->serial, 0);   /* version 0: serial 0, "none" */
 	/* Random byte flips never crash (the result may be either). */
 	ut_fill(a, 7, 0, 5, 0, 3);
 	n = txn_meta_encode(a, ut_buf, UT_BUF_BYTES);

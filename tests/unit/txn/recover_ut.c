@@ -80,6 +80,7 @@ static const struct { enum ut_kind kind; int64_t pid; int32_t seq; } plan[] = {
 };
 #define UT_N ((int)(sizeof(plan) / sizeof(plan[0])))
 #define UT_TS(i) (1000 + (int64_t)(i))
+#define UT_SERIAL(i) (100 + (int32_t)(i))   /* a marker's coordinator_epoch: recovery must bring it back */
 _Static_assert(UT_N <= UT_BATCHES, "buffers");
 
 /* The expected index after recovery. */
@@ -94,7 +95,8 @@ static int ut_build(int i)
 		return st_batch_build(bufs[i], UT_BATCH_BYTES, plan[i].kind == TXN ? ST_BATCH_ATTR_TRANSACTIONAL : 0,
 		                      plan[i].pid, 0, plan[i].seq, UT_TS(i), NULL, -1, v, (int32_t)sizeof(v));
 	default:
-		return st_batch_build_marker(bufs[i], UT_BATCH_BYTES, plan[i].pid, 0, plan[i].kind == COMMIT, 0, UT_TS(i));
+		return st_batch_build_marker(bufs[i], UT_BATCH_BYTES, plan[i].pid, 0, plan[i].kind == COMMIT, UT_SERIAL(i),
+		                             UT_TS(i));
 	}
 }
 
@@ -135,7 +137,10 @@ static struct txn_pstate *ut_write_log(struct txn_lso **live_lso)
 			CU_ASSERT_EQUAL(txn_lso_begin(lso, plan[i].pid, i), 0);
 		if (plan[i].kind == COMMIT || plan[i].kind == ABORT)
 			CU_ASSERT_EQUAL(txn_lso_end(lso, plan[i].pid, i, plan[i].kind == ABORT), 0);
-		CU_ASSERT_EQUAL(txn_pstate_update(ps, &h, i, UT_TS(i)), 0); /* replay uses batch time: match it */
+		bool marker = plan[i].kind == COMMIT || plan[i].kind == ABORT;
+		int rc = marker ? txn_pstate_update_marker(ps, &h, i, UT_TS(i), UT_SERIAL(i)) :
+		                  txn_pstate_update(ps, &h, i, UT_TS(i)); /* replay uses batch time: match it */
+		CU_ASSERT_EQUAL(rc, 0);
 	}
 	ut_drive();
 	CU_ASSERT_EQUAL(appends_done, UT_N);
