@@ -564,8 +564,9 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * transaction, which this marker, sent again after a coordinator crash,
 	 * must neither end nor deprive of its permission: it changes nothing.
 	 * (A marker written and not yet durable falls through: told to come back.)
+	 * A client's WriteTxnMarkers may name any pid; a negative one has no state.
 	 */
-	struct txn_producer *pr = txn_pstate_find(p->ps, pid);
+	struct txn_producer *pr = pid >= 0 ? txn_pstate_find(p->ps, pid) : NULL;
 	if (pr && m->u.txn.coord_epoch > 0 && pr->coordinator_epoch == m->u.txn.coord_epoch && pr->txn_first_offset >= 0) {
 		c->markers_applied_again++;
 		marker_reply(c, m, KERR_NONE);

@@ -718,6 +718,35 @@ def case_compressed_request_budget(a):
     return appended_nothing(a, 1, one * 5, MESSAGE_TOO_LARGE)
 
 
+def case_write_txn_markers_any_pid(a):
+    # WriteTxnMarkers v0 (API 27) names its producers itself: a negative or
+    # unknown pid has no open transaction on the partition, so nothing is
+    # written and the answer is NONE per partition (a negative one stopped
+    # the broker on an assertion, fuzz_wire in CI).
+    pids = [-1, -2, -(1 << 63), (1 << 63) - 1, 123456789]
+    body = struct.pack('>i', len(pids))
+    for pid in pids:
+        body += struct.pack('>qhb', pid, 0, 1) + struct.pack('>i', 1) + kstr(a.known_topic)
+        body += struct.pack('>i', a.known_partitions)
+        body += b''.join(struct.pack('>i', i) for i in range(a.known_partitions))
+        body += struct.pack('>i', 7)   # coordinator epoch (sluice: the decision serial)
+    c = Conn(a.port)
+    try:
+        r = Reader(c.call(27, 0, body))
+        got = []
+        for _ in range(r.i32()):
+            pid = r.i64()
+            for _ in range(r.i32()):
+                r.string()
+                for _ in range(r.i32()):
+                    part, err = r.i32(), r.i16()
+                    got.append((pid, part, err))
+        want = [(pid, i, NONE) for pid in pids for i in range(a.known_partitions)]
+        return None if got == want and r.done() else f'answers {got}, want {want}'
+    finally:
+        c.close()
+
+
 def case_metadata_bad_names(a):
     c = Conn(a.port)
     try:
@@ -738,7 +767,7 @@ CASES = [
     case_pipelined, case_byte_at_a_time,
     case_garbage_http, case_garbage_negative_size, case_garbage_in_frame, case_zero_size,
     case_short_header, case_client_id_overruns_frame, case_oversize_frame, case_huge_frame,
-    case_unknown_api_key, case_unsupported_version,
+    case_unknown_api_key, case_unsupported_version, case_write_txn_markers_any_pid,
     case_truncated_then_close, case_truncated_held_open,
     case_apiversions_v9,
     case_produce_good_batch, case_produce_bad_crc, case_produce_unknown_topic,
