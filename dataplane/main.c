@@ -121,6 +121,7 @@ static void usage(FILE *f)
 	"  --test-txn-open-max N   per partition, at most N open transactions (default 1048576)\n"
 	"  --test-xmsg-credits N   per pair of cores, at most N refusable requests unanswered (default 4096)\n"
 	"  --test-appends-max N    per data core, at most N partition appends in flight (default 16384)\n"
+	"  --test-reads-max N      per data core, at most N cold and warm reads in flight (default 256)\n"
 	"  --test-txn-state-bytes N  per data core, a producer and transaction state pool of N bytes\n"
 	"                          (4096..1048575) instead of --txn-state-mib\n"
 	"  --test-txn-allows-max N per data core, at most N partitions granted to open transactions\n"
@@ -181,7 +182,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TREADS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FCONFSYNC, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -214,6 +215,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-txn-open-max", required_argument, 0, O_TTMAX },
 		{ "test-xmsg-credits", required_argument, 0, O_TXCRED },
 		{ "test-appends-max", required_argument, 0, O_TAPPENDS },
+		{ "test-reads-max", required_argument, 0, O_TREADS },
 		{ "test-txn-allows-max", required_argument, 0, O_TALLOWS },
 		{ "txn-state-mib", required_argument, 0, O_TXNSTATE },
 		{ "partitions-max", required_argument, 0, O_PARTSMAX },
@@ -364,6 +366,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > (o == O_TXCRED ? DP_XMSG_CREDITS : DP_APPENDS_MAX))
 				goto bad;
 			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
+			break;
+		}
+		case O_TREADS: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_READS_MAX)
+				goto bad;
+			cfg->test_reads_max = (uint32_t)v;
 			break;
 		}
 		case O_TXNSTATE: {

@@ -180,7 +180,20 @@
  * other core's ring, and its timers once per DP_TXNC_TIMER_MS / DP_GRP_TIMER_MS. */
 #define DP_CONTROL_OWN_CORES_MIN 8
 #define DP_URING_ENTRIES        2048
-#define DP_READS_MAX            256       /* cold fetch reads in flight per data core */
+#define DP_READS_MAX            256       /* cold fetch reads in flight per data core (--test-reads-max: fewer) */
+/*
+ * A Fetch or ListOffsets that needs a read slot (shard/read.c) while all
+ * DP_READS_MAX are in flight waits in a FIFO of its core and runs again when
+ * one completes: a poll core never reads with a blocking syscall instead.
+ * Bound: every such request is a credited fan-out (above), so at most
+ * DP_XMSG_CREDITS from each core that sends them wait at once, and past half
+ * of that credit a NIC core starts no new request (conn.c):
+ *     DP_READ_WAITS_MAX = DP_XMSG_CREDITS    (one sending core's whole credit)
+ * More (several NIC cores at full credit toward one owner, all cold) is
+ * answered retriable: Fetch KAFKA_STORAGE_ERROR, as for a buffer it could not
+ * lend (conn/fetch.c), ListOffsets LEADER_NOT_AVAILABLE, as for no credit.
+ */
+#define DP_READ_WAITS_MAX       DP_XMSG_CREDITS
 /* Producer-state snapshots being written (io_uring) per data core: each is an fdatasync, a rename
  * and a directory fsync, and a thousand at once would stand in front of the appends' own
  * fdatasyncs in the disk's queue and the file system's journal. The rest wait their turn. */

@@ -35,6 +35,7 @@
 #include "dp_limits.h"
 #include "names.h"   /* topic and partition directory names */
 #include "topicconf.h"   /* a topic's configs */
+#include "read_wait.h"   /* the shard's read-slot wait queue */
 #include "ring.h"
 
 struct nic;
@@ -98,6 +99,7 @@ struct dp_config {
 	uint32_t test_txn_open_max;      /* test only, 0 = the limit: shrink each partition's open transactions */
 	uint32_t test_xmsg_credits;      /* test only, 0 = DP_XMSG_CREDITS: shrink cross-core credit */
 	uint32_t test_appends_max;       /* test only, 0 = DP_APPENDS_MAX: shrink each core's append pool */
+	uint32_t test_reads_max;         /* test only, 0 = DP_READS_MAX: shrink each core's read slots */
 	uint32_t test_txn_allows_max;    /* test only, 0 = DP_TXN_ALLOWS_MAX: shrink each core's grant pool */
 	uint32_t txn_state_mib;          /* per data core, the producer and transaction state pool (MiB) */
 	int64_t partitions_max;          /* --partitions-max: partitions the broker holds at most */
@@ -305,6 +307,10 @@ struct dp_core {
 	struct dp_read *reads;        /* [DP_READS_MAX] cold fetch reads (shard.c) */
 	struct dp_read *read_free;
 	uint32_t reads_inflight;      /* retention and topic deletes wait for these */
+	struct dp_read_waits read_waits; /* [DP_READ_WAITS_MAX] requests waiting for a free read slot (read.c) */
+	uint64_t read_waited;         /* requests that waited there (logged at exit) */
+	uint64_t read_waits_refused;  /* ... answered retriable instead, the queue full (logged at exit) */
+	uint64_t blocking_reads;      /* blocking read syscalls on this core: the goal is 0 (logged at exit) */
 	uint64_t cold_reads;          /* fetch reads that went to the disk (logged at exit) */
 	uint64_t cold_lookups;        /* Fetch/ListOffsets header lookups read through the ring (read.c; logged at exit) */
 	uint64_t cold_extends;        /* ... of them, to read a fetch's range on past its first headers */

@@ -24,9 +24,6 @@
 #include "shard_internal.h"
 #include "seam.h"
 
-struct dp_core;
-/* Runs a Fetch or ListOffsets again once a warm read brought its lookup's bytes in. */
-typedef void (*lookup_resume_fn)(struct dp_core *c, struct dp_msg *m, unsigned warms);
 
 /*
  * A cold fetch read: the page cache did not hold the bytes, so they are read
@@ -55,25 +52,34 @@ _Static_assert(DP_LIST_PART_WORK_BYTES_MAX <= ST_BATCH_DECOMPRESSED_BYTES_MAX, "
 _Static_assert(DP_LIST_BATCH_BYTES_MAX <= DP_LIST_PART_WORK_BYTES_MAX, "a lone lookup may read a whole buffer");
 
 /*
- * The core's DP_READS_MAX read slots and, behind them, the warm-read sink:
- * where warm reads put their bytes (only their effect on the page cache
- * matters, so the core's reads share it: nothing reads it back). One block,
- * allocated at the shard's start (shard_role.c), never on the data path.
+ * The core's DP_READS_MAX read slots (fewer free with --test-reads-max) and,
+ * behind them, the warm-read sink: where warm reads put their bytes (only
+ * their effect on the page cache matters, so the core's reads share it:
+ * nothing reads it back), ListOffsets' batch buffer, and the
+ * DP_READ_WAITS_MAX requests that may wait for a slot. One block, allocated
+ * at the shard's start (shard_role.c), never on the data path.
  */
 unsigned long long dp_shard_reads_bytes(void)
 {
-	return (unsigned long long)DP_READS_MAX * sizeof(struct dp_read) + ST_LOG_WARM_BYTES + DP_LIST_BATCH_BYTES_MAX;
+	return (unsigned long long)DP_READS_MAX * sizeof(struct dp_read) + ST_LOG_WARM_BYTES + DP_LIST_BATCH_BYTES_MAX +
+	       (unsigned long long)DP_READ_WAITS_MAX * sizeof(struct dp_read_wait);
 }
 
 static uint8_t *warm_sink(struct dp_core *c) { return (uint8_t *)(c->reads + DP_READS_MAX); }
 /* ListOffsets' batch buffer: read and walked within one call (list_in_batch), so one per core. */
 static uint8_t *list_buf(struct dp_core *c) { return warm_sink(c) + ST_LOG_WARM_BYTES; }
 
+_Static_assert((ST_LOG_WARM_BYTES + DP_LIST_BATCH_BYTES_MAX) % _Alignof(struct dp_read_wait) == 0,
+               "the wait queue behind the buffers is aligned");
+
 int dp_shard_reads_create(struct dp_core *c)
 {
 	if (!(c->reads = calloc(1, (size_t)dp_shard_reads_bytes())))
 		return -ENOMEM;
-	for (int i = DP_READS_MAX; i-- > 0;) {
+	c->read_waits = (struct dp_read_waits){ .v = (struct dp_read_wait *)(void *)(list_buf(c) + DP_LIST_BATCH_BYTES_MAX),
+	                                        .cap = DP_READ_WAITS_MAX };
+	uint32_t slots = c->b->cfg.test_reads_max ? c->b->cfg.test_reads_max : DP_READS_MAX;
+	for (int i = (int)slots; i-- > 0;) {
 		c->reads[i].next_free = c->read_free;
 		c->read_free = &c->reads[i];
 	}
@@ -85,6 +91,7 @@ void dp_shard_reads_destroy(struct dp_core *c)
 	free(c->reads);
 	c->reads = NULL;
 	c->read_free = NULL;
+	c->read_waits = (struct dp_read_waits){ 0 };
 }
 
 static struct dp_read *read_get(struct dp_core *c)
@@ -93,6 +100,53 @@ static struct dp_read *read_get(struct dp_core *c)
 	if (rd)
 		c->read_free = rd->next_free;
 	return rd;
+}
+
+static void read_put(struct dp_core *c, struct dp_read *rd)
+{
+	rd->part->reads--;
+	rd->next_free = c->read_free;
+	c->read_free = rd;
+	c->reads_inflight--;
+}
+
+/*
+ * No read slot is free: m waits in the core's FIFO and runs again,
+ * resume(m, warms), when a slot is given back (read_waits_run). With the
+ * queue full (DP_READ_WAITS_MAX, dp_limits.h) it is answered retriable at
+ * once instead: never a blocking read.
+ */
+static void read_wait(struct dp_core *c, const struct dp_msg *m, unsigned warms, lookup_resume_fn resume)
+{
+	struct dp_read_wait w = { .req = *m, .resume = resume, .warms = (uint8_t)warms };
+	if (dp_read_wait_push(&c->read_waits, &w)) {
+		c->read_waited++;
+		return;
+	}
+	c->read_waits_refused++;
+	DP_ERR_RL("%s: every read slot busy and %u requests waiting: answered retriable",
+	          m->type == DP_MSG_FETCH ? "fetch" : "list offsets", c->read_waits.n);
+	struct dp_msg out = { 0 };
+	if (m->type == DP_MSG_FETCH) {
+		out.err = KERR_KAFKA_STORAGE_ERROR;   /* as for a buffer not lent (conn/fetch.c) */
+		out.u.fetch_done.hw = out.u.fetch_done.lso = out.u.fetch_done.log_start = -1;
+		reply(c, m, &out, DP_MSG_FETCH_DONE);
+	} else {
+		assert(m->type == DP_MSG_LIST);
+		out.err = KERR_LEADER_NOT_AVAILABLE;  /* as for no credit toward the owner (conn/fetch.c) */
+		out.u.list_done.out = m->u.list.out;
+		out.u.list_done.offset = out.u.list_done.timestamp = -1;
+		reply(c, m, &out, DP_MSG_LIST_DONE);
+	}
+}
+
+/* A slot was given back: the oldest waiting requests run again while slots are free (one that
+ * finds none queues again, at the back, and ends this). */
+static void read_waits_run(struct dp_core *c)
+{
+	struct dp_read_wait w;
+	while (c->read_free && dp_read_wait_pop(&c->read_waits, &w))
+		w.resume(c, &w.req, w.warms);
 }
 
 /* The list is queried as struct txn_aborted and rewritten in place, front to back, as Kafka's. */
@@ -205,11 +259,9 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 		lookup_resume_fn resume = rd->resume;
 		if (cqe->res < 0)
 			DP_ERR_RL("lookup read failed: %s", strerror(-cqe->res));
-		rd->part->reads--;
-		rd->next_free = c->read_free;
-		c->read_free = rd;
-		c->reads_inflight--;
+		read_put(c, rd);
 		resume(c, &req, warms);
+		read_waits_run(c);
 		return;
 	}
 	if (cqe->res > 0 && rd->done + (uint32_t)cqe->res < rd->len) {
@@ -224,25 +276,30 @@ void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe)
 		len = 0;
 	}
 	fetch_reply(c, &rd->req, &rd->out, rd->part, len, rd->one_batch);
-	rd->part->reads--;
-	rd->next_free = c->read_free;
-	c->read_free = rd;
-	c->reads_inflight--;
+	read_put(c, rd);
+	read_waits_run(c);
 }
 
 /*
  * A lookup met a batch header outside the page cache: read [pos, pos + len) of
- * fd through the ring and run the request again on completion (true). false:
- * no slot is free, or this request already waited DP_LOOKUP_WARMS_MAX times
- * (its pages keep leaving the cache): the caller looks up with blocking reads,
- * as a cold fetch reads when every slot is busy.
+ * fd through the ring and run the request again on completion (true); with no
+ * slot free the request waits for one, or is answered retriable with the wait
+ * queue full (read_wait; true as well: it is taken care of). false: this
+ * request already waited DP_LOOKUP_WARMS_MAX times (its pages keep leaving
+ * the cache), or wait is false and no slot is free: the caller goes on
+ * without (a blocking lookup is counted in blocking_reads).
  */
 static bool lookup_warm(struct dp_core *c, struct dp_msg *m, struct dp_part *p, int fd, uint64_t pos,
-                        uint32_t len, unsigned warms, lookup_resume_fn resume)
+                        uint32_t len, unsigned warms, lookup_resume_fn resume, bool wait)
 {
-	struct dp_read *rd = warms < DP_LOOKUP_WARMS_MAX && len ? read_get(c) : NULL;
-	if (!rd)
+	if (warms >= DP_LOOKUP_WARMS_MAX || !len)
 		return false;
+	struct dp_read *rd = read_get(c);
+	if (!rd) {
+		if (wait)
+			read_wait(c, m, warms, resume);
+		return wait;
+	}
 	*rd = (struct dp_read){ .req = *m, .part = p, .fd = fd, .pos = pos, .len = len, .warm = true,
 	                        .warms = (uint8_t)(warms + 1), .resume = resume };
 	c->reads_inflight++;
@@ -260,7 +317,10 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms);
  * (ST_LOG_LOCATE_COLD) brings the bytes from there in and runs again, so that
  * the answer is what Kafka sends whatever the page cache holds; after
  * DP_LOOKUP_WARMS_MAX warm reads, or with no slot free, the range goes as it
- * is (the next fetch starts after it): never a blocking read for more.
+ * is (the next fetch starts after it): never a blocking read for more. A
+ * lookup whose first header is not cached waits for a slot (lookup_warm);
+ * only once its warm reads are spent does it read with blocking reads,
+ * counted (blocking_reads).
  */
 static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, int64_t off, int64_t limit,
                         uint32_t max_bytes, int *fd, uint64_t *pos, uint32_t *len, unsigned warms)
@@ -269,7 +329,7 @@ static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, 
 	if (rc == ST_LOG_LOCATE_COLD) {
 		uint32_t room = max_bytes - *len;   /* more than a header: log.h */
 		if (lookup_warm(c, m, p, *fd, *pos + *len, room < ST_LOG_WARM_BYTES ? room : ST_LOG_WARM_BYTES, warms,
-		                fetch_run)) {
+		                fetch_run, false)) {
 			c->cold_extends++;
 			return 1;
 		}
@@ -277,8 +337,9 @@ static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, 
 	}
 	if (rc != -EAGAIN)
 		return rc;
-	if (lookup_warm(c, m, p, *fd, *pos, *len, warms, fetch_run))
+	if (lookup_warm(c, m, p, *fd, *pos, *len, warms, fetch_run, true))
 		return 1;
+	c->blocking_reads++;
 	return st_log_locate(p->log, off, limit, max_bytes, fd, pos, len);
 }
 
@@ -290,8 +351,8 @@ static int fetch_locate(struct dp_core *c, struct dp_msg *m, struct dp_part *p, 
  * the log is nearly always in the page cache: a non-blocking preadv2
  * (RWF_NOWAIT) copies it at once. Bytes that are not cached are read through
  * io_uring instead, so that a consumer catching up from old segments never
- * stalls this core's appends. Only when every cold-read slot is busy does the
- * core read with a blocking pread. Finding the range reads batch headers the
+ * stalls this core's appends; when every read slot is busy the fetch waits for
+ * one (read_wait) and runs again. Finding the range reads batch headers the
  * same way: from the page cache, else a warm read and the fetch runs again
  * (fetch_locate). warms: the warm reads it waited for so far.
  */
@@ -356,6 +417,10 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 			struct iovec iov = { m->u.fetch.buf, len };
 			ssize_t got = preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
 			struct dp_read *rd = got == (ssize_t)len ? NULL : read_get(c);
+			if (got != (ssize_t)len && !rd) {
+				read_wait(c, m, warms, fetch_run);   /* runs again when a slot is free */
+				return;
+			}
 			if (rd) {
 				*rd = (struct dp_read){ .req = *m, .out = out, .part = p, .fd = fd, .pos = pos, .len = len,
 				                        .done = got > 0 ? (uint32_t)got : 0, .one_batch = one_batch };
@@ -364,13 +429,6 @@ static void fetch_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 				c->cold_reads++;
 				read_submit(c, rd);
 				return;
-			}
-			if (got != (ssize_t)len)
-				got = pread(fd, m->u.fetch.buf, len, (off_t)pos);
-			if (got != (ssize_t)len) {
-				DP_ERR_RL("fetch read failed: %s", got < 0 ? strerror(errno) : "short read");
-				out.err = KERR_KAFKA_STORAGE_ERROR;
-				len = 0;
 			}
 		}
 	}
@@ -418,7 +476,8 @@ void shard_list(struct dp_core *c, struct dp_msg *m) { list_run(c, m, 0); }
  * LogSegment.findOffsetByTimestamp): the first whose timestamp is >= ts, with that timestamp; in a
  * LogAppendTime batch every record bears the batch's maxTimestamp, so the first one. The batch is
  * read as a lookup reads headers: from the page cache, else a warm read of it and the request runs
- * again (1), with blocking reads only once that is spent (lookup_warm). A batch over
+ * again (1), waiting for a slot if none is free, with blocking reads (counted) only once
+ * its warm reads are spent or the file system has no non-blocking read (lookup_warm). A batch over
  * DP_LIST_BATCH_BYTES_MAX or over the request's share of work (work_max: bytes read, and bytes
  * decompressed, dp_limits.h), one that no longer reads back whole with its CRC, or one whose
  * records do not bear out its maxTimestamp is answered by its header.
@@ -442,10 +501,11 @@ static int list_in_batch(struct dp_core *c, struct dp_msg *m, struct dp_part *p,
 	if (n < (ssize_t)hit->len && !nowait_unsupported) {
 		uint32_t done = n > 0 ? (uint32_t)n : 0, left = hit->len - done;
 		if (lookup_warm(c, m, p, hit->fd, hit->pos + done, left < ST_LOG_WARM_BYTES ? left : ST_LOG_WARM_BYTES,
-		                warms, list_run))
+		                warms, list_run, true))
 			return 1;
 	}
 	if (n < (ssize_t)hit->len) {
+		c->blocking_reads++;
 		size_t got = 0;
 		while (got < hit->len) {
 			ssize_t r = st_fs_pread(hit->fd, buf + got, hit->len - got, (off_t)(hit->pos + got));
@@ -502,8 +562,9 @@ static void list_run(struct dp_core *c, struct dp_msg *m, unsigned warms)
 		uint64_t pos;
 		uint32_t len;
 		if (st_log_batch_for_time_nowait(p->log, ts, &hit, &fd, &pos, &len) == -EAGAIN) {
-			if (lookup_warm(c, m, p, fd, pos, len, warms, list_run))
+			if (lookup_warm(c, m, p, fd, pos, len, warms, list_run, true))
 				return;   /* runs again when its warm read completes */
+			c->blocking_reads++;
 			st_log_batch_for_time(p->log, ts, &hit);
 		}
 		out.u.list_done.offset = -1;                      /* -1: no record that late */

@@ -57,7 +57,7 @@ static int shard_settle(struct dp_core *c, bool due)
 
 static bool shard_busy(struct dp_core *c)
 {
-	return c->reads_inflight != 0;
+	return c->reads_inflight != 0 || c->read_waits.n != 0;
 }
 
 static void shard_stop(struct dp_core *c)
@@ -79,6 +79,10 @@ static void shard_stop(struct dp_core *c)
 		DP_INFO("%llu lookups met batch headers outside the page cache and read them through io_uring "
 		        "(%llu to read a fetch's range on past its first headers)",
 		        (unsigned long long)c->cold_lookups, (unsigned long long)c->cold_extends);
+	if (c->read_waited || c->read_waits_refused)
+		DP_INFO("%llu fetch and list offsets requests waited for a read slot (%llu answered retriable, "
+		        "the wait queue full)", (unsigned long long)c->read_waited, (unsigned long long)c->read_waits_refused);
+	DP_INFO("%llu blocking reads on the poll core", (unsigned long long)c->blocking_reads);
 	if (c->aborted_cut_reads)
 		DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
 		        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);
@@ -128,8 +132,9 @@ static void shard_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "--txn-state-mib per data core: what partitions' producer tables and open and aborted "
 	              "transactions grow to (and a byte per 64 B block)");
 	dp_budget_add(bd, "read slots", dp_budget_ndata(cfg), dp_shard_reads_bytes(),
-	              "DP_READS_MAX cold and warm reads in flight, the ST_LOG_WARM_BYTES sink and the "
-	              "DP_LIST_BATCH_BYTES_MAX ListOffsets batch buffer, per data core");
+	              "DP_READS_MAX cold and warm reads in flight, the ST_LOG_WARM_BYTES sink, the "
+	              "DP_LIST_BATCH_BYTES_MAX ListOffsets batch buffer and DP_READ_WAITS_MAX requests waiting "
+	              "for a slot, per data core");
 	uint32_t allows = cfg->test_txn_allows_max ? cfg->test_txn_allows_max : DP_TXN_ALLOWS_MAX;
 	dp_budget_add(bd, "transaction grants", dp_budget_ndata(cfg),
 	              (unsigned long long)allows * sizeof(struct dp_txn_allow),
