@@ -41,6 +41,9 @@ static const struct dp_api {
 	{ KAPI_DELETE_RECORDS, 0, 2 },      /* librdkafka and kafkajs 0-1; answered once the new start is durable */
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
+	{ KAPI_DESCRIBE_ACLS, 0, 3 },       /* SECURITY_DISABLED, as Kafka with no authorizer */
+	{ KAPI_CREATE_ACLS, 0, 3 },
+	{ KAPI_DELETE_ACLS, 0, 3 },
 	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
 	{ KAPI_ALTER_CONFIGS, 0, 2 },       /* librdkafka 0, kafkajs 0-1 */
 	{ KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1 },
@@ -627,6 +630,77 @@ static int describe_cluster(struct dp_core *c, struct dp_req *r, struct kreader 
 	return 0;
 }
 
+/* ---- ACLs -----------------------------------------------------------------------
+ * sluice has no authorizer: it answers the ACL APIs as Kafka does with none
+ * configured (authorizer.class.name unset; KafkaApis/AclApis), SECURITY_DISABLED
+ * with Kafka's own sentences. DescribeAcls sets its top-level error by hand, with
+ * "... on the broker"; CreateAcls and DeleteAcls answer every creation and filter
+ * with the SecurityDisabledException raised there ("No Authorizer is configured.").
+ * Nothing is stored.
+ */
+#define DP_ACL_DESCRIBE_MSG "No Authorizer is configured on the broker"
+#define DP_ACL_ALTER_MSG "No Authorizer is configured."
+
+static int describe_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct DescribeAclsRequest req;
+	if (DescribeAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DescribeAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	DescribeAclsResponse_init(resp);
+	resp->ErrorCode = KERR_SECURITY_DISABLED;
+	resp->ErrorMessage = (struct kstr){ DP_ACL_DESCRIBE_MSG, sizeof(DP_ACL_DESCRIBE_MSG) - 1 };
+	r->resp = resp;
+	return 0;
+}
+
+static int create_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct CreateAclsRequest req;
+	if (CreateAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct CreateAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	CreateAclsResponse_init(resp);
+	if (!DP_RESP_ARRAY(r, resp, Results, req.Creations_n))
+		return -1;
+	for (int32_t i = 0; i < resp->Results_n; i++) {
+		struct CreateAclsResponse_AclCreationResult *out = &resp->Results[i];
+		CreateAclsResponse_AclCreationResult_init(out);
+		out->ErrorCode = KERR_SECURITY_DISABLED;
+		out->ErrorMessage = (struct kstr){ DP_ACL_ALTER_MSG, sizeof(DP_ACL_ALTER_MSG) - 1 };
+	}
+	r->resp = resp;
+	return 0;
+}
+
+static int delete_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct DeleteAclsRequest req;
+	if (DeleteAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DeleteAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	DeleteAclsResponse_init(resp);
+	if (!DP_RESP_ARRAY(r, resp, FilterResults, req.Filters_n))
+		return -1;
+	for (int32_t i = 0; i < resp->FilterResults_n; i++) {
+		struct DeleteAclsResponse_DeleteAclsFilterResult *out = &resp->FilterResults[i];
+		DeleteAclsResponse_DeleteAclsFilterResult_init(out);
+		out->ErrorCode = KERR_SECURITY_DISABLED;
+		out->ErrorMessage = (struct kstr){ DP_ACL_ALTER_MSG, sizeof(DP_ACL_ALTER_MSG) - 1 };
+	}
+	r->resp = resp;
+	return 0;
+}
+
 /* ---- InitProducerId ----------------------------------------------------------- */
 
 static int init_producer_id(struct dp_core *c, struct dp_req *r, struct kreader *rd)
@@ -684,6 +758,9 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
+	case KAPI_DESCRIBE_ACLS: rc = describe_acls(c, r, &rd); break;
+	case KAPI_CREATE_ACLS: rc = create_acls(c, r, &rd); break;
+	case KAPI_DELETE_ACLS: rc = delete_acls(c, r, &rd); break;
 	case KAPI_DESCRIBE_CONFIGS: rc = dp_describe_configs(c, r, &rd); break;
 	case KAPI_ALTER_CONFIGS: rc = dp_alter_configs(c, r, &rd); break;
 	case KAPI_INCREMENTAL_ALTER_CONFIGS: rc = dp_incremental_alter_configs(c, r, &rd); break;
@@ -829,6 +906,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_ACLS, DescribeAclsResponse)
+	ENCODE_CASE(KAPI_CREATE_ACLS, CreateAclsResponse)
+	ENCODE_CASE(KAPI_DELETE_ACLS, DeleteAclsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
 	ENCODE_CASE(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
@@ -877,6 +957,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_ACLS, DescribeAclsResponse)
+	ENCODE_CASE2(KAPI_CREATE_ACLS, CreateAclsResponse)
+	ENCODE_CASE2(KAPI_DELETE_ACLS, DeleteAclsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE2(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
 	ENCODE_CASE2(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
