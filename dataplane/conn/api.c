@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kerr.h"
@@ -397,6 +398,8 @@ static const char *create_assignment_why(const struct dp_core *c, const struct C
 	return NULL;
 }
 
+/* Kafka 2.x's (ZkAdminManager.createTopics; 3.x answers INVALID_CONFIG, "...configs: "). */
+static const char create_why_null[] = "Null value not supported for topic configs : ";
 static const char create_why_configs_n[] = "more configs than a topic takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
 
 /*
@@ -453,8 +456,16 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		struct dp_topic_configs tc;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
+		struct kstr nulls = dp_null_values_why(r, in->Configs, dp_count(in->Configs_n), sizeof(*in->Configs),
+		                                       offsetof(struct CreateTopicsRequest_CreateableTopicConfig, Name),
+		                                       offsetof(struct CreateTopicsRequest_CreateableTopicConfig, Value),
+		                                       create_why_null);
+		if (nulls.len < -1)
+			return -1;
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
 			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
+		else if (nulls.len >= 0)   /* Kafka 2.x: INVALID_REQUEST, before the other checks of the entry */
+			out->ErrorCode = KERR_INVALID_REQUEST, out->ErrorMessage = nulls;
 		else if (assigned && (in->NumPartitions != -1 || in->ReplicationFactor != -1))
 			out->ErrorCode = KERR_INVALID_REQUEST, why = create_why_both;
 		else if (np < 1 || np > DP_PARTITIONS_MAX)
@@ -512,31 +523,29 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	return 0;
 }
 
-/* A request's names, sorted to find those given twice in O(n log n) (a request may hold millions). */
-struct name_at {
-	struct kstr name;
-	int32_t idx;
-};
-
 static int name_at_cmp(const void *a, const void *b)
 {
 	const struct name_at *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	if (x->name.len != y->name.len)
 		return x->name.len < y->name.len ? -1 : 1;
 	int d = x->name.len > 0 ? memcmp(x->name.ptr, y->name.ptr, (size_t)x->name.len) : 0;
 	return d ? d : x->idx < y->idx ? -1 : 1;
 }
 
-/* dup[idx] = whether names[]'s entry idx shares its name with another; names[] is sorted. */
-static void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
+static bool name_at_same(const struct name_at *a, const struct name_at *b)
+{
+	return a->kind == b->kind && a->name.len == b->name.len &&
+	       (a->name.len <= 0 || memcmp(a->name.ptr, b->name.ptr, (size_t)a->name.len) == 0);
+}
+
+void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
 {
 	qsort(names, (size_t)n, sizeof(*names), name_at_cmp);
 	for (int32_t i = 0; i < n; i++) {
-		const struct kstr *x = &names[i].name;
-		bool same_prev = i > 0 && names[i - 1].name.len == x->len &&
-		                 (x->len <= 0 || memcmp(names[i - 1].name.ptr, x->ptr, (size_t)x->len) == 0);
-		bool same_next = i + 1 < n && names[i + 1].name.len == x->len &&
-		                 (x->len <= 0 || memcmp(names[i + 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		bool same_prev = i > 0 && name_at_same(&names[i - 1], &names[i]);
+		bool same_next = i + 1 < n && name_at_same(&names[i + 1], &names[i]);
 		dup[names[i].idx] = same_prev || same_next;
 	}
 }
@@ -585,7 +594,7 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 	if (!names || !dup)
 		return -1;
 	for (int32_t i = 0; i < n; i++)
-		names[i] = (struct name_at){ req.Topics[i].Name, i };
+		names[i] = (struct name_at){ .name = req.Topics[i].Name, .idx = i };
 	names_mark_dups(names, n, dup);
 	for (int32_t i = 0; i < n; i++) {
 		struct CreatePartitionsRequest_CreatePartitionsTopic *in = &req.Topics[i];
