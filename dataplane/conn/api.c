@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kerr.h"
@@ -41,6 +42,9 @@ static const struct dp_api {
 	{ KAPI_DELETE_RECORDS, 0, 2 },      /* librdkafka and kafkajs 0-1; answered once the new start is durable */
 	{ KAPI_CREATE_PARTITIONS, 0, 1 },   /* librdkafka 0, kafkajs 1 (the same layout) */
 	{ KAPI_DESCRIBE_CLUSTER, 0, 0 },    /* admin tools (Kafka's AdminClient) */
+	{ KAPI_DESCRIBE_ACLS, 0, 3 },       /* SECURITY_DISABLED, as Kafka with no authorizer */
+	{ KAPI_CREATE_ACLS, 0, 3 },
+	{ KAPI_DELETE_ACLS, 0, 3 },
 	{ KAPI_DESCRIBE_CONFIGS, 0, 4 },    /* librdkafka 0-1, kafkajs 0-2 (configapi.c) */
 	{ KAPI_ALTER_CONFIGS, 0, 2 },       /* librdkafka 0, kafkajs 0-1 */
 	{ KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1 },
@@ -394,6 +398,8 @@ static const char *create_assignment_why(const struct dp_core *c, const struct C
 	return NULL;
 }
 
+/* Kafka 2.x's (ZkAdminManager.createTopics; 3.x answers INVALID_CONFIG, "...configs: "). */
+static const char create_why_null[] = "Null value not supported for topic configs : ";
 static const char create_why_configs_n[] = "more configs than a topic takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
 
 /*
@@ -450,8 +456,16 @@ static int create_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 		struct dp_topic_configs tc;
 		if (out->ErrorCode)
 			continue;   /* a duplicate */
+		struct kstr nulls = dp_null_values_why(r, in->Configs, dp_count(in->Configs_n), sizeof(*in->Configs),
+		                                       offsetof(struct CreateTopicsRequest_CreateableTopicConfig, Name),
+		                                       offsetof(struct CreateTopicsRequest_CreateableTopicConfig, Value),
+		                                       create_why_null);
+		if (nulls.len < -1)
+			return -1;
 		if (in->Name.len < 0 || !dp_topic_name_valid(in->Name.ptr, (size_t)in->Name.len))
 			out->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
+		else if (nulls.len >= 0)   /* Kafka 2.x: INVALID_REQUEST, before the other checks of the entry */
+			out->ErrorCode = KERR_INVALID_REQUEST, out->ErrorMessage = nulls;
 		else if (assigned && (in->NumPartitions != -1 || in->ReplicationFactor != -1))
 			out->ErrorCode = KERR_INVALID_REQUEST, why = create_why_both;
 		else if (np < 1 || np > DP_PARTITIONS_MAX)
@@ -509,31 +523,29 @@ static int delete_topics(struct dp_core *c, struct dp_req *r, struct kreader *rd
 	return 0;
 }
 
-/* A request's names, sorted to find those given twice in O(n log n) (a request may hold millions). */
-struct name_at {
-	struct kstr name;
-	int32_t idx;
-};
-
 static int name_at_cmp(const void *a, const void *b)
 {
 	const struct name_at *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	if (x->name.len != y->name.len)
 		return x->name.len < y->name.len ? -1 : 1;
 	int d = x->name.len > 0 ? memcmp(x->name.ptr, y->name.ptr, (size_t)x->name.len) : 0;
 	return d ? d : x->idx < y->idx ? -1 : 1;
 }
 
-/* dup[idx] = whether names[]'s entry idx shares its name with another; names[] is sorted. */
-static void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
+static bool name_at_same(const struct name_at *a, const struct name_at *b)
+{
+	return a->kind == b->kind && a->name.len == b->name.len &&
+	       (a->name.len <= 0 || memcmp(a->name.ptr, b->name.ptr, (size_t)a->name.len) == 0);
+}
+
+void names_mark_dups(struct name_at *names, int32_t n, bool *dup)
 {
 	qsort(names, (size_t)n, sizeof(*names), name_at_cmp);
 	for (int32_t i = 0; i < n; i++) {
-		const struct kstr *x = &names[i].name;
-		bool same_prev = i > 0 && names[i - 1].name.len == x->len &&
-		                 (x->len <= 0 || memcmp(names[i - 1].name.ptr, x->ptr, (size_t)x->len) == 0);
-		bool same_next = i + 1 < n && names[i + 1].name.len == x->len &&
-		                 (x->len <= 0 || memcmp(names[i + 1].name.ptr, x->ptr, (size_t)x->len) == 0);
+		bool same_prev = i > 0 && name_at_same(&names[i - 1], &names[i]);
+		bool same_next = i + 1 < n && name_at_same(&names[i + 1], &names[i]);
 		dup[names[i].idx] = same_prev || same_next;
 	}
 }
@@ -582,7 +594,7 @@ static int create_partitions(struct dp_core *c, struct dp_req *r, struct kreader
 	if (!names || !dup)
 		return -1;
 	for (int32_t i = 0; i < n; i++)
-		names[i] = (struct name_at){ req.Topics[i].Name, i };
+		names[i] = (struct name_at){ .name = req.Topics[i].Name, .idx = i };
 	names_mark_dups(names, n, dup);
 	for (int32_t i = 0; i < n; i++) {
 		struct CreatePartitionsRequest_CreatePartitionsTopic *in = &req.Topics[i];
@@ -623,6 +635,77 @@ static int describe_cluster(struct dp_core *c, struct dp_req *r, struct kreader 
 	resp->Brokers_n = 1;
 	resp->ClusterId = (struct kstr){ DP_CLUSTER_ID, sizeof(DP_CLUSTER_ID) - 1 };
 	resp->ControllerId = cfg->node_id;
+	r->resp = resp;
+	return 0;
+}
+
+/* ---- ACLs -----------------------------------------------------------------------
+ * sluice has no authorizer: it answers the ACL APIs as Kafka does with none
+ * configured (authorizer.class.name unset; KafkaApis/AclApis), SECURITY_DISABLED
+ * with Kafka's own sentences. DescribeAcls sets its top-level error by hand, with
+ * "... on the broker"; CreateAcls and DeleteAcls answer every creation and filter
+ * with the SecurityDisabledException raised there ("No Authorizer is configured.").
+ * Nothing is stored.
+ */
+#define DP_ACL_DESCRIBE_MSG "No Authorizer is configured on the broker"
+#define DP_ACL_ALTER_MSG "No Authorizer is configured."
+
+static int describe_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct DescribeAclsRequest req;
+	if (DescribeAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DescribeAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	DescribeAclsResponse_init(resp);
+	resp->ErrorCode = KERR_SECURITY_DISABLED;
+	resp->ErrorMessage = (struct kstr){ DP_ACL_DESCRIBE_MSG, sizeof(DP_ACL_DESCRIBE_MSG) - 1 };
+	r->resp = resp;
+	return 0;
+}
+
+static int create_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct CreateAclsRequest req;
+	if (CreateAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct CreateAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	CreateAclsResponse_init(resp);
+	if (!DP_RESP_ARRAY(r, resp, Results, req.Creations_n))
+		return -1;
+	for (int32_t i = 0; i < resp->Results_n; i++) {
+		struct CreateAclsResponse_AclCreationResult *out = &resp->Results[i];
+		CreateAclsResponse_AclCreationResult_init(out);
+		out->ErrorCode = KERR_SECURITY_DISABLED;
+		out->ErrorMessage = (struct kstr){ DP_ACL_ALTER_MSG, sizeof(DP_ACL_ALTER_MSG) - 1 };
+	}
+	r->resp = resp;
+	return 0;
+}
+
+static int delete_acls(struct dp_core *c, struct dp_req *r, struct kreader *rd)
+{
+	(void)c;
+	struct DeleteAclsRequest req;
+	if (DeleteAclsRequest_decode(rd, r->hdr.api_version, &req, &r->arena) < 0)
+		return -1;
+	struct DeleteAclsResponse *resp = dp_req_alloc(r, sizeof(*resp));
+	if (!resp)
+		return -1;
+	DeleteAclsResponse_init(resp);
+	if (!DP_RESP_ARRAY(r, resp, FilterResults, req.Filters_n))
+		return -1;
+	for (int32_t i = 0; i < resp->FilterResults_n; i++) {
+		struct DeleteAclsResponse_DeleteAclsFilterResult *out = &resp->FilterResults[i];
+		DeleteAclsResponse_DeleteAclsFilterResult_init(out);
+		out->ErrorCode = KERR_SECURITY_DISABLED;
+		out->ErrorMessage = (struct kstr){ DP_ACL_ALTER_MSG, sizeof(DP_ACL_ALTER_MSG) - 1 };
+	}
 	r->resp = resp;
 	return 0;
 }
@@ -684,6 +767,9 @@ int dp_handle_request(struct dp_core *c, struct dp_req *r)
 	case KAPI_DELETE_TOPICS: rc = delete_topics(c, r, &rd); break;
 	case KAPI_CREATE_PARTITIONS: rc = create_partitions(c, r, &rd); break;
 	case KAPI_DESCRIBE_CLUSTER: rc = describe_cluster(c, r, &rd); break;
+	case KAPI_DESCRIBE_ACLS: rc = describe_acls(c, r, &rd); break;
+	case KAPI_CREATE_ACLS: rc = create_acls(c, r, &rd); break;
+	case KAPI_DELETE_ACLS: rc = delete_acls(c, r, &rd); break;
 	case KAPI_DESCRIBE_CONFIGS: rc = dp_describe_configs(c, r, &rd); break;
 	case KAPI_ALTER_CONFIGS: rc = dp_alter_configs(c, r, &rd); break;
 	case KAPI_INCREMENTAL_ALTER_CONFIGS: rc = dp_incremental_alter_configs(c, r, &rd); break;
@@ -829,6 +915,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE(KAPI_DESCRIBE_ACLS, DescribeAclsResponse)
+	ENCODE_CASE(KAPI_CREATE_ACLS, CreateAclsResponse)
+	ENCODE_CASE(KAPI_DELETE_ACLS, DeleteAclsResponse)
 	ENCODE_CASE(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
 	ENCODE_CASE(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)
@@ -877,6 +966,9 @@ int dp_encode_response(struct dp_core *c, struct dp_req *r)
 	ENCODE_CASE2(KAPI_DELETE_TOPICS, DeleteTopicsResponse)
 	ENCODE_CASE2(KAPI_CREATE_PARTITIONS, CreatePartitionsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CLUSTER, DescribeClusterResponse)
+	ENCODE_CASE2(KAPI_DESCRIBE_ACLS, DescribeAclsResponse)
+	ENCODE_CASE2(KAPI_CREATE_ACLS, CreateAclsResponse)
+	ENCODE_CASE2(KAPI_DELETE_ACLS, DeleteAclsResponse)
 	ENCODE_CASE2(KAPI_DESCRIBE_CONFIGS, DescribeConfigsResponse)
 	ENCODE_CASE2(KAPI_ALTER_CONFIGS, AlterConfigsResponse)
 	ENCODE_CASE2(KAPI_INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsResponse)

@@ -12,6 +12,7 @@
  * answer; the broker's configs are its flags, not altered. Locality: NIC core.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,39 @@ static const char cfg_why_broker[] = "not this broker's id";
 static const char cfg_why_topic[] = "the topic does not exist";
 
 static struct kstr cfg_str(const char *s) { return (struct kstr){ s, (int32_t)strlen(s) }; }
+
+/* dp_null_values_why's message is cut to this many bytes (a config name may be 32 KiB long). */
+#define DP_NULL_VALUES_MESSAGE_BYTES_MAX 256
+
+struct kstr dp_null_values_why(struct dp_req *r, const void *configs, int32_t n, size_t stride,
+                               size_t name_off, size_t value_off, const char *prefix)
+{
+	char *msg = NULL;
+	size_t at = 0, names = 0;
+	for (int32_t j = 0; j < n; j++) {
+		const char *e = (const char *)configs + (size_t)j * stride;
+		struct kstr name, value;
+		memcpy(&name, e + name_off, sizeof(name));
+		memcpy(&value, e + value_off, sizeof(value));
+		if (value.len >= 0)
+			continue;
+		if (!msg) {
+			if (!(msg = dp_req_alloc(r, DP_NULL_VALUES_MESSAGE_BYTES_MAX)))
+				return (struct kstr){ NULL, -2 };
+			at = strlen(prefix) < DP_NULL_VALUES_MESSAGE_BYTES_MAX ? strlen(prefix) : DP_NULL_VALUES_MESSAGE_BYTES_MAX;
+			memcpy(msg, prefix, at);
+		}
+		const char *parts[2] = { ",", name.ptr };
+		size_t lens[2] = { names++ ? 1u : 0u, name.len > 0 ? (size_t)name.len : 0u };
+		for (int k = 0; k < 2; k++) {
+			size_t room = DP_NULL_VALUES_MESSAGE_BYTES_MAX - at, m = lens[k] < room ? lens[k] : room;
+			if (m)
+				memcpy(msg + at, parts[k], m);
+			at += m;
+		}
+	}
+	return msg ? (struct kstr){ msg, (int32_t)at } : (struct kstr){ NULL, -1 };
+}
 
 /* A number's text, in the request's arena (it outlives the response's encoding). */
 static struct kstr cfg_num(struct dp_req *r, int64_t v)
@@ -218,13 +252,20 @@ int dp_describe_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 
 static const char cfg_why_broker_ro[] = "sluice's broker configs are its command-line flags: not altered at run time";
 static const char cfg_why_dup[] = "Error due to duplicate config keys";   /* Kafka's message */
+/* Kafka 2.x's (ZkAdminManager.alterConfigs, before the resource's type or existence). */
+static const char cfg_why_null[] = "Null value not supported for : ";
+/* Kafka 3's (ConfigAdminManager.preprocess), for every entry of the resource: 2.x's
+ * AlterConfigs failed whole on it (UNKNOWN_SERVER_ERROR, Collectors.toMap's duplicate key) and
+ * its IncrementalAlterConfigs kept the last entry, answering one fewer than asked. */
+static const char cfg_why_dup_resource[] = "Each resource must appear at most once.";
 static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_CREATE_CONFIGS_MAX)";
 
 /*
  * One resource of an alter: its error now, or (0) its topic's change sent to
  * the control core, whose answer fills the result (dp_alter_configs_part).
  * get(j, &op) reads config j of the request into op. Returns -1 when the
- * request's arena has no room (the caller closes).
+ * request's arena has no room (the caller closes). dup_[idx]: the resource is
+ * in the request more than once (alter_dups).
  */
 #define ALTER_RESOURCE(c, r, q, out, idx, validate, is_replace, FILL)                                     \
 	do {                                                                                                 \
@@ -233,7 +274,11 @@ static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_
 		(out)->ErrorMessage = (struct kstr){ NULL, -1 };                                                 \
 		(out)->ErrorCode = 0;                                                                            \
 		int32_t nc_ = (q)->Configs_n > 0 ? (q)->Configs_n : 0;                                           \
-		if ((q)->ResourceType == CFG_RESOURCE_BROKER) {                                                  \
+		struct kstr null_;                                                                               \
+		if (dup_[idx]) {                                                                                 \
+			(out)->ErrorCode = KERR_INVALID_REQUEST;                                                     \
+			(out)->ErrorMessage = cfg_str(cfg_why_dup_resource);                                         \
+		} else if ((q)->ResourceType == CFG_RESOURCE_BROKER) {                                           \
 			(out)->ErrorCode = KERR_INVALID_REQUEST;                                                     \
 			(out)->ErrorMessage = cfg_str(cfg_why_broker_ro);                                            \
 		} else if ((q)->ResourceType != CFG_RESOURCE_TOPIC) {                                            \
@@ -246,6 +291,15 @@ static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_
 		} else if (nc_ > DP_TOPIC_CREATE_CONFIGS_MAX) {                                                  \
 			(out)->ErrorCode = KERR_INVALID_CONFIG;                                                      \
 			(out)->ErrorMessage = cfg_str(cfg_why_many);                                                 \
+		} else if ((is_replace) &&                                                                       \
+		           (null_ = dp_null_values_why((r), (q)->Configs, nc_, sizeof(*(q)->Configs),            \
+		                                       offsetof(__typeof__(*(q)->Configs), Name),                \
+		                                       offsetof(__typeof__(*(q)->Configs), Value),               \
+		                                       cfg_why_null)).len != -1) {                               \
+			if (null_.len < 0)                                                                           \
+				return -1;                                                                               \
+			(out)->ErrorCode = KERR_INVALID_REQUEST;                                                     \
+			(out)->ErrorMessage = null_;                                                                 \
 		} else {                                                                                         \
 			struct dp_topic_alter *a_ = dp_req_alloc((r), sizeof(*a_));                                  \
 			struct dp_topic_alter_op *ops_ = dp_req_alloc((r), sizeof(*ops_) * (size_t)(nc_ ? nc_ : 1)); \
@@ -280,6 +334,20 @@ static const char cfg_why_many[] = "more configs than one alter takes (DP_TOPIC_
 	                                    .len = (in)->Value.len < 0 ? 0 : (uint32_t)(in)->Value.len,          \
 	                                    .op = (in)->ConfigOperation })
 
+/* Which of a request's n resources (type and name) it holds more than once: *dup from r's arena;
+ * -1 when the arena is spent. */
+#define ALTER_DUPS(r, req, dup)                                                                           \
+	do {                                                                                                 \
+		int32_t n_ = dp_count((req).Resources_n);                                                        \
+		struct name_at *names_ = dp_req_alloc((r), sizeof(*names_) * (size_t)(n_ ? n_ : 1));            \
+		if (!names_ || !((dup) = dp_req_alloc((r), sizeof(bool) * (size_t)(n_ ? n_ : 1))))             \
+			return -1;                                                                                   \
+		for (int32_t i_ = 0; i_ < n_; i_++)                                                              \
+			names_[i_] = (struct name_at){ .name = (req).Resources[i_].ResourceName, .idx = i_,          \
+			                               .kind = (req).Resources[i_].ResourceType };                  \
+		names_mark_dups(names_, n_, (dup));                                                              \
+	} while (0)
+
 int dp_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 {
 	struct AlterConfigsRequest req;
@@ -292,6 +360,8 @@ int dp_alter_configs(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	r->resp = resp;
 	if (!DP_RESP_ARRAY(r, resp, Responses, req.Resources_n))
 		return -1;
+	bool *dup_;
+	ALTER_DUPS(r, req, dup_);
 	for (int32_t i = 0; i < resp->Responses_n; i++)
 		ALTER_RESOURCE(c, r, &req.Resources[i], &resp->Responses[i], i, req.ValidateOnly, true, FILL_SET);
 	return 0;
@@ -309,6 +379,8 @@ int dp_incremental_alter_configs(struct dp_core *c, struct dp_req *r, struct kre
 	r->resp = resp;
 	if (!DP_RESP_ARRAY(r, resp, Responses, req.Resources_n))
 		return -1;
+	bool *dup_;
+	ALTER_DUPS(r, req, dup_);
 	for (int32_t i = 0; i < resp->Responses_n; i++)
 		ALTER_RESOURCE(c, r, &req.Resources[i], &resp->Responses[i], i, req.ValidateOnly, false, FILL_OP);
 	return 0;

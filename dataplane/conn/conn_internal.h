@@ -72,6 +72,24 @@ int  dp_encode_response(struct dp_core *c, struct dp_req *r);
 /* Release per-request buffers (fetch buffers). */
 void dp_req_release(struct dp_core *c, struct dp_req *r);
 
+/*
+ * A request's names, sorted to find those given twice in O(n log n) (a request
+ * may hold millions): dup[idx] = whether names[]'s entry idx shares its kind
+ * (a resource type, or 0) and name with another; names[] is left sorted (api.c).
+ */
+struct name_at {
+	struct kstr name;
+	int32_t idx;
+	int32_t kind;
+};
+void names_mark_dups(struct name_at *names, int32_t n, bool *dup);
+
+/* configapi.c: the names of the configs (n entries, stride bytes apart, a struct kstr Name and
+ * Value at those offsets) whose value is null, after prefix and joined with ",", from r's arena:
+ * {NULL, -1} when none is, len -2 when the arena is spent. */
+struct kstr dp_null_values_why(struct dp_req *r, const void *configs, int32_t n, size_t stride,
+                               size_t name_off, size_t value_off, const char *prefix);
+
 /* conn.c */
 void dp_req_part_done(struct dp_core *c, struct dp_req *r);
 void dp_req_park(struct dp_core *c, struct dp_req *r);

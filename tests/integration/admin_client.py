@@ -38,7 +38,10 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         a key twice in one resource INVALID_REQUEST (IncrementalAlterConfigs; AlterConfigs keeps the last value) with nothing applied,
         each checked with DescribeConfigs v0; refusals (a config sluice does not implement, an
         APPEND to a non-list, an unknown operation, hostile sizes and counts, the broker
-        resource, an unknown topic); validateOnly changes nothing
+        resource, an unknown topic); validateOnly changes nothing. Then Kafka 2.x's answers to a null
+        value (AlterConfigs, CreateTopics: INVALID_REQUEST naming the keys) and to a resource named
+        twice (AlterConfigs, IncrementalAlterConfigs: INVALID_REQUEST for each entry, as Kafka 3;
+        DescribeConfigs answers each)
   confsync PORT TOPIC                        (broker under --fault-conf-sync-fail 1) an alter whose
         directory sync failed answers KAFKA_STORAGE_ERROR and the broker reports the file's new
         value; the next alter answers NONE
@@ -525,22 +528,25 @@ def incremental_alter_v0(conn, resources, validate=False):
     return out
 
 
-def alter_v0(conn, resources):
-    """AlterConfigs v0 (replace): resources [(type, name, [(key, value)])]; returns [error]."""
+def alter_v0(conn, resources, msgs=None):
+    """AlterConfigs v0 (replace): resources [(type, name, [(key, value)])], a value None is null;
+    returns [error], and appends each message to msgs when given."""
     body = struct.pack('>i', len(resources))
     for rtype, name, cfgs in resources:
         body += struct.pack('>b', rtype) + bc.kstr(name) + struct.pack('>i', len(cfgs))
         for key, value in cfgs:
-            body += bc.kstr(key) + bc.kstr(value)
+            body += bc.kstr(key) + (struct.pack('>h', -1) if value is None else bc.kstr(value))
     body += b'\x00'
     r = bc.Reader(conn.call(API_ALTER_CONFIGS, 0, body))
     r.i32()
     out = []
     for _ in range(r.i32()):
-        err, _msg = r.i16(), r.string()
+        err, msg = r.i16(), r.string()
         r.i8()
         r.string()
         out.append(err)
+        if msgs is not None:
+            msgs.append(msg)
     if not r.done():
         raise ValueError('trailing bytes in AlterConfigs v0 response')
     return out
@@ -564,6 +570,82 @@ def describe_v0(conn, topic):
     if not r.done():
         raise ValueError('trailing bytes in DescribeConfigs v0 response')
     return out
+
+
+def describe_v0_count(conn, resources):
+    """DescribeConfigs v0 of resources [(type, name)], all keys: [(error, name, number of configs)]."""
+    body = struct.pack('>i', len(resources))
+    for rtype, name in resources:
+        body += struct.pack('>b', rtype) + bc.kstr(name) + struct.pack('>i', -1)
+    r = bc.Reader(conn.call(API_DESCRIBE_CONFIGS, 0, body))
+    r.i32()
+    out = []
+    for _ in range(r.i32()):
+        err, _msg, _t, name = r.i16(), r.string(), r.i8(), r.string()
+        n = r.i32()
+        for _ in range(max(n, 0)):
+            r.string()
+            r.string()
+            r.take(3)
+        out.append((err, name, n))
+    if not r.done():
+        raise ValueError('trailing bytes in DescribeConfigs v0 response')
+    return out
+
+
+def create_v4_configs(conn, name, configs, validate=False):
+    """CreateTopics v4 of one topic (1 partition) with configs [(key, value)], None a null value:
+    (error, message)."""
+    body = struct.pack('>i', 1) + bc.kstr(name) + struct.pack('>ih', 1, -1) + struct.pack('>i', 0)
+    body += struct.pack('>i', len(configs))
+    for key, value in configs:
+        body += bc.kstr(key) + (struct.pack('>h', -1) if value is None else bc.kstr(value))
+    body += struct.pack('>i', 60000) + (b'\x01' if validate else b'\x00')
+    r = bc.Reader(conn.call(API_CREATE, 4, body))
+    r.i32()
+    if r.i32() != 1:
+        raise ValueError('CreateTopics: not one topic')
+    _name, err, msg = r.string(), r.i16(), r.string()
+    if not r.done():
+        raise ValueError('trailing bytes in CreateTopics v4 response')
+    return err, msg
+
+
+def config_deviations(c, topic):
+    """Kafka 2.x's answers to null values and to a resource named twice; TOPIC's retention.ms is 10."""
+    T = 2
+    # A null value in AlterConfigs: INVALID_REQUEST naming every such key (ZkAdminManager.alterConfigs).
+    msgs = []
+    got = alter_v0(c, [(T, topic, [('retention.ms', None), ('max.message.bytes', None)])], msgs)
+    want_msg = 'Null value not supported for : retention.ms,max.message.bytes'
+    if got != [INVALID_REQUEST] or msgs != [want_msg]:
+        die(f'AlterConfigs with null values: {got} {msgs}, want [{INVALID_REQUEST}] [{want_msg!r}]')
+    # The same resource twice: every entry of it INVALID_REQUEST (Kafka 3's ConfigAdminManager), none
+    # applied; another resource beside them is answered as ever.
+    once = 'Each resource must appear at most once.'
+    msgs = []
+    got = alter_v0(c, [(T, topic, [('retention.ms', '11')]), (T, topic + '-none', [('retention.ms', '1')]),
+                       (T, topic, [('retention.ms', '12')])], msgs)
+    if got != [INVALID_REQUEST, UNKNOWN_TOPIC, INVALID_REQUEST] or msgs[0] != once or msgs[2] != once:
+        die(f'AlterConfigs of a topic twice: {got} {msgs}')
+    got = incremental_alter_v0(c, [(T, topic, [('retention.ms', 0, '13')]), (T, topic, [('retention.ms', 0, '14')])])
+    if got != [(INVALID_REQUEST, once)] * 2:
+        die(f'IncrementalAlterConfigs of a topic twice: {got}')
+    if describe_v0(c, topic).get('retention.ms') != '10':
+        die(f'after refused alters: {describe_v0(c, topic)}, want retention.ms 10')
+    # DescribeConfigs of a resource twice answers each (Kafka 2.x and 3 alike).
+    got = describe_v0_count(c, [(T, topic), (T, topic)])
+    if len(got) != 2 or any(e != 0 or n <= 0 or name != topic for e, name, n in got):
+        die(f'DescribeConfigs of a topic twice: {got}')
+    # A null value in CreateTopics: INVALID_REQUEST (Kafka 2.x's ZkAdminManager.createTopics), not created.
+    name = topic + '-nullcfg'
+    got = create_v4_configs(c, name, [('retention.ms', None), ('max.message.bytes', '2000'), ('cleanup.policy', None)])
+    want = (INVALID_REQUEST, 'Null value not supported for topic configs : retention.ms,cleanup.policy')
+    if got != want:
+        die(f'CreateTopics with null config values: {got}, want {want}')
+    got = create_v4_configs(c, name, [], validate=True)
+    if got[0] != 0:
+        die(f'the topic refused for its null configs exists: a validateOnly create answers {got}')
 
 
 def cmd_configs(port, topic):
@@ -622,6 +704,7 @@ def cmd_configs(port, topic):
         die(f'AlterConfigs with a key twice: errors {got}, want [0]')
     if describe_v0(c, topic).get('retention.ms') != '10':
         die(f'AlterConfigs with a key twice: {describe_v0(c, topic)}, want retention.ms 10')
+    config_deviations(c, topic)
     return 0
 
 

@@ -11,6 +11,8 @@
 # IncrementalAlterConfigs changes them key by key (admin_client.py configs);
 # both are in effect at once and after a restart; an altered retention.bytes
 # trims the open log. An alter whose directory sync failed answers KAFKA_STORAGE_ERROR.
+# A null config value (CreateTopics, AlterConfigs) and a resource named twice in an
+# alter are INVALID_REQUEST, as Kafka answers them (admin_client.py configs).
 . "$(dirname "$0")/lib.sh"
 integ_init kafkajs-configs 84 "$@"
 kafkajs_ready
@@ -27,7 +29,7 @@ start_broker --cores "${SLUICE_CORES:-3}" --no-auto-create
 js after
 js alter
 # IncrementalAlterConfigs (kafkajs 2.2.4 has none): raw v0 requests, each checked by DescribeConfigs.
-guarded python3 "$(dirname "$0")/admin_client.py" configs "$PORT" kjc-inert || fail "IncrementalAlterConfigs cases"
+guarded python3 "$(dirname "$0")/admin_client.py" configs "$PORT" kjc-inert || fail "IncrementalAlterConfigs and config refusal cases"
 stop_broker
 start_broker --cores "${SLUICE_CORES:-3}" --no-auto-create
 js altered

@@ -132,14 +132,24 @@ fetch_source
 build_runner
 
 # ---- run -----------------------------------------------------------------------
-# tests.list: "NNNN quick|full LIMIT_S [SCENARIO [retry]]" runs test NNNN (every
-# non-local test of that number; -L leaves out its _local/_mock parts), quick with
-# -Q, and once more after a failure where marked retry (a race in the test itself,
-# fixed upstream after 2.0.2: tests.list names the fix); "NNNN skip REASON"
-# records why it is left out. '#' starts a comment.
-declare -a RUN_ID RUN_MODE RUN_LIMIT RUN_SCEN RUN_RETRY
+# tests.list: "NNNN quick|full LIMIT_S [SCENARIO [retry]] [sub=NAME]" runs test
+# NNNN (every non-local test of that number; -L leaves out its _local/_mock parts),
+# quick with -Q, and once more after a failure where marked retry (a race in the
+# test itself, fixed upstream after 2.0.2: tests.list names the fix); with sub=NAME
+# only its subtests whose name holds NAME (the runner's SUBTESTS, one substring a
+# runner: a number may have several such lines, each its own runner, and one of
+# them passes only where a subtest of its NAME passed). "NNNN skip REASON" records
+# why it, or a subtest of it, is left out. '#' starts a comment.
+declare -a RUN_ID RUN_KEY RUN_SUB RUN_MODE RUN_LIMIT RUN_SCEN RUN_RETRY
 while read -r line; do
-	read -r id mode limit scen flag extra <<<"${line%%#*}"
+	sub=
+	line=${line%%#*}
+	if [[ "$line" =~ ^(.*[[:space:]])sub=([^[:space:]]*)[[:space:]]*$ ]]; then
+		line=${BASH_REMATCH[1]} sub=${BASH_REMATCH[2]}
+		# It names the runner's files (NNNN.NAME-SCENARIO.log) and goes into a regex.
+		[[ "$sub" =~ ^[A-Za-z0-9_]+$ ]] || fail "$LIST: bad subtest name '$sub' (letters, digits, _)"
+	fi
+	read -r id mode limit scen flag extra <<<"$line"
 	[ -n "${id:-}" ] || continue
 	[[ "$id" =~ ^[0-9]{4}$ ]] || fail "$LIST: bad test number '$id'"
 	case "$mode" in
@@ -158,15 +168,22 @@ while read -r line; do
 	if [ -n "${RDK_SUITE_ONLY:-}" ] && [[ " $RDK_SUITE_ONLY " != *" $id "* ]]; then
 		continue
 	fi
-	RUN_ID+=("$id"); RUN_MODE+=("$mode"); RUN_LIMIT+=("$limit"); RUN_SCEN+=("$scen")
-	RUN_RETRY+=("$flag")
+	key=$id${sub:+.$sub}
+	# One runner's files per line: the same test (and subtest) twice in a scenario would share them.
+	for j in "${!RUN_KEY[@]}"; do
+		[ "${RUN_KEY[$j]}-${RUN_SCEN[$j]}" != "$key-$scen" ] || fail "$LIST: test $key twice in scenario $scen"
+	done
+	RUN_ID+=("$id"); RUN_KEY+=("$key"); RUN_SUB+=("$sub"); RUN_MODE+=("$mode"); RUN_LIMIT+=("$limit")
+	RUN_SCEN+=("$scen"); RUN_RETRY+=("$flag")
 done <"$LIST"
 [ ${#RUN_ID[@]} -gt 0 ] || fail "no test of $LIST to run"
 
-# ran_one ID LOG: the runner saw a test numbered ID pass (one skipped as not
-# applicable, or a number whose tests are all local, would look like a pass).
+# ran_one ID LOG [SUB]: the runner saw a test numbered ID pass (one skipped as not
+# applicable, or a number whose tests are all local, would look like a pass), and
+# with SUB a subtest whose name holds SUB (a SUBTESTS that matches none passes too).
 ran_one() {
-	grep -Eq "=+ Test $1_[A-Za-z0-9_]+ PASSED =+" "$2"
+	grep -Eq "=+ Test $1_[A-Za-z0-9_]+ PASSED =+" "$2" &&
+		{ [ -z "${3:-}" ] || grep -aEq "\[ [^]]*$3[^]]*: PASS \(" "$2"; }
 }
 # run_one I SCEN: test RUN_ID[I] in its own runner under its limit, and once more
 # after a failure where the list says retry; writes its verdict (PASS/FAIL) to
@@ -177,13 +194,13 @@ run_one() {
 	if try_one "$i" "$scen" || [ "${RUN_RETRY[$i]}" != 1 ] || [ -f "$WORK/past-deadline" ]; then
 		return 0
 	fi
-	mv "$WORK/${RUN_ID[$i]}-$scen.log" "$WORK/${RUN_ID[$i]}-$scen.try1.log"
-	log "RETRY ${RUN_ID[$i]} ($scen): its failure above is a race in the test itself (tests.list)"
+	mv "$WORK/${RUN_KEY[$i]}-$scen.log" "$WORK/${RUN_KEY[$i]}-$scen.try1.log"
+	log "RETRY ${RUN_KEY[$i]} ($scen): its failure above is a race in the test itself (tests.list)"
 	try_one "$i" "$scen"
 }
 try_one() {
-	local i=$1 scen=$2 id=${RUN_ID[$1]} q= t0=$SECONDS rc limit
-	local out=$WORK/$id-$scen
+	local i=$1 scen=$2 id=${RUN_ID[$1]} key=${RUN_KEY[$1]} sub=${RUN_SUB[$1]} q= t0=$SECONDS rc limit
+	local out=$WORK/$key-$scen
 	limit=$(awk -v l="${RUN_LIMIT[$i]}" -v s="$SCALE" 'BEGIN { printf "%d", l * s }')
 	# At least 1 s: a small scale rounds to 0, and `timeout 0` means no limit.
 	[ "$limit" -ge 1 ] || limit=1
@@ -192,8 +209,9 @@ try_one() {
 	# its pid is its process group's id, kept in $out.pgid for kill_tests: a
 	# signal to the whole script's group (meson's, at its timeout) kills this
 	# subshell before the script's trap runs, and timeout is then init's.
+	# SUBTESTS is always set: empty (every subtest) where the line names none.
 	(cd "$SRC/tests" &&
-		TESTS=$id TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
+		TESTS=$id SUBTESTS=$sub TEST_SCENARIO=$scen TEST_KAFKA_VERSION=$RDK_BROKER_VERSION \
 		RDKAFKA_TEST_CONF=$WORK/test.conf TEST_LEVEL=2 \
 		LD_LIBRARY_PATH=$SRC/src:$SRC/src-cpp \
 		exec timeout -k 10 "$limit" ./test-runner -L -p1 $q) >"$out.log" 2>&1 &
@@ -202,22 +220,22 @@ try_one() {
 	rc=$?
 	rm -f "$out.pgid"
 	# Passed: the runner says so, and ran (did not skip) a test of this number.
-	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log"; then
+	if [ "$rc" -eq 0 ] && grep -q 'ALL TESTS PASSED' "$out.log" && ran_one "$id" "$out.log" "$sub"; then
 		echo PASS >"$out.verdict"
-		log "PASS $id ($scen, ${RUN_MODE[$i]}) in $((SECONDS - t0)) s"
+		log "PASS $key ($scen, ${RUN_MODE[$i]}) in $((SECONDS - t0)) s"
 		return 0
 	fi
 	echo FAIL >"$out.verdict"
 	if [ -f "$WORK/past-deadline" ]; then
-		log "test $id killed at the suite's deadline (RDK_SUITE_DEADLINE_S=$DEADLINE_S)"
+		log "test $key killed at the suite's deadline (RDK_SUITE_DEADLINE_S=$DEADLINE_S)"
 	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		log "test $id ran past its limit of $limit s (status $rc)"
+		log "test $key ran past its limit of $limit s (status $rc)"
 	fi
 	# The runner's own verdict lines ("### Test ... failed at ...") and the
 	# line after each say why; then the log's end. One block, so that the
 	# output of two tests running together does not interleave.
 	{
-		log "FAIL $id ($scen, ${RUN_MODE[$i]}) status $rc in $((SECONDS - t0)) s; from $out.log:"
+		log "FAIL $key ($scen, ${RUN_MODE[$i]}) status $rc in $((SECONDS - t0)) s; from $out.log:"
 		grep -a -A2 '^.*### Test ' "$out.log" | head -n 30
 		grep -a -v '^\s*$' "$out.log" | tail -n 15
 	} 2>&1 | cat >&2
@@ -281,7 +299,7 @@ run_scenario() {
 	for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && n=$((n + 1)); done
 	[ "$n" -gt 0 ] || return 0
 	if past_deadline; then
-		for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && notrun+=("${RUN_ID[$i]}"); done
+		for i in "${!RUN_ID[@]}"; do [ "${RUN_SCEN[$i]}" = "$scen" ] && notrun+=("${RUN_KEY[$i]}"); done
 		return 0
 	fi
 	local args=(--cores "${SLUICE_CORES:-2}" --partitions 4)
@@ -313,10 +331,10 @@ run_scenario() {
 		[ "${RUN_SCEN[$i]}" = "$scen" ] || continue
 		reap "$PAR"
 		if past_deadline; then
-			notrun+=("${RUN_ID[$i]}")
+			notrun+=("${RUN_KEY[$i]}")
 			continue
 		fi
-		broker_alive || fail "the broker died (before test ${RUN_ID[$i]})"
+		broker_alive || fail "the broker died (before test ${RUN_KEY[$i]})"
 		run_one "$i" "$scen" &
 		pids+=($!) all+=($!) started+=("$i")
 		INTEG_CHILDREN="${pids[*]}"
@@ -326,10 +344,10 @@ run_scenario() {
 	INTEG_CHILDREN=
 	broker_alive || fail "the broker died during the $scen tests"
 	for i in "${started[@]}"; do
-		if [ "$(cat "$WORK/${RUN_ID[$i]}-$scen.verdict" 2>/dev/null)" = PASS ]; then
-			passed+=("${RUN_ID[$i]}")
+		if [ "$(cat "$WORK/${RUN_KEY[$i]}-$scen.verdict" 2>/dev/null)" = PASS ]; then
+			passed+=("${RUN_KEY[$i]}")
 		else
-			failed+=("${RUN_ID[$i]}")
+			failed+=("${RUN_KEY[$i]}")
 		fi
 	done
 	stop_broker
