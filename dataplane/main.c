@@ -110,7 +110,8 @@ static void usage(FILE *f)
 	"                          delete's record is durable), mid-delete (a data core removed one\n"
 	"                          partition of the topic)\n"
 	"  --fault-txn-kill POINT  SIGKILL the broker during a commit/abort: after-prepare,\n"
-	"                          after-first-marker or before-complete\n"
+	"                          after-first-marker or before-complete; or add-lost: no\n"
+	"                          AddPartitionsToTxn record is written, SIGKILL at the first EndTxn\n"
 	"  --fetch-aborted-max N   list at most N (1..1024) aborted transactions per read_committed\n"
 	"                          partition answer, cutting the records sooner (default 1024)\n"
 	"  --fault-marker-delay-ms N  act on each durable COMMIT/ABORT marker N ms late (its\n"
@@ -407,6 +408,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (!strcmp(optarg, "after-prepare")) cfg->fault_txn_kill = 1;
 			else if (!strcmp(optarg, "after-first-marker")) cfg->fault_txn_kill = 2;
 			else if (!strcmp(optarg, "before-complete")) cfg->fault_txn_kill = 3;
+			else if (!strcmp(optarg, "add-lost")) cfg->fault_txn_kill = 4;
 			else goto bad;
 			break;
 		case O_DELKILL:

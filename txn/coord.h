@@ -116,6 +116,9 @@ struct txn_meta {
 	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
 	bool grant_refused;           /* an owner could not record this AddPartitions' grant (its pool full) */
 	bool compact_due;             /* the running compaction has not rewritten it yet */
+	/* Start-up's reconciliation with the partitions' reports (txncoord.c: open_report). */
+	bool recon_fence;             /* a partition held data of a transaction the log lost: fence and abort */
+	bool recon_joined;            /* a partition joined the open transaction: written again, told */
 	void *op_ctx;                 /* requester */
 	uint16_t op_core;
 	uint32_t op_gen, op_idx;

@@ -500,6 +500,23 @@ int64_t txn_lso_open_first(const struct txn_lso *l, int64_t pid)
 }
 
 /* Locality: shard core (owner). */
+int64_t txn_lso_open_after(const struct txn_lso *l, int64_t after, int64_t *pid)
+{
+	uint32_t lo = 0, hi = l->nopen;   /* the first entry with first_offset > after */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (l->open[mid].first_offset > after)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == l->nopen)
+		return -1;
+	*pid = l->open[lo].pid;
+	return l->open[lo].first_offset;
+}
+
+/* Locality: shard core (owner). */
 int64_t txn_lso_get(const struct txn_lso *l, int64_t hw)
 {
 	if (l->nopen && l->open[0].first_offset < hw)

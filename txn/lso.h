@@ -55,6 +55,10 @@ int  txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset);
 int  txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted);
 /* First offset of pid's open transaction, or -1. */
 int64_t txn_lso_open_first(const struct txn_lso *l, int64_t pid);
+/* The open transaction with the least first offset past after: that offset (its producer in
+ * *pid), or -1 if none. A cursor over the open ones that entries ending meanwhile do not upset
+ * (first offsets are distinct in a log: each transaction begins at a batch of its own). */
+int64_t txn_lso_open_after(const struct txn_lso *l, int64_t after, int64_t *pid);
 /* The LSO: min(first offset of the oldest open transaction, hw). */
 int64_t txn_lso_get(const struct txn_lso *l, int64_t hw);
 /* Aborted transactions that overlap [from, to): last_offset >= from and

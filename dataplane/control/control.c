@@ -632,6 +632,17 @@ bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t part
 	return true;
 }
 
+const char *dp_ctrl_topic_name(struct dp_core *c, uint32_t id, uint32_t gen, size_t *len)
+{
+	if (id >= DP_TOPICS_MAX)
+		return NULL;
+	const struct ctrl_topic *t = &c->ctrl->topics[id];
+	if (!t->live || t->deleting || t->gen != gen)
+		return NULL;
+	*len = t->len;
+	return t->name;
+}
+
 /*
  * init only: finish the topic deletes a crash interrupted. Each record
  * (names.h) names a topic whose delete was decided: every partition

@@ -114,10 +114,14 @@ void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m);
 /* pid has staged offsets whose end (dp_group_txn_end) is not durable yet: its next transaction waits. */
 bool dp_group_txn_ending(struct dp_core *c, int64_t pid);
 /* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
+/* Serving: the log loaded and every partition's open transactions reconciled with it. */
+bool dp_txnc_ready(struct dp_core *c);
 struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
 struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
 /* control.c: control core's catalog, for the coordinator */
 bool dp_ctrl_topic(struct dp_core *c, const char *name, size_t len, int32_t partition,
                    uint32_t *id, uint32_t *gen, uint32_t *hash);
+/* The name of the topic in catalog slot id at generation gen (len: its length), NULL if gone or going. */
+const char *dp_ctrl_topic_name(struct dp_core *c, uint32_t id, uint32_t gen, size_t *len);
 
 #endif

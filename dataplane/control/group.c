@@ -844,6 +844,8 @@ static int16_t tcommit_check(struct dp_core *c, struct dp_call *r)
 	int16_t v = r->hdr.api_version;
 	if (q->GroupId.len <= 0 || q->GroupId.len > GRP_ID_BYTES_MAX)
 		return KERR_INVALID_GROUP_ID;
+	if (!dp_txnc_ready(c))
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;   /* start-up: not every producer is known yet */
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
 		dp_txnc_find(c, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
 	if (!m || m->pid != q->ProducerId)

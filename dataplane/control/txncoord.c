@@ -4,7 +4,8 @@
  * Every state change that matters is appended to the coordinator's own log,
  * DATA/__transaction_state (one RecordBatch per change: key = transactional
  * id, value = txn_meta_encode), and acted on only once that write is
- * durable. EndTxn: Prepare{Commit,Abort} is written and, once it is durable,
+ * durable, but for AddPartitionsToTxn, answered once the owners have the
+ * grant (add_partitions says why that is safe). EndTxn: Prepare{Commit,Abort} is written and, once it is durable,
  * the client answered (the outcome is decided); then a marker message goes
  * to the owner shard of every partition in the transaction, and the offsets
  * it staged are ended in __consumer_offsets (group.c); each owner appends its
@@ -14,9 +15,11 @@
  * are all durable, the log still says Prepare*, and the restart finishes the
  * fan-out (owners ignore a marker for a transaction they already closed).
  *
- * On start the whole log is read back (latest record per id wins), every
- * interrupted Prepare* fan-out is finished, and the owners of Ongoing
- * transactions are told again which producer may write where.
+ * On start the whole log is read back (latest record per id wins); every
+ * data core reports the transactions open on its partitions (open_report:
+ * joined to their transaction, or aborted where the log lost it); then
+ * every interrupted Prepare* fan-out is finished, and the owners of Ongoing
+ * transactions are told again which producer may write where (reconciled).
  * Locality: control core.
  */
 #include <errno.h>
@@ -66,6 +69,11 @@ struct txnc_write {
 	struct txnc_write *next_free;
 };
 
+struct pid_ix {
+	int64_t pid;
+	struct txn_meta *m;
+};
+
 struct dp_txnc {
 	struct txn_coord *coord;
 	struct txn_meta *retry_head;  /* ids with markers or a Prepare to send again (txn_meta.retry_next) */
@@ -81,6 +89,11 @@ struct dp_txnc {
 	uint32_t prepare_faults;      /* Prepare* writes failed by --fault-prepare-fail so far */
 	uint32_t add_faults;          /* AddPartitions writes failed by --fault-add-fail so far */
 	uint32_t init_faults;         /* InitProducerId writes failed by --fault-init-fail so far */
+	/* Start-up's reconciliation (open_report): data cores yet to report, and what the reports met. */
+	uint32_t opens_left;
+	struct pid_ix *pids;          /* the loaded ids by producer id, sorted, until then (npids) */
+	uint32_t npids;
+	uint32_t opens_seen, opens_kept, opens_joined, opens_aborted, opens_unknown;
 	/* Writes in flight, a pool fixed at start-up (DP_COORD_WRITES_MAX): an
 	 * empty one fails the write as no memory would (the op answers
 	 * COORDINATOR_NOT_AVAILABLE, retriable; a compaction keeps the old segments). */
@@ -112,6 +125,9 @@ static void write_put(struct dp_txnc *t, struct txnc_write *w)
 
 static void txnc_step(struct dp_core *c, struct txn_meta *m);
 static void prepare_again(struct dp_core *c, struct txn_meta *m);
+static void begin_if_new(struct txn_meta *m);
+static void fence_and_abort(struct dp_core *c, struct txn_meta *m, const char *why);
+static void reconciled(struct dp_core *c);
 
 static int16_t fenced_err(int16_t api, int16_t version)
 {
@@ -196,7 +212,7 @@ static int persist_ex(struct dp_core *c, struct txn_meta *m, bool step, bool com
 		m->update_ms = dp_wall_ms();   /* a rewrite is no use: it must not keep the id from expiring */
 	/* Test only: the first N writes of a kind fail, in turn refused and reported failed once durable. */
 	bool fault = false;
-	bool prep = step && m->drive == TXN_DRIVE_PREPARE, add = step && m->drive == TXN_DRIVE_ADD;
+	bool prep = step && m->drive == TXN_DRIVE_PREPARE, add = !compact && m->drive == TXN_DRIVE_ADD;
 	bool init = step && m->drive == TXN_DRIVE_INIT;
 	uint32_t *faults = prep ? &t->prepare_faults : add ? &t->add_faults : init ? &t->init_faults : NULL;
 	if (faults && *faults < (prep ? c->b->cfg.fault_prepare_fail : add ? c->b->cfg.fault_add_fail :
@@ -470,6 +486,17 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 	if (persist(c, m, false) < 0)
 		DP_ERR("txn %.*s: cannot write Complete; the restart will finish it", m->id_len, m->id);
 	DP_DBG("txn %.*s: %s", m->id_len, m->id, txn_state_name(m->state));
+	if (m->recon_fence) {
+		/* A resumed decision, and a partition held a later transaction of this producer
+		 * that the log lost (open_report): that one is aborted there; the producer is
+		 * fenced now, before the request queued meanwhile (its EndTxn would otherwise
+		 * be taken for a retry of this one's). */
+		m->recon_fence = false;
+		txn_set_drive(m, TXN_DRIVE_IDLE);
+		begin_if_new(m);
+		fence_and_abort(c, m, "a partition held a transaction of it that the log lost");
+		return;
+	}
 	op_finish(c, m, KERR_NONE);
 }
 
@@ -893,11 +920,34 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 				return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX */
 	}
 	start_op(m, TXN_DRIVE_ADD, msg, r);
-	if (persist(c, m, true) < 0) {
+	/*
+	 * The record is written, not waited for: the owners are told and the
+	 * client answered (add_done) as soon as they have the grant, so the
+	 * first produce of a transaction waits for no coordinator fdatasync.
+	 * Safe because:
+	 *  - every later record of this id holds the whole list, and the log is
+	 *    durable as a prefix, so once any later record of it is durable so
+	 *    is this add: in particular the Prepare, which EndTxn waits for.
+	 *    A commit or abort therefore always names every partition added;
+	 *  - the one window is a crash before this record (and any later one)
+	 *    is durable, with the producer's batches already on a partition.
+	 *    At the restart that partition's owner reports the transaction open
+	 *    (open_report): if the log still has the transaction Ongoing at that
+	 *    epoch, the partition joins it, as the producer was told; if not,
+	 *    the data is aborted there and the id fenced, so the producer can
+	 *    neither commit without it nor be told a lost one committed.
+	 *    Nothing is served before every owner has reported;
+	 *  - a failed write changes nothing the client was told: the list is in
+	 *    memory, and the next record (at the latest the Prepare) carries it.
+	 */
+	if (c->b->cfg.fault_txn_kill == 4)   /* test only: the crash always comes before the write */
+		DP_WARN("fault injection: the AddPartitionsToTxn record of txn %.*s is not written", m->id_len, m->id);
+	else if (persist(c, m, false) < 0) {
 		m->op_ctx = NULL;   /* the caller answers with the error */
 		op_finish(c, m, KERR_NONE);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
+	txnc_step(c, m);   /* the grants; the last owner's ack answers (add_done) */
 	return DP_ANSWER_LATER;
 }
 
@@ -930,6 +980,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_call
 static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct EndTxnRequest *q = r->req;
+	fault_point(c, 4, "at EndTxn, the AddPartitionsToTxn records never written (--fault-txn-kill add-lost)");
 	struct txn_meta *m = q->TransactionalId.len > 0 ?
 		txn_coord_find(c->txnc->coord, q->TransactionalId.ptr, (size_t)q->TransactionalId.len) : NULL;
 	if (!m || m->pid != q->ProducerId)
@@ -1127,14 +1178,103 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 	reply(c, r);
 }
 
+/*
+ * Start-up, before anything is served: a partition's owner reports a
+ * transaction open there (shard.c: dp_shard_report_opens): its producer,
+ * epoch, and the serial of the last decision the partition applied for it.
+ * AddPartitionsToTxn is answered before its record is durable (add_partitions
+ * says why that is safe), so a crash may have lost the record of a partition
+ * added, and written to, since. The verdict, from the log's state:
+ *  - the producer's id is Ongoing at that epoch: the data is that
+ *    transaction's (an earlier one's markers were all durable before this
+ *    one's first add was served); the partition joins it if it lacks it;
+ *  - PrepareCommit/PrepareAbort, the partition in its list, at its epoch, and
+ *    that decision not applied there yet: its own data, which the resumed
+ *    fan-out closes;
+ *  - anything else (Empty, Complete*, another epoch, a decision already
+ *    applied there, a partition not in the decided list): a later
+ *    transaction whose add was lost. It is aborted on that partition (the
+ *    answer INVALID_TXN_STATE says so), and the id is fenced (reconciled):
+ *    its producer, told its partition was added, must not commit the rest.
+ *  - no id holds that producer id (a damaged log): aborted there.
+ */
+static int pid_ix_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct pid_ix *)a)->pid, y = ((const struct pid_ix *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+static void open_report(struct dp_core *c, struct dp_msg *msg)
+{
+	struct dp_txnc *t = c->txnc;
+	size_t nlen = 0;
+	const char *name = dp_ctrl_topic_name(c, msg->topic_id, msg->gen, &nlen);
+	int16_t epoch = msg->u.txn.epoch;
+	int32_t last = msg->u.txn.coord_epoch;
+	int16_t verdict = KERR_NONE;
+	struct pid_ix key = { .pid = msg->u.txn.pid };
+	const struct pid_ix *ix = name && !t->loaded ?
+		bsearch(&key, t->pids, t->npids, sizeof(*t->pids), pid_ix_cmp) : NULL;
+	struct txn_meta *m = ix ? ix->m : NULL;
+	t->opens_seen++;
+	if (!name || t->loaded) {
+		verdict = KERR_NONE;   /* the topic went away; or not start-up's (cannot be): kept */
+	} else if (!m) {
+		t->opens_unknown++;
+		verdict = KERR_INVALID_TXN_STATE;
+	} else {
+		bool listed = txn_meta_has_tp(m, name, nlen, msg->partition);
+		bool own = false;
+		if (m->state == TXN_ONGOING && epoch == m->epoch) {
+			own = listed || (!m->recon_fence && txn_meta_tps_room(m, 1) == 0 &&
+			                 txn_meta_add_tp(m, name, nlen, msg->partition) == 0);
+			if (own && !listed) {
+				m->recon_joined = true;
+				t->opens_joined++;
+			}
+		} else if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
+			own = listed && epoch == m->epoch && !(m->serial > 0 && last == m->serial);
+		}
+		if (own && listed)
+			t->opens_kept++;
+		if (!own) {
+			m->recon_fence = true;
+			verdict = KERR_INVALID_TXN_STATE;
+		}
+	}
+	if (verdict)
+		t->opens_aborted++;
+	struct dp_msg out = { .type = DP_MSG_TXN_OPEN_ACK, .err = verdict, .topic_id = msg->topic_id, .gen = msg->gen,
+	                      .partition = msg->partition };
+	out.u.txn = msg->u.txn;
+	dp_answer(c, msg, &out);
+}
+
+static void opens_done(struct dp_core *c, struct dp_msg *msg)
+{
+	struct dp_txnc *t = c->txnc;
+	struct dp_msg out = { .type = DP_MSG_TXN_OPENS_DONE_ACK };
+	dp_answer(c, msg, &out);
+	assert(t->opens_left > 0);
+	if (--t->opens_left == 0)
+		reconciled(c);
+}
+
 void dp_txnc_msg(struct dp_core *c, struct dp_msg *m)
 {
 	switch (m->type) {
 	case DP_MSG_TXN_REQ: txn_request(c, m); return;
 	case DP_MSG_TXN_ADD_ACK:
 	case DP_MSG_TXN_MARKER_DONE: owner_ack(c, m); return;
+	case DP_MSG_TXN_OPEN: open_report(c, m); return;
+	case DP_MSG_TXN_OPENS_DONE: opens_done(c, m); return;
 	default: assert(!"not a coordinator message");
 	}
+}
+
+bool dp_txnc_ready(struct dp_core *c)
+{
+	return c->txnc && c->txnc->loaded;
 }
 
 struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len)
@@ -1186,8 +1326,8 @@ void dp_txnc_timer(struct dp_core *c)
 {
 	struct dp_txnc *t = c->txnc;
 	int64_t now = dp_wall_ms();
-	if (!t || now < t->next_timer_ms)
-		return;
+	if (!t || !t->loaded || now < t->next_timer_ms)
+		return;   /* nothing runs before the reconciliation: timeouts would see a partial picture */
 	t->next_timer_ms = now + DP_TXNC_TIMER_MS;
 	marker_retries(c, now);
 	maybe_compact(c);
@@ -1222,18 +1362,63 @@ int dp_txnc_start(struct dp_core *c)
 	                              &t->clog.log, load_batch, t);
 	if (rc < 0)
 		return rc;
-	uint32_t cur = 0, n = 0, resumed = 0;
+	/* Served once every data core has reported its open transactions (open_report), which look
+	 * their producers up in this index (made now: no allocation in the loop; no id comes or
+	 * goes before then). */
+	t->pids = calloc(txn_coord_count(t->coord) + 1, sizeof(*t->pids));
+	if (!t->pids)
+		return -ENOMEM;
+	uint32_t cur = 0;
+	struct txn_meta *m;
+	while ((m = txn_coord_next(t->coord, &cur)))
+		if (m->pid >= 0)
+			t->pids[t->npids++] = (struct pid_ix){ m->pid, m };
+	qsort(t->pids, t->npids, sizeof(*t->pids), pid_ix_cmp);
+	t->opens_left = (uint32_t)c->b->ndata;
+	if (t->opens_left == 0)
+		reconciled(c);
+	return 0;
+}
+
+/*
+ * Every data core has reported its open transactions: finish what the log
+ * left under way, and serve. An interrupted fan-out gets its markers again
+ * (owners skip closed ones), then Complete (and a fence after it if a
+ * partition held a later, lost transaction of it); an id a partition's
+ * report showed to have lost a transaction is fenced and its transaction
+ * aborted; the owners of the other Ongoing ones are told again which
+ * producer may write where (with the partitions that joined them, written
+ * to the log first).
+ */
+static void reconciled(struct dp_core *c)
+{
+	struct dp_txnc *t = c->txnc;
+	free(t->pids);   /* start-up's, once */
+	t->pids = NULL;
+	t->npids = 0;
+	uint32_t cur = 0, n = 0, resumed = 0, fenced = 0;
 	struct txn_meta *m;
 	while ((m = txn_coord_next(t->coord, &cur))) {
 		n++;
 		if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) {
-			/* Interrupted fan-out: markers again (owners skip closed ones), then Complete. */
 			m->op_ctx = NULL;   /* no client waits */
 			m->markers_acked = 0;
 			txn_set_drive(m, TXN_DRIVE_PREPARE);
 			resumed++;
+			fenced += m->recon_fence;   /* once it completes */
 			txnc_step(c, m);   /* the Prepare is durable: on to the markers */
+		} else if (m->recon_fence) {
+			m->recon_fence = m->recon_joined = false;
+			if (m->state != TXN_ONGOING) {
+				txn_meta_clear_txn(m);   /* a finished one's lists are empty: the lost one's partitions aborted themselves */
+				begin_if_new(m);
+			}
+			fenced++;
+			fence_and_abort(c, m, "a partition held a transaction of it that the log lost");
 		} else if (m->state == TXN_ONGOING) {
+			if (m->recon_joined && persist(c, m, false) < 0)
+				DP_ERR("txn %.*s: cannot write the partitions that joined it; its Prepare will", m->id_len, m->id);
+			m->recon_joined = false;
 			txn_set_drive(m, TXN_DRIVE_REAUTH);
 			if (to_owners(c, m, DP_MSG_TXN_ADD, false) == 0)   /* acks are counted and dropped */
 				txnc_step(c, m);
@@ -1255,7 +1440,9 @@ int dp_txnc_start(struct dp_core *c)
 	maybe_compact(c);
 	DP_INFO("transaction coordinator: %u transactional ids loaded, %u interrupted commits/aborts resumed",
 	        n, resumed);
-	return 0;
+	DP_INFO("transaction coordinator: %u open transactions reported by the partitions: %u known, %u joined, "
+	        "%u aborted (%u of unknown producers); %u ids fenced", t->opens_seen, t->opens_kept, t->opens_joined,
+	        t->opens_aborted, t->opens_unknown, fenced);
 }
 
 void dp_txnc_stop(struct dp_core *c)
@@ -1269,6 +1456,7 @@ void dp_txnc_destroy(struct dp_core *c)
 	if (!c->txnc)
 		return;
 	txn_coord_destroy(c->txnc->coord);
+	free(c->txnc->pids);   /* stopped before every core reported */
 	free(c->txnc);
 	c->txnc = NULL;
 }

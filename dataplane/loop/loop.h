@@ -85,7 +85,8 @@ struct dp_config {
 	uint64_t fault_seed;
 	int fault_delete_kill;           /* SIGKILL during a topic delete: enum dp_fault_delete */
 	int fault_txn_kill;              /* SIGKILL at a commit step: 1 after Prepare is durable,
-	                                    2 after the first marker, 3 before Complete */
+	                                    2 after the first marker, 3 before Complete; 4 no
+	                                    AddPartitions record written, SIGKILL at EndTxn */
 	uint32_t fetch_aborted_max;      /* test only: below DP_FETCH_ABORTED_MAX, to make reads cut */
 	int32_t fault_offsets_delay_ms;  /* hold each transactional-offset write's completion this long */
 	uint32_t fault_prepare_fail;     /* the first N Prepare* writes fail: even ones refused, odd ones
@@ -143,6 +144,10 @@ enum dp_msg_type {
 	DP_MSG_TXN_ADD_ACK,
 	DP_MSG_TXN_MARKER,      /* control or WriteTxnMarkers -> owner: append COMMIT/ABORT */
 	DP_MSG_TXN_MARKER_DONE,
+	DP_MSG_TXN_OPEN,        /* owner -> control, at start: a transaction open here (u.txn; answer: kept, or abort it) */
+	DP_MSG_TXN_OPEN_ACK,
+	DP_MSG_TXN_OPENS_DONE,  /* owner -> control, at start: every open transaction reported */
+	DP_MSG_TXN_OPENS_DONE_ACK,
 	DP_MSG_DESCRIBE_PRODUCERS, /* data core -> owner: list this partition's producers */
 	DP_MSG_DESCRIBE_PRODUCERS_DONE,
 	DP_MSG_GROUP_REQ,       /* data core -> control: a group coordinator call (call.h) */
@@ -318,6 +323,15 @@ struct dp_core {
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
 	uint64_t markers_applied_again; /* markers of a decision already applied here, a later transaction open (logged at exit) */
+	/* Start-up's report of the open transactions to the coordinator (shard.c: dp_shard_report_opens):
+	 * the cursor, over topics, their owned partitions and each one's open ones by first offset. */
+	uint32_t opens_topic;
+	int32_t opens_part;
+	int64_t opens_after;
+	bool opens_done;              /* every one reported and OPENS_DONE sent */
+	uint32_t opens_aborting;      /* aborts the coordinator asked for, not yet durable */
+	bool opens_again;             /* one failed: the sweep starts over (OPENS_DONE waits for all) */
+	uint64_t opens_reported, opens_aborted; /* reported; of them, aborted here as the coordinator said (logged) */
 	uint32_t marker_write_faults; /* markers whose log write --fault-marker-write-fail failed so far */
 	struct dp_marker *markers_held, *markers_held_tail; /* test only: durable markers acted on late
 	                                 (--fault-marker-delay-ms), oldest first (shard.c) */

@@ -32,6 +32,7 @@
 /* A message between cores: small, fixed size, copied by value. */
 #define DP_F_WIRE 1   /* the request came over the wire (ctx is a struct dp_req) */
 #define DP_F_REFUSED 4 /* an answer made by the sender itself: no credit to send (core.c) */
+#define DP_F_LOCAL 64  /* a request a core makes of itself (shard.c's start-up abort): its answer goes nowhere */
 /* Cross-core credit (dp_limits.h, loop.h's dp_ask/dp_answer), set by the loop's helpers: */
 #define DP_F_CREDIT   8  /* a request holding one credit toward its destination until answered */
 #define DP_F_ANSWER   16 /* the answer to a DP_F_CREDIT request: its arrival gives the credit back */

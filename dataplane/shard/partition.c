@@ -339,6 +339,8 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 /* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
+	if (!c->opens_done)
+		dp_shard_report_opens(c);
 	if (c->markers_held)
 		dp_shard_markers_due(c);   /* test only */
 	/* Retention may close a segment a cold read still names by its fd: it waits for them. */

@@ -466,6 +466,17 @@ struct dp_marker {
 
 static void marker_reply(struct dp_core *c, const struct dp_msg *req, int16_t err)
 {
+	if (req->flags & DP_F_LOCAL) {   /* start-up's abort of a transaction the coordinator lost */
+		assert(c->opens_aborting > 0);
+		c->opens_aborting--;
+		if (err) {
+			DP_WARN_RL("the abort of producer %lld's open transaction on partition %d, which the transaction "
+			           "coordinator has no record of, failed (error %d %s): reported again",
+			           (long long)req->u.txn.pid, req->partition, err, kerr_name(err) ?: "?");
+			c->opens_again = true;
+		}
+		return;
+	}
 	struct dp_msg out = { .flags = req->flags, .err = err };
 	out.u.txn.ptr = req->u.txn.ptr;
 	reply(c, req, &out, DP_MSG_TXN_MARKER_DONE);
@@ -698,6 +709,85 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 	case DP_MSG_DESCRIBE_PRODUCERS: shard_describe_producers(c, m); return;
 	default: assert(!"not a transaction message");
 	}
+}
+
+/*
+ * Start-up: every transaction open on this core's partitions goes to the
+ * transaction coordinator, one DP_MSG_TXN_OPEN each (its producer, epoch and
+ * last decision serial here), then DP_MSG_TXN_OPENS_DONE; the coordinator
+ * serves transactions only once every data core has said so. It answers
+ * each: kept (its transaction knows this partition, or now does), or abort
+ * it here: the coordinator has no record of that transaction, whose
+ * AddPartitionsToTxn was answered before its record was durable and lost in
+ * a crash (txncoord.c: open_report). Paced by the credit toward the control
+ * core: the rest go on the next tick, from the cursor (no grant is given
+ * before the coordinator is done, so no transaction opens meanwhile; one
+ * aborted meanwhile is skipped by the cursor, which walks first offsets).
+ * DONE waits until the aborts asked for are durable; a failed one starts
+ * the sweep over. An offline partition (its log failed at start, or under
+ * such an abort) is not reported: an open transaction there that the
+ * coordinator lost stays open until a restart finds it online.
+ * Locality: owner core.
+ */
+static void open_answer(struct dp_core *c, struct dp_msg *m)
+{
+	if (m->type != DP_MSG_TXN_OPEN_ACK || m->err != KERR_INVALID_TXN_STATE)
+		return;   /* kept, or the DONE's answer */
+	struct dp_msg mk = { .type = DP_MSG_TXN_MARKER, .src = (uint16_t)c->id, .flags = DP_F_LOCAL,
+	                     .topic_id = m->topic_id, .gen = m->gen, .partition = m->partition };
+	mk.u.txn.pid = m->u.txn.pid;
+	mk.u.txn.epoch = m->u.txn.epoch;   /* the open data's own: the coordinator holds none for it */
+	mk.u.txn.commit = false;
+	mk.u.txn.coord_epoch = 0;          /* no decision serial: not the coordinator's marker */
+	c->opens_aborted++;
+	c->opens_aborting++;
+	DP_INFO_RL("producer %lld's open transaction on partition %d is unknown to the transaction coordinator "
+	           "(its AddPartitionsToTxn lost in a crash): aborted", (long long)mk.u.txn.pid, mk.partition);
+	shard_marker(c, &mk);
+}
+
+void dp_shard_report_opens(struct dp_core *c)
+{
+	int ctl = c->b->services[DP_SVC_TXN].core;
+	for (; c->opens_topic < c->topics_end; c->opens_topic++, c->opens_part = 0) {
+		uint32_t id = c->opens_topic;
+		struct dp_topic *t = &c->topics[id];
+		if (!t->live || t->deleting)
+			continue;
+		for (; c->opens_part < t->nparts; c->opens_part++, c->opens_after = -1) {
+			struct dp_part *p = t->parts[c->opens_part];
+			if (!p || p->offline_ms || st_log_failed(p->log))
+				continue;
+			int64_t pid, first;
+			while ((first = txn_lso_open_after(p->lso, c->opens_after, &pid)) >= 0) {
+				if (!dp_send_room(c, ctl, 1))
+					return;   /* the next tick goes on from here */
+				c->opens_after = first;
+				const struct txn_producer *pr = pid >= 0 ? txn_pstate_find(p->ps, pid) : NULL;
+				struct dp_msg m = { .type = DP_MSG_TXN_OPEN, .topic_id = id, .gen = t->gen,
+				                    .partition = c->opens_part };
+				m.u.txn.pid = pid;
+				m.u.txn.epoch = pr ? pr->epoch : 0;
+				m.u.txn.coord_epoch = pr ? pr->coordinator_epoch : 0;   /* the last decision applied here */
+				c->opens_reported++;
+				dp_ask_service(c, DP_SVC_TXN, open_answer, &m);
+			}
+		}
+	}
+	/* Done once every abort asked for is durable; should one have failed, all again (the
+	 * coordinator's verdicts come out the same; an offline partition is left out then). */
+	if (c->opens_aborting)
+		return;
+	if (c->opens_again) {
+		c->opens_again = false;
+		c->opens_topic = 0, c->opens_part = 0, c->opens_after = -1;
+		return;
+	}
+	if (!dp_send_room(c, ctl, 1))
+		return;
+	c->opens_done = true;
+	struct dp_msg m = { .type = DP_MSG_TXN_OPENS_DONE };
+	dp_ask_service(c, DP_SVC_TXN, open_answer, &m);
 }
 
 /* ---- DeleteRecords ---------------------------------------------------------- */

@@ -29,6 +29,7 @@ int  dp_shard_deletes(struct dp_core *c);
 int  dp_shard_open_owned(struct dp_core *c, struct dp_topic *t, uint32_t id, int32_t first);
 void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_files);
 void dp_shard_timer(struct dp_core *c);
+void dp_shard_report_opens(struct dp_core *c);   /* start-up: open transactions to the coordinator */
 /* A cold fetch read (DP_READ_TAG) completed. */
 struct io_uring_cqe;
 void dp_shard_read_complete(struct dp_core *c, const struct io_uring_cqe *cqe);

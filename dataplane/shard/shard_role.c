@@ -46,6 +46,9 @@ static int shard_start(struct dp_core *c)
 		if (c->topics[id].live)
 			dp_shard_open_owned(c, &c->topics[id], id, 0);
 	c->next_snapshot_ms = dp_mono_ms() + c->b->cfg.producer_snapshot_ms;
+	/* The open transactions go to the coordinator from the first tick (dp_shard_report_opens). */
+	c->opens_topic = 0, c->opens_part = 0, c->opens_after = -1, c->opens_done = false;
+	c->opens_aborting = 0, c->opens_again = false;
 	return 0;
 }
 
@@ -67,6 +70,9 @@ static void shard_stop(struct dp_core *c)
 	if (c->markers_applied_again)
 		DP_INFO("%llu markers of a decision already applied found a later transaction open, and left it",
 		        (unsigned long long)c->markers_applied_again);
+	if (c->opens_aborted)
+		DP_INFO("%llu of the %llu transactions open here at start-up were unknown to the coordinator, and aborted",
+		        (unsigned long long)c->opens_aborted, (unsigned long long)c->opens_reported);
 	if (c->allows_refused)
 		DP_INFO("%llu transaction grants refused for an empty grant pool", (unsigned long long)c->allows_refused);
 	if (c->txn_arena)

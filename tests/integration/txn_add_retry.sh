@@ -3,9 +3,11 @@
 #
 # An AddPartitionsToTxn record the coordinator could not write (issue 11):
 # --fault-add-fail 2 fails the first two, one refused at the append and one
-# reported failed at completion. The client is told COORDINATOR_NOT_AVAILABLE
-# and retries; the retry must write the record again and tell the
-# partitions' owners. Before, the partitions were already in the
+# reported failed at completion. The refused one is answered
+# COORDINATOR_NOT_AVAILABLE and the client retries; the retry must write the
+# record again and tell the partitions' owners. (The one failed at completion
+# was answered already, before its record was durable: the list is in memory
+# and the next record of the id, at the latest EndTxn's Prepare, carries it.) Before, the partitions were already in the
 # transaction's list in memory, so the retry was answered at once, as a
 # retry of a finished call, and the owners, never told, refused the
 # producer's batches (INVALID_TXN_STATE): the transaction failed.

@@ -122,6 +122,51 @@ static void ut_check_all(struct txn_lso *l, uint32_t n)
 	CU_ASSERT_EQUAL(txn_lso_last_marker(l), n ? ut_last(n - 1) : -1);
 }
 
+/*
+ * txn_lso_open_after as a cursor: every transaction open when the walk
+ * starts and still open when the cursor passes it is met once, in offset
+ * order, however many end meanwhile (start-up's reports walk it so).
+ */
+static void test_open_after(void)
+{
+	srand(11);
+	for (int round = 0; round < 50; round++) {
+		struct txn_lso *l = ut_new();
+		int n = rand() % 40;
+		int64_t off = 0;
+		bool open[40] = { false };
+		int64_t first[40];
+		for (int i = 0; i < n; i++) {
+			off += 1 + rand() % 3;   /* distinct, as each begins at its own batch */
+			first[i] = off;
+			CU_ASSERT_EQUAL_FATAL(txn_lso_begin(l, 100 + i, off), 0);
+			open[i] = true;
+		}
+		int64_t after = -1, pid = -1, got;
+		int met = 0, last_met = -1;
+		while ((got = txn_lso_open_after(l, after, &pid)) >= 0) {
+			int i = (int)(pid - 100);
+			CU_ASSERT_FATAL(i >= 0 && i < n && open[i] && first[i] == got && i > last_met);
+			/* Everything skipped between the last one met and this one had ended. */
+			for (int k = last_met + 1; k < i; k++)
+				CU_ASSERT(!open[k] || first[k] <= after);
+			last_met = i;
+			met++;
+			after = got;
+			/* End some at random, this one and later ones. */
+			for (int k = i; k < n; k++)
+				if (open[k] && rand() % 4 == 0) {
+					CU_ASSERT_EQUAL(txn_lso_end(l, 100 + k, off + 1 + k, k % 2), 0);
+					open[k] = false;
+				}
+		}
+		CU_ASSERT(met <= n);
+		for (int k = last_met + 1; k < n; k++)
+			CU_ASSERT(!open[k]);
+		txn_lso_destroy(l);
+	}
+}
+
 /* Begin/end with interleaved producers: the LSO is the oldest open first offset, then the HW. */
 static void test_begin_end_lso(void)
 {
@@ -801,6 +846,7 @@ int main(void)
 	s = CU_add_suite("lso", NULL, NULL);
 	CU_add_test(s, "arrays in a spent pool: -ENOBUFS before the append", test_pool);
 	CU_add_test(s, "begin, end, LSO with interleaved producers", test_begin_end_lso);
+	CU_add_test(s, "open_after: a cursor over the open ones, ends meanwhile", test_open_after);
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);
 	CU_add_test(s, "trim", test_trim);
