@@ -267,6 +267,28 @@ def batch_v2(n=3, magic=2, corrupt_crc=False, length_delta=0, attributes=0, recs
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
 
+def txn_batch(pid, epoch, seq, keys):
+    """A transactional v2 batch of one record per key (key = value), as a raw producer sends it."""
+    ts = int(time.time() * 1000)
+    recs = b''.join(record(i, k.encode(), k.encode()) for i, k in enumerate(keys))
+    n = len(keys)
+    after_crc = struct.pack('>hiqqqhii', 0x10, n - 1, ts, ts, pid, epoch, seq, n) + recs   # transactional
+    return struct.pack('>qiibI', 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
+
+
+def retried(what, fn, ok=(0,), again=(14, 15, 51), deadline_s=120):
+    """fn() -> (error, value) until error is in ok; retriable ones (COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS) again, for deadline_s at most."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        err, val = fn()
+        if err in ok:
+            return err, val
+        if err not in again or time.monotonic() > deadline:
+            sys.exit(f'{what}: error {err}, want {" or ".join(map(str, ok))}')
+        time.sleep(0.2)
+
+
 def snappy_raw(data):
     """A valid raw snappy stream of literals only (what the broker must
     decode; snappy has no stdlib encoder): varint length, then literal runs."""

@@ -28,23 +28,7 @@ TXN_ID, TOPIC = 'tbm', 'tbm'
 DEADLINE_S = 120
 
 
-def txn_batch(pid, epoch, seq, keys):
-    ts = int(time.time() * 1000)
-    recs = b''.join(bc.record(i, k.encode(), k.encode()) for i, k in enumerate(keys))
-    n = len(keys)
-    after_crc = struct.pack('>hiqqqhii', 0x10, n - 1, ts, ts, pid, epoch, seq, n) + recs   # transactional
-    return struct.pack('>qiibI', 0, 4 + 1 + 4 + len(after_crc), -1, 2, bc.crc32c(after_crc)) + after_crc
-
-
-def retried(what, fn, ok=(NONE,), again=(COORD_LOAD, COORD_NA, CONCURRENT)):
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        err, val = fn()
-        if err in ok:
-            return err, val
-        if err not in again or time.monotonic() > deadline:
-            sys.exit(f'{what}: error {err}')
-        time.sleep(0.2)
+txn_batch, retried = bc.txn_batch, bc.retried   # the raw producer's helpers
 
 
 def init_pid(c):
