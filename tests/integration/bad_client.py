@@ -276,6 +276,21 @@ def txn_batch(pid, epoch, seq, keys):
     return struct.pack('>qiibI', 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
 
 
+def add_partitions_to_txn(c, txn_id, topic, pid, epoch, parts):
+    """AddPartitionsToTxn v1 of one topic's parts: (the first non-zero error, else 0; None)."""
+    body = kstr(txn_id) + struct.pack('>qh', pid, epoch) + struct.pack('>i', 1) + kstr(topic)
+    body += struct.pack('>i', len(parts)) + b''.join(struct.pack('>i', p) for p in parts)
+    r = Reader(c.call(24, 1, body))
+    r.i32()
+    errs = []
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            r.i32()
+            errs.append(r.i16())
+    return max(errs, key=lambda e: e != 0), None
+
+
 def retried(what, fn, ok=(0,), again=(14, 15, 51), deadline_s=120):
     """fn() -> (error, value) until error is in ok; retriable ones (COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS) again, for deadline_s at most."""

@@ -53,17 +53,7 @@ def init_pid(c, txn_id):
 
 
 def add_parts(c, txn_id, pid, epoch, parts):
-    body = bc.kstr(txn_id) + struct.pack('>qh', pid, epoch) + struct.pack('>i', 1) + bc.kstr(TOPIC)
-    body += struct.pack('>i', len(parts)) + b''.join(struct.pack('>i', p) for p in parts)
-    r = bc.Reader(c.call(API_ADD_PARTS, 1, body))
-    r.i32()
-    errs = []
-    for _ in range(r.i32()):
-        r.string()
-        for _ in range(r.i32()):
-            r.i32()
-            errs.append(r.i16())
-    return max(errs, key=lambda e: e != 0), None
+    return bc.add_partitions_to_txn(c, txn_id, TOPIC, pid, epoch, parts)
 
 
 def produce(c, txn_id, partition, batch):
