@@ -233,7 +233,7 @@ static void sb_report(struct sb_run *r, FILE *csv, uint64_t end)
 	double secs = last > r->t_measure ? (double)(last - r->t_measure) / 1e9 : 0.0;
 	struct sb_line l = sb_line_of(&r->sum, secs);
 	/* The broker's CPU from the window's start to now: the answers to the counted records are
-	 * all in by now; what follows the last of them is the broker's idle spin (DP_IDLE_SPIN_US). */
+	 * all in by now; what follows the last of them is the broker's idle spin (--idle-spin-us). */
 	struct sb_cpu_fig cpu = { 0 };
 	bool have_cpu = false;
 	if (r->broker_sampled) {

@@ -31,7 +31,7 @@ void dp_config_defaults(struct dp_config *cfg)
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,
 		.txn_tps_max = TXN_COORD_TPS_DEFAULT, .txn_groups_max = TXN_COORD_GROUPS_DEFAULT,
 		.offsets_retention_ms = 7LL * 24 * 3600 * 1000,
-		.group_initial_delay_ms = DP_GROUP_INITIAL_DELAY_MS_DEFAULT,
+		.group_initial_delay_ms = DP_GROUP_INITIAL_DELAY_MS_DEFAULT, .idle_spin_us = -1,
 	};
 }
 

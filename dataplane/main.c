@@ -54,6 +54,9 @@ static void usage(FILE *f)
 	"  --control-core WHERE    shared: core 0 runs the control role beside data, every core a data core;\n"
 	"                          own: core 0 runs control only, cores 1..N-1 data (default: shared below\n"
 	"                          8 cores, own from 8; --cores 1 always runs every role on its one core)\n"
+	"  --idle-spin-us N        a core with nothing to do busy-polls N us before it sleeps (default 200\n"
+	"                          where the NIC is polled (DPDK) or the cores leave a CPU free, else 0: a\n"
+	"                          spinning core would take the CPU from the clients and the kernel)\n"
 	"  --log-level LEVEL       error | warn | info | debug (default info)\n"
 	"  --partitions N          partitions of auto-created topics (default 1)\n"
 	"  --no-auto-create        do not create topics named in Metadata requests\n"
@@ -184,11 +187,11 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
 	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TREADS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
-	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FCONFSYNC, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
+	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FCONFSYNC, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_SPIN, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
 		{ "data", required_argument, 0, O_DATA }, { "cores", required_argument, 0, O_CORES },
-		{ "control-core", required_argument, 0, O_CONTROL },
+		{ "control-core", required_argument, 0, O_CONTROL }, { "idle-spin-us", required_argument, 0, O_SPIN },
 		{ "log-level", required_argument, 0, O_LOG }, { "partitions", required_argument, 0, O_PARTS },
 		{ "no-auto-create", no_argument, 0, O_NOAUTO }, { "no-fsync", no_argument, 0, O_NOFSYNC },
 		{ "segment-bytes", required_argument, 0, O_SEG },
@@ -369,6 +372,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			*(o == O_TXCRED ? &cfg->test_xmsg_credits : &cfg->test_appends_max) = (uint32_t)v;
 			break;
 		}
+		case O_SPIN: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v > DP_IDLE_SPIN_US_MAX)
+				goto bad;
+			cfg->idle_spin_us = (int32_t)v;
+			break;
+		}
 		case O_TREADS: {
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || v < 1 || v > DP_READS_MAX)
@@ -529,6 +539,9 @@ bad:
 		int ncpu = allowed_cpus(NULL);
 		cfg->cores = ncpu < 1 ? 1 : ncpu > DP_CORES_MAX ? DP_CORES_MAX : ncpu;
 	}
+	/* Spinning pays where nothing else needs the CPU, or where only polling sees frames arrive. */
+	if (cfg->idle_spin_us < 0)
+		cfg->idle_spin_us = !strcmp(DP_NIC_BUILT, "dpdk") || cfg->cores < allowed_cpus(NULL) ? DP_IDLE_SPIN_US : 0;
 	if (cfg->control_core == DP_CONTROL_OWN && cfg->cores < 2) {
 		fprintf(stderr, "sluiced: --control-core own needs --cores 2 or more\n");
 		return -1;
@@ -664,10 +677,10 @@ int main(int argc, char **argv)
 		if (b.cfg.fault_drop_permille || b.cfg.fault_close_permille)
 			DP_WARN("TEST-ONLY fault injection is on: Produce responses dropped %u/1000, "
 			        "connections closed %u/1000", b.cfg.fault_drop_permille, b.cfg.fault_close_permille);
-		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s, direct io %s)",
+		DP_INFO("sluiced listening on %s:%u (%d cores: %d data, control on core 0%s, data dir %s, fsync %s, direct io %s, idle spin %d us)",
 		        b.cfg.listen_host, b.cfg.listen_port, b.ncores, b.ndata,
 		        b.first_data ? " alone" : b.ncores > 1 ? " beside data" : "", b.cfg.data_dir,
-		        b.cfg.fsync ? "on" : "off", b.cfg.direct_io ? "on" : "off");
+		        b.cfg.fsync ? "on" : "off", b.cfg.direct_io ? "on" : "off", b.cfg.idle_spin_us);
 		DP_INFO("memory budget %llu MiB for these flags (sluiced --print-budget itemises it)",
 		        dp_budget_total(&b.cfg, dp_broker_roles, DP_BROKER_ROLES) >> 20);
 		int sig;

@@ -7,7 +7,7 @@
  * (each message runs the handler it carries), the roles' settle hooks, their
  * timers, then prepare SQEs (storage group commits, the roles' flush: NIC
  * sends) and submit them in one io_uring_submit(). A core that found no work
- * for DP_IDLE_SPIN_US sleeps in the kernel until a completion, a wake-up
+ * for --idle-spin-us (dp_config.idle_spin_us) sleeps in the kernel until a completion, a wake-up
  * from another core, or a timer. The loop knows the roles only as struct
  * dp_role (loop.h). What the loop asks of the machine (the clock, the
  * io_uring, sleeping, waking another core) goes through seam.h, so the
@@ -383,7 +383,7 @@ int dp_core_run(struct dp_core *c)
 	if (rc < 0)
 		return rc;
 	while (!*c->b->stop) {
-		if (!dp_core_step(c) && c->turn_us - c->idle_since_us > DP_IDLE_SPIN_US)
+		if (!dp_core_step(c) && c->turn_us - c->idle_since_us > c->b->cfg.idle_spin_us)
 			core_sleep(c, roles_ticking(c) ? 1000 : DP_SLEEP_MAX_MS * 1000);
 	}
 	dp_core_stop(c);

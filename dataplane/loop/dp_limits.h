@@ -169,7 +169,10 @@
                                               file; more at once are answered REQUEST_TIMED_OUT (retriable) */
 #define DP_DELREC_PARTS_MAX     1024      /* partitions one DeleteRecords names in all; those past it are
                                               answered INVALID_REQUEST, none sent to an owner */
-#define DP_IDLE_SPIN_US         200       /* busy-poll this long before sleeping */
+/* An idle core busy-polls this long after its last work before it sleeps (--idle-spin-us; the
+ * default: this where the NIC is polled or a CPU is left beside the cores, else 0, main.c). */
+#define DP_IDLE_SPIN_US         200
+#define DP_IDLE_SPIN_US_MAX     1000000
 #define DP_SLEEP_MAX_MS         10
 /* A core reads the monotonic clock once per loop iteration and derives the wall clock from it,
  * reading the wall clock itself again this often (a step of the system clock shows within it). */
