@@ -480,6 +480,7 @@ int txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t p
 	tp->topic[len] = 0;
 	tp->partition = partition;
 	tp->marker_again = false;
+	tp->reauth_unsent = false;
 	return 0;
 }
 

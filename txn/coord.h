@@ -75,6 +75,7 @@ struct txn_tp {
 	char topic[TXN_TOPIC_BYTES_MAX + 1];
 	int32_t partition;
 	bool marker_again;            /* driver: its marker is to be sent again (not persisted) */
+	bool reauth_unsent;           /* driver: its start-up grant is yet to be sent at all (no credit) */
 };
 
 struct txn_group {

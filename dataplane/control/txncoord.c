@@ -91,6 +91,8 @@ struct dp_txnc {
 	uint32_t init_faults;         /* InitProducerId writes failed by --fault-init-fail so far */
 	/* Start-up's reconciliation (open_report): data cores yet to report, and what the reports met. */
 	uint32_t opens_left;
+	struct dp_msg done_reqs[DP_CORES_MAX];   /* the OPENS_DONEs, answered once reconciled (ndone) */
+	uint32_t ndone;
 	struct pid_ix *pids;          /* the loaded ids by producer id, sorted, until then (npids) */
 	uint32_t npids;
 	uint32_t opens_seen, opens_kept, opens_joined, opens_aborted, opens_unknown;
@@ -627,6 +629,8 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 	if (msg->type == DP_MSG_TXN_ADD_ACK && !(msg->flags & DP_F_REFUSED) && m->drive != TXN_DRIVE_REAUTH)
 		return false;
 	assert(msg->idx < m->ntps && !m->tps[msg->idx].marker_again);
+	if (m->drive == TXN_DRIVE_REAUTH && (msg->flags & DP_F_REFUSED))
+		m->tps[msg->idx].reauth_unsent = true;   /* holds the DONEs (answer_dones) */
 	t->marker_retries++;
 	DP_WARN_RL("txn %.*s: partition %d could not write its marker (error %d %s): it is sent again every "
 	           "%d ms until written (%llu markers sent again so far)", m->id_len, m->id, msg->partition, msg->err,
@@ -640,6 +644,28 @@ static bool marker_retry(struct dp_core *c, struct txn_meta *m, const struct dp_
 		t->retry_head = m;
 	}
 	return true;
+}
+
+/*
+ * Start-up: once the coordinator has reconciled and every grant it gives
+ * again has gone out, each data core's OPENS_DONE is answered, after those
+ * grants (one ring, in order): from then on a transactional batch there
+ * without a grant is refused for good, not told to come back (shard.c).
+ */
+static void answer_dones(struct dp_core *c)
+{
+	struct dp_txnc *t = c->txnc;
+	if (!t->loaded || !t->ndone)
+		return;
+	for (const struct txn_meta *m = t->retry_head; m; m = m->retry_next)
+		for (uint32_t i = 0; i < m->ntps; i++)
+			if (m->tps[i].reauth_unsent)
+				return;   /* after its resend (marker_retries) */
+	for (uint32_t i = 0; i < t->ndone; i++) {
+		struct dp_msg out = { .type = DP_MSG_TXN_OPENS_DONE_ACK };
+		dp_answer(c, &t->done_reqs[i], &out);
+	}
+	t->ndone = 0;
 }
 
 /* Timer: send again the markers whose wait is over. */
@@ -667,6 +693,7 @@ static void marker_retries(struct dp_core *c, int64_t now)
 			if (!m->tps[i].marker_again)
 				continue;
 			m->tps[i].marker_again = false;
+			m->tps[i].reauth_unsent = false;
 			/* a grant refused for credit while adding partitions, else a marker */
 			bool deciding = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
 			uint16_t type = deciding ? DP_MSG_TXN_MARKER : DP_MSG_TXN_ADD;
@@ -676,6 +703,7 @@ static void marker_retries(struct dp_core *c, int64_t now)
 		if (--m->markers_left == 0)
 			txnc_step(c, m);
 	}
+	answer_dones(c);
 }
 
 void dp_txnc_offsets_waiting(struct txn_meta *m)
@@ -1253,9 +1281,8 @@ static void open_report(struct dp_core *c, struct dp_msg *msg)
 static void opens_done(struct dp_core *c, struct dp_msg *msg)
 {
 	struct dp_txnc *t = c->txnc;
-	struct dp_msg out = { .type = DP_MSG_TXN_OPENS_DONE_ACK };
-	dp_answer(c, msg, &out);
-	assert(t->opens_left > 0);
+	assert(t->opens_left > 0 && t->ndone < DP_CORES_MAX);
+	t->done_reqs[t->ndone++] = *msg;   /* answered by reconciled, after the grants */
 	if (--t->opens_left == 0)
 		reconciled(c);
 }
@@ -1437,6 +1464,7 @@ static void reconciled(struct dp_core *c)
 		        "--txn-partitions-max %u / --txn-groups-max %u; loaded past them (raise the flags)",
 		        over, c->b->cfg.txn_tps_max, c->b->cfg.txn_groups_max);
 	t->loaded = true;
+	answer_dones(c);
 	maybe_compact(c);
 	DP_INFO("transaction coordinator: %u transactional ids loaded, %u interrupted commits/aborts resumed",
 	        n, resumed);

@@ -106,6 +106,7 @@ struct dp_config {
 	int64_t partitions_max;          /* --partitions-max: partitions the broker holds at most */
 	uint32_t test_txn_state_bytes;   /* test only, 0 = txn_state_mib: a pool of these bytes instead */
 	bool print_budget;               /* --print-budget: print the memory budget and exit */
+	int32_t idle_spin_us;            /* --idle-spin-us: busy-poll after the last work; -1 = main.c's default */
 	int32_t txn_max_timeout_ms;
 	int64_t txn_log_compact_records; /* compact __transaction_state beyond 2 records per id + this */
 	int64_t txn_id_expiration_ms;    /* idle transactional ids are forgotten (tombstoned) after this */
@@ -329,6 +330,7 @@ struct dp_core {
 	int32_t opens_part;
 	int64_t opens_after;
 	bool opens_done;              /* every one reported and OPENS_DONE sent */
+	bool txn_reconciled;          /* OPENS_DONE answered: the coordinator's start-up grants are all here */
 	uint32_t opens_aborting;      /* aborts the coordinator asked for, not yet durable */
 	bool opens_again;             /* one failed: the sweep starts over (OPENS_DONE waits for all) */
 	uint64_t opens_reported, opens_aborted; /* reported; of them, aborted here as the coordinator said (logged) */

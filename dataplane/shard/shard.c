@@ -301,9 +301,12 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		 * partition to this producer's current transaction at this epoch.
 		 * The permission is withdrawn when the marker is written, so a late
 		 * batch of an ended transaction cannot start a new, unknown one here.
+		 * Until the coordinator has reconciled after a start (txn_reconciled),
+		 * the grants of the transactions open across it are still to come:
+		 * such a batch is told to come back (retriable), not failed.
 		 */
 		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
-			return KERR_INVALID_TXN_STATE;
+			return c->txn_reconciled ? KERR_INVALID_TXN_STATE : KERR_NOT_ENOUGH_REPLICAS;
 		/*
 		 * This producer's last marker here is written, not yet durable: its
 		 * transaction is closed in the producer state and still open in the
@@ -731,6 +734,8 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
  */
 static void open_answer(struct dp_core *c, struct dp_msg *m)
 {
+	if (m->type == DP_MSG_TXN_OPENS_DONE_ACK)
+		c->txn_reconciled = true;   /* after the grants it sent (one ring, in order) */
 	if (m->type != DP_MSG_TXN_OPEN_ACK || m->err != KERR_INVALID_TXN_STATE)
 		return;   /* kept, or the DONE's answer */
 	struct dp_msg mk = { .type = DP_MSG_TXN_MARKER, .src = (uint16_t)c->id, .flags = DP_F_LOCAL,

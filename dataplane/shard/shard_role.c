@@ -48,7 +48,7 @@ static int shard_start(struct dp_core *c)
 	c->next_snapshot_ms = dp_mono_ms() + c->b->cfg.producer_snapshot_ms;
 	/* The open transactions go to the coordinator from the first tick (dp_shard_report_opens). */
 	c->opens_topic = 0, c->opens_part = 0, c->opens_after = -1, c->opens_done = false;
-	c->opens_aborting = 0, c->opens_again = false;
+	c->opens_aborting = 0, c->opens_again = false, c->txn_reconciled = false;
 	return 0;
 }
 

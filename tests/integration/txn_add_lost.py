@@ -11,7 +11,13 @@ the offsets of every batch stay in WORK/state.json between them).
          Y adds tal/2 and writes B2, Z adds tal/3 and writes Z2 (its sequence
          after Z1's); then X's EndTxn commit must see the connection closed,
          not an answer. Prints "killed".
-  run3   (normal broker, after its reconciliation) before any EndTxn:
+  run3a  (broker under --fault-marker-delay-ms, so that its reconciliation
+         waits for the aborts' markers; started at once) X writes B3 on tal/0,
+         its open transaction: until the coordinator has reconciled (and the
+         owner has X's grant again) the answer must be NOT_ENOUGH_REPLICAS,
+         retriable, never INVALID_TXN_STATE; then NONE. Prints "B3: ... waited
+         N" (the answers that said come back).
+  run3   (same broker, after its reconciliation) before any EndTxn:
          read_committed's LSO (ListOffsets v2, isolation 1) on tal/0 and tal/1
          is at most B0's / B1's base (X's transaction is open there: tal/1
          joined it), on tal/2 and tal/3 it is the high watermark (Y's and Z's
@@ -33,7 +39,7 @@ import admin_client as ac  # noqa: E402
 import bad_client as bc  # noqa: E402
 
 API_PRODUCE, API_LIST_OFFSETS, API_INIT_PID, API_ADD_PARTS, API_END_TXN = 0, 2, 22, 24, 26
-NONE, COORD_LOAD, COORD_NA, CONCURRENT = 0, 14, 15, 51
+NONE, COORD_LOAD, COORD_NA, NOT_ENOUGH_REPLICAS, CONCURRENT = 0, 14, 15, 19, 51
 INVALID_PRODUCER_EPOCH = 47
 TOPIC, PARTS = 'tal', 4
 IDS = {'x': 'tal-x', 'y': 'tal-y', 'z': 'tal-z'}
@@ -182,6 +188,29 @@ def run2(port, work):
         time.sleep(0.2)
 
 
+def run3a(port, work):
+    st = load(work)
+    c = bc.Conn(port)
+    x = st['producers']['x']
+    seq = x['seq']['0']
+    keys = ['x0-c', 'x0-d']
+    waited = 0
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        err, base = produce(c, IDS['x'], 0, txn_batch(x['pid'], x['epoch'], seq, keys))
+        if err == NONE:
+            break
+        if err != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+            sys.exit(f'B3 of tal-x to tal/0 during the reconciliation: error {err}, want {NOT_ENOUGH_REPLICAS} '
+                     f'(come back) until it is done, then {NONE}')
+        waited += 1
+        time.sleep(0.05)
+    x['seq']['0'] = seq + len(keys)
+    st['batches']['B3'] = {'partition': 0, 'base': base, 'keys': keys}
+    print(f'B3: tal-x tal/0 base {base} seq {seq} waited {waited}')
+    save(work, st)
+
+
 def run3(port, work):
     st = load(work)
     c = bc.Conn(port)
@@ -217,8 +246,8 @@ def run3(port, work):
                          ok=(INVALID_PRODUCER_EPOCH,))
         print(f'{IDS[who]}: EndTxn commit at epoch {p["epoch"]}: error {err}')
     with open(os.path.join(work, 'exp-c'), 'w') as fc, open(os.path.join(work, 'exp-u'), 'w') as fu:
-        for name in ('B0', 'B1', 'B2', 'Z1', 'Z2'):
-            label = 'commit' if name in ('B0', 'B1', 'Z1') else 'abort'
+        for name in ('B0', 'B1', 'B2', 'B3', 'Z1', 'Z2'):
+            label = 'commit' if name in ('B0', 'B1', 'B3', 'Z1') else 'abort'
             for i, k in enumerate(b[name]['keys']):
                 line = f'{label} {k} {TOPIC} {b[name]["partition"]} {b[name]["base"] + i}\n'
                 fu.write(line)
@@ -227,9 +256,9 @@ def run3(port, work):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ('run1', 'run2', 'run3'):
-        sys.exit('usage: txn_add_lost.py run1|run2|run3 PORT WORK')
-    {'run1': run1, 'run2': run2, 'run3': run3}[argv[1]](int(argv[2]), argv[3])
+    if len(argv) != 4 or argv[1] not in ('run1', 'run2', 'run3a', 'run3'):
+        sys.exit('usage: txn_add_lost.py run1|run2|run3a|run3 PORT WORK')
+    {'run1': run1, 'run2': run2, 'run3a': run3a, 'run3': run3}[argv[1]](int(argv[2]), argv[3])
 
 
 if __name__ == '__main__':

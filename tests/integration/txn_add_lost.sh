@@ -14,7 +14,11 @@
 #     SIGKILL at the first EndTxn): X adds tal/1 and writes B1, Y adds tal/2
 #     and writes B2, Z adds tal/3 and writes Z2; X's EndTxn commit kills the
 #     broker (the client sees the connection closed).
-#   run 3 (normal): the reconciliation logs 1 joined (X's tal/1) and 2 aborted
+#   run 3 (--fault-marker-delay-ms 3000: the reconciliation waits that long for
+#     the aborts' markers): X's batch B3 on tal/0, sent at once, is told to
+#     come back (NOT_ENOUGH_REPLICAS) until the coordinator has reconciled and
+#     given X's grants again, then taken; it must have been told so at least
+#     once. The reconciliation logs 1 joined (X's tal/1) and 2 aborted
 #     (Y's tal/2, Z's tal/3); before any EndTxn, the LSO is at most B0's/B1's
 #     base on tal/0 and tal/1 and the high watermark on tal/2 and tal/3; X's
 #     commit answers NONE, Y's and Z's at their old epochs
@@ -25,7 +29,7 @@
 txn_init txn-add-lost 87 "$@"
 PY=$(command -v python3) || skip "python3 is not installed"
 CLIENT=$(dirname "$0")/txn_add_lost.py
-INTEG_FAIL_LOGS="$WORK/run1.out $WORK/run1.err $WORK/run2.out $WORK/run2.err $WORK/run3.out $WORK/run3.err"
+INTEG_FAIL_LOGS="$WORK/run1.out $WORK/run1.err $WORK/run2.out $WORK/run2.err $WORK/run3a.out $WORK/run3a.err $WORK/run3.out $WORK/run3.err"
 
 # log_from: the number of the broker log's next line (where the next start's lines begin).
 log_from() {
@@ -59,9 +63,14 @@ tail -n +"$from2" "$BROKER_LOG" | grep -q "fault injection: SIGKILL" ||
 log "run 2: $(grep -E '^(B1|B2|Z2|killed)' "$WORK/run2.out" | tr '\n' ';')"
 log "run 2: broker: $(tail -n +"$from2" "$BROKER_LOG" | grep -m1 'fault injection: SIGKILL' | sed 's/.*fault injection/fault injection/')"
 
-# --- run 3: a normal broker reconciles ---
+# --- run 3: the broker reconciles, slowly: a batch of X meanwhile must be told to come back ---
 from3=$(log_from)
-start_broker --cores 2
+start_broker --cores 2 --fault-marker-delay-ms 3000
+txn_run run3a "$PY" "$CLIENT" run3a "$PORT" "$WORK" || fail "run 3 client (B3): $(txn_show run3a)"
+b3=$(grep '^B3' "$WORK/run3a.out")
+log "run 3: $b3"
+[[ $b3 =~ waited\ ([0-9]+) ]] && ((BASH_REMATCH[1] >= 1)) ||
+	fail "run 3: B3 was never told to come back: it came after the reconciliation, the test proved nothing ($b3)"
 deadline=$((SECONDS + 60))
 until recon=$(tail -n +"$from3" "$BROKER_LOG" | grep -m1 'open transactions reported by the partitions'); do
 	broker_alive || fail "run 3: the broker died during start-up"
@@ -81,4 +90,4 @@ stop_broker
 start_broker --cores 2
 consume_check rc2 committed "$WORK/exp-c" tal 4 --timeout 60
 stop_broker
-pass "lost adds reconciled: $recon; X committed B0+B1, Y and Z fenced (47), read_committed exact across a restart"
+pass "lost adds reconciled: $recon; B3 during it told to come back, then taken; X committed B0+B1+B3, Y and Z fenced (47), read_committed exact across a restart"
