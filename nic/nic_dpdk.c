@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <rte_eal.h>
@@ -326,8 +327,13 @@ int nic_dpdk_create(const struct nic_config *cfg, uint16_t queue, struct nic **o
 	struct tcp_config tc = {
 		.ip = nic_dpdk_port.ip, .port = cfg->port, .mtu = nic_dpdk_port.mtu,
 		.conns_max = n->tcp_flows, .rx_bytes = NIC_DPDK_TCP_RX_BYTES, .tx_bytes = NIC_DPDK_TCP_TX_BYTES,
-		.isn_secret = nic_dpdk_now_us() * 0x9e3779b97f4a7c15ull ^ (uint64_t)queue << 48,
 	};
+	/* RFC 6528's key must be secret: an off-path sender that can guess it can guess the initial
+	 * sequence numbers, and inject into or reset a flow. From the kernel's generator (init only). */
+	if (getrandom(&tc.isn_secret, sizeof(tc.isn_secret), 0) != (ssize_t)sizeof(tc.isn_secret)) {
+		rc = errno ? -errno : -EIO;
+		goto fail;
+	}
 	memcpy(tc.mac, nic_dpdk_port.mac, 6);
 	rc = -ENOMEM;
 	n->tcp_map = malloc((size_t)n->tcp_flows * sizeof(uint32_t));
