@@ -1282,7 +1282,7 @@ static void opens_done(struct dp_core *c, struct dp_msg *msg)
 {
 	struct dp_txnc *t = c->txnc;
 	assert(t->opens_left > 0 && t->ndone < DP_CORES_MAX);
-	t->done_reqs[t->ndone++] = *msg;   /* answered by reconciled, after the grants */
+	t->done_reqs[t->ndone++] = *msg;   /* answered after the grants (answer_dones) */
 	if (--t->opens_left == 0)
 		reconciled(c);
 }
