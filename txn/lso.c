@@ -6,7 +6,10 @@
  * the log and only grow, so the array is also sorted by first offset and the
  * LSO is its head. An end removes any entry (memmove); lookups by pid are
  * linear, which is cheap for the handful of producers that keep a
- * transaction open on one partition at a time.
+ * transaction open on one partition at a time. An entry whose marker is
+ * written but not yet durable is closing (txn_lso_close): it still holds the
+ * LSO, and its producer may open its next transaction beside it, so a
+ * producer has at most one open entry and one closing entry.
  *
  * Aborted index: an array sorted by last_offset (the ABORT marker's offset),
  * appended in marker order. A fetch query binary-searches the first entry
@@ -124,10 +127,11 @@ struct lso_block {
 	int64_t suffix_min;           /* in this block and every later one */
 };
 
-/* One open transaction. Locality: shard core (owner). */
+/* One open transaction, or one closing: its marker is written, not yet durable. Locality: shard core (owner). */
 struct lso_open {
 	int64_t pid;
 	int64_t first_offset;
+	int64_t end_offset;           /* -1: open; else its marker's offset (txn_lso_close) */
 };
 
 /* A partition's transaction bookkeeping. Locality: shard core (owner). */
@@ -348,14 +352,19 @@ static uint32_t walk_next(const struct txn_lso *l, uint32_t i, int64_t to)
 	return i < l->nab ? i : l->nab;
 }
 
-/* Index of pid's open transaction, or nopen. */
-static uint32_t open_find(const struct txn_lso *l, int64_t pid)
+/* Index of pid's entry ending at end (-1: its open one), or nopen. */
+static uint32_t entry_find(const struct txn_lso *l, int64_t pid, int64_t end)
 {
 	uint32_t i = 0;
 
-	while (i < l->nopen && l->open[i].pid != pid)
+	while (i < l->nopen && (l->open[i].pid != pid || l->open[i].end_offset != end))
 		i++;
 	return i;
+}
+
+static uint32_t open_find(const struct txn_lso *l, int64_t pid)
+{
+	return entry_find(l, pid, -1);
 }
 
 /* Locality: shard core (owner); tests only, before any begin. */
@@ -392,7 +401,7 @@ int txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset)
 	int rc = txn_lso_reserve(l);
 	if (rc < 0)
 		return rc;
-	l->open[l->nopen++] = (struct lso_open){ .pid = pid, .first_offset = first_offset };
+	l->open[l->nopen++] = (struct lso_open){ .pid = pid, .first_offset = first_offset, .end_offset = -1 };
 	assert(l->nopen <= l->open_cap && (uint64_t)l->nab + l->nopen <= l->ab_cap &&
 	       blocks_for(l->nab + l->nopen) <= l->blk_cap);
 	return 0;
@@ -472,10 +481,33 @@ static void file_append(struct txn_lso *l, const struct txn_aborted *a)
 }
 
 /* Locality: shard core (owner). */
-int txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted)
+int txn_lso_close(struct txn_lso *l, int64_t pid, int64_t marker_offset)
 {
 	uint32_t i = open_find(l, pid);
 
+	if (i == l->nopen)
+		return -ENOENT;
+	assert(marker_offset > l->open[i].first_offset);
+	l->open[i].end_offset = marker_offset;
+	return 0;
+}
+
+/* Locality: shard core (owner). */
+bool txn_lso_closing(const struct txn_lso *l, int64_t pid)
+{
+	for (uint32_t i = 0; i < l->nopen; i++)
+		if (l->open[i].pid == pid && l->open[i].end_offset >= 0)
+			return true;
+	return false;
+}
+
+/* Locality: shard core (owner). */
+int txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted)
+{
+	uint32_t i = entry_find(l, pid, marker_offset);   /* closed by this marker, else still open */
+
+	if (i == l->nopen)
+		i = open_find(l, pid);
 	if (i == l->nopen)
 		return -ENOENT;
 	assert(marker_offset > l->open[i].first_offset);
@@ -510,6 +542,8 @@ int64_t txn_lso_open_after(const struct txn_lso *l, int64_t after, int64_t *pid)
 		else
 			lo = mid + 1;
 	}
+	while (lo < l->nopen && l->open[lo].end_offset >= 0)
+		lo++;   /* closing: its marker is written */
 	if (lo == l->nopen)
 		return -1;
 	*pid = l->open[lo].pid;

@@ -48,15 +48,23 @@ int  txn_lso_reserve(struct txn_lso *l);
  * only grow). Reserves (as txn_lso_reserve) what its end will need. Returns 0,
  * -EEXIST if pid has one open, or txn_lso_reserve's error. */
 int  txn_lso_begin(struct txn_lso *l, int64_t pid, int64_t first_offset);
-/* pid's open transaction (if any) got its marker at marker_offset; an abort is
- * recorded in the index (and appended to the index file when one is open) in
- * the room its begin reserved, so this never fails for want of memory.
- * Returns 0, or -ENOENT if pid had no open transaction here. */
+/* pid's open transaction got its marker at marker_offset, written, not yet
+ * durable: it is closing. It still holds the LSO until txn_lso_end, but pid
+ * may begin its next transaction here meanwhile. Returns 0, or -ENOENT if pid
+ * has no open transaction here. */
+int  txn_lso_close(struct txn_lso *l, int64_t pid, int64_t marker_offset);
+/* Has pid a transaction closing here (its marker written, not yet durable)? */
+bool txn_lso_closing(const struct txn_lso *l, int64_t pid);
+/* pid's transaction closed by the marker at marker_offset (txn_lso_close), or
+ * else its open one (recovery's replay ends it at once), ends there: the LSO
+ * may pass it. An abort is recorded in the index (and appended to the index
+ * file when one is open) in the room its begin reserved, so this never fails
+ * for want of memory. Returns 0, or -ENOENT if pid had no such transaction. */
 int  txn_lso_end(struct txn_lso *l, int64_t pid, int64_t marker_offset, bool aborted);
-/* First offset of pid's open transaction, or -1. */
+/* First offset of pid's open transaction (not a closing one), or -1. */
 int64_t txn_lso_open_first(const struct txn_lso *l, int64_t pid);
-/* The open transaction with the least first offset past after: that offset (its producer in
- * *pid), or -1 if none. A cursor over the open ones that entries ending meanwhile do not upset
+/* The open transaction (not a closing one) with the least first offset past after: that offset
+ * (its producer in *pid), or -1 if none. A cursor over the open ones that entries ending meanwhile do not upset
  * (first offsets are distinct in a log: each transaction begins at a batch of its own). */
 int64_t txn_lso_open_after(const struct txn_lso *l, int64_t after, int64_t *pid);
 /* The LSO: min(first offset of the oldest open transaction, hw). */
@@ -83,6 +91,7 @@ uint32_t txn_lso_aborted_pid(const struct txn_lso *l, int64_t from, int64_t to, 
 void txn_lso_trim(struct txn_lso *l, int64_t log_start);
 /* Tests: how many entries a query of [from, to) examines (the walk txn_lso_aborted* make). */
 uint32_t txn_lso_query_cost(const struct txn_lso *l, int64_t from, int64_t to);
+/* Open and closing transactions here. */
 uint32_t txn_lso_open_count(const struct txn_lso *l);
 /* Tests only (before any begin): lower the open and aborted limits to force a full table (0: keep). */
 void txn_lso_set_limits(struct txn_lso *l, uint32_t open_max, uint32_t aborted_max);

@@ -229,6 +229,55 @@ static void test_begin_end_lso(void)
 	txn_lso_destroy(l);
 }
 
+/*
+ * Closing: a transaction whose marker is written holds the LSO until the
+ * marker is durable, while its producer opens the next one beside it; each
+ * ends by its own marker, and recovery's replay ends an open one directly.
+ */
+static void test_closing(void)
+{
+	struct txn_lso *l = ut_new();
+
+	CU_ASSERT_EQUAL(txn_lso_close(l, 7, 20), -ENOENT);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 7, 10), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 8, 12), 0);
+	CU_ASSERT_FALSE(txn_lso_closing(l, 7));
+	CU_ASSERT_EQUAL(txn_lso_close(l, 7, 20), 0);
+	CU_ASSERT_TRUE(txn_lso_closing(l, 7));
+	CU_ASSERT_EQUAL(txn_lso_close(l, 7, 21), -ENOENT);   /* nothing open of 7 now */
+	CU_ASSERT_EQUAL(txn_lso_open_first(l, 7), -1);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 30), 10);              /* still held */
+	int64_t pid = -1;
+	CU_ASSERT_EQUAL(txn_lso_open_after(l, -1, &pid), 12);  /* the open one, not the closing */
+	CU_ASSERT_EQUAL(pid, 8);
+	/* 7's next transaction, beside the closing one. */
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 7, 25), 0);
+	CU_ASSERT_EQUAL(txn_lso_begin(l, 7, 26), -EEXIST);
+	CU_ASSERT_EQUAL(txn_lso_open_first(l, 7), 25);
+	CU_ASSERT_EQUAL(txn_lso_open_count(l), 3);
+	CU_ASSERT_EQUAL(txn_lso_open_after(l, 12, &pid), 25);
+	CU_ASSERT_EQUAL(pid, 7);
+	/* The first marker durable: it ends the closing one, an abort of [10, 20). */
+	CU_ASSERT_EQUAL(txn_lso_end(l, 7, 20, true), 0);
+	CU_ASSERT_FALSE(txn_lso_closing(l, 7));
+	CU_ASSERT_EQUAL(txn_lso_open_first(l, 7), 25);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 30), 12);
+	struct txn_aborted a[2];
+	CU_ASSERT_EQUAL_FATAL(txn_lso_aborted(l, 0, 100, a, 2), 1);
+	CU_ASSERT(a[0].pid == 7 && a[0].first_offset == 10 && a[0].last_offset == 20);
+	/* Without a close (recovery's replay of a marker): the open one ends. */
+	CU_ASSERT_EQUAL(txn_lso_end(l, 8, 27, false), 0);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 30), 25);
+	/* Closed and ended while a later marker is awaited: each by its own offset. */
+	CU_ASSERT_EQUAL(txn_lso_close(l, 7, 28), 0);
+	CU_ASSERT_EQUAL(txn_lso_end(l, 7, 29, false), -ENOENT);   /* no such marker, none open */
+	CU_ASSERT_EQUAL(txn_lso_end(l, 7, 28, false), 0);
+	CU_ASSERT_EQUAL(txn_lso_get(l, 30), 30);
+	CU_ASSERT_EQUAL(txn_lso_open_count(l), 0);
+	CU_ASSERT_EQUAL(txn_lso_aborted(l, 0, 100, a, 2), 1);     /* the commit is not indexed */
+	txn_lso_destroy(l);
+}
+
 /* Brute-force reference for txn_lso_aborted over the entries in ref[0..n). */
 static uint32_t ut_ref_aborted(const struct txn_aborted *ref, uint32_t n, int64_t from, int64_t to,
                                struct txn_aborted *out)
@@ -847,6 +896,7 @@ int main(void)
 	CU_add_test(s, "arrays in a spent pool: -ENOBUFS before the append", test_pool);
 	CU_add_test(s, "begin, end, LSO with interleaved producers", test_begin_end_lso);
 	CU_add_test(s, "open_after: a cursor over the open ones, ends meanwhile", test_open_after);
+	CU_add_test(s, "closing: held until its marker is durable, the next one beside it", test_closing);
 	CU_add_test(s, "aborted query: overlap edges, brute force", test_aborted_query);
 	CU_add_test(s, "aborted bound: interleaved producers, brute force", test_aborted_bound);
 	CU_add_test(s, "trim", test_trim);
