@@ -308,15 +308,11 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
 			return c->txn_reconciled ? KERR_INVALID_TXN_STATE : KERR_NOT_ENOUGH_REPLICAS;
 		/*
-		 * This producer's last marker here is written, not yet durable: its
-		 * transaction is closed in the producer state and still open in the
-		 * LSO (dp_shard_on_marker ends it). A batch of a next transaction now
-		 * would join the old one's LSO entry; it comes back in a moment.
-		 */
-		const struct txn_producer *pr = txnl ? txn_pstate_find(p->ps, h->producer_id) : NULL;
-		if (pr && pr->txn_first_offset < 0 && txn_lso_open_first(p->lso, h->producer_id) >= 0)
-			return KERR_NOT_ENOUGH_REPLICAS;
-		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
+		 * This producer's last marker here may be written and not yet
+		 * durable: that transaction is closing (txn_lso_close), and a batch
+		 * of its next one opens a new entry beside it, the old one holding
+		 * the LSO until its marker is durable (dp_shard_on_marker).
+		 * Kafka's rule: no plain batch while this producer's transaction is open here. */
 		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
 			return KERR_INVALID_TXN_STATE;
 		/*
@@ -516,7 +512,7 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 		 */
 #ifndef WSIM_PLANT_LSO_AT_QUEUE
 		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
-		assert(rc == 0);   /* open since the append; shard_marker sends no second one meanwhile */
+		assert(rc == 0);   /* closing since the append; shard_marker writes no second one meanwhile */
 		(void)rc;
 #endif
 	}
@@ -571,14 +567,24 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	/*
-	 * A decision already applied here: this producer's last marker carries
-	 * the same serial (txn/coord.h), durable, since its transaction is closed
-	 * and data is open again (produce_batch takes a next transaction's only
-	 * once the last marker is durable). The open data belongs to a later
-	 * transaction, which this marker, sent again after a coordinator crash,
-	 * must neither end nor deprive of its permission: it changes nothing.
-	 * (A marker written and not yet durable falls through: told to come back.)
+	 * A marker of this producer is written here and not yet durable
+	 * (closing; dp_shard_on_marker ends it). A second marker meanwhile (a
+	 * client's WriteTxnMarkers, a re-send) would be answered before the
+	 * first is durable, or end the next transaction early; it is told to
+	 * come back, and then finds the first one ended.
 	 * A client's WriteTxnMarkers may name any pid; a negative one has no state.
+	 */
+	if (pid >= 0 && txn_lso_closing(p->lso, pid)) {
+		marker_reply(c, m, KERR_CONCURRENT_TRANSACTIONS);
+		return;
+	}
+	/*
+	 * A decision already applied here: this producer's last marker carries
+	 * the same serial (txn/coord.h), durable (none is closing), since its
+	 * transaction is closed and data is open again. The open data belongs to
+	 * a later transaction, which this marker, sent again after a coordinator
+	 * crash, must neither end nor deprive of its permission: it changes
+	 * nothing.
 	 */
 	struct txn_producer *pr = pid >= 0 ? txn_pstate_find(p->ps, pid) : NULL;
 	if (pr && m->u.txn.coord_epoch > 0 && pr->coordinator_epoch == m->u.txn.coord_epoch && pr->txn_first_offset >= 0) {
@@ -593,16 +599,6 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	}
 	if (pr && m->u.txn.epoch < pr->epoch) {
 		marker_reply(c, m, KERR_INVALID_PRODUCER_EPOCH);
-		return;
-	}
-	/*
-	 * Open in the index but closed in the producer state: this transaction's
-	 * marker is written and not yet durable (dp_shard_on_marker ends it then).
-	 * A second marker meanwhile (a client's WriteTxnMarkers, a re-send) would
-	 * end it twice; it is told to come back, and then finds it closed.
-	 */
-	if (pr && pr->txn_first_offset < 0) {
-		marker_reply(c, m, KERR_CONCURRENT_TRANSACTIONS);
 		return;
 	}
 	if (dp_fault(c, c->b->cfg.fault_marker_fail_permille)) {   /* test only: --fault-marker-fail */
@@ -653,6 +649,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	assert(rc == 0);   /* reserved above */
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;
+#ifndef WSIM_PLANT_LSO_AT_QUEUE
+	rc = txn_lso_close(p->lso, pid, off);   /* holds the LSO; the next transaction may open beside it */
+	assert(rc == 0);                         /* open: txn_lso_open_first above */
+#endif
 	if (c->marker_write_faults < c->b->cfg.fault_marker_write_fail) {   /* test only */
 		c->marker_write_faults++;
 		DP_INFO("fault injection: the log write of the marker for producer %lld at %s offset %lld will fail",
