@@ -291,6 +291,25 @@ def add_partitions_to_txn(c, txn_id, topic, pid, epoch, parts):
     return max(errs, key=lambda e: e != 0), None
 
 
+def list_offset(c, topic, partition, isolation):
+    """ListOffsets v2 latest (-1) of topic/partition: the high watermark (isolation 0)
+    or the LSO (isolation 1). Exits on an error."""
+    body = struct.pack('>ib', -1, isolation) + struct.pack('>i', 1) + kstr(topic)
+    body += struct.pack('>iiq', 1, partition, -1)
+    r = Reader(c.call(2, 2, body))
+    r.i32()  # throttle
+    r.i32()
+    r.string()
+    r.i32()
+    r.i32()  # partition
+    err = r.i16()
+    r.i64()  # timestamp
+    off = r.i64()
+    if err != 0:
+        sys.exit(f'ListOffsets {topic}/{partition} isolation {isolation}: error {err}')
+    return off
+
+
 def retried(what, fn, ok=(0,), again=(14, 15, 51), deadline_s=120):
     """fn() -> (error, value) until error is in ok; retriable ones (COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS) again, for deadline_s at most."""

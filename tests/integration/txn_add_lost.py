@@ -80,22 +80,7 @@ def end_txn(c, txn_id, pid, epoch, commit):
 
 
 def list_offset(c, partition, isolation):
-    """ListOffsets v2 latest (-1) of tal/partition: the high watermark (isolation 0)
-    or the LSO (isolation 1)."""
-    body = struct.pack('>ib', -1, isolation) + struct.pack('>i', 1) + bc.kstr(TOPIC)
-    body += struct.pack('>iiq', 1, partition, -1)
-    r = bc.Reader(c.call(API_LIST_OFFSETS, 2, body))
-    r.i32()  # throttle
-    r.i32()
-    r.string()
-    r.i32()
-    r.i32()  # partition
-    err = r.i16()
-    r.i64()  # timestamp
-    off = r.i64()
-    if err != NONE:
-        sys.exit(f'ListOffsets tal/{partition} isolation {isolation}: error {err}')
-    return off
+    return bc.list_offset(c, TOPIC, partition, isolation)
 
 
 def load(work):

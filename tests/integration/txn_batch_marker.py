@@ -7,10 +7,13 @@ window lasts seconds).
 A producer (raw client) opens a transaction on tbm/0 and writes batch c1; an
 admin WriteTxnMarkers COMMIT for it lands on tbm/0 (held not durable by the
 fault). The producer then adds tbm/1 to its transaction, which grants it tbm/0
-again, and writes batch a1 to tbm/0 and batch a2 to tbm/1: a1 must be refused
-retriably (NOT_ENOUGH_REPLICAS) until the marker is durable, and the retry
-then succeeds. The producer aborts. Prints the records read_committed must
-show, as rdk_txn --expect lines, to OUT (c1's only), and "refused N".
+again, and writes batch a1 to tbm/0 and batch a2 to tbm/1: a1 opens the
+producer's next transaction there at once, beside the closing one, whose
+marker still holds tbm/0's LSO at c1's base (checked right after a1). The
+producer aborts; its ABORT marker on tbm/0 waits for the held COMMIT
+(CONCURRENT_TRANSACTIONS, sent again). Prints the records read_committed must
+show, as rdk_txn --expect lines, to OUT (c1's only), "refused N" (answers
+that said come back) and "held LSO L base B" (tbm/0's LSO just after a1).
 Python 3 stdlib only (bad_client.py, admin_client.py).
 """
 import os
@@ -91,6 +94,7 @@ def main(argv):
         refused += 1
         time.sleep(0.2)
     print(f'a1 accepted after {time.monotonic() - t0:.1f} s and {refused} refusals')
+    held = bc.list_offset(c, TOPIC, 0, 1)
     err, _ = produce(c, 1, txn_batch(pid, epoch, 0, a2))
     if err != NONE:
         sys.exit(f'batch a2 to tbm/1: error {err}')
@@ -110,6 +114,7 @@ def main(argv):
         for i, k in enumerate(c1):
             f.write(f'commit {k} {TOPIC} 0 {base + i}\n')
     print(f'refused {refused}')
+    print(f'held LSO {held} base {base}')
 
 
 if __name__ == '__main__':
