@@ -291,11 +291,11 @@ def add_partitions_to_txn(c, txn_id, topic, pid, epoch, parts):
     return max(errs, key=lambda e: e != 0), None
 
 
-def list_offset(c, topic, partition, isolation):
-    """ListOffsets v2 latest (-1) of topic/partition: the high watermark (isolation 0)
-    or the LSO (isolation 1). Exits on an error."""
+def list_offsets(c, topic, partition, ts, isolation=0):
+    """ListOffsets v2 of one partition at timestamp ts (-1 latest, -2 earliest):
+    (error, timestamp, offset)."""
     body = struct.pack('>ib', -1, isolation) + struct.pack('>i', 1) + kstr(topic)
-    body += struct.pack('>iiq', 1, partition, -1)
+    body += struct.pack('>iiq', 1, partition, ts)
     r = Reader(c.call(2, 2, body))
     r.i32()  # throttle
     r.i32()
@@ -303,8 +303,13 @@ def list_offset(c, topic, partition, isolation):
     r.i32()
     r.i32()  # partition
     err = r.i16()
-    r.i64()  # timestamp
-    off = r.i64()
+    return err, r.i64(), r.i64()
+
+
+def list_offset(c, topic, partition, isolation):
+    """The high watermark (isolation 0) or the LSO (isolation 1) of topic/partition.
+    Exits on an error."""
+    err, _, off = list_offsets(c, topic, partition, -1, isolation)
     if err != 0:
         sys.exit(f'ListOffsets {topic}/{partition} isolation {isolation}: error {err}')
     return off

@@ -20,9 +20,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bad_client import Conn, Reader, kstr  # noqa: E402
+from bad_client import Conn, Reader, kstr, list_offsets  # noqa: E402
 
-API_FETCH, API_LIST_OFFSETS = 1, 2
+API_FETCH = 1
 FETCH_MAX_BYTES = 64 << 10
 SPREAD = 8                   # offsets fetched per partition
 
@@ -34,19 +34,6 @@ def evict(data, topic):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-
-
-def list_offsets(c, topic, part, ts):
-    """ListOffsets v2, read_uncommitted: (error, timestamp, offset)."""
-    body = struct.pack('>ib', -1, 0) + struct.pack('>i', 1) + kstr(topic) + struct.pack('>iiq', 1, part, ts)
-    r = Reader(c.call(API_LIST_OFFSETS, 2, body))
-    r.i32()  # throttle
-    r.i32()
-    r.string()
-    r.i32()
-    r.i32()  # partition
-    err = r.i16()
-    return err, r.i64(), r.i64()
 
 
 def fetch(c, topic, part, offset):
