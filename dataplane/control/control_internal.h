@@ -113,9 +113,9 @@ void dp_txnc_offsets_waiting(struct txn_meta *m);
 void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m);
 /* pid has staged offsets whose end (dp_group_txn_end) is not durable yet: its next transaction waits. */
 bool dp_group_txn_ending(struct dp_core *c, int64_t pid);
-/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
 /* Serving: the log loaded and every partition's open transactions reconciled with it. */
 bool dp_txnc_ready(struct dp_core *c);
+/* The transaction coordinator's entry for a transactional id / a producer id (NULL: none). */
 struct txn_meta *dp_txnc_find(struct dp_core *c, const char *id, size_t len);
 struct txn_meta *dp_txnc_find_pid(struct dp_core *c, int64_t pid);
 /* control.c: control core's catalog, for the coordinator */

@@ -5,8 +5,9 @@
  * DATA/__transaction_state (one RecordBatch per change: key = transactional
  * id, value = txn_meta_encode), and acted on only once that write is
  * durable, but for AddPartitionsToTxn, answered once the owners have the
- * grant (add_partitions says why that is safe). EndTxn: Prepare{Commit,Abort} is written and, once it is durable,
- * the client answered (the outcome is decided); then a marker message goes
+ * grant (add_partitions says why that is safe). EndTxn:
+ * Prepare{Commit,Abort} is written and, once it is durable, the client
+ * answered (the outcome is decided); then a marker message goes
  * to the owner shard of every partition in the transaction, and the offsets
  * it staged are ended in __consumer_offsets (group.c); each owner appends its
  * COMMIT/ABORT control batch and answers once it is durable; once all are,
@@ -91,7 +92,7 @@ struct dp_txnc {
 	uint32_t init_faults;         /* InitProducerId writes failed by --fault-init-fail so far */
 	/* Start-up's reconciliation (open_report): data cores yet to report, and what the reports met. */
 	uint32_t opens_left;
-	struct dp_msg done_reqs[DP_CORES_MAX];   /* the OPENS_DONEs, answered once reconciled (ndone) */
+	struct dp_msg done_reqs[DP_CORES_MAX];   /* the OPENS_DONEs (ndone), answered by answer_dones */
 	uint32_t ndone;
 	struct pid_ix *pids;          /* the loaded ids by producer id, sorted, until then (npids) */
 	uint32_t npids;

@@ -312,7 +312,8 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		 * durable: that transaction is closing (txn_lso_close), and a batch
 		 * of its next one opens a new entry beside it, the old one holding
 		 * the LSO until its marker is durable (dp_shard_on_marker).
-		 * Kafka's rule: no plain batch while this producer's transaction is open here. */
+		 */
+		/* Kafka's rule: no plain batch while this producer's transaction is open here. */
 		if (!txnl && txn_lso_open_first(p->lso, h->producer_id) >= 0)
 			return KERR_INVALID_TXN_STATE;
 		/*
