@@ -224,6 +224,20 @@ void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void
 	fop_start(io, f, FOP_CLOSE, cb, arg);
 }
 
+void st_fop_close_drop(struct st_io *io, struct st_fop *f, int fd, int dirfd, const char *drop, st_fop_cb cb,
+                       void *arg)
+{
+	assert(drop);
+	f->fd = fd;
+	f->dirfd = dirfd;
+	f->buf = NULL;
+	f->len = 0;
+	f->tmp = f->name = NULL;
+	f->drop = drop;
+	f->keep = false;
+	fop_start(io, f, (fd >= 0 ? FOP_CLOSE : 0) | FOP_DROP, cb, arg);
+}
+
 void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg)
 {
 	f->fd = fd;

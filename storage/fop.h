@@ -87,6 +87,10 @@ void st_fop_create(struct st_io *io, struct st_fop *f, int dirfd, const char *na
                    st_fop_cb cb, void *arg);
 /* close(fd) (the last reference to a replaced file frees its blocks: not on the poll core). */
 void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg);
+/* close(fd) (fd < 0: none), then unlinkat(dirfd, drop): a file removed off the core's thread. A
+ * failed close is reported and skips the unlink; the unlink is best effort (logged, not reported). */
+void st_fop_close_drop(struct st_io *io, struct st_fop *f, int fd, int dirfd, const char *drop, st_fop_cb cb,
+                       void *arg);
 
 static inline bool st_fop_busy(const struct st_fop *f) { return f->busy; }
 static inline int st_fop_fd(const struct st_fop *f) { return f->fd; }

@@ -411,6 +411,42 @@ static void seg_unlink(struct st_log *log, int64_t base)
 	st_fs_unlinkat(log->dirfd, name, 0);
 }
 
+static void drop_done(void *arg, int status)
+{
+	struct st_seg_drop *d = arg;
+	if (status < 0)
+		fprintf(stderr, "sluice storage: %s: cannot close a removed segment's file: %s\n", d->log->dir,
+		        strerror(-status));
+	assert(d->left > 0);
+	if (--d->left == 0)
+		d->log->drops_busy--;
+}
+
+/* Segment seg leaves the log: it is freed now, its files closed and unlinked off the thread (st_seg_drop). */
+static void seg_remove(struct st_log *log, struct st_seg *seg)
+{
+	struct st_seg_drop *d = NULL;
+	for (uint32_t i = 0; i < ST_LOG_DROPS_MAX && !d && log->io; i++)
+		if (!log->drops[i].left)
+			d = &log->drops[i];
+	if (!d) {
+		seg_unlink(log, seg->base);
+		seg_free(seg);
+		return;
+	}
+	static const char *const suffix[3] = { ST_LOG_SUFFIX, ST_INDEX_SUFFIX, ST_TINDEX_SUFFIX };
+	int fds[3] = { seg->fd, seg->dfd, -1 };
+	for (int i = 0; i < 3; i++)
+		seg_name(d->names[i], seg->base, suffix[i]);
+	seg->fd = seg->dfd = -1;   /* now the drop's */
+	seg_free(seg);
+	d->log = log;
+	d->left = 3;
+	log->drops_busy++;
+	for (int i = 0; i < 3; i++)
+		st_fop_close_drop(log->io, &d->fop[i], fds[i], log->dirfd, d->names[i], drop_done, d);
+}
+
 /* Open (create if flags say so) segment `base`; *size_out gets its file size. */
 static int seg_open(struct st_log *log, int64_t base, int flags, struct st_seg **out, uint64_t *size_out)
 {
@@ -1716,7 +1752,7 @@ void st_log_fault_write(struct st_log *log, int64_t offset)
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
-	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop);
+	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy;
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
 bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
@@ -2644,8 +2680,7 @@ int st_log_drop_before(struct st_log *log, int64_t offset)
 		struct st_seg *seg = log->segs[0];
 		if (seg->end > offset || seg->queued || seg->durable_size != seg->size)
 			break;   /* holds offsets we keep, or writes in flight: its fd stays */
-		seg_unlink(log, seg->base);
-		seg_free(seg);
+		seg_remove(log, seg);
 		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));
 		log->nsegs--;
 		deleted++;
@@ -2678,8 +2713,7 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 		if (!by_size && !by_time && !by_start)
 			break;
 		total -= seg->size;
-		seg_unlink(log, seg->base);
-		seg_free(seg);
+		seg_remove(log, seg);
 		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));
 		log->nsegs--;
 		deleted++;

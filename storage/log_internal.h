@@ -269,6 +269,22 @@ struct st_io {
 	uint32_t fops;                     /* file operations (fop.h) in flight */
 };
 
+/*
+ * A segment being removed (retention, DeleteRecords, a compaction's old
+ * segments): its descriptors closed and its three files unlinked through
+ * io_uring (fop.h), so the owner core never waits in close or unlink while
+ * the file system frees a large file's blocks. ST_LOG_DROPS_MAX per log at
+ * once; a removal that finds every one busy is done on the spot, as before.
+ * Locality: the log's core.
+ */
+#define ST_LOG_DROPS_MAX 2u
+struct st_seg_drop {
+	struct st_fop fop[3];              /* .log (and its descriptor), .index (and the direct one), .timeindex */
+	struct st_log *log;
+	uint8_t left;                      /* of fop[] still running; 0: free */
+	char names[3][ST_LOG_NAME_BYTES];
+};
+
 /* One partition. Locality: shard core (owner). */
 struct st_log {
 	struct st_io *io;
@@ -312,6 +328,8 @@ struct st_log {
 	bool dio_off;                      /* the file system refused direct io (statx, a write's EINVAL):
 	                                    * every segment of this log buffered from now on */
 	uint32_t dalign;                   /* the direct block (log.h), 0 until the first O_DIRECT open */
+	struct st_seg_drop drops[ST_LOG_DROPS_MAX];
+	uint32_t drops_busy;               /* of drops[] in flight (st_log_idle waits) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

@@ -5,6 +5,7 @@
  * hand tag-2 CQEs to st_io_complete. Locality: test thread only.
  */
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -116,6 +117,23 @@ static uint64_t file_size(const char *name)
 }
 
 static bool file_exists(const char *name) { return file_size(name) != (uint64_t)-1; }
+
+/* Segment files (.log, .index, .timeindex) in dir whose base is below start. */
+static int files_below(int64_t start)
+{
+	DIR *d = opendir(dir);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long long base = strtoll(e->d_name, &end, 10);
+		if (end != e->d_name && *end == '.' && base < start)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
 
 static void file_truncate(const char *name, uint64_t size)
 {
@@ -1412,6 +1430,13 @@ static void test_retention(void)
 	CU_ASSERT(total + 4096 > (uint64_t)cfg.retention_bytes);
 	CU_ASSERT_EQUAL(st_log_start_offset(log), log->segs[0]->base);
 	CU_ASSERT(st_log_start_offset(log) >= base1);
+	/* The files go through io_uring (st_seg_drop, ST_LOG_DROPS_MAX at once; more on the spot):
+	 * the log is busy until they are gone, and then every one of them is. */
+	CU_ASSERT(del > (int)ST_LOG_DROPS_MAX);
+	CU_ASSERT_FALSE(st_log_idle(log));
+	ut_drive();
+	CU_ASSERT(st_log_idle(log));
+	CU_ASSERT_EQUAL(files_below(st_log_start_offset(log)), 0);
 	CU_ASSERT_FALSE(file_exists("00000000000000000000.log"));
 	CU_ASSERT_FALSE(file_exists("00000000000000000000.index"));
 	CU_ASSERT_EQUAL(st_log_locate(log, 0, 150, 100, &fd, &pos, &len), -ERANGE);
@@ -1587,6 +1612,7 @@ static void test_raise_start(void)
 	CU_ASSERT_EQUAL(log->segs[0]->base, base2);
 	CU_ASSERT_EQUAL(st_log_start_offset(log), mid);
 	CU_ASSERT_EQUAL(st_log_retain(log, 0), 0);
+	ut_drive();   /* the removed segments' files (st_seg_drop) */
 	st_log_close(log);
 
 	/* Reopen: the start is read back. */
