@@ -435,7 +435,17 @@ static void seg_remove(struct st_log *log, struct st_seg *seg)
 		return;
 	}
 	static const char *const suffix[3] = { ST_LOG_SUFFIX, ST_INDEX_SUFFIX, ST_TINDEX_SUFFIX };
-	int fds[3] = { seg->fd, seg->dfd, -1 };
+	/*
+	 * The blocks are freed when the last link and the last reference are gone,
+	 * in whichever call drops the last one. The descriptors go first, while the
+	 * file is still linked: the direct one here (another is open: only a count
+	 * moves), the other as fop[0]'s first step (io_uring runs a close inline);
+	 * then fop[0]'s unlink, which io_uring always hands to a kernel worker,
+	 * drops the last link, so the worker frees the blocks, not this core.
+	 */
+	if (seg->dfd >= 0)
+		st_fs_close(seg->dfd);
+	int fds[3] = { seg->fd, -1, -1 };
 	for (int i = 0; i < 3; i++)
 		seg_name(d->names[i], seg->base, suffix[i]);
 	seg->fd = seg->dfd = -1;   /* now the drop's */

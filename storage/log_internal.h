@@ -271,15 +271,16 @@ struct st_io {
 
 /*
  * A segment being removed (retention, DeleteRecords, a compaction's old
- * segments): its descriptors closed and its three files unlinked through
- * io_uring (fop.h), so the owner core never waits in close or unlink while
- * the file system frees a large file's blocks. ST_LOG_DROPS_MAX per log at
+ * segments): its three files unlinked through io_uring (fop.h), after its
+ * descriptors are closed, so the owner core never waits in unlink (or a
+ * last close) while the file system frees a large file's blocks (log.c,
+ * seg_remove). ST_LOG_DROPS_MAX per log at
  * once; a removal that finds every one busy is done on the spot, as before.
  * Locality: the log's core.
  */
 #define ST_LOG_DROPS_MAX 2u
 struct st_seg_drop {
-	struct st_fop fop[3];              /* .log (and its descriptor), .index (and the direct one), .timeindex */
+	struct st_fop fop[3];              /* .log (its descriptor closed first), .index, .timeindex */
 	struct st_log *log;
 	uint8_t left;                      /* of fop[] still running; 0: free */
 	char names[3][ST_LOG_NAME_BYTES];
