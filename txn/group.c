@@ -775,33 +775,6 @@ bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t
 	return false;
 }
 
-/* The last moment m may stay silent: its session, or its rebalance timeout while its SyncGroup waits. */
-static int64_t member_deadline(const struct grp_member *m)
-{
-	return m->last_hb_ms + (m->sync.ctx ? m->rebalance_ms : m->session_ms);
-}
-
-int64_t grp_due(const struct grp_group *g)
-{
-	int64_t due = INT64_MAX;
-	for (uint32_t i = 0; i < g->npending; i++)
-		if (g->pending[i].expire_ms + 1 < due)
-			due = g->pending[i].expire_ms + 1;   /* gone once now passes it */
-	for (uint32_t i = 0; i < g->nmembers; i++) {
-		const struct grp_member *m = g->members[i];
-		if (m->join.ctx)
-			continue;
-		if (member_deadline(m) + 1 < due)
-			due = member_deadline(m) + 1;   /* removed once now passes it */
-	}
-	if (g->state == GRP_PREPARING_REBALANCE) {
-		int64_t end = g->initial_until_ms && g->nmembers ? g->initial_until_ms : g->rebalance_deadline_ms;
-		if (end < due)
-			due = end;
-	}
-	return due;
-}
-
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
 {
 	for (uint32_t i = g->npending; i-- > 0;)
@@ -812,7 +785,8 @@ void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *o)
 		struct grp_member *m = g->members[i];
 		if (m->join.ctx)
 			continue;   /* waiting for the rebalance: its deadline covers it */
-		if (now > member_deadline(m)) {
+		int64_t limit = m->last_hb_ms + (m->sync.ctx ? m->rebalance_ms : m->session_ms);
+		if (now > limit) {
 			member_remove(g, m, KERR_UNKNOWN_MEMBER_ID, o);
 			removed = true;
 		}

@@ -132,9 +132,6 @@ struct grp_group {
 	uint32_t saved_changes;       /* the driver's: changes when the group was last persisted */
 	bool compact_due;             /* the driver's: the running compaction has not rewritten it yet */
 	int64_t empty_since_ms;       /* the driver's: when it last became Empty (offset retention), 0 not Empty */
-	/* The driver's timer wheel: when g is next due there (0: not filed), and its slot's list. */
-	int64_t due_ms;
-	struct grp_group *due_prev, *due_next;
 };
 
 /* What an answer is for. */
@@ -254,13 +251,6 @@ int16_t grp_leave(struct grp_group *g, const char *member, size_t member_len, in
 bool grp_waiter_gone(struct grp_group *g, const void *ctx, uint32_t gen, int64_t now, struct grp_outs *outs);
 /* Timers: expire silent members, finish overdue rebalances. */
 void grp_tick(struct grp_group *g, int64_t now, struct grp_outs *outs);
-/*
- * The earliest time at which grp_tick could act on g (a member's deadline
- * passed, a wait over), INT64_MAX for none, as g stands: a heartbeat only
- * moves it later, so the driver asks again after every call that may
- * bring it sooner (a join, a sync, a leave, a tick).
- */
-int64_t grp_due(const struct grp_group *g);
 /* May this OffsetCommit be taken? 0 or a Kafka error code. generation < 0: simple commit. */
 int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t member_len,
                          int32_t generation);

@@ -53,9 +53,7 @@
 #include "call.h"
 #include "control_internal.h"
 
-#define DP_GRP_TIMER_MS    100         /* every group with members is looked at once per this */
-#define DP_GRP_WHEEL       128         /* slots of 1 ms: more than DP_GRP_TIMER_MS, so none is shared */
-_Static_assert(DP_GRP_WHEEL > DP_GRP_TIMER_MS && (DP_GRP_WHEEL & (DP_GRP_WHEEL - 1)) == 0, "wheel");
+#define DP_GRP_TIMER_MS    100
 #define DP_GRP_BATCH_EXTRA 64          /* record framing around key and value */
 #define DP_GRP_META_MAX    (1u << 20)  /* largest group record written (the reader takes 4 MiB batches) */
 #define DP_GRP_HELD_MAX    256         /* completions --fault-offsets-delay-ms holds at once */
@@ -76,17 +74,7 @@ struct dp_grp {
 	struct grp_offsets *offsets;
 	struct dp_clog clog;          /* __consumer_offsets (clog.c) */
 	char dir[1024];
-	int64_t next_timer_ms;        /* the next pass over every group */
-	/*
-	 * Between passes, a group is ticked at the millisecond it is due
-	 * (grp_due): a wheel of DP_GRP_WHEEL one-ms slots holds the
-	 * groups due before the next pass, each in its slot's list. Without it a
-	 * member expired up to DP_GRP_TIMER_MS late; Kafka expires a session at
-	 * its deadline, and clients wait for that long and no longer (librdkafka's
-	 * 0081 sleeps its members' session plus 1 s, then deletes their groups).
-	 */
-	struct grp_group *wheel[DP_GRP_WHEEL];
-	int64_t wheel_ms;             /* slots up to this are done */
+	int64_t next_timer_ms;
 	int64_t next_expiry_ms;       /* offset retention's next pass */
 	struct grp_outs outs;         /* answers released by the current call */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
@@ -262,9 +250,7 @@ static void fill_sync(struct dp_call *r, const struct grp_group *g, const struct
 /* Send every answer the last call into group g released. */
 static void save_group(struct dp_core *c, struct grp_group *g, bool compaction);
 
-static void wheel_file(struct dp_grp *t, struct grp_group *g, int64_t due);
-
-/* Send every answer the last call into group g released; persist g if it settled; file it in the wheel. */
+/* Send every answer the last call into group g released; persist g if it settled. */
 static void send_outs(struct dp_core *c, struct grp_group *g)
 {
 	struct grp_outs *o = &c->grp->outs;
@@ -288,7 +274,6 @@ static void send_outs(struct dp_core *c, struct grp_group *g)
 		g->empty_since_ms = dp_wall_ms();
 	if ((g->state == GRP_STABLE || g->state == GRP_EMPTY) && g->changes != g->saved_changes)
 		save_group(c, g, false);
-	wheel_file(c->grp, g, grp_due(g));   /* a wait the request began may end before the next pass */
 }
 
 /* ---- membership ------------------------------------------------------------------ */
@@ -1777,84 +1762,28 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 		DP_INFO("offsets: %u committed offset(s) expired (retention %lld ms)", done, (long long)ret);
 }
 
-/* ---- timers ------------------------------------------------------------------------ */
-
-static void wheel_unfile(struct dp_grp *t, struct grp_group *g)
-{
-	if (!g->due_ms)
-		return;
-	if (g->due_prev)
-		g->due_prev->due_next = g->due_next;
-	else
-		t->wheel[g->due_ms & (DP_GRP_WHEEL - 1)] = g->due_next;
-	if (g->due_next)
-		g->due_next->due_prev = g->due_prev;
-	g->due_ms = 0;
-	g->due_prev = g->due_next = NULL;
-}
-
-/* g is due at due: filed in the wheel if that comes before the next pass (which ticks it anyway). */
-static void wheel_file(struct dp_grp *t, struct grp_group *g, int64_t due)
-{
-	if (due <= t->wheel_ms)
-		due = t->wheel_ms + 1;   /* the next slot still to do */
-	if (due >= t->next_timer_ms || due == g->due_ms)
-		return;
-	wheel_unfile(t, g);
-	struct grp_group **head = &t->wheel[due & (DP_GRP_WHEEL - 1)];
-	g->due_ms = due;
-	g->due_prev = NULL;
-	g->due_next = *head;
-	if (*head)
-		(*head)->due_prev = g;
-	*head = g;
-}
-
-/* Tick g: its answers go out, and it is filed again for when it is next due. */
-static void group_tick(struct dp_core *c, struct grp_group *g, int64_t now)
-{
-	uint32_t before = g->nmembers;
-	grp_tick(g, now, &c->grp->outs);
-	if (g->nmembers != before)
-		DP_INFO_RL("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
-		           before, grp_state_name(g->state));
-	send_outs(c, g);   /* and files g again (grp_due) */
-}
-
-/* Expire silent members and finish overdue rebalances, each at its millisecond. */
+/* Expire silent members and finish overdue rebalances. */
 void dp_group_timer(struct dp_core *c)
 {
 	struct dp_grp *t = c->grp;
 	int64_t now = dp_wall_ms();
-	if (!t)
+	if (!t || now < t->next_timer_ms)
 		return;
-	if (now >= t->next_timer_ms || t->next_timer_ms - now > DP_GRP_TIMER_MS) {
-		/* The pass (also after the wall clock stepped back): every group with members
-		 * is ticked, and the wheel filled anew. */
-		for (uint32_t i = 0; i < DP_GRP_WHEEL; i++)
-			while (t->wheel[i])
-				wheel_unfile(t, t->wheel[i]);
-		t->next_timer_ms = now + DP_GRP_TIMER_MS;
-		t->wheel_ms = now;
-		held_tick(t, now);
-		maybe_compact(c);
-		expire_offsets(c, now);
-		uint32_t cur = 0;
-		struct grp_group *g;
-		while ((g = grp_next(t->coord, &cur)))
-			if (g->nmembers || g->npending)
-				group_tick(c, g, now);
-		return;
-	}
-	/* The slots come due one millisecond each; a late call does every one it passed. */
-	while (t->wheel_ms < now) {   /* at most DP_GRP_TIMER_MS slots: the pass set wheel_ms */
-		int64_t ms = ++t->wheel_ms;
-		struct grp_group **head = &t->wheel[ms & (DP_GRP_WHEEL - 1)];
-		while (*head) {
-			struct grp_group *g = *head;
-			wheel_unfile(t, g);
-			group_tick(c, g, now);   /* files it again, later than now */
-		}
+	t->next_timer_ms = now + DP_GRP_TIMER_MS;
+	held_tick(t, now);
+	maybe_compact(c);
+	expire_offsets(c, now);
+	uint32_t cur = 0;
+	struct grp_group *g;
+	while ((g = grp_next(t->coord, &cur))) {
+		if (g->nmembers == 0 && g->npending == 0)
+			continue;
+		uint32_t before = g->nmembers;
+		grp_tick(g, now, &t->outs);
+		if (g->nmembers != before)
+			DP_INFO_RL("group %.*s: %u of %u members expired, now %s", g->id_len, g->id, before - g->nmembers,
+			        before, grp_state_name(g->state));
+		send_outs(c, g);
 	}
 }
 

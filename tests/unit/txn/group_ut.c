@@ -154,91 +154,6 @@ static void test_initial_delay(void)
 	grp_coord_destroy(c);
 }
 
-static uint32_t ut_rand(uint64_t *s)
-{
-	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(*s >> 33);
-}
-
-/* What a tick can change, to tell whether it acted. */
-struct ut_shape {
-	uint32_t nmembers, npending, outs;
-	enum grp_state state;
-	int32_t generation;
-	int64_t initial_until_ms;
-};
-
-static struct ut_shape ut_shape(const struct grp_group *g)
-{
-	return (struct ut_shape){ g->nmembers, g->npending, ut_o.n, g->state, g->generation, g->initial_until_ms };
-}
-
-static bool ut_same(struct ut_shape a, struct ut_shape b)
-{
-	return a.nmembers == b.nmembers && a.npending == b.npending && a.outs == b.outs && a.state == b.state &&
-	       a.generation == b.generation && a.initial_until_ms == b.initial_until_ms;
-}
-
-/*
- * grp_due against grp_tick, under seeded random joins (new, KIP-394, with
- * the initial delay or not, rejoins), syncs, heartbeats, leaves and clients
- * that go away: a tick just before the time grp_due names never acts, a
- * tick at it always does (the driver ticks a group at that millisecond, so
- * a session ends at its deadline and not up to a timer period late).
- */
-static void test_due(void)
-{
-	uint64_t checked = 0;
-	for (uint64_t seed = 1; seed <= 40; seed++) {
-		struct grp_coord *c;
-		CU_ASSERT_EQUAL_FATAL(grp_coord_create(&c), 0);
-		struct grp_group *g = grp_get(c, "gdue", 4);
-		uint64_t rng = seed;
-		int64_t now = 1000;
-		uintptr_t w = 100;
-		for (int step = 0; step < 300; step++) {
-			now += ut_rand(&rng) % 700;
-			/* Every deadline passed by now: the tick before it is idle, the tick at it acts. */
-			for (int64_t due; (due = grp_due(g)) <= now;) {
-				ut_o.n = 0;
-				struct ut_shape before = ut_shape(g);
-				grp_tick(g, due - 1, &ut_o);
-				CU_ASSERT_FATAL(ut_same(before, ut_shape(g)));
-				grp_tick(g, due, &ut_o);
-				CU_ASSERT_FATAL(!ut_same(before, ut_shape(g)));
-				checked++;
-			}
-			ut_o.n = 0;
-			uint32_t r = ut_rand(&rng) % 8;
-			struct grp_member *m = g->nmembers ? g->members[ut_rand(&rng) % g->nmembers] : NULL;
-			char client[16];
-			snprintf(client, sizeof(client), "c%u", ut_rand(&rng) % 5);
-			if (r <= 1 || !m) {
-				struct grp_join_req q = jreq("", client, "range", NULL);
-				q.session_ms = 1000 + (int32_t)(ut_rand(&rng) % 3000);
-				q.rebalance_ms = 1 + (int32_t)(ut_rand(&rng) % 5000);
-				q.initial_delay_ms = ut_rand(&rng) % 2 ? 1500 : 0;
-				q.require_known_id = ut_rand(&rng) % 2;
-				(void)grp_join(g, &q, W(++w), now, &ut_o);
-			} else if (r == 2) {
-				struct grp_join_req q = jreq(m->id, client, "range", NULL);
-				q.session_ms = m->session_ms;
-				(void)grp_join(g, &q, W(++w), now, &ut_o);
-			} else if (r == 3) {
-				(void)grp_sync(g, m->id, m->id_len, g->generation, NULL, 0, W(++w), now, &ut_o);
-			} else if (r <= 5) {
-				(void)grp_heartbeat(g, m->id, m->id_len, g->generation, now);
-			} else if (r == 6) {
-				(void)grp_leave(g, m->id, m->id_len, now, &ut_o);
-			} else {
-				(void)grp_waiter_gone(g, (void *)w, (uint32_t)w, now, &ut_o);
-			}
-		}
-		grp_coord_destroy(c);
-	}
-	CU_ASSERT(checked > 500);
-}
-
 static void test_state_table(void)
 {
 	/* Kafka's GroupState validPreviousStates, written out independently. */
@@ -1124,8 +1039,6 @@ int main(void)
 	CU_add_test(s, "a waiting request whose client left is answered at once", test_waiter_gone);
 	CU_add_test(s, "leader expires while the follower waits in SyncGroup", test_expiry_in_stable_pair);
 	CU_add_test(s, "initial rebalance delay (group.initial.rebalance.delay.ms)", test_initial_delay);
-	CU_add_test(s, "grp_due: the first time a tick acts, under random joins, syncs, heartbeats, leaves",
-	            test_due);
 	CU_add_test(s, "group table: thousands of groups", test_many_groups);
 	CU_add_test(s, "offsets: put, get, replace, limits", test_offsets);
 	CU_add_test(s, "offsets: recovery, tombstones, damage", test_offsets_recovery);
