@@ -274,8 +274,8 @@ struct st_io {
  * segments): its three files unlinked through io_uring (fop.h), after its
  * descriptors are closed, so the owner core never waits in unlink (or a
  * last close) while the file system frees a large file's blocks (log.c,
- * seg_remove). ST_LOG_DROPS_MAX per log at
- * once; a removal that finds every one busy is done on the spot, as before.
+ * seg_remove). ST_LOG_DROPS_MAX per log at once; a removal that finds every
+ * one busy is done on the spot, as before (that one still blocks).
  * Locality: the log's core.
  */
 #define ST_LOG_DROPS_MAX 2u
