@@ -26,6 +26,7 @@ void dp_config_defaults(struct dp_config *cfg)
 		.max_frame_bytes = DP_FRAME_BYTES_DEFAULT, .node_id = 1,
 		.producer_expiration_ms = 86400000, .producer_snapshot_ms = 60000, .fault_seed = 1,
 		.fetch_aborted_max = DP_FETCH_ABORTED_MAX, .txn_state_mib = DP_TXN_STATE_MIB_DEFAULT,
+		.group_state_mib = DP_GROUP_STATE_MIB_DEFAULT,
 		.partitions_max = DP_BROKER_PARTITIONS_DEFAULT,
 		.txn_max_timeout_ms = 900000, .txn_log_compact_records = 100000,
 		.txn_id_expiration_ms = TXN_ID_EXPIRATION_MS, .txn_ids_max = TXN_IDS_MAX,

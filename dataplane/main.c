@@ -77,6 +77,8 @@ static void usage(FILE *f)
 	"  --txn-state-mib N       per data core, the pool for its partitions' producer state and\n"
 	"                          transaction indexes; when spent, such batches are refused, retriable\n"
 	"                          (default 128)\n"
+	"  --group-state-mib N     the pool for the group coordinator's groups, members and offsets;\n"
+	"                          when spent, new ones are refused, retriable (default 256)\n"
 	"  --transaction-max-timeout-ms N  largest transaction.timeout.ms accepted (default 900000)\n"
 	"  --transaction-log-compact-records N  compact __transaction_state once it holds this many\n"
 	"                          records beyond two per transactional id (default 100000)\n"
@@ -186,7 +188,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 {
 	enum { O_LISTEN = 1, O_ADV, O_DATA, O_CORES, O_CONTROL, O_LOG, O_PARTS, O_NOAUTO, O_NOFSYNC, O_SEG,
 	       O_RBYTES, O_RMS, O_MAXFRAME, O_NODE, O_PEXP, O_PSNAP, O_FDROP, O_FCLOSE, O_FSEED, O_TXNKILL, O_DELKILL, O_FOFFDELAY,
-	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TREADS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_TTXNSTATE, O_PARTSMAX,
+	       O_TXNMAX, O_TXNCOMPACT, O_TXNIDEXP, O_TXNIDSMAX, O_TXNTPSMAX, O_TXNGRPMAX, O_OFFRET, O_GRPDELAY, O_FABORTED, O_TPMAX, O_TTMAX, O_TXCRED, O_TAPPENDS, O_TREADS, O_TALLOWS, O_PBUDGET, O_TXNSTATE, O_GRPSTATE, O_TTXNSTATE, O_PARTSMAX,
 	       O_FMARKER, O_FPREP, O_FADD, O_FCALL, O_FINIT, O_FMWRITE, O_FCONFSYNC, O_FMDELAY, O_PREALLOC, O_DIRECT_IO, O_SPIN, O_NIC, O_DPDKEAL, O_DPDKPORT, O_IP, O_DPDKFAULTS, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, O_LISTEN }, { "advertise", required_argument, 0, O_ADV },
@@ -222,6 +224,7 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 		{ "test-reads-max", required_argument, 0, O_TREADS },
 		{ "test-txn-allows-max", required_argument, 0, O_TALLOWS },
 		{ "txn-state-mib", required_argument, 0, O_TXNSTATE },
+		{ "group-state-mib", required_argument, 0, O_GRPSTATE },
 		{ "partitions-max", required_argument, 0, O_PARTSMAX },
 		{ "test-txn-state-bytes", required_argument, 0, O_TTXNSTATE },
 		{ "print-budget", no_argument, 0, O_PBUDGET },
@@ -391,6 +394,13 @@ static int parse_args(int argc, char **argv, struct dp_config *cfg)
 			if (*end || v < 1 || v > DP_TXN_STATE_MIB_MAX)
 				goto bad;
 			cfg->txn_state_mib = (uint32_t)v;
+			break;
+		}
+		case O_GRPSTATE: {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > DP_GROUP_STATE_MIB_MAX)
+				goto bad;
+			cfg->group_state_mib = (uint32_t)v;
 			break;
 		}
 		case O_PARTSMAX: {

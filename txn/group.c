@@ -59,13 +59,59 @@ enum grp_state grp_set_state(struct grp_group *g, enum grp_state to)
 	return from;
 }
 
+/* ---- memory (group.h: struct grp_mem) ----------------------------------------------- */
+
+static void *gm_alloc(struct grp_mem *mm, size_t n)
+{
+	if (!mm)
+		return malloc(n);
+	void *p = txn_arena_alloc(&mm->arena, n);
+	if (!p && mm->spill && (p = malloc(n)))
+		mm->spilled++;
+	return p;
+}
+
+static void *gm_zalloc(struct grp_mem *mm, size_t n)
+{
+	void *p = gm_alloc(mm, n);
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+static void gm_free(struct grp_mem *mm, void *p)
+{
+	txn_mem_free(mm ? &mm->arena : NULL, p);   /* a spilled block goes back to the heap */
+}
+
+/* An array of n elements of esize to hold cap: *arr grown (in place when it can), or -ENOMEM (unchanged). */
+static int gm_grow(struct grp_mem *mm, void **arr, uint32_t n, uint32_t *cap, uint32_t want, size_t esize)
+{
+	if (want <= *cap)
+		return 0;
+	if (*arr && mm && txn_arena_owns(&mm->arena, *arr) && txn_arena_grow(&mm->arena, *arr, want * esize)) {
+		*cap = want;
+		return 0;
+	}
+	void *a = gm_alloc(mm, want * esize);
+	if (!a)
+		return -ENOMEM;
+	if (n)
+		memcpy(a, *arr, n * esize);
+	gm_free(mm, *arr);
+	*arr = a;
+	*cap = want;
+	return 0;
+}
+
 /* ---- pointers in the generic table (htab.h), keyed by bytes ---------------------- */
 
 #define GRP_PTAB_SLOTS_INIT 64u   /* grows by doubling (control core, an entry at a time) */
 
 struct ptab {
-	struct txn_htab h;        /* slots: void *, NULL empty */
+	struct txn_htab h;        /* slots: void *, NULL empty; resized within mem's pool */
 	void (*key)(const void *e, const uint8_t **k, size_t *len);
+	struct grp_mem *mem;
 };
 
 struct bytes_key {
@@ -103,10 +149,29 @@ static bool pslot_match(const void *ctx, const void *s, const void *key)
 static const struct txn_htab_ops ptab_ops = { pslot_empty, pslot_clear, pslot_hash, pslot_match };
 
 /* t stays where it is: the table's ops reach the key function through it. */
-static int ptab_init(struct ptab *t, void (*key)(const void *e, const uint8_t **k, size_t *len))
+static int ptab_init(struct ptab *t, void (*key)(const void *e, const uint8_t **k, size_t *len),
+                     struct grp_mem *mem)
 {
 	t->key = key;
-	return txn_htab_init(&t->h, GRP_PTAB_SLOTS_INIT, sizeof(void *), &ptab_ops, t);
+	t->mem = mem;
+	return txn_htab_init_in(&t->h, GRP_PTAB_SLOTS_INIT, sizeof(void *), &ptab_ops, t, mem ? &mem->arena : NULL);
+}
+
+/* Room for n more entries without a resize: the table grown (doubling) if need be, or -ENOMEM. */
+static int ptab_room(struct ptab *t, uint32_t n)
+{
+	while ((uint64_t)(t->h.used + n) * 2 > t->h.cap) {
+		if (t->h.cap >= TXN_HTAB_SLOTS_MAX)
+			return -ENOMEM;
+		int rc = txn_htab_resize(&t->h, t->h.cap * 2);
+		if (rc < 0 && t->mem && t->mem->spill) {   /* the replay at start-up: the heap (grp_mem) */
+			rc = txn_htab_resize_from(&t->h, t->h.cap * 2, NULL);
+			t->mem->spilled += rc == 0;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static void *ptab_find(const struct ptab *t, const uint8_t *k, size_t len)
@@ -119,7 +184,7 @@ static void *ptab_find(const struct ptab *t, const uint8_t *k, size_t len)
 /* Insert e (its key must be absent). */
 static int ptab_add(struct ptab *t, void *e)
 {
-	if (!txn_htab_has_room(&t->h) && txn_htab_resize(&t->h, t->h.cap * 2) < 0)
+	if (ptab_room(t, 1) < 0)
 		return -ENOMEM;
 	struct bytes_key k;
 	t->key(e, &k.p, &k.len);
@@ -146,6 +211,7 @@ static void *ptab_next(const struct ptab *t, uint32_t *cursor)
 
 struct grp_coord {
 	struct ptab groups;
+	struct grp_mem *mem;
 };
 
 static void group_key(const void *e, const uint8_t **k, size_t *len)
@@ -155,12 +221,13 @@ static void group_key(const void *e, const uint8_t **k, size_t *len)
 	*len = g->id_len;
 }
 
-int grp_coord_create(struct grp_coord **out)
+int grp_coord_create_in(struct grp_coord **out, struct grp_mem *mem)
 {
-	struct grp_coord *c = calloc(1, sizeof(*c));
+	struct grp_coord *c = calloc(1, sizeof(*c));   /* init only */
 	if (!c)
 		return -ENOMEM;
-	if (ptab_init(&c->groups, group_key) < 0) {
+	c->mem = mem;
+	if (ptab_init(&c->groups, group_key, mem) < 0) {
 		free(c);
 		return -ENOMEM;
 	}
@@ -168,12 +235,17 @@ int grp_coord_create(struct grp_coord **out)
 	return 0;
 }
 
-static void member_free(struct grp_member *m)
+int grp_coord_create(struct grp_coord **out)
+{
+	return grp_coord_create_in(out, NULL);
+}
+
+static void member_free(struct grp_mem *mm, struct grp_member *m)
 {
 	for (uint32_t i = 0; i < m->nprotocols; i++)
-		free(m->protocols[i].meta);
-	free(m->assignment);
-	free(m);
+		gm_free(mm, m->protocols[i].meta);
+	gm_free(mm, m->assignment);
+	gm_free(mm, m);
 }
 
 void grp_coord_destroy(struct grp_coord *c)
@@ -184,10 +256,10 @@ void grp_coord_destroy(struct grp_coord *c)
 	struct grp_group *g;
 	while ((g = ptab_next(&c->groups, &cur))) {
 		for (uint32_t i = 0; i < g->nmembers; i++)
-			member_free(g->members[i]);
-		free(g->members);
-		free(g->pending);
-		free(g);
+			member_free(c->mem, g->members[i]);
+		gm_free(c->mem, g->members);
+		gm_free(c->mem, g->pending);
+		gm_free(c->mem, g);
 	}
 	txn_htab_free(&c->groups.h);
 	free(c);
@@ -207,17 +279,16 @@ struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len)
 		g->state = GRP_EMPTY;   /* deleted (grp_delete): its next join makes it anew, as Kafka's */
 	if (g)
 		return g;
-	g = calloc(1, sizeof(*g));
-	if (!g)
+	if (ptab_room(&c->groups, 1) < 0 || !(g = gm_zalloc(c->mem, sizeof(*g))))
 		return NULL;
+	g->mem = c->mem;
 	memcpy(g->id, id, len);
 	g->id_len = (uint16_t)len;
 	g->state = GRP_EMPTY;
 	g->protocol = -1;
-	if (ptab_add(&c->groups, g) < 0) {
-		free(g);
-		return NULL;
-	}
+	int rc = ptab_add(&c->groups, g);   /* cannot fail: ptab_room */
+	assert(rc == 0);
+	(void)rc;
 	return g;
 }
 
@@ -305,7 +376,7 @@ static bool protocols_same(const struct grp_member *m, const struct grp_join_req
 	return true;
 }
 
-static int set_protocols(struct grp_member *m, const struct grp_join_req *q)
+static int set_protocols(struct grp_mem *mm, struct grp_member *m, const struct grp_join_req *q)
 {
 	struct grp_protocol np[GRP_PROTOCOLS_MAX];
 	memset(np, 0, sizeof(np));
@@ -313,31 +384,28 @@ static int set_protocols(struct grp_member *m, const struct grp_join_req *q)
 		np[i].name_len = (uint16_t)q->proto_name_lens[i];
 		memcpy(np[i].name, q->proto_names[i], q->proto_name_lens[i]);
 		np[i].meta_len = (uint32_t)q->proto_meta_lens[i];
-		np[i].meta = malloc(np[i].meta_len ? np[i].meta_len : 1);
+		np[i].meta = gm_alloc(mm, np[i].meta_len ? np[i].meta_len : 1);
 		if (!np[i].meta) {
 			for (uint32_t j = 0; j < i; j++)
-				free(np[j].meta);
+				gm_free(mm, np[j].meta);
 			return -ENOMEM;
 		}
 		if (np[i].meta_len)
 			memcpy(np[i].meta, q->proto_metas[i], np[i].meta_len);
 	}
 	for (uint32_t i = 0; i < m->nprotocols; i++)
-		free(m->protocols[i].meta);
+		gm_free(mm, m->protocols[i].meta);
 	memcpy(m->protocols, np, sizeof(np));
 	m->nprotocols = q->nprotocols;
 	return 0;
 }
 
-static void set_assignment(struct grp_member *m, const uint8_t *b, size_t len)
+/* m's assignment is now blk (len bytes, from gm_alloc; NULL none), its old one freed. */
+static void set_assignment(struct grp_mem *mm, struct grp_member *m, uint8_t *blk, size_t len)
 {
-	free(m->assignment);
-	m->assignment = NULL;
-	m->assignment_len = 0;
-	if (len && (m->assignment = malloc(len))) {
-		memcpy(m->assignment, b, len);
-		m->assignment_len = (uint32_t)len;
-	}
+	gm_free(mm, m->assignment);
+	m->assignment = blk;
+	m->assignment_len = blk ? (uint32_t)len : 0;
 }
 
 /* Take m out of the group; its waiting requests get err. */
@@ -352,7 +420,7 @@ static void member_remove(struct grp_group *g, struct grp_member *m, int16_t err
 	g->nmembers--;
 	if (g->leader == m)
 		g->leader = NULL;
-	member_free(m);
+	member_free(g->mem, m);
 }
 
 static void prepare_rebalance(struct grp_group *g, int64_t now, int32_t initial_delay_ms, struct grp_outs *o)
@@ -409,7 +477,7 @@ static void complete_join(struct grp_group *g, struct grp_outs *o)
 	grp_set_state(g, GRP_COMPLETING_REBALANCE);
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *m = g->members[i];
-		set_assignment(m, NULL, 0);
+		set_assignment(g->mem, m, NULL, 0);
 		out_add(o, GRP_OUT_JOIN, KERR_NONE, m->join, m);
 		m->join.ctx = NULL;
 	}
@@ -495,14 +563,10 @@ static void pending_del(struct grp_group *g, uint32_t i)
 /* A new id for a member that must join again with it; NULL without memory. */
 static struct grp_pending_member *pending_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
 {
-	if (g->npending == g->pending_cap) {
-		uint32_t cap = g->pending_cap ? g->pending_cap * 2 : 8;
-		struct grp_pending_member *np = realloc(g->pending, cap * sizeof(*np));
-		if (!np)
-			return NULL;
-		g->pending = np;
-		g->pending_cap = cap;
-	}
+	if (g->npending == g->pending_cap &&
+	    gm_grow(g->mem, (void **)&g->pending, g->npending, &g->pending_cap, g->pending_cap ? g->pending_cap * 2 : 8,
+	            sizeof(*g->pending)) < 0)
+		return NULL;
 	struct grp_pending_member *p = &g->pending[g->npending++];
 	p->id_len = new_id(g, p->id, q, now);
 	p->expire_ms = now + q->session_ms;
@@ -523,17 +587,13 @@ static void member_client(struct grp_member *m, const struct grp_join_req *q)
 /* A new member, under the id it was given with MEMBER_ID_REQUIRED, or a fresh one. */
 static struct grp_member *member_add(struct grp_group *g, const struct grp_join_req *q, int64_t now)
 {
-	if (g->nmembers == g->members_cap) {
-		uint32_t cap = g->members_cap ? g->members_cap * 2 : 8;
-		struct grp_member **nm = realloc(g->members, cap * sizeof(*nm));
-		if (!nm)
-			return NULL;
-		g->members = nm;
-		g->members_cap = cap;
-	}
-	struct grp_member *m = calloc(1, sizeof(*m));
-	if (!m || set_protocols(m, q) < 0) {
-		free(m);
+	if (g->nmembers == g->members_cap &&
+	    gm_grow(g->mem, (void **)&g->members, g->nmembers, &g->members_cap, g->members_cap ? g->members_cap * 2 : 8,
+	            sizeof(*g->members)) < 0)
+		return NULL;
+	struct grp_member *m = gm_zalloc(g->mem, sizeof(*m));
+	if (!m || set_protocols(g->mem, m, q) < 0) {
+		gm_free(g->mem, m);
 		return NULL;
 	}
 	if (q->member_id_len) {
@@ -561,12 +621,12 @@ static struct grp_member *member_add(struct grp_group *g, const struct grp_join_
 static int static_rejoin(struct grp_group *g, struct grp_member *s, const struct grp_join_req *q,
                          int32_t rebalance_ms, struct grp_waiter w, int64_t now, struct grp_outs *o)
 {
+	bool same = protocols_same(s, q);
+	if (!same && set_protocols(g->mem, s, q) < 0)
+		return -ENOMEM;   /* before anything changed: the old instance stays */
 	out_add(o, GRP_OUT_JOIN, KERR_FENCED_INSTANCE_ID, s->join, NULL);
 	out_add(o, GRP_OUT_SYNC, KERR_FENCED_INSTANCE_ID, s->sync, NULL);
 	s->join.ctx = s->sync.ctx = NULL;
-	bool same = protocols_same(s, q);
-	if (!same && set_protocols(s, q) < 0)
-		return -ENOMEM;
 	if (s == g->leader) {
 		memcpy(s->prev_id, s->id, s->id_len);
 		s->prev_id_len = s->id_len;
@@ -659,7 +719,7 @@ int grp_join(struct grp_group *g, const struct grp_join_req *q, struct grp_waite
 	m->rebalance_ms = rebalance_ms;
 	m->last_hb_ms = now;
 	bool same = protocols_same(m, q);
-	if (!same && set_protocols(m, q) < 0)
+	if (!same && set_protocols(g->mem, m, q) < 0)
 		return -ENOMEM;
 	switch (g->state) {
 	case GRP_PREPARING_REBALANCE:
@@ -706,15 +766,35 @@ int grp_sync(struct grp_group *g, const char *member, size_t member_len, int32_t
 		return 0;
 	}
 	assert(g->state == GRP_COMPLETING_REBALANCE);
+	uint8_t *blk[GRP_MEMBERS_MAX] = { NULL };   /* the leader's assignments, per member, made first */
+	uint32_t blen[GRP_MEMBERS_MAX];
+	if (m == g->leader) {
+		for (uint32_t i = 0; i < na; i++) {
+			struct grp_member *t = grp_member_find(g, a[i].member_id, a[i].member_id_len);
+			if (!t)
+				continue;
+			uint32_t k = 0;
+			while (g->members[k] != t)
+				k++;
+			gm_free(g->mem, blk[k]);   /* named twice: the last wins, as before */
+			blk[k] = NULL;
+			if (a[i].len && !(blk[k] = gm_alloc(g->mem, a[i].len))) {
+				for (uint32_t j = 0; j < g->nmembers; j++)
+					gm_free(g->mem, blk[j]);
+				return -ENOMEM;   /* nothing changed: the leader is told to retry */
+			}
+			if (a[i].len)
+				memcpy(blk[k], a[i].bytes, a[i].len);
+			blen[k] = (uint32_t)a[i].len;
+		}
+	}
 	out_add(o, GRP_OUT_SYNC, KERR_REBALANCE_IN_PROGRESS, m->sync, NULL);   /* superseded */
 	m->sync = w;
 	if (m != g->leader)
 		return 0;   /* wait for the leader's */
-	for (uint32_t i = 0; i < na; i++) {
-		struct grp_member *t = grp_member_find(g, a[i].member_id, a[i].member_id_len);
-		if (t)
-			set_assignment(t, a[i].bytes, a[i].len);
-	}
+	for (uint32_t k = 0; k < g->nmembers; k++)
+		if (blk[k])
+			set_assignment(g->mem, g->members[k], blk[k], blen[k]);
 	grp_set_state(g, GRP_STABLE);
 	for (uint32_t i = 0; i < g->nmembers; i++) {
 		struct grp_member *t = g->members[i];
@@ -815,10 +895,24 @@ int16_t grp_commit_check(const struct grp_group *g, const char *member, size_t m
 
 /* ---- committed offsets -------------------------------------------------------------- */
 
+/*
+ * Each entry is one block: the entry, its key, its metadata. The committed
+ * table always has room for every staged entry and every prepared commit
+ * (tab_room), so neither a staged entry's commit nor a prepared commit's
+ * install needs memory once its record is durable.
+ */
 struct grp_offsets {
 	struct ptab tab;
 	struct ptab pend;             /* transactional offsets not yet committed (version-2 keys) */
+	struct grp_mem *mem;
+	uint32_t prepared;            /* grp_offset_prepare's fresh entries not yet installed or dropped */
 };
+
+/* Room in the committed table for n more entries besides those it must always have room for. */
+static int tab_room(struct grp_offsets *t, uint32_t n)
+{
+	return ptab_room(&t->tab, n + txn_htab_count(&t->pend.h) + t->prepared);
+}
 
 static void offset_key(const void *e, const uint8_t **k, size_t *len)
 {
@@ -827,12 +921,13 @@ static void offset_key(const void *e, const uint8_t **k, size_t *len)
 	*len = o->key_len;
 }
 
-int grp_offsets_create(struct grp_offsets **out)
+int grp_offsets_create_in(struct grp_offsets **out, struct grp_mem *mem)
 {
-	struct grp_offsets *t = calloc(1, sizeof(*t));
+	struct grp_offsets *t = calloc(1, sizeof(*t));   /* init only */
 	if (!t)
 		return -ENOMEM;
-	if (ptab_init(&t->tab, offset_key) < 0 || ptab_init(&t->pend, offset_key) < 0) {
+	t->mem = mem;
+	if (ptab_init(&t->tab, offset_key, mem) < 0 || ptab_init(&t->pend, offset_key, mem) < 0) {
 		txn_htab_free(&t->tab.h);
 		free(t);
 		return -ENOMEM;
@@ -841,10 +936,14 @@ int grp_offsets_create(struct grp_offsets **out)
 	return 0;
 }
 
-static void offset_free(struct grp_offset *o)
+int grp_offsets_create(struct grp_offsets **out)
 {
-	free(o->meta);
-	free(o);
+	return grp_offsets_create_in(out, NULL);
+}
+
+static void offset_free(struct grp_offsets *t, struct grp_offset *o)
+{
+	gm_free(t->mem, o);   /* key and metadata are in its block */
 }
 
 void grp_offsets_destroy(struct grp_offsets *t)
@@ -854,10 +953,10 @@ void grp_offsets_destroy(struct grp_offsets *t)
 	uint32_t cur = 0;
 	struct grp_offset *o;
 	while ((o = ptab_next(&t->tab, &cur)))
-		offset_free(o);
+		offset_free(t, o);
 	cur = 0;
 	while ((o = ptab_next(&t->pend, &cur)))
-		offset_free(o);
+		offset_free(t, o);
 	txn_htab_free(&t->tab.h);
 	txn_htab_free(&t->pend.h);
 	free(t);
@@ -957,36 +1056,137 @@ int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t le
 	return (int)n;
 }
 
-static int put_key(struct ptab *tab, const uint8_t *k, size_t klen, int64_t offset, int32_t epoch,
-                   int64_t commit_ms, const char *meta, int32_t meta_len)
+/* A new entry, in no table; NULL without memory. Its metadata goes after its key, with room
+ * for what the rest of the block holds (meta_cap). */
+static struct grp_offset *offset_new(struct grp_offsets *t, const uint8_t *k, size_t klen, int64_t offset,
+                                     int32_t epoch, int64_t commit_ms, const char *meta, int32_t meta_len)
 {
-	char *mcopy = NULL;
-	if (meta_len > 0 && !(mcopy = malloc((size_t)meta_len)))
-		return -ENOMEM;
-	if (meta_len > 0)
-		memcpy(mcopy, meta, (size_t)meta_len);
-	struct grp_offset *o = ptab_find(tab, k, klen);
-	if (!o) {
-		if (!(o = calloc(1, sizeof(*o) + klen))) {
-			free(mcopy);
-			return -ENOMEM;
-		}
-		memcpy(o->key, k, klen);
-		o->key_len = (uint16_t)klen;
-		if (ptab_add(tab, o) < 0) {
-			free(mcopy);
-			free(o);
-			return -ENOMEM;
-		}
-	}
-	free(o->meta);
-	o->meta = mcopy;
-	o->ending = false;   /* a new staged value: the end being written was for the old one */
-	o->meta_len = (int16_t)(meta_len < 0 ? -1 : meta_len);
+	size_t ml = meta_len > 0 ? (size_t)meta_len : 0, need = sizeof(struct grp_offset) + klen + ml;
+	struct grp_offset *o = gm_alloc(t->mem, need);
+	if (!o)
+		return NULL;
+	size_t block = t->mem && txn_arena_owns(&t->mem->arena, o) ? txn_arena_block_bytes(&t->mem->arena, o) : need;
+	size_t cap = block - sizeof(*o) - klen;
+	*o = (struct grp_offset){ .offset = offset, .leader_epoch = epoch, .commit_ms = commit_ms,
+	                          .meta_len = (int16_t)(meta_len < 0 ? -1 : meta_len), .key_len = (uint16_t)klen,
+	                          .meta_cap = (uint16_t)(cap > GRP_OFFSET_META_MAX ? GRP_OFFSET_META_MAX : cap) };
+	memcpy(o->key, k, klen);
+	o->meta = (char *)o->key + klen;   /* fixed: a staged entry's key shrinks when it commits (end_apply) */
+	if (meta)   /* NULL: room only (grp_offset_prepare) */
+		memcpy(o->meta, meta, ml);
+	return o;
+}
+
+/* Does the metadata of meta_len fit o's block? */
+static bool offset_fits(const struct grp_offset *o, int32_t meta_len)
+{
+	return meta_len <= (int32_t)o->meta_cap;
+}
+
+/* o's value, in place (offset_fits). */
+static void offset_set(struct grp_offset *o, int64_t offset, int32_t epoch, int64_t commit_ms, const char *meta,
+                       int32_t meta_len)
+{
 	o->offset = offset;
 	o->leader_epoch = epoch;
 	o->commit_ms = commit_ms;
+	o->meta_len = (int16_t)(meta_len < 0 ? -1 : meta_len);
+	if (meta_len > 0)
+		memmove(o->meta, meta, (size_t)meta_len);
+	o->ending = false;   /* a new staged value: the end being written was for the old one */
+}
+
+/* o in tab under its key, in place of the entry there (freed; its compaction flag carried over). */
+static void offset_place(struct grp_offsets *t, struct ptab *tab, struct grp_offset *o)
+{
+	struct bytes_key want = { o->key, o->key_len };
+	void **s = txn_htab_find(&tab->h, hash_bytes(o->key, o->key_len), &want);
+	if (s) {
+		struct grp_offset *old = *s;
+		o->compact_due = old->compact_due;
+		*s = o;
+		offset_free(t, old);
+		return;
+	}
+	int rc = ptab_add(tab, o);   /* the callers made the room */
+	assert(rc == 0);
+	(void)rc;
+}
+
+/*
+ * Store (replacing) under key k in tab (t's committed or staged table): in
+ * the entry there when its block holds the metadata (so a key committed
+ * again needs no memory, also with the pool spent), else in a new block.
+ * 0 or -ENOMEM (nothing changed).
+ */
+static int put_key(struct grp_offsets *t, struct ptab *tab, const uint8_t *k, size_t klen, int64_t offset,
+                   int32_t epoch, int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	struct grp_offset *o = ptab_find(tab, k, klen);
+	if (o && offset_fits(o, meta_len)) {
+		offset_set(o, offset, epoch, commit_ms, meta, meta_len);
+		return 0;
+	}
+	if (!o && (tab == &t->pend ? ptab_room(&t->pend, 1) < 0 || tab_room(t, 1) < 0 : tab_room(t, 1) < 0))
+		return -ENOMEM;
+	if (!(o = offset_new(t, k, klen, offset, epoch, commit_ms, meta, meta_len)))
+		return -ENOMEM;
+	offset_place(t, tab, o);
 	return 0;
+}
+
+/*
+ * While a prepared commit is in flight no committed entry leaves the table
+ * (the driver's deletes and expiry wait for its writes), and an entry is
+ * only ever replaced by one with a larger block; so an entry that fits the
+ * metadata at _prepare still fits at _install, and one prepared with a fresh
+ * block has it.
+ */
+int grp_offset_prepare(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
+                       int32_t partition, int32_t meta_len, struct grp_offset **fresh)
+{
+	uint8_t k[GRP_KEY_BYTES_MAX];
+	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
+	*fresh = NULL;
+	if (n < 0 || meta_len > GRP_OFFSET_META_MAX)
+		return -EINVAL;
+	const struct grp_offset *o = ptab_find(&t->tab, k, (size_t)n);
+	if (!(o && offset_fits(o, meta_len))) {
+		/* The block holds the key and metadata; the value comes at install. */
+		if (tab_room(t, 1) < 0 || !(*fresh = offset_new(t, k, (size_t)n, -1, -1, -1, NULL, meta_len)))
+			return -ENOMEM;
+		t->prepared++;   /* its slot is kept from now (tab_room) */
+	}
+	return 0;
+}
+
+void grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
+                        const char *topic, size_t tlen, int32_t partition, int64_t offset, int32_t leader_epoch,
+                        int64_t commit_ms, const char *meta, int32_t meta_len)
+{
+	uint8_t k[GRP_KEY_BYTES_MAX];
+	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
+	assert(n > 0 && (!fresh || t->prepared > 0));
+	t->prepared -= fresh != NULL;   /* its kept slot is the one it takes, if it takes one */
+	struct grp_offset *o = ptab_find(&t->tab, k, (size_t)n);
+	if (o && offset_fits(o, meta_len)) {
+		offset_set(o, offset, leader_epoch, commit_ms, meta, meta_len);
+		if (fresh)
+			offset_free(t, fresh);   /* another commit of the key made a larger block meanwhile */
+		return;
+	}
+	assert(fresh);   /* see grp_offset_prepare */
+	offset_set(fresh, offset, leader_epoch, commit_ms, meta, meta_len);
+	offset_place(t, &t->tab, fresh);
+}
+
+void grp_offset_drop(struct grp_offsets *t, struct grp_offset *fresh)
+{
+	if (!fresh)
+		return;
+	assert(t->prepared > 0);
+	t->prepared--;
+	offset_free(t, fresh);
 }
 
 int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
@@ -997,7 +1197,7 @@ int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const 
 	int n = grp_offset_key_encode(k, sizeof(k), group, glen, topic, tlen, partition);
 	if (n < 0 || meta_len > GRP_OFFSET_META_MAX)
 		return -EINVAL;
-	return put_key(&t->tab, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
+	return put_key(t, &t->tab, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
 }
 
 int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int64_t offset,
@@ -1005,7 +1205,7 @@ int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int6
 {
 	if (!key_valid(key, klen) || rd16(key) != 2 || meta_len > GRP_OFFSET_META_MAX)
 		return -EINVAL;
-	return put_key(&t->pend, key, klen, offset, leader_epoch, commit_ms, meta, meta_len);
+	return put_key(t, &t->pend, key, klen, offset, leader_epoch, commit_ms, meta, meta_len);
 }
 
 int grp_pending_end_begin(struct grp_offsets *t, const uint8_t *pkey, size_t pklen)
@@ -1022,20 +1222,40 @@ int grp_pending_end_apply(struct grp_offsets *t, const uint8_t *pkey, size_t pkl
 {
 	if (!key_valid(pkey, pklen) || rd16(pkey) != 2 || meta_len > GRP_OFFSET_META_MAX)
 		return -EINVAL;
+	struct grp_offset *o = ptab_find(&t->pend, pkey, pklen);
+	bool ending = o && o->ending;
+	if (commit && ending && offset_fits(o, meta_len)) {
+		/* No memory needed: into the committed entry when its block holds the metadata,
+		 * else the staged entry becomes the committed one, in its own block, its key less
+		 * the producer id, version 1 (the metadata after the key stays where it is). */
+		ptab_del(&t->pend, pkey, pklen);
+		memmove(o->key + 2, o->key + 10, pklen - 10);
+		be16(o->key, 1);
+		o->key_len = (uint16_t)(pklen - 8);
+		struct grp_offset *cur = ptab_find(&t->tab, o->key, o->key_len);
+		if (cur && offset_fits(cur, meta_len)) {
+			offset_set(cur, offset, leader_epoch, commit_ms, meta, meta_len);
+			offset_free(t, o);
+			return 0;
+		}
+		offset_set(o, offset, leader_epoch, commit_ms, meta, meta_len);
+		o->compact_due = false;
+		offset_place(t, &t->tab, o);   /* tab_room kept a slot for it */
+		return 0;
+	}
 	if (commit) {
 		/* The committed key is the pending key less its producer id, version 1. */
 		uint8_t k[GRP_KEY_BYTES_MAX];
 		size_t klen = pklen - 8;
 		be16(k, 1);
 		memcpy(k + 2, pkey + 10, klen - 2);
-		int rc = put_key(&t->tab, k, klen, offset, leader_epoch, commit_ms, meta, meta_len);
+		int rc = put_key(t, &t->tab, k, klen, offset, leader_epoch, commit_ms, meta, meta_len);
 		if (rc < 0)
 			return rc;
 	}
-	struct grp_offset *o = ptab_find(&t->pend, pkey, pklen);
-	if (o && o->ending) {
+	if (ending) {
 		ptab_del(&t->pend, pkey, pklen);
-		offset_free(o);
+		offset_free(t, o);
 	}
 	return 0;
 }
@@ -1046,7 +1266,7 @@ void grp_offset_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
 	if (!o)
 		return;
 	ptab_del(&t->tab, key, klen);
-	offset_free(o);
+	offset_free(t, o);
 }
 
 void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
@@ -1055,7 +1275,7 @@ void grp_pending_del(struct grp_offsets *t, const uint8_t *key, size_t klen)
 	if (!o)
 		return;
 	ptab_del(&t->pend, key, klen);
-	offset_free(o);
+	offset_free(t, o);
 }
 
 const struct grp_offset *grp_pending_next(const struct grp_offsets *t, uint32_t *cursor)
@@ -1116,7 +1336,7 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 			struct grp_offset *o = ptab_find(tab, rec.key, (size_t)rec.key_len);
 			ptab_del(tab, rec.key, (size_t)rec.key_len);
 			if (o)
-				offset_free(o);
+				offset_free(t, o);
 			continue;
 		}
 		const uint8_t *v = rec.value;
@@ -1129,7 +1349,7 @@ int grp_offsets_apply_batch(struct grp_offsets *t, const uint8_t *batch, size_t 
 			rc = -EBADMSG;
 			continue;
 		}
-		if (put_key(tab, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
+		if (put_key(t, tab, rec.key, (size_t)rec.key_len, (int64_t)rd64(v + 2), (int32_t)rd32(v + 10),
 		            (int64_t)rd64(v + 14), (const char *)v + 24, ml) < 0)
 			return -ENOMEM;
 	}
@@ -1255,15 +1475,15 @@ static uint16_t take_str(struct vcur *v, char *dst, size_t max)
 	return len;
 }
 
-/* A bytes32 into a malloc'd copy (*out NULL when empty); false on damage or no memory. */
-static bool take_bytes(struct vcur *v, uint8_t **out, uint32_t *len, bool *nomem)
+/* A bytes32 into a copy from mm (*out NULL when empty); false on damage or no memory. */
+static bool take_bytes(struct grp_mem *mm, struct vcur *v, uint8_t **out, uint32_t *len, bool *nomem)
 {
 	*len = take32(v);
 	const uint8_t *b = take(v, *len);
 	*out = NULL;
 	if (!b)
 		return false;
-	if (*len && !(*out = malloc(*len))) {
+	if (*len && !(*out = gm_alloc(mm, *len))) {
 		*nomem = true;
 		return false;
 	}
@@ -1275,7 +1495,7 @@ static bool take_bytes(struct vcur *v, uint8_t **out, uint32_t *len, bool *nomem
 static void group_clear_members(struct grp_group *g)
 {
 	for (uint32_t i = 0; i < g->nmembers; i++)
-		member_free(g->members[i]);
+		member_free(g->mem, g->members[i]);
 	g->nmembers = 0;
 	g->leader = NULL;
 }
@@ -1309,16 +1529,11 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 	uint32_t n = take32(&v);
 	if (v.bad || n > GRP_MEMBERS_MAX || (h[2] == GRP_STABLE) != (n > 0))
 		return -EBADMSG;
-	if (n > g->members_cap) {
-		struct grp_member **nm = realloc(g->members, n * sizeof(*nm));
-		if (!nm)
-			return -ENOMEM;
-		g->members = nm;
-		g->members_cap = n;
-	}
+	if (gm_grow(g->mem, (void **)&g->members, 0, &g->members_cap, n, sizeof(*g->members)) < 0)
+		return -ENOMEM;
 	bool nomem = false;
 	for (uint32_t i = 0; i < n && !v.bad && !nomem; i++) {
-		struct grp_member *m = calloc(1, sizeof(*m));
+		struct grp_member *m = gm_zalloc(g->mem, sizeof(*m));
 		if (!m) {
 			nomem = true;
 			break;
@@ -1337,10 +1552,10 @@ static int group_restore(struct grp_coord *c, const uint8_t *key, size_t klen, c
 		memcpy(p->name, g->protocol_name, g->protocol_name_len);
 		p->name_len = g->protocol_name_len;
 		m->nprotocols = 1;
-		if (!take_bytes(&v, &p->meta, &p->meta_len, &nomem) ||
-		    !take_bytes(&v, &m->assignment, &m->assignment_len, &nomem))
+		if (!take_bytes(g->mem, &v, &p->meta, &p->meta_len, &nomem) ||
+		    !take_bytes(g->mem, &v, &m->assignment, &m->assignment_len, &nomem))
 			break;
-		if (!p->meta && !(p->meta = malloc(1)))   /* set_protocols' invariant: meta is never NULL */
+		if (!p->meta && !(p->meta = gm_alloc(g->mem, 1)))   /* set_protocols' invariant: meta is never NULL */
 			nomem = true;
 		if (m->id_len == 0 || m->session_ms < GRP_SESSION_MIN_MS || m->session_ms > GRP_SESSION_MAX_MS ||
 		    m->rebalance_ms <= 0)

@@ -20,8 +20,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "kerr.h"         /* the Kafka error codes the group logic returns */
 #include "txn_limits.h"
+
+/*
+ * Where the coordinator's state lives: every group, member, pending member
+ * id, protocol metadata, assignment and offset, and the tables over them,
+ * take their memory from one pool reserved at start-up (the driver's
+ * --group-state-mib), so no client can make the control core allocate,
+ * nor grow its state past that bound. When the pool has no block left, the
+ * call that needed one fails with -ENOMEM before anything changed that a
+ * client was told, and the driver answers it retriably. NULL instead of a
+ * grp_mem: the heap (tests, tools, the simulator).
+ *
+ * spill: replaying the log at start-up (init, not the poll loop), what no
+ * longer fits the pool (a log written under a larger one) comes from the
+ * heap, counted in spilled, rather than losing the state or the start.
+ */
+struct grp_mem {
+	struct txn_arena arena;
+	bool spill;
+	uint64_t spilled;             /* blocks the heap gave while spill was set */
+};
 
 #define GRP_ID_BYTES_MAX        TXN_GROUP_ID_BYTES_MAX /* group ids, longer are refused */
 #define GRP_MEMBER_ID_BYTES_MAX 512     /* client id + "-" + suffix, truncated */
@@ -66,7 +87,7 @@ struct grp_waiter {
 struct grp_protocol {
 	char name[GRP_NAME_BYTES_MAX + 1];
 	uint16_t name_len;
-	uint8_t *meta;                /* malloc'd, meta_len bytes */
+	uint8_t *meta;                /* meta_len bytes (never NULL), from the group's grp_mem */
 	uint32_t meta_len;
 };
 
@@ -86,7 +107,7 @@ struct grp_member {
 	int64_t last_hb_ms;
 	uint32_t nprotocols;
 	struct grp_protocol protocols[GRP_PROTOCOLS_MAX];
-	uint8_t *assignment;          /* malloc'd; the leader's SyncGroup */
+	uint8_t *assignment;          /* the leader's SyncGroup, from the group's grp_mem; NULL: none */
 	uint32_t assignment_len;
 	struct grp_waiter join;       /* a JoinGroup waiting for the rebalance */
 	struct grp_waiter sync;       /* a SyncGroup waiting for the leader's */
@@ -100,6 +121,7 @@ struct grp_pending_member {
 };
 
 struct grp_group {
+	struct grp_mem *mem;          /* the coordinator's (its members, arrays and metadata come from it) */
 	char id[GRP_ID_BYTES_MAX + 1];
 	uint16_t id_len;
 	enum grp_state state;
@@ -189,6 +211,8 @@ enum grp_state grp_set_state(struct grp_group *g, enum grp_state to);
 /* ---- the table of groups ---- */
 struct grp_coord;
 int  grp_coord_create(struct grp_coord **out);
+/* The same, its state from mem (grp_mem: NULL the heap); mem outlives it. */
+int  grp_coord_create_in(struct grp_coord **out, struct grp_mem *mem);
 void grp_coord_destroy(struct grp_coord *c);
 struct grp_group *grp_find(struct grp_coord *c, const char *id, size_t len);
 struct grp_group *grp_get(struct grp_coord *c, const char *id, size_t len);   /* find or add (Empty) */
@@ -289,15 +313,18 @@ struct grp_offset {
 	int32_t leader_epoch;
 	int64_t commit_ms;
 	int16_t meta_len;             /* -1: null */
-	char *meta;                   /* malloc'd when meta_len > 0 */
+	char *meta;                   /* meta_len bytes when > 0: in the entry's own block, after the key */
 	bool ending;                  /* staged only: its transaction's end is being written */
 	bool compact_due;             /* the driver's: the running compaction has not rewritten it yet */
 	uint16_t key_len;
+	uint16_t meta_cap;            /* the metadata the entry's block holds */
 	uint8_t key[];                /* grp_offset_key_encode */
 };
 
 struct grp_offsets;
 int  grp_offsets_create(struct grp_offsets **out);
+/* The same, its entries and tables from mem (NULL: the heap); mem outlives it. */
+int  grp_offsets_create_in(struct grp_offsets **out, struct grp_mem *mem);
 void grp_offsets_destroy(struct grp_offsets *t);
 uint32_t grp_offsets_count(const struct grp_offsets *t);
 
@@ -321,7 +348,24 @@ int grp_offset_value_encode(uint8_t *buf, size_t cap, int64_t offset, int32_t le
 /* Look up (group, topic, partition): NULL if never committed. */
 const struct grp_offset *grp_offset_get(const struct grp_offsets *t, const char *group, size_t glen,
                                         const char *topic, size_t tlen, int32_t partition);
-/* Store a commit (replaces). Returns 0, -EINVAL or -ENOMEM. */
+/*
+ * An OffsetCommit in two steps, so that applying it once its record is
+ * durable cannot fail for want of memory (the record would be on disk, and
+ * back at the next start, while the table never had it): _prepare, before
+ * the write, makes the room (*fresh: a new entry's block, not yet in the
+ * table, or NULL when the key's entry holds the new metadata in place, so a
+ * key committed again needs no memory); _install, once durable, applies the
+ * value (fresh as given by _prepare); _drop, after a failed write, undoes
+ * _prepare. Returns 0, -EINVAL (a name or the metadata too long) or
+ * -ENOMEM.
+ */
+int  grp_offset_prepare(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
+                        int32_t partition, int32_t meta_len, struct grp_offset **fresh);
+void grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
+                        const char *topic, size_t tlen, int32_t partition, int64_t offset, int32_t leader_epoch,
+                        int64_t commit_ms, const char *meta, int32_t meta_len);
+void grp_offset_drop(struct grp_offsets *t, struct grp_offset *fresh);
+/* Store a commit at once (replaces): prepare and install. Returns 0, -EINVAL or -ENOMEM. */
 int grp_offset_put(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
                    int32_t partition, int64_t offset, int32_t leader_epoch, int64_t commit_ms,
                    const char *meta, int32_t meta_len);
@@ -364,7 +408,11 @@ int grp_pending_put(struct grp_offsets *t, const uint8_t *key, size_t klen, int6
  * durable: with commit, (offset, leader_epoch, commit_ms, meta) becomes the
  * committed offset of the pending key's (group, topic, partition); then the
  * staged entry goes unless a later grp_pending_put replaced it meanwhile (a
- * new transaction of the same producer). Returns 0, -EINVAL or -ENOMEM (the
+ * new transaction of the same producer). The staged entry's own block
+ * becomes the committed one, and the committed table always has a slot
+ * ready for every staged entry (grp_pending_put makes it), so a commit of a
+ * staged entry being ended needs no memory. Returns 0, -EINVAL or -ENOMEM
+ * (only without such an entry: a replay, or one replaced meanwhile; the
  * staged entry is kept).
  */
 int grp_pending_end_begin(struct grp_offsets *t, const uint8_t *pkey, size_t pklen);

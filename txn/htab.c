@@ -47,10 +47,15 @@ void txn_htab_free(struct txn_htab *t)
 
 int txn_htab_resize(struct txn_htab *t, uint32_t cap)
 {
+	return txn_htab_resize_from(t, cap, t->arena);
+}
+
+int txn_htab_resize_from(struct txn_htab *t, uint32_t cap, struct txn_arena *from)
+{
 	assert(pow2_in_range(cap) && (uint64_t)t->used * 2 <= cap);
 	struct txn_htab n = *t;
 	n.cap = cap;
-	if (!(n.slots = slots_alloc(t->arena, cap, t->esize, t->ops)))
+	if (!(n.slots = slots_alloc(from, cap, t->esize, t->ops)))
 		return -ENOMEM;
 	uint32_t mask = cap - 1;
 	for (uint32_t i = 0; i < t->cap; i++) {

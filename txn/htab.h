@@ -65,6 +65,9 @@ int  txn_htab_init_in(struct txn_htab *t, uint32_t cap, uint32_t esize, const st
 void txn_htab_free(struct txn_htab *t);
 /* Move every entry into cap slots (a power of two, at least twice the entries). 0 or -ENOMEM (unchanged). */
 int  txn_htab_resize(struct txn_htab *t, uint32_t cap);
+/* The same, the new slots from `from` (NULL: the heap) rather than the table's arena; the old ones
+ * still go back where they came from. */
+int  txn_htab_resize_from(struct txn_htab *t, uint32_t cap, struct txn_arena *from);
 /* Remove the entry in slot s, shifting later members of its cluster back. */
 void txn_htab_delete(struct txn_htab *t, void *s);
 /* Empty every slot. */

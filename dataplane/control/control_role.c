@@ -4,6 +4,7 @@
  * interrupted work), run their timers, and close their logs at stop.
  * Locality: control core.
  */
+#include "arena.h"   /* txn_arena_bytes: the group state pool's budget */
 #include "coord.h"   /* struct txn_meta: the budget of the id table */
 #include "control_internal.h"
 
@@ -45,6 +46,8 @@ static void control_budget(const struct dp_config *cfg, struct dp_budget *bd)
 	              "--txn-partitions-max entries of open transactions' partition lists, a buddy pool");
 	dp_budget_add(bd, "transactions' groups", 1, (unsigned long long)cfg->txn_groups_max * txn_coord_fixed_bytes_per_group(),
 	              "--txn-groups-max entries of open transactions' group lists, a buddy pool");
+	dp_budget_add(bd, "group state", 1, txn_arena_bytes((size_t)cfg->group_state_mib << 20, GRP_MEM_UNIT_BYTES),
+	              "--group-state-mib: the group coordinator's groups, members and offsets, a buddy pool");
 	dp_budget_add(bd, "coordinator writes", 1, (unsigned long long)DP_COORD_WRITES_MAX * dp_txnc_write_bytes(),
 	              "DP_COORD_WRITES_MAX records of writes in flight");
 }

@@ -60,6 +60,9 @@
 /* Groups one DeleteGroups deletes: each costs a pass over the offsets table on this core; names
  * past it answer INVALID_REQUEST (clients send what their caller lists: rarely more than a few). */
 #define DP_GRP_DELETE_GROUPS_MAX 256
+/* Committed offsets one retention pass expires at most (a fixed list on this core; the pass
+ * after it comes a timer tick later while more are due), so one pass is bounded work. */
+#define DP_GRP_EXPIRE_BATCH     1024
 
 /* A write completion held back by --fault-offsets-delay-ms (test only). */
 struct grp_held {
@@ -70,12 +73,14 @@ struct grp_held {
 };
 
 struct dp_grp {
+	struct grp_mem mem;           /* the pool of coord's and offsets' state (--group-state-mib) */
 	struct grp_coord *coord;
 	struct grp_offsets *offsets;
 	struct dp_clog clog;          /* __consumer_offsets (clog.c) */
 	char dir[1024];
 	int64_t next_timer_ms;
 	int64_t next_expiry_ms;       /* offset retention's next pass */
+	const struct grp_offset *expire[DP_GRP_EXPIRE_BATCH];   /* that pass's offsets to expire */
 	struct grp_outs outs;         /* answers released by the current call */
 	uint32_t inflight;            /* offset writes not yet durable (compaction waits) */
 	uint32_t compact_phase;       /* a compaction in slices: offsets, staged offsets, groups, done */
@@ -119,6 +124,8 @@ struct grp_owrite_part {
 	int64_t offset, commit_ms;
 	int32_t leader_epoch;
 	struct kstr meta;
+	bool prepared;                /* an OffsetCommit's room, made before the write (grp_offset_prepare) */
+	struct grp_offset *fresh;     /* and its new entry, if it needs one */
 };
 
 struct grp_owrite {
@@ -286,6 +293,19 @@ static int16_t fenced(const struct grp_group *g, struct kstr member, struct kstr
 	return g ? grp_fenced(g, member.ptr, klen(member), instance.ptr, klen(instance)) : KERR_NONE;
 }
 
+/*
+ * The group state pool (--group-state-mib) has no block for what a request
+ * needs: nothing changed, and the client is told COORDINATOR_NOT_AVAILABLE,
+ * which every client retries (after finding the coordinator again), as
+ * Kafka answers when it cannot record a group's state for a moment.
+ */
+static int16_t pool_full(struct dp_core *c, const char *what)
+{
+	DP_WARN_RL("%s: the group state pool is full (%llu of %llu bytes in use, --group-state-mib); refused retriably",
+	           what, (unsigned long long)c->grp->mem.arena.used, (unsigned long long)c->grp->mem.arena.bytes);
+	return KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
 static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct JoinGroupRequest *q = r->req;
@@ -295,7 +315,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call 
 		return KERR_INCONSISTENT_GROUP_PROTOCOL;
 	struct grp_group *g = grp_get(c->grp->coord, q->GroupId.ptr, (size_t)q->GroupId.len);
 	if (!g)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return pool_full(c, "JoinGroup");
 	struct grp_join_req j = {
 		.member_id = q->MemberId.ptr, .member_id_len = q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0,
 		.instance_id = q->GroupInstanceId.ptr, .instance_id_len = klen(q->GroupInstanceId),
@@ -321,7 +341,7 @@ static int16_t join_group(struct dp_core *c, struct dp_msg *msg, struct dp_call 
 	}
 	struct grp_waiter w = { .ctx = r, .gen = msg->gen, .core = msg->src };
 	if (grp_join(g, &j, w, dp_wall_ms(), &c->grp->outs) < 0)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return pool_full(c, "JoinGroup");
 	DP_DBG("group %.*s: JoinGroup, %s generation %d, %u members", g->id_len, g->id,
 	       grp_state_name(g->state), g->generation, g->nmembers);
 	send_outs(c, g);
@@ -336,10 +356,10 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_call 
 		return KERR_UNKNOWN_MEMBER_ID;
 	if (fenced(g, q->MemberId, q->GroupInstanceId))
 		return KERR_FENCED_INSTANCE_ID;
-	int32_t na = q->Assignments_n > 0 ? q->Assignments_n : 0;
-	struct grp_assign *a = calloc((size_t)na + 1, sizeof(*a));
+	int32_t na = q->Assignments_n > 0 ? q->Assignments_n : 0;   /* bounded by the request's frame */
+	struct grp_assign *a = karena_alloc(&r->arena, ((size_t)na + 1) * sizeof(*a));
 	if (!a)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return KERR_COORDINATOR_NOT_AVAILABLE;   /* the request arena: retriable */
 	for (int32_t i = 0; i < na; i++) {
 		struct SyncGroupRequest_SyncGroupRequestAssignment *x = &q->Assignments[i];
 		a[i] = (struct grp_assign){ x->MemberId.ptr, x->MemberId.len > 0 ? (size_t)x->MemberId.len : 0,
@@ -348,9 +368,8 @@ static int16_t sync_group(struct dp_core *c, struct dp_msg *msg, struct dp_call 
 	struct grp_waiter w = { .ctx = r, .gen = msg->gen, .core = msg->src };
 	int rc = grp_sync(g, q->MemberId.ptr, q->MemberId.len > 0 ? (size_t)q->MemberId.len : 0, q->GenerationId,
 	                  a, (uint32_t)na, w, dp_wall_ms(), &c->grp->outs);
-	free(a);
 	if (rc < 0)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return pool_full(c, "SyncGroup");
 	send_outs(c, g);
 	return DP_ANSWER_LATER;
 }
@@ -578,12 +597,16 @@ static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status
 		DP_ERR_RL("group %.*s: %s write failed: %s", op->group.len, op->group.ptr,
 		          op->pid < 0 ? "offset commit" : "staged offset", strerror(-status));
 		*p->err = KERR_KAFKA_STORAGE_ERROR;
-	} else if (op->pid < 0 &&
-	           grp_offset_put(c->grp->offsets, op->group.ptr, (size_t)op->group.len, p->topic.ptr,
-	                          (size_t)p->topic.len, p->partition, p->offset, p->leader_epoch, p->commit_ms,
-	                          p->meta.ptr, p->meta.len) < 0) {
-		*p->err = KERR_UNKNOWN_SERVER_ERROR;
+		if (p->prepared)
+			grp_offset_drop(c->grp->offsets, p->fresh);
+	} else if (p->prepared) {
+		/* Cannot fail: the room was made before the write. */
+		grp_offset_install(c->grp->offsets, p->fresh, op->group.ptr, (size_t)op->group.len, p->topic.ptr,
+		                   (size_t)p->topic.len, p->partition, p->offset, p->leader_epoch, p->commit_ms,
+		                   p->meta.ptr, p->meta.len);
 	}
+	p->prepared = false;
+	p->fresh = NULL;
 	if (--op->left)
 		return;
 	reply(c, op->r);
@@ -652,10 +675,23 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 		                                 p->meta.ptr, p->meta.len);
 		int bn = kn < 0 || vn < 0 ? -EINVAL :
 		         st_batch_build(op->buf + at, bytes - at, 0, -1, -1, -1, now, key, kn, val, vn);
-		if (bn >= 0 && op->pid >= 0 &&
-		    grp_pending_put(c->grp->offsets, key, (size_t)kn, p->offset, p->leader_epoch, p->commit_ms,
-		                    p->meta.ptr, p->meta.len) < 0) {
-			*p->err = KERR_UNKNOWN_SERVER_ERROR;
+		/*
+		 * The table's memory is taken before the write, so that what a durable record
+		 * says is always in the table: a staged offset now, a commit's entry prepared
+		 * (installed once durable). Without a block in the group pool the partition is
+		 * answered COORDINATOR_NOT_AVAILABLE, retriable, and nothing is written.
+		 */
+		int perr = 0;
+		if (bn >= 0 && op->pid >= 0)
+			perr = grp_pending_put(c->grp->offsets, key, (size_t)kn, p->offset, p->leader_epoch, p->commit_ms,
+			                       p->meta.ptr, p->meta.len);
+		else if (bn >= 0 && (perr = grp_offset_prepare(c->grp->offsets, g, gl, tp, tl, p->partition, p->meta.len,
+		                                                &p->fresh)) == 0)
+			p->prepared = true;
+		if (perr < 0) {
+			DP_WARN_RL("group %.*s: %s: the group state pool is full (--group-state-mib); refused retriably",
+			           (int)gl, g, op->pid < 0 ? "offset commit" : "staged offset");
+			*p->err = KERR_COORDINATOR_NOT_AVAILABLE;
 			continue;
 		}
 		int64_t off = bn < 0 ? bn : dp_clog_append(&c->grp->clog, op->buf + at, (uint32_t)bn,
@@ -663,6 +699,10 @@ static int16_t owrite_start(struct dp_core *c, struct grp_owrite *op, size_t byt
 		if (off < 0) {
 			DP_ERR_RL("offsets log append failed: %s", strerror((int)-off));
 			*p->err = KERR_KAFKA_STORAGE_ERROR;   /* a staged one stays: the client's abort drops it */
+			if (p->prepared)
+				grp_offset_drop(c->grp->offsets, p->fresh);
+			p->prepared = false;
+			p->fresh = NULL;
 			continue;
 		}
 		at += (size_t)bn;
@@ -1736,10 +1776,9 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 	if (ret < 0 || now < t->next_expiry_ms || t->inflight || st_compaction_busy(&t->clog.compact))
 		return;
 	t->next_expiry_ms = now + (ret / 4 < 100 ? 100 : ret / 4 > 60000 ? 60000 : ret / 4);
-	uint32_t cap = grp_offsets_count(t->offsets), n = 0, cur = 0;
-	const struct grp_offset **dead = cap ? malloc(cap * sizeof(*dead)) : NULL;
-	const struct grp_offset *o;
-	while (dead && (o = grp_offset_next(t->offsets, &cur))) {
+	uint32_t n = 0, cur = 0;
+	const struct grp_offset **dead = t->expire, *o;
+	while (n < DP_GRP_EXPIRE_BATCH && (o = grp_offset_next(t->offsets, &cur))) {
 		const char *gp, *tp;
 		size_t gl, tl;
 		int32_t part;
@@ -1757,7 +1796,8 @@ static void expire_offsets(struct dp_core *c, int64_t now)
 			break;
 		grp_offset_del(t->offsets, dead[done]->key, dead[done]->key_len);
 	}
-	free(dead);
+	if (n == DP_GRP_EXPIRE_BATCH)
+		t->next_expiry_ms = now + DP_GRP_TIMER_MS;   /* maybe more: the rest a tick later */
 	if (done)
 		DP_INFO("offsets: %u committed offset(s) expired (retention %lld ms)", done, (long long)ret);
 }
@@ -1808,14 +1848,24 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len, const struct 
 int dp_group_start(struct dp_core *c)
 {
 	struct dp_grp *t = calloc(1, sizeof(*t));
-	if (!t || grp_coord_create(&t->coord) < 0 || grp_offsets_create(&t->offsets) < 0)
+	if (!t)
 		return -ENOMEM;
-	c->grp = t;
+	c->grp = t;   /* dp_group_destroy frees what was made */
+	if (txn_arena_init(&t->mem.arena, (size_t)c->b->cfg.group_state_mib << 20, GRP_MEM_UNIT_BYTES) < 0 ||
+	    grp_coord_create_in(&t->coord, &t->mem) < 0 || grp_offsets_create_in(&t->offsets, &t->mem) < 0)
+		return -ENOMEM;
+	t->mem.spill = true;   /* the replay: past the pool, the heap (group.h) */
 	t->clog.name = "offsets log";
 	int rc = dp_internal_log_open(c, "__consumer_offsets", "group coordinator", t->dir, sizeof(t->dir),
 	                              &t->clog.log, load_batch, t);
+	t->mem.spill = false;
 	if (rc < 0)
 		return rc;
+	if (t->mem.spilled)
+		DP_WARN("group coordinator: its state from the offsets log is more than --group-state-mib %u holds: %llu "
+		        "blocks came from the heap; new groups, members and offsets are refused (retriably) until it "
+		        "shrinks, or start with a larger --group-state-mib", c->b->cfg.group_state_mib,
+		        (unsigned long long)t->mem.spilled);
 	uint32_t cur = 0, stable = 0;
 	struct grp_group *g;
 	while ((g = grp_next(t->coord, &cur))) {
@@ -1823,8 +1873,10 @@ int dp_group_start(struct dp_core *c)
 		if (g->state == GRP_EMPTY)
 			g->empty_since_ms = dp_wall_ms();   /* not known across restarts: counted from now */
 	}
-	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions, %u groups (%u Stable)",
-	        grp_offsets_count(t->offsets), grp_pending_count(t->offsets), grp_count(t->coord), stable);
+	DP_INFO("group coordinator: %u committed offsets loaded, %u staged by transactions, %u groups (%u Stable); "
+	        "%.1f of %u MiB of the group state pool in use", grp_offsets_count(t->offsets),
+	        grp_pending_count(t->offsets), grp_count(t->coord), stable, (double)t->mem.arena.used / (1 << 20),
+	        c->b->cfg.group_state_mib);
 	resolve_staged(c);
 	return 0;
 }
@@ -1841,6 +1893,7 @@ void dp_group_destroy(struct dp_core *c)
 		return;
 	grp_offsets_destroy(c->grp->offsets);
 	grp_coord_destroy(c->grp->coord);
+	txn_arena_fini(&c->grp->mem.arena);
 	free(c->grp);
 	c->grp = NULL;
 }

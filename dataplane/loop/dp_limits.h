@@ -158,6 +158,21 @@
 #define DP_TXN_STATE_MIB_DEFAULT 128u
 #define DP_TXN_STATE_MIB_MAX     (1u << 20)   /* 1 TiB: the flag's range */
 
+/* Control core: one pool (txn/arena.h), reserved at start-up, that the group
+ * coordinator's whole state takes its memory from (txn/group.h: struct
+ * grp_mem), --group-state-mib: groups, their members (~6 KiB each, an 8 KiB
+ * block, plus their protocols' metadata and assignments), KIP-394 member ids
+ * handed out, committed and staged offsets (one block each with key and
+ * metadata, 128 B for a typical one) and the tables over them. Before, each
+ * was a malloc on the control core, and a client naming new group ids, or
+ * members sending large metadata, grew it without bound. The default holds
+ * e.g. 10,000 members and 500,000 committed offsets. When it is spent,
+ * what needs more (a new group or member, a commit of a new key) is answered
+ * COORDINATOR_NOT_AVAILABLE, retriable, before anything is written. */
+#define DP_GROUP_STATE_MIB_DEFAULT 256u
+#define DP_GROUP_STATE_MIB_MAX     (1u << 20)   /* 1 TiB: the flag's range */
+#define GRP_MEM_UNIT_BYTES         64u          /* the pool's smallest block: an offset of a short key */
+
 /* Control core: each coordinator's log writes in flight (records from a
  * fixed pool; storage queues at most ST_IO_APPENDS_MAX, 8192, per core). */
 #define DP_COORD_WRITES_MAX     8192

@@ -103,6 +103,7 @@ struct dp_config {
 	uint32_t test_reads_max;         /* test only, 0 = DP_READS_MAX: shrink each core's read slots */
 	uint32_t test_txn_allows_max;    /* test only, 0 = DP_TXN_ALLOWS_MAX: shrink each core's grant pool */
 	uint32_t txn_state_mib;          /* per data core, the producer and transaction state pool (MiB) */
+	uint32_t group_state_mib;        /* control core: the group coordinator's state pool (MiB) */
 	int64_t partitions_max;          /* --partitions-max: partitions the broker holds at most */
 	uint32_t test_txn_state_bytes;   /* test only, 0 = txn_state_mib: a pool of these bytes instead */
 	bool print_budget;               /* --print-budget: print the memory budget and exit */

@@ -42,6 +42,7 @@ reason on stderr otherwise). Encoding helpers come from bad_client.py.
         value (AlterConfigs, CreateTopics: INVALID_REQUEST naming the keys) and to a resource named
         twice (AlterConfigs, IncrementalAlterConfigs: INVALID_REQUEST for each entry, as Kafka 3;
         DescribeConfigs answers each)
+  delgroups PORT GROUP...                    DeleteGroups v1 of the groups; prints "group error" for each
   confsync PORT TOPIC                        (broker under --fault-conf-sync-fail 1) an alter whose
         directory sync failed answers KAFKA_STORAGE_ERROR and the broker reports the file's new
         value; the next alter answers NONE
@@ -450,6 +451,14 @@ def delete_groups_v1(conn, groups):
     return out
 
 
+def cmd_delgroups(port, groups):
+    """DeleteGroups v1 of the groups; prints "group error" per group."""
+    c = bc.Conn(port)
+    for g, err in delete_groups_v1(c, [g.encode() for g in groups]):
+        print(g, err)
+    return 0
+
+
 def offset_delete_v0(conn, group, parts):
     """parts: [(topic, partition)]; returns (top-level error, {(topic, partition): error})."""
     by_topic = {}
@@ -750,6 +759,8 @@ def main(argv):
             return cmd_parts(port, argv[3], int(argv[4]))
         if cmd == 'offdel':
             return cmd_offdel(port, argv[3], int(argv[4]), argv[5])
+        if cmd == 'delgroups':
+            return cmd_delgroups(port, argv[3:])
         if cmd == 'configs':
             return cmd_configs(port, argv[3])
         if cmd == 'confsync':

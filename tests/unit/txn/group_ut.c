@@ -339,7 +339,7 @@ static void test_static_members(void)
 
 	/* b restarts: a join with its instance id and no member id takes its place under a
 	 * new id, with no rebalance: same generation, same assignment. */
-	char old_b[GRP_MEMBER_ID_BYTES_MAX + 1];
+	char old_b[GRP_MEMBER_ID_BYTES_MAX + 1] = { 0 };   /* jreq takes its strlen */
 	size_t old_b_len = b->id_len;
 	memcpy(old_b, b->id, old_b_len);
 	struct grp_member *b2 = join_static(g, 7, "inst-b", 40);
@@ -1021,6 +1021,137 @@ static void test_pending_end(void)
 	grp_offsets_destroy(t);
 }
 
+/*
+ * The group state pool (group.h: struct grp_mem): every kind of state comes
+ * from it and, once it is spent, a call that needs more fails with -ENOMEM
+ * before it changed anything; what must not fail once durable (a prepared
+ * commit's install, a staged offset's commit) needs no memory, even with the
+ * pool spent; freed entries make room again; the replay's spill takes the
+ * heap. Each fill runs until the pool refuses, so the test fails if the pool
+ * is not what the allocations come from.
+ */
+static void test_pool(void)
+{
+	struct grp_mem mem = { 0 };
+	CU_ASSERT_FATAL(txn_arena_init(&mem.arena, 256 << 10, 64) == 0);
+	struct grp_coord *c;
+	struct grp_offsets *t;
+	CU_ASSERT_FATAL(grp_coord_create_in(&c, &mem) == 0);
+	CU_ASSERT_FATAL(grp_offsets_create_in(&t, &mem) == 0);
+	/* A group with a member whose metadata is large: its blocks are the pool's. */
+	struct grp_group *g = grp_get(c, "big", 3);
+	CU_ASSERT_FATAL(g != NULL);
+	static uint8_t meta[16 << 10];
+	memset(meta, 'm', sizeof(meta));
+	struct grp_join_req q = jreq("", "rdk", "range", NULL);
+	q.proto_metas[0] = meta;
+	q.proto_meta_lens[0] = sizeof(meta);
+	size_t before = mem.arena.used;
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL_FATAL(grp_join(g, &q, W(1), 0, &ut_o), 0);
+	CU_ASSERT(mem.arena.used >= before + sizeof(meta) + sizeof(struct grp_member));
+	struct grp_member *lead = g->members[0];
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	/* Committed offsets until the pool refuses one. */
+	uint32_t n = 0;
+	int err = 0;
+	char topic[32];
+	struct grp_offset *o;
+	for (; n < 100000; n++) {   /* bounded: should the pool not be what they take, the test fails */
+		snprintf(topic, sizeof(topic), "t%u", n);
+		if ((err = grp_offset_prepare(t, "big", 3, topic, strlen(topic), 0, -1, &o)) < 0)
+			break;
+		CU_ASSERT_PTR_NOT_NULL(o);   /* a new key: a new entry */
+		grp_offset_install(t, o, "big", 3, topic, strlen(topic), 0, n, 0, UT_TS, NULL, -1);
+	}
+	CU_ASSERT_EQUAL(err, -ENOMEM);
+	CU_ASSERT(n > 100);
+	CU_ASSERT_EQUAL(grp_offsets_count(t), n);
+	/* Spent, a key committed again still goes in: in place, no memory (metadata that fits its block). */
+	const struct grp_offset *t5 = grp_offset_get(t, "big", 3, "t5", 2, 0);
+	int32_t fit = t5->meta_cap;   /* what the rest of its block holds */
+	CU_ASSERT_EQUAL_FATAL(grp_offset_prepare(t, "big", 3, "t5", 2, 0, fit, &o), 0);
+	CU_ASSERT_PTR_NULL(o);
+	grp_offset_install(t, o, "big", 3, "t5", 2, 0, 555, 0, UT_TS, "metametametametametametametameta", fit);
+	CU_ASSERT(t5->offset == 555 && t5->meta_len == fit && !memcmp(t5->meta, "metametametametametametametameta", fit));
+	CU_ASSERT(fit < 32);
+	CU_ASSERT_EQUAL(grp_offset_put(t, "big", 3, "t6", 2, 0, 666, 0, UT_TS, NULL, -1), 0);
+	/* Not metadata larger than its block holds. */
+	CU_ASSERT_EQUAL(grp_offset_prepare(t, "big", 3, "t5", 2, 0, 1000, &o), -ENOMEM);
+	/* Spent: a new group, a new member, an assignment, a staged offset are refused, unchanged. */
+	CU_ASSERT_PTR_NULL(grp_get(c, "other", 5));
+	CU_ASSERT_PTR_NULL(grp_find(c, "other", 5));
+	struct grp_join_req q2 = jreq("", "rdk2", "range", NULL);
+	q2.proto_metas[0] = meta;
+	q2.proto_meta_lens[0] = sizeof(meta);
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_join(g, &q2, W(2), 1, &ut_o), -ENOMEM);
+	CU_ASSERT_EQUAL(g->nmembers, 1);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	struct grp_assign a = { lead->id, lead->id_len, meta, sizeof(meta) };
+	ut_o.n = 0;
+	CU_ASSERT_EQUAL(grp_sync(g, lead->id, lead->id_len, g->generation, &a, 1, W(3), 2, &ut_o), -ENOMEM);
+	CU_ASSERT_EQUAL(g->state, GRP_COMPLETING_REBALANCE);
+	CU_ASSERT_EQUAL(ut_o.n, 0);
+	uint8_t k[GRP_PENDING_KEY_BYTES_MAX];
+	int kn = grp_pending_key_encode(k, sizeof(k), 7, "big", 3, "fresh", 5, 0);
+	CU_ASSERT_EQUAL(grp_pending_put(t, k, (size_t)kn, 5, 0, UT_TS, NULL, -1), -ENOMEM);
+	CU_ASSERT_EQUAL(grp_pending_count(t), 0);
+	/* Freeing committed offsets makes room (64 in a row: buddies that merge into the larger blocks
+	 * a staged entry's longer key takes): a staged one, then a prepared commit. */
+	for (uint32_t i = 0; i < 64; i++) {
+		uint8_t k1[GRP_KEY_BYTES_MAX];
+		snprintf(topic, sizeof(topic), "t%u", i);
+		int k1n = grp_offset_key_encode(k1, sizeof(k1), "big", 3, topic, strlen(topic), 0);
+		grp_offset_del(t, k1, (size_t)k1n);
+	}
+	CU_ASSERT_EQUAL_FATAL(grp_pending_put(t, k, (size_t)kn, 5, 0, UT_TS, "m", 1), 0);
+	/* t70's new value with metadata its entry cannot hold: a fresh block, prepared now. */
+	static char big_meta[200];
+	memset(big_meta, 'b', sizeof(big_meta));
+	struct grp_offset *p1;
+	CU_ASSERT_EQUAL_FATAL(grp_offset_prepare(t, "big", 3, "t70", 3, 0, (int32_t)sizeof(big_meta), &p1), 0);
+	CU_ASSERT_FATAL(p1 != NULL);
+	/* Fill what is left, then: the install and the staged offset's commit still go through. */
+	uint32_t more = 0;
+	while (more < 100000 && grp_offset_prepare(t, "big", 3, "u", 1, (int32_t)more, -1, &o) == 0)
+		grp_offset_install(t, o, "big", 3, "u", 1, (int32_t)more, 1, 0, UT_TS, NULL, -1), more++;
+	CU_ASSERT(more < 100000);
+	grp_offset_install(t, p1, "big", 3, "t70", 3, 0, 99, 0, UT_TS, big_meta, (int32_t)sizeof(big_meta));
+	const struct grp_offset *t70 = grp_offset_get(t, "big", 3, "t70", 3, 0);   /* replaced t70's entry */
+	CU_ASSERT(t70 && t70->offset == 99 && t70->meta_len == (int16_t)sizeof(big_meta) &&
+	          !memcmp(t70->meta, big_meta, sizeof(big_meta)));
+	CU_ASSERT_EQUAL(grp_pending_end_begin(t, k, (size_t)kn), 0);
+	CU_ASSERT_EQUAL(grp_pending_end_apply(t, k, (size_t)kn, true, 5, 0, UT_TS, "m", 1), 0);
+	CU_ASSERT_EQUAL(grp_pending_count(t), 0);
+	const struct grp_offset *f = grp_offset_get(t, "big", 3, "fresh", 5, 0);
+	CU_ASSERT(f && f->offset == 5 && f->meta_len == 1 && f->meta[0] == 'm');
+	/* A failed write's prepared entry is dropped: the pool has it back. */
+	uint8_t k1[GRP_KEY_BYTES_MAX];
+	int k1n = grp_offset_key_encode(k1, sizeof(k1), "big", 3, "t80", 3, 0);
+	grp_offset_del(t, k1, (size_t)k1n);
+	size_t used = mem.arena.used;
+	struct grp_offset *p2;
+	CU_ASSERT_EQUAL_FATAL(grp_offset_prepare(t, "big", 3, "t80", 3, 0, -1, &p2), 0);
+	CU_ASSERT_FATAL(p2 != NULL);
+	grp_offset_drop(t, p2);
+	CU_ASSERT_EQUAL(mem.arena.used, used);
+	CU_ASSERT_PTR_NULL(grp_offset_get(t, "big", 3, "t80", 3, 0));
+	/* The replay's spill: past the pool, the heap, counted. */
+	mem.spill = true;
+	CU_ASSERT_PTR_NOT_NULL(grp_get(c, "spilled", 7));
+	for (uint32_t i = 0; i < 200; i++) {
+		snprintf(topic, sizeof(topic), "s%u", i);
+		CU_ASSERT_EQUAL(grp_offset_put(t, "spilled", 7, topic, strlen(topic), 0, i, 0, UT_TS, NULL, -1), 0);
+	}
+	CU_ASSERT(mem.spilled > 0);
+	mem.spill = false;
+	grp_offsets_destroy(t);
+	grp_coord_destroy(c);
+	CU_ASSERT_EQUAL(mem.arena.used, 0);   /* everything went back */
+	txn_arena_fini(&mem.arena);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1045,6 +1176,7 @@ int main(void)
 	CU_add_test(s, "DeleteGroups: Dead, simple commits, made anew; the tombstone read back", test_group_delete);
 	CU_add_test(s, "staged (pending) transactional offsets: keys, table, recovery", test_pending);
 	CU_add_test(s, "staged offsets stay pending until their transaction's end is durable", test_pending_end);
+	CU_add_test(s, "the group state pool: refused when spent, installs need none, spill", test_pool);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
