@@ -20,6 +20,7 @@
  * On-disk formats: log_internal.h.
  */
 #include "log_internal.h"
+#include "trash.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -1706,18 +1707,27 @@ void st_log_close(struct st_log *log)
 	log_free(log);
 }
 
-int st_log_delete(struct st_log *log)
+int st_log_delete(struct st_log *log, struct st_trash *trash)
 {
 	int rc = 0, fd;
 	DIR *d;
 	struct dirent *de;
 
 	assert(log && st_log_idle(log));
+	/* The descriptors first, while the files are still linked: no blocks are freed by these closes. */
 	for (uint32_t i = 0; i < log->nsegs; i++) {
 		seg_free(log->segs[i]);
 		log->segs[i] = NULL;
 	}
 	log->nsegs = 0;
+	if (trash && (rc = st_trash_put(trash, log->dir)) == 0) {
+		log_free(log);   /* the trash unlinks the files, off this core (trash.h) */
+		return 0;
+	}
+	if (trash)
+		fprintf(stderr, "sluice storage: %s: cannot move into the trash: %s; removed here\n", log->dir,
+		        strerror(-rc));
+	rc = 0;
 	/* Everything in the directory belongs to the partition (segments, indexes, snapshots). */
 	if ((fd = st_fs_dup(log->dirfd)) < 0 || !(d = st_fs_fdopendir(fd))) {
 		rc = -errno;

@@ -119,8 +119,14 @@ int  st_log_open(struct st_io *io, const char *dir, const struct st_log_config *
                  struct st_log **out);
 /* Flush indexes and close (after st_io_pending() reached 0). */
 void st_log_close(struct st_log *log);
-/* Close and remove the directory and all its files (topic deletion). */
-int  st_log_delete(struct st_log *log);
+/*
+ * Close and remove the directory and all its files (topic deletion): with a
+ * trash (trash.h), renamed into it, which unlinks the files off this core;
+ * NULL, or when the rename fails, unlinked here (0.4-0.5 s per GiB on this
+ * core).
+ */
+struct st_trash;
+int  st_log_delete(struct st_log *log, struct st_trash *trash);
 
 /* The partition directory, open for the log's life: files beside the log are made there
  * (storage/fop.h takes it). Locality: owner core. */

@@ -226,6 +226,7 @@ typedef void (*dp_cqe_fn)(struct dp_core *c, const struct io_uring_cqe *cqe);
 
 /* One core. Everything here belongs to that core's thread. */
 struct dp_marker;
+struct st_trash;
 struct dp_core {
 	int id;
 	struct dp_broker *b;
@@ -306,6 +307,7 @@ struct dp_core {
 	/* Producer tables and transaction indexes of the owned partitions (txn/arena.h): from this
 	 * pool of cfg.txn_state_mib, reserved at start (shard_role.c). */
 	struct txn_arena *txn_arena;
+	struct st_trash *trash;       /* deleted partitions' files, removed off this core (storage/trash.h) */
 	int64_t next_retention_ms;
 	int64_t next_snapshot_ms;
 	uint32_t snaps_inflight;      /* producer snapshots being written (<= DP_SNAPSHOTS_INFLIGHT_MAX) */

@@ -21,6 +21,7 @@
 #include "lso.h"
 #include "pstate.h"
 #include "shard_internal.h"
+#include "trash.h"
 
 static int recover_producers(struct dp_part *p)
 {
@@ -228,7 +229,7 @@ void dp_shard_close_topic(struct dp_core *c, struct dp_topic *t, bool delete_fil
 		wake_waiters(c, p, true);
 		assert(!p->dupwait);   /* callers wait for st_io_pending() == 0 */
 		if (delete_files) {
-			st_log_delete(p->log);
+			st_log_delete(p->log, c->trash);
 			if (c->b->cfg.fault_delete_kill == DP_FAULT_DELETE_MID) {
 				DP_WARN("fault injection: SIGKILL mid-delete (%s removed)", p->dir);
 				raise(SIGKILL);
@@ -339,6 +340,8 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 /* Owner timer: retention, producer snapshots, expired watches, waiting duplicates. */
 void dp_shard_timer(struct dp_core *c)
 {
+	if (c->trash)
+		st_trash_tick(c->trash);
 	if (!c->opens_done)
 		dp_shard_report_opens(c);
 	if (c->markers_held)

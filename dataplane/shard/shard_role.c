@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 
 #include "arena.h"
+#include "trash.h"
 #include "shard_internal.h"
 
 static int shard_start(struct dp_core *c)
@@ -38,6 +39,15 @@ static int shard_start(struct dp_core *c)
 		c->txn_arena = NULL;
 		return -ENOMEM;
 	}
+	/* The trash: a deleted partition's files are unlinked from it on kernel workers (trash.h). The
+	 * first data core adopts the trash of cores a run with more of them left. */
+	if (!(c->trash = calloc(1, sizeof(*c->trash))))
+		return -ENOMEM;
+	int live[DP_CORES_MAX];
+	for (int k = 0; k < c->b->ndata; k++)
+		live[k] = c->b->first_data + k;
+	st_trash_init(c->trash, c->io, c->b->cfg.data_dir, c->id, (uint64_t)dp_wall_ms(), c->id == c->b->first_data,
+	              live, c->b->ndata);
 	/* The read slots and the warm-read sink, fixed here too (DP_READS_MAX, ST_LOG_WARM_BYTES). */
 	if (dp_shard_reads_create(c) < 0)
 		return -ENOMEM;
@@ -60,7 +70,7 @@ static int shard_settle(struct dp_core *c, bool due)
 
 static bool shard_busy(struct dp_core *c)
 {
-	return c->reads_inflight != 0 || c->read_waits.n != 0;
+	return c->reads_inflight != 0 || c->read_waits.n != 0 || (c->trash && st_trash_busy(c->trash));
 }
 
 static void shard_stop(struct dp_core *c)
@@ -99,6 +109,15 @@ static void shard_stop(struct dp_core *c)
 
 static void shard_destroy(struct dp_core *c)
 {
+	if (c->trash) {
+		if (c->trash->files_removed || c->trash->failures)
+			DP_INFO("trash: %llu files and %llu directories of deleted partitions removed, %llu failures",
+			        (unsigned long long)c->trash->files_removed, (unsigned long long)c->trash->dirs_removed,
+			        (unsigned long long)c->trash->failures);
+		st_trash_fini(c->trash);   /* what is left is emptied after the next start */
+	}
+	free(c->trash);
+	c->trash = NULL;
 	dp_shard_reads_destroy(c);
 	free(c->appends);
 	c->appends = NULL;

@@ -12,6 +12,9 @@
 # After each restart the topic must be gone entirely: not recovered, no
 # directory of it left, Metadata does not know it; re-created with the same
 # name, every partition is empty (the first append lands at offset 0).
+# A deleted partition's directory goes into the core's trash (DATA/.trash/<core>,
+# storage/trash.h), emptied by io_uring unlinks after the delete is answered: a
+# restart empties what a kill left there, and nothing of the topic stays on disk.
 # Last, a delete of a topic one of whose partitions failed to open (its
 # segment is a directory) removes that partition's directory too (before:
 # only an rmdir, which failed on its files, and a restart brought the topic
@@ -35,6 +38,15 @@ wait_broker_death() {
 	[ "$rc" -eq 137 ] || fail "$1: broker exited with status $rc, want 137 (SIGKILL)"
 	tail -n +"$2" "$BROKER_LOG" | grep -q "fault injection: SIGKILL $1" ||
 		fail "$1: no 'fault injection: SIGKILL $1' line in the broker log"
+}
+
+# The trash holds nothing but the cores' own directories within 20 s ($1: where).
+trash_emptied() {
+	local deadline=$((SECONDS + 20))
+	while [ -n "$(find "$DATA/.trash" -mindepth 2 2>/dev/null | head -n 1)" ]; do
+		((SECONDS < deadline)) || fail "$1: the trash still holds $(find "$DATA/.trash" -mindepth 2 | head -n 3)"
+		sleep 0.1
+	done
 }
 
 # Every partition of topic $1: Produce one record, want error $2 (0 NONE, 3 UNKNOWN_TOPIC_OR_PARTITION)
@@ -80,6 +92,7 @@ for point in mid-delete after-intent; do
 		fail "$point: the topic came back: $(grep "recovered topic $topic-0 " "$WORK/start-$point.log")"
 	left=$(find "$DATA" -maxdepth 1 -name "$topic-0*" | wc -l)
 	[ "$left" -eq 0 ] || fail "$point: entries of the deleted topic left: $(ls "$DATA" | grep "$topic")"
+	trash_emptied "$point: after the restart"
 	guarded "$PY" "$WORK/check.py" "$PORT" "$CLIENT_DIR" "$topic-0" $PARTS 3 0 || fail "$point: the topic still answers"
 	out=$("$PY" "$CLIENT_DIR/admin_client.py" create "$PORT" 1 $PARTS "$topic") || fail "$point: re-create: $out"
 	[ "$out" = "$topic-0 0" ] || fail "$point: re-create answered: $out"
@@ -110,5 +123,6 @@ stop_broker
 from=$(($(wc -l <"$BROKER_LOG") + 1))
 start_broker --cores $CORES --no-auto-create
 ! tail -n +"$from" "$BROKER_LOG" | grep -q "recovered topic broken-0 " || fail "broken-0 came back after its delete"
+trash_emptied "the last start"
 stop_broker
 pass "a delete killed mid-way or after its record leaves the topic gone, and a re-create empty; a partition that failed to open goes too"

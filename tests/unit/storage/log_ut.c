@@ -1712,7 +1712,7 @@ static void test_group_commit(void)
 	for (int i = 0; i < cb.n; i++)
 		CU_ASSERT_EQUAL(cb.status[i], 0);
 	st_log_close(a);
-	CU_ASSERT_EQUAL(st_log_delete(b), 0);
+	CU_ASSERT_EQUAL(st_log_delete(b, NULL), 0);
 	CU_ASSERT_FALSE(access(dir_b, F_OK) == 0);
 	ut_teardown();
 }
