@@ -16,6 +16,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 #define FOP_RENAME  0x20u   /* renameat(tmp -> name), linked to fsync(dirfd) */
 #define FOP_DROP    0x40u   /* unlinkat(drop) */
 #define FOP_CLEAN   0x80u   /* after a failure: close(fd) if open, unlinkat(tmp) */
+#define FOP_PUNCH   0x100u  /* fallocate(fd, PUNCH_HOLE | KEEP_SIZE, pos, len): frees those blocks */
 
 static st_fop_fault_fn fop_fault;
 
@@ -80,7 +82,7 @@ static void fop_submit_step(struct st_fop *f)
 	struct io_uring *ring;
 	uint64_t ud0 = fop_user_data(f, 0), ud1 = fop_user_data(f, 1);
 
-	f->step = (uint8_t)step;
+	f->step = (uint16_t)step;
 	f->faulted = 0;
 	f->res[0] = f->res[1] = 0;
 	f->nops = f->ops_left = 1;
@@ -135,6 +137,11 @@ static void fop_submit_step(struct st_fop *f)
 		if (!fop_fake(f, 0, "unlink", 0))
 			st_fs_prep_unlinkat(ring, f->dirfd, f->drop, ud0, 0);
 		return;
+	case FOP_PUNCH:
+		ring = fop_ring(f, 1);
+		if (!fop_fake(f, 0, "punch", 0))
+			st_fs_prep_fallocate(ring, f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, f->pos, f->len, ud0, 0);
+		return;
 	case FOP_CLEAN:
 		if (f->fd >= 0) {
 			/* Hard link: the temp file goes even if its close fails. */
@@ -163,7 +170,7 @@ static void fop_start(struct st_io *io, struct st_fop *f, unsigned plan, st_fop_
 	f->io = io;
 	f->cb = cb;
 	f->arg = arg;
-	f->plan = (uint8_t)plan;
+	f->plan = (uint16_t)plan;
 	f->err = 0;
 	f->retries = 0;
 	f->done = 0;
@@ -236,6 +243,14 @@ void st_fop_close_drop(struct st_io *io, struct st_fop *f, int fd, int dirfd, co
 	f->drop = drop;
 	f->keep = false;
 	fop_start(io, f, (fd >= 0 ? FOP_CLOSE : 0) | FOP_DROP, cb, arg);
+}
+
+void st_fop_punch(struct st_io *io, struct st_fop *f, int fd, uint64_t pos, uint64_t len, st_fop_cb cb, void *arg)
+{
+	f->fd = fd;
+	f->pos = pos;
+	f->len = (size_t)len;
+	fop_start(io, f, FOP_PUNCH, cb, arg);
 }
 
 void st_fop_datasync(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void *arg)
@@ -312,14 +327,14 @@ static void fop_settle(struct st_fop *f)
 		if (r0 < 0 && !transient(r0))
 			fop_fail(f, r0);
 		else if (r0 == 0)
-			f->plan &= (uint8_t)~f->step;
+			f->plan &= (uint16_t)~f->step;
 		break; /* transient: again */
 	case FOP_OPEN:
 		if (r0 < 0)
 			fop_fail(f, r0);
 		else {
 			f->fd = r0;
-			f->plan &= (uint8_t)~FOP_OPEN;
+			f->plan &= (uint16_t)~FOP_OPEN;
 		}
 		break;
 	case FOP_WRITE:
@@ -337,10 +352,10 @@ static void fop_settle(struct st_fop *f)
 		}
 		if (f->done < f->len)
 			break; /* the rest (and its sync) go again */
-		f->plan &= (uint8_t)~FOP_WRITE;
+		f->plan &= (uint16_t)~FOP_WRITE;
 		/* The write is whole, so the linked sync ran after it (cancelled or transient: alone next). */
 		if (f->nops == 2 && r1 == 0)
-			f->plan &= (uint8_t)~FOP_SYNC;
+			f->plan &= (uint16_t)~FOP_SYNC;
 		else if (f->nops == 2 && r1 < 0 && r1 != -ECANCELED && !transient(r1))
 			fop_fail(f, r1);
 		break;
@@ -349,7 +364,7 @@ static void fop_settle(struct st_fop *f)
 		if (r0 < 0)
 			fop_fail(f, r0);
 		else
-			f->plan &= (uint8_t)~FOP_CLOSE;
+			f->plan &= (uint16_t)~FOP_CLOSE;
 		break;
 	case FOP_RENAME:
 		f->renamed = r0 == 0;
@@ -358,16 +373,22 @@ static void fop_settle(struct st_fop *f)
 		else if (r1 < 0)
 			fop_fail(f, r1 == -ECANCELED ? -EIO : r1);
 		else
-			f->plan &= (uint8_t)~FOP_RENAME;
+			f->plan &= (uint16_t)~FOP_RENAME;
 		break;
 	case FOP_DROP:
 		if (r0 < 0 && r0 != -ENOENT)
 			fprintf(stderr, "sluice storage: cannot remove %s: %s\n", f->drop, strerror(-r0));
-		f->plan &= (uint8_t)~FOP_DROP;
+		f->plan &= (uint16_t)~FOP_DROP;
 		break;
 	case FOP_CLEAN:
 		f->fd = -1;
 		f->plan = 0;
+		break;
+	case FOP_PUNCH:
+		if (r0 < 0 && !transient(r0))
+			fop_fail(f, r0);
+		else if (r0 == 0)
+			f->plan &= (uint16_t)~FOP_PUNCH;
 		break;
 	}
 }

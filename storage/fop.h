@@ -54,8 +54,8 @@ struct st_fop {
 	int err;                   /* first error of the operation */
 	int res[2];                /* results of the step's SQEs (second: the linked one) */
 	uint32_t retries;          /* consecutive writes without progress */
-	uint8_t plan;              /* steps still to run (bits, fop.c) */
-	uint8_t step;              /* step of the SQEs in flight */
+	uint16_t plan;             /* steps still to run (bits, fop.c) */
+	uint16_t step;             /* step of the SQEs in flight */
 	uint8_t nops, ops_left;    /* SQEs of that step; CQEs still expected for them */
 	uint8_t faulted;           /* test hook: which of them were injected failures */
 	bool keep;                 /* replace_open: the new file stays open */
@@ -92,6 +92,9 @@ void st_fop_close(struct st_io *io, struct st_fop *f, int fd, st_fop_cb cb, void
 void st_fop_close_drop(struct st_io *io, struct st_fop *f, int fd, int dirfd, const char *drop, st_fop_cb cb,
                        void *arg);
 
+/* fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, pos, len): the range's blocks freed (on a
+ * kernel worker, as every step), the file's size kept. -EOPNOTSUPP where the file system has no holes. */
+void st_fop_punch(struct st_io *io, struct st_fop *f, int fd, uint64_t pos, uint64_t len, st_fop_cb cb, void *arg);
 static inline bool st_fop_busy(const struct st_fop *f) { return f->busy; }
 static inline int st_fop_fd(const struct st_fop *f) { return f->fd; }
 static inline bool st_fop_renamed(const struct st_fop *f) { return f->renamed; }
@@ -99,7 +102,7 @@ static inline bool st_fop_renamed(const struct st_fop *f) { return f->renamed; }
 /*
  * Test hook (unit tests and the simulator's disk): when set, called for each
  * SQE the engine prepares with its step name ("open", "write", "datasync",
- * "close", "rename", "dirsync", "unlink", "presync"); a non-zero return makes
+ * "close", "rename", "dirsync", "unlink", "presync", "punch"); a non-zero return makes
  * that step fail with that -errno as if the kernel had returned it.
  */
 typedef int (*st_fop_fault_fn)(const char *step);

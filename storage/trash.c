@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs.h"
+
+static void tick(struct st_trash *t);
 
 static bool dot(const char *n)
 {
@@ -49,7 +52,7 @@ void st_trash_init(struct st_trash *t, struct st_io *io, const char *data_dir, i
 	memset(t, 0, sizeof(*t));
 	t->io = io;
 	t->stamp = stamp;
-	t->subfd = t->dirfd = -1;
+	t->subfd = t->dirfd = t->pfd = -1;
 	char top[ST_TRASH_PATH_BYTES - 16];
 	snprintf(top, sizeof(top), "%s/%s", data_dir, ST_TRASH_DIR);
 	snprintf(t->dir, sizeof(t->dir), "%s/%d", top, core);
@@ -106,18 +109,89 @@ static void unlinked(void *arg, int status)
 		t->failures++;
 	else
 		t->files_removed++;
-	st_trash_tick(t);   /* the next one at once (its SQEs are queued, never completed inside) */
+	tick(t);   /* the next one at once (its SQEs are queued, never completed inside) */
 }
 
-/* Unlink dirfd/name on a kernel worker (the core never waits for its blocks to be freed). */
-static void unlink_async(struct st_trash *t, int dirfd, const char *name)
+/* Close fd (-1: none) and unlink dirfd/name on a kernel worker (the core never waits for the blocks). */
+static void unlink_async(struct st_trash *t, int fd, int dirfd, const char *name)
 {
 	uint32_t i = 0;
 	while (st_fop_busy(&t->fop[i]))
 		i++;   /* one is free: inflight < ST_TRASH_UNLINKS */
 	snprintf(t->names[i], sizeof(t->names[i]), "%s", name);
 	t->inflight++;
-	st_fop_close_drop(t->io, &t->fop[i], -1, dirfd, t->names[i], unlinked, t);
+	st_fop_close_drop(t->io, &t->fop[i], fd, dirfd, t->names[i], unlinked, t);
+}
+
+/* The punched file closed and unlinked. */
+static void dropped(void *arg, int status)
+{
+	struct st_trash *t = arg;
+	t->punching = false;
+	if (status < 0)
+		t->failures++;
+	else
+		t->files_removed++;
+	tick(t);
+}
+
+static void punched(void *arg, int status)
+{
+	struct st_trash *t = arg;
+	t->punches++;
+	if (status < 0 && !t->pfailed) {
+		t->pfailed = true;   /* no holes here (or a failure): the unlink frees the rest at once */
+		if (status != -EOPNOTSUPP)
+			fprintf(stderr, "sluice storage: %s/%s/%s: punch failed: %s; unlinked whole\n", t->dir, t->subname,
+			        t->pname, strerror(-status));
+	}
+	t->pnext_ms = t->now_ms + ST_TRASH_PUNCH_GAP_MS;
+}
+
+/* The large file's next step, when it is due: a punch from its end, or its unlink once empty. */
+static void punch_next(struct st_trash *t)
+{
+	if (!t->punching || st_fop_busy(&t->punch) || t->now_ms < t->pnext_ms)
+		return;
+	if (t->pfailed || t->pend == 0) {
+		int fd = t->pfd;
+		t->pfd = -1;   /* the fop closes it */
+		st_fop_close_drop(t->io, &t->punch, fd, t->pdirfd, t->pname, dropped, t);
+		return;
+	}
+	uint64_t len = t->pend > ST_TRASH_PUNCH_BYTES ? ST_TRASH_PUNCH_BYTES : t->pend;
+	t->pend -= len;
+	st_fop_punch(t->io, &t->punch, t->pfd, t->pend, len, punched, t);
+}
+
+/*
+ * One file of the entry being emptied: unlinked, or, when it holds more than
+ * ST_TRASH_PUNCH_BYTES, punched first (trash.h). false: it is large and the
+ * punch is busy with another, so it waits (held).
+ */
+static bool file_take(struct st_trash *t, const char *name)
+{
+	int fd = st_fs_openat(t->subfd, name, O_WRONLY | O_CLOEXEC, 0);
+	struct stat st;
+	uint64_t held = fd >= 0 && st_fs_fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	if (held <= ST_TRASH_PUNCH_BYTES) {
+		unlink_async(t, fd, t->subfd, name);
+		return true;
+	}
+	if (t->punching) {
+		st_fs_close(fd);
+		return false;
+	}
+	uint64_t size = (uint64_t)st.st_size > held ? (uint64_t)st.st_size : held;   /* blocks past the size too */
+	t->punching = true;
+	t->pfailed = false;
+	t->pfd = fd;
+	t->pdirfd = t->subfd;
+	t->pend = (size + 4095) & ~(uint64_t)4095;
+	t->pnext_ms = t->now_ms;
+	snprintf(t->pname, sizeof(t->pname), "%s", name);
+	punch_next(t);
+	return true;
 }
 
 /* The entry being emptied is done with: removed once empty, another pass, or left for a later start. */
@@ -139,9 +213,16 @@ static void sub_end(struct st_trash *t)
 	t->subfd = -1;
 }
 
-void st_trash_tick(struct st_trash *t)
+void st_trash_tick(struct st_trash *t, int64_t now_ms)
+{
+	t->now_ms = now_ms;
+	tick(t);
+}
+
+static void tick(struct st_trash *t)
 {
 	struct dirent *e;
+	punch_next(t);
 	while (t->pending && t->inflight < ST_TRASH_UNLINKS) {
 		if (t->sub_file) {
 			if (t->inflight)
@@ -182,17 +263,27 @@ void st_trash_tick(struct st_trash *t)
 					st_fs_close(t->subfd);
 				t->subfd = -1;
 				t->sub_file = true;   /* a file (or a directory that would not open): unlinked whole */
-				unlink_async(t, t->dirfd, t->subname);
+				unlink_async(t, -1, t->dirfd, t->subname);
 			}
+			continue;
+		}
+		if (t->has_held) {
+			if (!file_take(t, t->held))
+				return;   /* the punch is still busy with another */
+			t->has_held = false;
 			continue;
 		}
 		while ((e = st_fs_readdir(t->sub)) && dot(e->d_name))
 			;
 		if (e) {
-			unlink_async(t, t->subfd, e->d_name);
+			if (!file_take(t, e->d_name)) {
+				snprintf(t->held, sizeof(t->held), "%s", e->d_name);
+				t->has_held = true;
+				return;
+			}
 			continue;
 		}
-		if (t->inflight)
+		if (t->inflight || t->punching)
 			return;   /* the directory goes once its files are gone */
 		sub_end(t);
 	}
@@ -200,11 +291,15 @@ void st_trash_tick(struct st_trash *t)
 
 bool st_trash_busy(const struct st_trash *t)
 {
-	return t->inflight != 0;
+	return t->inflight != 0 || st_fop_busy(&t->punch);
 }
 
 void st_trash_fini(struct st_trash *t)
 {
+	if (t->pfd >= 0)
+		st_fs_close(t->pfd);   /* between two punches: the rest after the next start */
+	t->pfd = -1;
+	t->punching = false;
 	if (t->sub) {
 		st_fs_closedir(t->sub);
 		st_fs_close(t->subfd);

@@ -33,6 +33,18 @@
 #define ST_TRASH_UNLINKS    4     /* unlinks in flight per core: each on its own kernel worker */
 #define ST_TRASH_PATH_BYTES 1024
 #define ST_TRASH_PASSES_MAX 16    /* readdir passes over one directory before it is left for later */
+/*
+ * A file larger than this is not unlinked whole: its blocks are freed
+ * ST_TRASH_PUNCH_BYTES at a time from its end (fallocate PUNCH_HOLE through
+ * io_uring), one punch per core at a time, ST_TRASH_PUNCH_GAP_MS apart, then
+ * the empty file unlinked. An unlink frees all of a file's blocks in one file
+ * system transaction, which other files' fdatasyncs then wait behind:
+ * measured here (2 GB file, a 4 KiB write+fdatasync every 2 ms beside it),
+ * the fdatasync's worst case was 55-74 ms with one unlink and 8-11 ms punched
+ * 16 MiB a step 2 ms apart (sluice-trash-bench, bench/RESULTS.md).
+ */
+#define ST_TRASH_PUNCH_BYTES  (16u << 20)
+#define ST_TRASH_PUNCH_GAP_MS 2
 
 struct st_io;
 
@@ -53,7 +65,16 @@ struct st_trash {
 	struct st_fop fop[ST_TRASH_UNLINKS];
 	char names[ST_TRASH_UNLINKS][256];
 	uint32_t inflight;
-	uint64_t files_removed, dirs_removed, failures;
+	char held[256];                 /* a large file read from sub while the punch was busy: next */
+	bool has_held;
+	struct st_fop punch;            /* the large file being freed a punch at a time */
+	int pfd, pdirfd;
+	uint64_t pend;                  /* its bytes not yet punched, from 0 */
+	int64_t pnext_ms;               /* the next punch not before */
+	bool punching, pfailed;
+	int64_t now_ms;                 /* the last tick's */
+	char pname[256];
+	uint64_t files_removed, dirs_removed, failures, punches;
 };
 
 /*
@@ -66,9 +87,10 @@ void st_trash_init(struct st_trash *t, struct st_io *io, const char *data_dir, i
                    bool adopt, const int *live, int nlive);
 /* Rename path (a directory, or a file) into the trash. 0, or -errno (path untouched, or gone). */
 int  st_trash_put(struct st_trash *t, const char *path);
-/* Start what can be started (cheap when the trash is empty): call it every tick. */
-void st_trash_tick(struct st_trash *t);
-/* Unlinks in flight (the core waits for them before it stops). */
+/* Start what can be started (cheap when the trash is empty): call it every tick, now_ms any clock. */
+void st_trash_tick(struct st_trash *t, int64_t now_ms);
+/* Unlinks or a punch in flight (the core waits for them before it stops; a file half punched is
+ * finished after the next start). */
 bool st_trash_busy(const struct st_trash *t);
 /* Close what is open (not busy); what is left stays for the next start. */
 void st_trash_fini(struct st_trash *t);

@@ -341,7 +341,7 @@ static void part_probe(struct dp_core *c, struct dp_topic *t, int32_t i, struct 
 void dp_shard_timer(struct dp_core *c)
 {
 	if (c->trash)
-		st_trash_tick(c->trash);
+		st_trash_tick(c->trash, c->now_ms);
 	if (!c->opens_done)
 		dp_shard_report_opens(c);
 	if (c->markers_held)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log_internal.h"
@@ -47,16 +48,26 @@ static void ut_teardown(void)
 	CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+static int64_t ut_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The core loop's part: tick, submit, hand completions back, until the trash is idle and empty. */
 static void ut_drive(struct st_trash *t)
 {
-	for (int guard = 0; (t->pending || st_trash_busy(t)) && guard < 100000; guard++) {
-		st_trash_tick(t);
+	int64_t deadline = ut_now_ms() + 20000;
+	while ((t->pending || t->punching || st_trash_busy(t)) && ut_now_ms() < deadline) {
+		st_trash_tick(t, ut_now_ms());
 		if (t->inflight > peak)
 			peak = t->inflight;
 		st_io_flush(io);
-		if (!st_trash_busy(t))
+		if (!st_trash_busy(t)) {
+			usleep(200);   /* a punch waits its gap */
 			continue;
+		}
 		struct io_uring_cqe *cqe;
 		unsigned head, n = 0;
 		io_uring_submit_and_wait(&ring, 1);
@@ -68,6 +79,7 @@ static void ut_drive(struct st_trash *t)
 	}
 	CU_ASSERT_FALSE(st_trash_busy(t));
 	CU_ASSERT_FALSE(t->pending);
+	CU_ASSERT_FALSE(t->punching);
 }
 
 /* A directory under dir holding n files of a few bytes. */
@@ -183,6 +195,76 @@ static void test_restart_and_adopt(void)
 	ut_teardown();
 }
 
+/* A file of n MiB of written data in dir/name. */
+static void make_big(const char *name, int mib)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	static char buf[1 << 20];
+	memset(buf, 'x', sizeof(buf));
+	for (int i = 0; i < mib; i++)
+		CU_ASSERT_EQUAL_FATAL(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+}
+
+/*
+ * Files past ST_TRASH_PUNCH_BYTES are punched a step at a time, one at a time
+ * (a second large one waits), then unlinked; a stop between two punches leaves
+ * the file for the next start, which finishes it.
+ */
+static void test_punch(void)
+{
+	ut_setup();
+	struct st_trash t;
+	st_trash_init(&t, io, dir, 1, 20, false, NULL, 0);
+	make_part("big-0", 2);
+	make_big("big-0/a.log", 40);   /* 3 punches of 16 MiB */
+	make_big("big-0/b.log", 20);   /* 2 */
+	char p[256];
+	snprintf(p, sizeof(p), "%s/big-0", dir);
+	CU_ASSERT_EQUAL(st_trash_put(&t, p), 0);
+	ut_drive(&t);
+	CU_ASSERT_EQUAL(t.files_removed, 2 + 2);
+	CU_ASSERT_EQUAL(t.dirs_removed, 1);
+	CU_ASSERT_EQUAL(t.failures, 0);
+	CU_ASSERT(t.punches >= 5);   /* a file system without holes fails the first: then 2 */
+	char trash[256];
+	snprintf(trash, sizeof(trash), "%s/%s/1", dir, ST_TRASH_DIR);
+	CU_ASSERT_EQUAL(entries(trash), 0);
+	/* Stopped after the first punch of a large file: the next start finishes it. */
+	make_part("big-1", 0);
+	make_big("big-1/c.log", 40);
+	snprintf(p, sizeof(p), "%s/big-1", dir);
+	CU_ASSERT_EQUAL(st_trash_put(&t, p), 0);
+	uint64_t before = t.punches;
+	for (int guard = 0; t.punches == before && guard < 100000; guard++) {
+		st_trash_tick(&t, ut_now_ms());
+		st_io_flush(io);
+		if (!st_trash_busy(&t))
+			continue;
+		struct io_uring_cqe *cqe;
+		io_uring_submit_and_wait(&ring, 1);
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			st_io_complete(io, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&ring, n);
+	}
+	CU_ASSERT_EQUAL(t.punches, before + 1);
+	CU_ASSERT_FALSE(st_trash_busy(&t));
+	st_trash_fini(&t);
+	CU_ASSERT_EQUAL(entries(trash), 1);
+	st_trash_init(&t, io, dir, 1, 21, false, NULL, 0);
+	ut_drive(&t);
+	CU_ASSERT_EQUAL(t.files_removed, 1);
+	CU_ASSERT_EQUAL(entries(trash), 0);
+	st_trash_fini(&t);
+	ut_teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -191,6 +273,7 @@ int main(void)
 	s = CU_add_suite("trash", NULL, NULL);
 	CU_add_test(s, "put: gone from its name at once, emptied through io_uring, bounded", test_put_and_sweep);
 	CU_add_test(s, "a stop leaves it for the next start; an orphaned core's trash adopted", test_restart_and_adopt);
+	CU_add_test(s, "large files: punched a step at a time, one at a time, finished after a restart", test_punch);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures();
