@@ -1160,7 +1160,7 @@ int grp_offset_prepare(struct grp_offsets *t, const char *group, size_t glen, co
 	return 0;
 }
 
-void grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
+int grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
                         const char *topic, size_t tlen, int32_t partition, int64_t offset, int32_t leader_epoch,
                         int64_t commit_ms, const char *meta, int32_t meta_len)
 {
@@ -1173,11 +1173,13 @@ void grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const c
 		offset_set(o, offset, leader_epoch, commit_ms, meta, meta_len);
 		if (fresh)
 			offset_free(t, fresh);   /* another commit of the key made a larger block meanwhile */
-		return;
+		return 0;
 	}
-	assert(fresh);   /* see grp_offset_prepare */
+	if (!fresh)   /* cannot happen (see grp_offset_prepare); should it, a block now if there is one */
+		return put_key(t, &t->tab, k, (size_t)n, offset, leader_epoch, commit_ms, meta, meta_len);
 	offset_set(fresh, offset, leader_epoch, commit_ms, meta, meta_len);
 	offset_place(t, &t->tab, fresh);
+	return 0;
 }
 
 void grp_offset_drop(struct grp_offsets *t, struct grp_offset *fresh)

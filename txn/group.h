@@ -355,13 +355,14 @@ const struct grp_offset *grp_offset_get(const struct grp_offsets *t, const char 
  * the write, makes the room (*fresh: a new entry's block, not yet in the
  * table, or NULL when the key's entry holds the new metadata in place, so a
  * key committed again needs no memory); _install, once durable, applies the
- * value (fresh as given by _prepare); _drop, after a failed write, undoes
- * _prepare. Returns 0, -EINVAL (a name or the metadata too long) or
- * -ENOMEM.
+ * value (fresh as given by _prepare), and returns 0 (-ENOMEM only should the
+ * rule _prepare relies on be broken: see group.c); _drop, after a failed
+ * write, undoes _prepare. _prepare returns 0, -EINVAL (a name or the
+ * metadata too long) or -ENOMEM.
  */
 int  grp_offset_prepare(struct grp_offsets *t, const char *group, size_t glen, const char *topic, size_t tlen,
                         int32_t partition, int32_t meta_len, struct grp_offset **fresh);
-void grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
+int  grp_offset_install(struct grp_offsets *t, struct grp_offset *fresh, const char *group, size_t glen,
                         const char *topic, size_t tlen, int32_t partition, int64_t offset, int32_t leader_epoch,
                         int64_t commit_ms, const char *meta, int32_t meta_len);
 void grp_offset_drop(struct grp_offsets *t, struct grp_offset *fresh);

@@ -601,9 +601,13 @@ static void owrite_done(struct dp_core *c, struct grp_owrite_part *p, int status
 			grp_offset_drop(c->grp->offsets, p->fresh);
 	} else if (p->prepared) {
 		/* Cannot fail: the room was made before the write. */
-		grp_offset_install(c->grp->offsets, p->fresh, op->group.ptr, (size_t)op->group.len, p->topic.ptr,
-		                   (size_t)p->topic.len, p->partition, p->offset, p->leader_epoch, p->commit_ms,
-		                   p->meta.ptr, p->meta.len);
+		if (grp_offset_install(c->grp->offsets, p->fresh, op->group.ptr, (size_t)op->group.len, p->topic.ptr,
+		                       (size_t)p->topic.len, p->partition, p->offset, p->leader_epoch, p->commit_ms,
+		                       p->meta.ptr, p->meta.len) < 0) {
+			DP_ERR_RL("group %.*s: a durable offset commit found no room in the table (a coordinator bug); "
+			          "the restart loads it", op->group.len, op->group.ptr);
+			*p->err = KERR_COORDINATOR_NOT_AVAILABLE;
+		}
 	}
 	p->prepared = false;
 	p->fresh = NULL;
