@@ -268,7 +268,7 @@ static void tick(struct st_trash *t)
 			continue;
 		}
 		if (t->has_held) {
-			if (!file_take(t, t->held))
+			if (t->punching || !file_take(t, t->held))
 				return;   /* the punch is still busy with another */
 			t->has_held = false;
 			continue;
