@@ -102,6 +102,10 @@ static void shard_stop(struct dp_core *c)
 	if (c->aborted_cut_reads)
 		DP_INFO("%llu read_committed reads were cut short for their aborted lists (%llu to one batch)",
 		        (unsigned long long)c->aborted_cut_reads, (unsigned long long)c->aborted_one_batch_reads);
+	if (c->trash && (c->trash->files_removed || c->trash->failures))
+		DP_INFO("trash: %llu files and %llu directories of deleted partitions removed (%llu punches), %llu failures",
+		        (unsigned long long)c->trash->files_removed, (unsigned long long)c->trash->dirs_removed,
+		        (unsigned long long)c->trash->punches, (unsigned long long)c->trash->failures);
 	for (uint32_t id = 0; id < c->topics_end; id++)
 		if (c->topics[id].live)
 			dp_shard_close_topic(c, &c->topics[id], false);
@@ -109,13 +113,8 @@ static void shard_stop(struct dp_core *c)
 
 static void shard_destroy(struct dp_core *c)
 {
-	if (c->trash) {
-		if (c->trash->files_removed || c->trash->failures)
-			DP_INFO("trash: %llu files and %llu directories of deleted partitions removed, %llu failures",
-			        (unsigned long long)c->trash->files_removed, (unsigned long long)c->trash->dirs_removed,
-			        (unsigned long long)c->trash->failures);
+	if (c->trash)
 		st_trash_fini(c->trash);   /* what is left is emptied after the next start */
-	}
 	free(c->trash);
 	c->trash = NULL;
 	dp_shard_reads_destroy(c);
