@@ -97,12 +97,12 @@ target() {
 		seeder=fuzz_records_seeds seeder_srcs=("${storage[@]}") seed_dirs=(records)
 		max_len=65536 ;;
 	recovery)  # the segment recovery scanner and the readers over what it kept
-		srcs=("$root/storage/log.c" "$root/storage/fop.c" "${storage[@]}")
+		srcs=("$root/storage/log.c" "$root/storage/fop.c" "$root/storage/trash.c" "${storage[@]}")
 		inc=(-I"$root/storage" -I"$root/txn" -I"$root/tests/unit/storage") libs=(-luring)
 		seeder=fuzz_storage_seeds seeder_srcs=("${storage[@]}") seed_dirs=(recovery txnindex)
 		max_len=8192 noise='^sluice storage:\|^txn lso:' ;;
 	segindex)  # a sealed segment's offset index, trusted at open, and the readers that go by it
-		srcs=("$root/storage/log.c" "$root/storage/fop.c" "${storage[@]}")
+		srcs=("$root/storage/log.c" "$root/storage/fop.c" "$root/storage/trash.c" "${storage[@]}")
 		inc=(-I"$root/storage" -I"$root/tests/unit/storage") libs=(-luring)
 		seeder=fuzz_segindex_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(segindex)
 		max_len=16384 noise='^sluice storage:' ;;
@@ -118,7 +118,7 @@ target() {
 		# (txn/pstate.c with txn/lso.c over a real log).
 		gen_kerr
 		srcs=("$root/txn/coord.c" "$root/txn/group.c" "$root/txn/pstate.c" "$root/txn/lso.c" "$root/txn/htab.c" "$root/txn/arena.c"
-			"$root/storage/log.c" "$root/storage/fop.c" "${storage[@]}" "$work/kerr.c")
+			"$root/storage/log.c" "$root/storage/fop.c" "$root/storage/trash.c" "${storage[@]}" "$work/kerr.c")
 		inc=(-I"$root/storage" -I"$root/txn" -I"$work") libs=(-luring)
 		seeder=fuzz_txn_seeds seeder_srcs=("${srcs[@]}") seed_dirs=(txnlog offsetslog pstate)
 		max_len=65536 noise='^sluice storage:\|^txn lso:\|^pstate:' ;;

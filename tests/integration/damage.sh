@@ -197,11 +197,10 @@ check_all() {
 
 from=$(($(wc -l <"$BROKER_LOG") + 1))
 start_broker "${BROKER_ARGS[@]}"
-tail -n +"$from" "$BROKER_LOG" | grep -q 'cutting 100 byte(s)' || fail "the torn tail was not cut (broker log)"
-tail -n +"$from" "$BROKER_LOG" | grep -q '__consumer_offsets.*DAMAGED' ||
-	fail "no error about the damaged __consumer_offsets in the broker log"
-tail -n +"$from" "$BROKER_LOG" | grep -q 'aborted.txnindex: DAMAGED' ||
-	fail "no error about the damaged aborted.txnindex in the broker log"
+# The data cores open their partitions after the port is up: wait for their lines.
+log_wait "$from" 'cutting 100 byte\(s\)' || fail "the torn tail was not cut (broker log)"
+log_wait "$from" '__consumer_offsets.*DAMAGED' || fail "no error about the damaged __consumer_offsets in the broker log"
+log_wait "$from" 'aborted.txnindex: DAMAGED' || fail "no error about the damaged aborted.txnindex in the broker log"
 check_all "$from"
 # The coordinator still works: one more transaction commits, and read_committed sees it.
 guarded "$RDK_TXN" produce --bootstrap "$BOOTSTRAP" --txn-id tx0 --topics tx --partitions 1 \

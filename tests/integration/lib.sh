@@ -213,6 +213,18 @@ guarded() {
 	wait "$pid"
 }
 
+# log_wait FROM PATTERN [SECONDS]: true once the broker log, from line FROM on, holds a line
+# matching PATTERN (grep -E), false after SECONDS (default 20) or when the broker died. Lines a
+# core writes after the port is up (a data core opens its partitions then; a pass of a timer
+# logs at its end) need it: one grep right away races them.
+log_wait() {
+	local from=$1 pat=$2 deadline=$((SECONDS + ${3:-20}))
+	until tail -n +"$from" "$BROKER_LOG" | grep -qE "$pat"; do
+		((SECONDS < deadline)) && broker_alive || return 1
+		sleep 0.1
+	done
+}
+
 # Exit with the status of the script's own verdict, keeping the trap's cleanup.
 pass() {
 	log "PASS${1:+: $1}"
