@@ -37,8 +37,8 @@
  * A file larger than this is not unlinked whole: its blocks are freed
  * ST_TRASH_PUNCH_BYTES at a time from its end (fallocate PUNCH_HOLE through
  * io_uring), one punch per core at a time, ST_TRASH_PUNCH_GAP_MS apart, then
- * the empty file unlinked. An unlink frees all of a file's blocks in one file
- * system transaction, which other files' fdatasyncs then wait behind:
+ * the empty file unlinked. An unlink frees all of a file's blocks in one go,
+ * and other files' fdatasyncs wait behind the file system's work for it:
  * measured here (2 GB file, a 4 KiB write+fdatasync every 2 ms beside it),
  * the fdatasync's worst case was 55-74 ms with one unlink and 8-11 ms punched
  * 16 MiB a step 2 ms apart (sluice-trash-bench, bench/RESULTS.md).
