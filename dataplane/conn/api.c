@@ -821,7 +821,7 @@ void dp_handle_part(struct dp_core *c, struct dp_req *r, struct dp_msg *m)
 		return;
 	case DP_MSG_TXN_DONE:
 	case DP_MSG_GROUP_DONE:
-		dp_call_done(r, m);   /* the coordinator answered in the call */
+		dp_call_done(c, r, m);   /* the coordinator answered in the call */
 		return;
 	case DP_MSG_TXN_MARKER_DONE:
 	case DP_MSG_DESCRIBE_PRODUCERS_DONE:

@@ -78,7 +78,7 @@ void dp_req_buf_put(struct dp_core *c, struct dp_req *r, void *p, size_t bytes)
 struct dp_call *dp_call_begin(struct dp_core *c, struct dp_req *r, const struct kreader *rd, struct kreader *crd)
 {
 	size_t body = rd->p < rd->end ? (size_t)(rd->end - rd->p) : 0;
-	size_t bytes = dp_call_bytes(r->frame_len, body);
+	size_t bytes = dp_call_bytes_min(r->frame_len, body, r->call_arena_min);
 	if (bytes > DP_BUF_MAX_BYTES)
 		return NULL;   /* no retry would fit: closed, as a request past DP_ARENA_BYTES_MAX is */
 	void *mem = dp_fault(c, c->b->cfg.fault_call_refuse_permille) ? NULL : dp_req_buf_try_get(c, r, bytes);
@@ -123,10 +123,73 @@ void dp_call_send(struct dp_core *c, struct dp_req *r, struct dp_call *call, enu
 	dp_ask_service(c, svc, dp_req_complete_part, &m);
 }
 
-void dp_call_done(struct dp_req *r, const struct dp_msg *m)
+/*
+ * The coordinator's answer did not fit the call's arena (call.h
+ * dp_call_grow): send the request again in a larger call, decoded afresh
+ * from the first call's copy of its body by the API's own handler. True if
+ * it went (r waits for it); false leaves the first call and its plain error
+ * as the answer: sent again too often, or no buffer for it (the handler
+ * then shaped a refusal in r's own arena, which is not used).
+ */
+static bool call_again(struct dp_core *c, struct dp_req *r, uint16_t type)
+{
+	struct dp_call *old = r->call;
+	size_t old_bytes = r->call_bytes;
+	r->call_grows++;
+	r->call = NULL;
+	r->resp = NULL;   /* the new call's answer sets it (at once, from a coordinator on this core) */
+	r->call_arena_min = old->grow_bytes;
+	r->call_join_as = old->join_as;
+	struct kreader rd;
+	kr_init(&rd, old->body, old->body_len);
+	int rc = type == DP_MSG_GROUP_DONE ? dp_group_handle(c, r, &rd) : dp_txn_handle(c, r, &rd);
+	r->call_join_as = (struct kstr){ NULL, -1 };
+	if (rc < 0 || !r->call) {
+		if (r->call)
+			dp_req_buf_put(c, r, r->call, r->call_bytes);
+		r->call = old;
+		r->call_bytes = old_bytes;
+		r->resp = old->resp;
+		DP_WARN_RL("connection %u: no %u-byte call for an answer larger than its request's: "
+		           "answered with the coordinator's error", r->conn->handle, old->grow_bytes);
+		return false;
+	}
+	/* Sent: the new call holds its own copy of the body (dp_call_begin); r waits for its answer. */
+	dp_req_buf_put(c, r, old, old_bytes);
+	return true;
+}
+
+void dp_call_done(struct dp_core *c, struct dp_req *r, const struct dp_msg *m)
 {
 	assert(m->u.call.call == r->call);
 	r->resp = r->call->resp;   /* encoded from the call's arena; the call is freed after (dp_req_release) */
+	if (!r->call->grow_bytes || r->call_grows >= DP_CALL_GROWS_MAX || r->conn->closing)
+		return;
+	/*
+	 * Sent again at the end of the turn, not from here: a coordinator on
+	 * this core answers in the middle of its own work (a rebalance's
+	 * answers), which must not take a new call before it is done. r waits
+	 * for it as for a part.
+	 */
+	r->pending++;
+	r->call_again_type = m->type;
+	r->call_again_next = c->calls_again;
+	c->calls_again = r;
+}
+
+int dp_calls_again(struct dp_core *c)
+{
+	int n = 0;
+	while (c->calls_again) {
+		struct dp_req *r = c->calls_again;
+		c->calls_again = r->call_again_next;
+		r->call_again_next = NULL;
+		if (!r->conn->closing)
+			call_again(c, r, r->call_again_type);
+		dp_req_part_done(c, r);   /* the wait dp_call_done added */
+		n++;
+	}
+	return n;
 }
 
 /*

@@ -56,6 +56,11 @@ struct dp_req {
 	 * held by r (NULL: none, or refused and shaped in r's arena). */
 	struct dp_call *call;
 	size_t call_bytes;
+	uint32_t call_arena_min;      /* the call being sent again: its arena at least this (grow_bytes) */
+	uint8_t call_grows;           /* times it was sent again, at most DP_CALL_GROWS_MAX */
+	uint16_t call_again_type;     /* on the core's calls_again list: the answer's type */
+	struct dp_req *call_again_next;
+	struct kstr call_join_as;     /* ... and the member id it joins as (in the call it replaces) */
 
 	/* Produce/ListOffsets: flat slot -> response partition. */
 	void **slots;
@@ -69,5 +74,7 @@ extern const struct dp_role dp_conn_role;
 
 /* conn.c */
 void dp_req_complete_part(struct dp_core *c, struct dp_msg *m);
+/* The calls whose answers asked for a larger arena, sent again (each turn, at its end): work done. */
+int  dp_calls_again(struct dp_core *c);
 
 #endif

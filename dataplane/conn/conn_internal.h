@@ -183,8 +183,9 @@ static inline void dp_ask_part(struct dp_core *c, struct dp_req *r, int owner, d
 struct dp_call *dp_call_begin(struct dp_core *c, struct dp_req *r, const struct kreader *rd, struct kreader *crd);
 /* NIC core: send the shaped call to the service svc runs (type: DP_MSG_TXN_REQ or DP_MSG_GROUP_REQ). */
 void dp_call_send(struct dp_core *c, struct dp_req *r, struct dp_call *call, enum dp_service svc, uint16_t type);
-/* NIC core: the call's answer is in: r's response is the call's (encoded from it, then freed). */
-void dp_call_done(struct dp_req *r, const struct dp_msg *m);
+/* NIC core: the call's answer is in: r's response is the call's (encoded from it, then freed),
+ * unless the coordinator asked for a larger arena (grow_bytes): then the call is sent again. */
+void dp_call_done(struct dp_core *c, struct dp_req *r, const struct dp_msg *m);
 
 /* A handler that only decodes Name##Request into a call, starts
  * Name##Response there from its schema defaults, and sends the call. */

@@ -45,7 +45,8 @@ static int conn_poll(struct dp_core *c)
 
 static int conn_flush(struct dp_core *c)
 {
-	return c->nic ? nic_flush(c->nic) : 0;
+	int work = dp_calls_again(c);   /* first: what they answer at once is flushed with the rest */
+	return work + (c->nic ? nic_flush(c->nic) : 0);
 }
 
 /* A parked fetch's deadline is checked by the timer: the core must not sleep through it. */

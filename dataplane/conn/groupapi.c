@@ -79,6 +79,13 @@ static int join_group(struct dp_core *c, struct dp_req *r, struct kreader *rd)
 	if (!q || !resp || JoinGroupRequest_decode(&crd, call->hdr.api_version, q, &call->arena) < 0)
 		return -1;
 	JoinGroupResponse_init(resp);
+	if (r->call_join_as.len > 0) {
+		/* Sent again (conn.c call_again): the first answer gave it this member id. */
+		bool ok = true;
+		q->MemberId = dp_call_str(call, r->call_join_as.ptr, (size_t)r->call_join_as.len, &ok);
+		if (!ok)
+			return -1;
+	}
 	/* The member's address, for DescribeGroups: only the NIC core knows the connection. */
 	char *peer = dp_call_alloc(call, NIC_PEER_BYTES_MAX);
 	if (peer && nic_conn_peer(c->nic, r->conn->handle, peer, NIC_PEER_BYTES_MAX) > 0)

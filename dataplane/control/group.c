@@ -184,6 +184,22 @@ static struct kstr astr(struct dp_call *r, const char *p, size_t len, bool *ok)
 	return (struct kstr){ d ? d : "", d ? (int32_t)len : 0 };
 }
 
+/*
+ * The answer does not fit the call's arena (sized by the request, while a
+ * leader's member list or a listing follows the group state): the caller
+ * sends the call again in a larger one (call.h dp_call_grow). The handler
+ * answers err meanwhile, which stands if it cannot.
+ */
+static int16_t too_big(struct dp_call *r, const char *what, int16_t err)
+{
+	if (!dp_call_grow(r))
+		DP_WARN_RL("%s: the answer does not fit the largest call arena", what);
+	return err;
+}
+
+_Static_assert(GRP_MEMBER_ID_BYTES_MAX < DP_ARENA_BASE_BYTES / 2,
+               "a JoinGroup's member id fits what its arena holds beyond the request (fill_join)");
+
 /* An error answer; MEMBER_ID_REQUIRED carries the id to join again with (given_id). */
 static void join_error(struct dp_call *r, int16_t err, const char *given_id, uint16_t given_len)
 {
@@ -212,6 +228,7 @@ static struct kbytes member_meta(struct dp_call *r, const struct grp_group *g, c
 static void fill_join(struct dp_call *r, const struct grp_group *g, const struct grp_member *m, bool follower)
 {
 	struct JoinGroupResponse *resp = r->resp;
+	size_t mark = r->arena.used;
 	bool ok = true;
 	resp->ErrorCode = KERR_NONE;
 	resp->GenerationId = g->generation;
@@ -235,8 +252,22 @@ static void fill_join(struct dp_call *r, const struct grp_group *g, const struct
 		resp->Members_n = (int32_t)g->nmembers;
 	}
 	if (!ok) {
-		DP_WARN_RL("group %.*s: JoinGroup response does not fit the request arena", g->id_len, g->id);
+		/*
+		 * The member is in the group: the call sent again joins as it
+		 * (join_as) and, the group unchanged, is answered with this
+		 * generation at once (grp_join). The arena is as before this
+		 * answer, so the id fits (the assertion above).
+		 */
+		r->arena.used = mark;
 		join_error(r, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
+		if (dp_call_grow(r)) {
+			bool idok = true;
+			r->join_as = astr(r, m->id, m->id_len, &idok);
+			if (!idok)
+				r->grow_bytes = 0;
+		} else {
+			DP_WARN_RL("group %.*s: JoinGroup: the answer does not fit the largest call arena", g->id_len, g->id);
+		}
 	}
 }
 
@@ -249,7 +280,7 @@ static void fill_sync(struct dp_call *r, const struct grp_group *g, const struct
 		return;
 	const uint8_t *d = acopy(r, m->assignment, m->assignment_len);
 	if (!d)
-		resp->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+		resp->ErrorCode = too_big(r, "SyncGroup", KERR_UNKNOWN_SERVER_ERROR);   /* asked again: Stable, answered at once */
 	else
 		resp->Assignment = (struct kbytes){ d, (int32_t)m->assignment_len };
 }
@@ -797,7 +828,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 			n += offset_in_group(o, gid.ptr, glen);
 		resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (n + 1));
 		if (!resp->Topics)
-			return KERR_UNKNOWN_SERVER_ERROR;
+			return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 		for (int pass = 0; pass < 2; pass++) {
 			cur = 0;
 			while ((o = grp_offset_next(tab, &cur))) {
@@ -817,7 +848,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 						resp->Topics[nt++].Name = astr(r, tp, tl, &ok);
 					resp->Topics[t].Partitions_n++;
 					if (!ok)
-						return KERR_UNKNOWN_SERVER_ERROR;
+						return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 					continue;
 				}
 				struct OffsetFetchResponse_OffsetFetchResponsePartition *p =
@@ -830,13 +861,13 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 				p->Metadata = p->ErrorCode || o->meta_len < 0 ? (struct kstr){ NULL, -1 } :
 				              astr(r, o->meta, (size_t)o->meta_len, &ok);
 				if (!ok)
-					return KERR_UNKNOWN_SERVER_ERROR;
+					return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 			}
 			for (uint32_t t = 0; pass == 0 && t < nt; t++) {
 				struct OffsetFetchResponse_OffsetFetchResponseTopic *tr = &resp->Topics[t];
 				tr->Partitions = karena_alloc(&r->arena, sizeof(*tr->Partitions) * ((size_t)tr->Partitions_n + 1));
 				if (!tr->Partitions)
-					return KERR_UNKNOWN_SERVER_ERROR;
+					return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 				tr->Partitions_n = 0;   /* the fill pass counts again */
 			}
 		}
@@ -845,7 +876,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 	}
 	resp->Topics = karena_alloc(&r->arena, sizeof(*resp->Topics) * (size_t)(q->Topics_n + 1));
 	if (!resp->Topics)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 	resp->Topics_n = q->Topics_n;
 	for (int32_t i = 0; i < q->Topics_n; i++) {
 		struct OffsetFetchRequest_OffsetFetchRequestTopic *tq = &q->Topics[i];
@@ -854,7 +885,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 		tr->Name = tq->Name;
 		tr->Partitions = karena_alloc(&r->arena, sizeof(*tr->Partitions) * (size_t)(np + 1));
 		if (!tr->Partitions)
-			return KERR_UNKNOWN_SERVER_ERROR;
+			return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 		tr->Partitions_n = np;
 		for (int32_t j = 0; j < np; j++) {
 			struct OffsetFetchResponse_OffsetFetchResponsePartition *p = &tr->Partitions[j];
@@ -873,7 +904,7 @@ static int16_t offset_fetch(struct dp_core *c, struct dp_call *r)
 			p->Metadata = !o ? (struct kstr){ "", 0 } :
 			              o->meta_len < 0 ? (struct kstr){ NULL, -1 } : astr(r, o->meta, (size_t)o->meta_len, &ok);
 			if (!ok)
-				return KERR_UNKNOWN_SERVER_ERROR;
+				return too_big(r, "OffsetFetch", KERR_UNKNOWN_SERVER_ERROR);
 		}
 	}
 	return KERR_NONE;
@@ -1324,7 +1355,7 @@ static int16_t list_groups(struct dp_core *c, struct dp_call *r)
 	uint32_t cap = grp_count(c->grp->coord) + grp_offsets_count(c->grp->offsets), n = 0, cur = 0;
 	resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (cap + 1));
 	if (!resp->Groups)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return too_big(r, "ListGroups", KERR_UNKNOWN_SERVER_ERROR);
 	bool ok = true;
 	struct grp_group *g;
 	while ((g = grp_next(c->grp->coord, &cur)) && ok) {
@@ -1349,7 +1380,7 @@ static int16_t list_groups(struct dp_core *c, struct dp_call *r)
 		resp->Groups[n++].GroupState = state_str(GRP_EMPTY);
 	}
 	if (!ok)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return too_big(r, "ListGroups", KERR_UNKNOWN_SERVER_ERROR);
 	resp->Groups_n = (int32_t)n;
 	return KERR_NONE;
 }
@@ -1382,7 +1413,7 @@ static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 	int32_t ng = q->Groups_n > 0 ? q->Groups_n : 0;
 	resp->Groups = karena_alloc(&r->arena, sizeof(*resp->Groups) * (size_t)(ng + 1));
 	if (!resp->Groups)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return too_big(r, "DescribeGroups", KERR_UNKNOWN_SERVER_ERROR);
 	resp->Groups_n = ng;
 	bool ok = true;
 	for (int32_t i = 0; i < ng && ok; i++) {
@@ -1420,10 +1451,8 @@ static int16_t describe_groups(struct dp_core *c, struct dp_call *r)
 		if (ok)
 			d->Members_n = (int32_t)g->nmembers;
 	}
-	if (!ok) {
-		DP_WARN_RL("DescribeGroups: the response does not fit the request arena");
-		return KERR_UNKNOWN_SERVER_ERROR;
-	}
+	if (!ok)
+		return too_big(r, "DescribeGroups", KERR_UNKNOWN_SERVER_ERROR);
 	return KERR_NONE;
 }
 

@@ -1051,7 +1051,20 @@ static int16_t end_txn(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 	return DP_ANSWER_LATER;
 }
 
-/* ListTransactions / DescribeTransactions: read-only views of the table. */
+/*
+ * ListTransactions / DescribeTransactions: read-only views of the table.
+ * An answer larger than the call's arena (its size follows the request's,
+ * not the table's) is made again in a larger call (dp_call_grow); only one
+ * past DP_ARENA_BYTES_MAX is answered UNKNOWN_SERVER_ERROR.
+ */
+static int16_t list_too_big(struct dp_call *r)
+{
+	if (!dp_call_grow(r))
+		DP_WARN_RL("ListTransactions: the answer does not fit the largest call arena");
+	((struct ListTransactionsResponse *)r->resp)->TransactionStates_n = 0;
+	return KERR_UNKNOWN_SERVER_ERROR;
+}
+
 static int16_t list_transactions(struct dp_core *c, struct dp_call *r)
 {
 	struct ListTransactionsRequest *q = r->req;
@@ -1060,7 +1073,7 @@ static int16_t list_transactions(struct dp_core *c, struct dp_call *r)
 	resp->TransactionStates = karena_alloc(&r->arena, sizeof(*resp->TransactionStates) * (n + 1));
 	resp->UnknownStateFilters_n = 0;
 	if (!resp->TransactionStates)
-		return KERR_UNKNOWN_SERVER_ERROR;
+		return list_too_big(r);
 	struct txn_meta *m;
 	while ((m = txn_coord_next(c->txnc->coord, &cur))) {
 		const char *sname = txn_state_name(m->state);
@@ -1076,7 +1089,7 @@ static int16_t list_transactions(struct dp_core *c, struct dp_call *r)
 		bool ok = true;   /* a copy: the table is the coordinator's (call.h) */
 		s->TransactionalId = dp_call_str(r, m->id, (size_t)m->id_len, &ok);
 		if (!ok)
-			return KERR_UNKNOWN_SERVER_ERROR;
+			return list_too_big(r);
 		s->ProducerId = m->pid;
 		s->TransactionState = (struct kstr){ sname, (int32_t)strlen(sname) };
 	}
@@ -1085,13 +1098,16 @@ static int16_t list_transactions(struct dp_core *c, struct dp_call *r)
 }
 
 /*
- * The response's memory (the request's arena) ran out at entry i: it and
- * every later one are answered UNKNOWN_SERVER_ERROR rather than as found
- * with nothing in them.
+ * The response's memory (the request's arena) ran out at entry i: the call
+ * is made again in a larger one (dp_call_grow). Where it cannot be, entry i
+ * and every later one are answered UNKNOWN_SERVER_ERROR rather than as
+ * found with nothing in them.
  */
-static int16_t describe_failed(const struct DescribeTransactionsRequest *q,
+static int16_t describe_failed(struct dp_call *r, const struct DescribeTransactionsRequest *q,
                                struct DescribeTransactionsResponse *resp, int32_t i)
 {
+	if (!dp_call_grow(r))
+		DP_WARN_RL("DescribeTransactions: the answer does not fit the largest call arena");
 	for (; i < resp->TransactionStates_n; i++) {
 		struct DescribeTransactionsResponse_TransactionState *s = &resp->TransactionStates[i];
 		s->TransactionalId = q->TransactionalIds[i];
@@ -1135,7 +1151,7 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_call *r)
 		/* Group the partitions by topic (tps are few; quadratic is fine here). */
 		s->Topics = karena_alloc(&r->arena, sizeof(*s->Topics) * (m->ntps + 1));
 		if (!s->Topics)
-			return describe_failed(q, resp, i);
+			return describe_failed(r, q, resp, i);
 		int32_t nt = 0;
 		for (uint32_t j = 0; j < m->ntps; j++) {
 			struct txn_tp *tp = &m->tps[j];
@@ -1147,10 +1163,10 @@ static int16_t describe_transactions(struct dp_core *c, struct dp_call *r)
 				bool ok = true;   /* a copy: the table is the coordinator's (call.h) */
 				s->Topics[nt].Topic = dp_call_str(r, tp->topic, (size_t)tp->topic_len, &ok);
 				if (!ok)
-					return describe_failed(q, resp, i);
+					return describe_failed(r, q, resp, i);
 				s->Topics[nt].Partitions = karena_alloc(&r->arena, sizeof(int32_t) * (m->ntps + 1));
 				if (!s->Topics[nt].Partitions)
-					return describe_failed(q, resp, i);
+					return describe_failed(r, q, resp, i);
 				s->Topics[nt].Partitions_n = 0;
 				nt++;
 			}

@@ -8,13 +8,30 @@
 #include "kmsg.h"
 #include "call.h"
 
-size_t dp_call_bytes(size_t frame_len, size_t body_len)
+size_t dp_call_bytes_min(size_t frame_len, size_t body_len, size_t arena_min)
 {
 	/* The arena as a request's own (conn.c): what the body decodes to and the answer. */
 	size_t arena = DP_ARENA_BASE_BYTES + frame_len * DP_ARENA_PER_FRAME_BYTE;
+	if (arena < arena_min)
+		arena = arena_min;
 	if (arena > DP_ARENA_BYTES_MAX)
 		arena = DP_ARENA_BYTES_MAX;
 	return ((sizeof(struct dp_call) + body_len + 7) & ~(size_t)7) + arena;
+}
+
+size_t dp_call_bytes(size_t frame_len, size_t body_len)
+{
+	return dp_call_bytes_min(frame_len, body_len, 0);
+}
+
+bool dp_call_grow(struct dp_call *call)
+{
+	size_t cap = call->arena.cap;
+	if (cap >= DP_ARENA_BYTES_MAX)
+		return false;
+	size_t want = cap > DP_ARENA_BYTES_MAX / DP_CALL_GROW_FACTOR ? DP_ARENA_BYTES_MAX : cap * DP_CALL_GROW_FACTOR;
+	call->grow_bytes = (uint32_t)want;
+	return true;
 }
 
 struct dp_call *dp_call_init(void *mem, size_t bytes, int16_t api_key, int16_t api_version,

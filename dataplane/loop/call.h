@@ -75,11 +75,23 @@ struct dp_call {
 	const char *peer;             /* JoinGroup: the client's address ("/127.0.0.1"), in the arena; NULL unknown */
 	uint32_t body_len;            /* request bytes after the header, copied at body (0: decoded elsewhere) */
 	const uint8_t *body;
+	/*
+	 * Coordinator: the answer did not fit the arena (dp_call_grow). The
+	 * caller sends the call again in one of grow_bytes, decoded afresh from
+	 * body, at most DP_CALL_GROWS_MAX times; until then resp holds the plain
+	 * error that stands if it cannot. join_as: a JoinGroup's member id, given
+	 * in the answer that did not fit (in the arena; the call sent again joins
+	 * as that member, and gets the current generation's answer).
+	 */
+	uint32_t grow_bytes;
+	struct kstr join_as;
 	struct karena arena;          /* the rest of the buffer */
 };
 
 /* Caller: the buffer a call needs for a request of frame_len bytes whose body is body_len of them. */
 size_t dp_call_bytes(size_t frame_len, size_t body_len);
+/* Caller: ... and with an arena of at least arena_min bytes (a call sent again, grow_bytes). */
+size_t dp_call_bytes_min(size_t frame_len, size_t body_len, size_t arena_min);
 /*
  * Caller: lay a call out in mem (bytes long, 8-byte aligned), copy the
  * header's fields and body_len bytes of body in; body NULL: the request is
@@ -100,6 +112,16 @@ struct kstr dp_call_str(struct dp_call *call, const char *p, size_t len, bool *o
  * coordinators' refusals, and the caller's when its pool refused the call.
  */
 void dp_call_error(struct dp_call *call, int16_t err);
+/*
+ * Coordinator: the answer does not fit the call's arena. Asks the caller to
+ * send the call again with DP_CALL_GROW_FACTOR times the arena (up to
+ * DP_ARENA_BYTES_MAX, the bound every request's arena has); false if it is
+ * that large already. The handler then answers its plain error, which the
+ * client gets if the caller cannot send it again. Only for calls whose
+ * second run answers the same (reads, and a JoinGroup or SyncGroup of a
+ * member the first run already took: join_as).
+ */
+bool dp_call_grow(struct dp_call *call);
 
 /* Coordinator: the call message m carries; notes where its answer goes. */
 static inline struct dp_call *dp_call_take(const struct dp_msg *m)

@@ -121,6 +121,13 @@
 #define DP_ARENA_ANSWER_PER_WIRE_BYTE 16
 #define DP_ARENA_PER_FRAME_BYTE (DP_ARENA_DECODE_PER_WIRE_BYTE + DP_ARENA_ANSWER_PER_WIRE_BYTE)
 #define DP_ARENA_BYTES_MAX      (256u << 20) /* a request that decodes to more is malformed: closed */
+/* A coordinator's answer is made in its call's arena, sized by the request;
+ * one that holds the broker's state (a JoinGroup leader's member list,
+ * ListGroups, ListTransactions, ...) may need more: the call is sent again
+ * with this many times the arena, up to DP_ARENA_BYTES_MAX, so at most
+ * DP_CALL_GROWS_MAX times (call.h dp_call_grow). */
+#define DP_CALL_GROW_FACTOR     4
+#define DP_CALL_GROWS_MAX       8
 
 /* NIC. */
 #define DP_NIC_BURST            64
@@ -305,5 +312,7 @@ _Static_assert(DP_FRAME_BYTES_DEFAULT <= DP_FRAME_BYTES_MAX && DP_FRAME_BYTES_MA
 _Static_assert(DP_BUF_CLASS_IDLE_BYTES <= DP_BUF_IDLE_BYTES_MAX, "idle pool bounds");
 _Static_assert(DP_ARENA_BASE_BYTES <= DP_ARENA_BYTES_MAX && DP_ARENA_BYTES_MAX <= DP_BUF_MAX_BYTES,
                "a request's arena is one pool buffer, whatever --max-frame-bytes says");
+_Static_assert((uint64_t)DP_ARENA_BASE_BYTES << (2 * DP_CALL_GROWS_MAX) >= DP_ARENA_BYTES_MAX && DP_CALL_GROW_FACTOR == 4,
+               "a call sent again DP_CALL_GROWS_MAX times reaches the largest arena");
 
 #endif

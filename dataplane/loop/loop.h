@@ -273,6 +273,7 @@ struct dp_core {
 	struct dp_req *reqs;          /* [DP_REQS_MAX] pool */
 	struct dp_req *req_free;
 	struct dp_req *parked;        /* fetches waiting (long poll) */
+	struct dp_req *calls_again;   /* coordinator calls to send again in a larger arena (conn.c) */
 	uint32_t npool_wait;          /* connections paused for the core's request pool or byte budget */
 	uint32_t resume_next;         /* slot dp_conn_timer resumes waiters from (round robin) */
 	uint32_t fetch_rot;           /* where fetch_round starts asking owners (round robin) */
