@@ -1775,6 +1775,7 @@ bool st_log_idle(const struct st_log *log)
 	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy;
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
+bool st_log_retain_more(const struct st_log *log) { return log->retain_more; }
 bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
 int64_t st_log_start_offset(const struct st_log *log)
 {
@@ -2713,6 +2714,7 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 	uint64_t total = 0;
 	int deleted = 0;
 
+	log->retain_more = false;
 	rp_advance(log, 1); /* the owner's timer: whatever the durable end gained since the last record */
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		total += log->segs[i]->size;
@@ -2732,6 +2734,10 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 		bool by_start = log->segs[1]->base <= log->ls_start && log->segs[1]->base <= log->keep_from;
 		if (!by_size && !by_time && !by_start)
 			break;
+		if (log->io && log->drops_busy >= ST_LOG_DROPS_MAX) {
+			log->retain_more = true;   /* not on the spot: the next pass, once a drop is free */
+			break;
+		}
 		total -= seg->size;
 		seg_remove(log, seg);
 		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));

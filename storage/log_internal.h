@@ -274,8 +274,10 @@ struct st_io {
  * segments): its three files unlinked through io_uring (fop.h), after its
  * descriptors are closed, so the owner core never waits in unlink (or a
  * last close) while the file system frees a large file's blocks (log.c,
- * seg_remove). ST_LOG_DROPS_MAX per log at once; a removal that finds every
- * one busy is done on the spot, as before (that one still blocks).
+ * seg_remove). ST_LOG_DROPS_MAX per log at once. Retention that finds every
+ * one busy stops there and is due again (st_log_retain_more: the owner asks
+ * on its next tick); a compaction's old segments (st_log_drop_before) are
+ * still removed on the spot then (that one blocks).
  * Locality: the log's core.
  */
 #define ST_LOG_DROPS_MAX 2u
@@ -331,6 +333,7 @@ struct st_log {
 	uint32_t dalign;                   /* the direct block (log.h), 0 until the first O_DIRECT open */
 	struct st_seg_drop drops[ST_LOG_DROPS_MAX];
 	uint32_t drops_busy;               /* of drops[] in flight (st_log_idle waits) */
+	bool retain_more;                  /* the last st_log_retain stopped for want of a free drop */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 
