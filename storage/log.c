@@ -412,29 +412,56 @@ static void seg_unlink(struct st_log *log, int64_t base)
 	st_fs_unlinkat(log->dirfd, name, 0);
 }
 
+static void drop_start(struct st_log *log, struct st_seg_drop *d, struct st_seg *seg);
+
 static void drop_done(void *arg, int status)
 {
 	struct st_seg_drop *d = arg;
+	struct st_log *log = d->log;
 	if (status < 0)
-		fprintf(stderr, "sluice storage: %s: cannot close a removed segment's file: %s\n", d->log->dir,
+		fprintf(stderr, "sluice storage: %s: cannot close a removed segment's file: %s\n", log->dir,
 		        strerror(-status));
 	assert(d->left > 0);
-	if (--d->left == 0)
-		d->log->drops_busy--;
+	if (--d->left)
+		return;
+	log->drops_busy--;
+	struct st_seg *next = log->drop_wait;
+	if (next) {   /* the oldest waiting takes this drop (its fops may restart from their callback) */
+		log->drop_wait = next->drop_next;
+		if (!log->drop_wait)
+			log->drop_wait_tail = NULL;
+		drop_start(log, d, next);
+	}
 }
 
-/* Segment seg leaves the log: it is freed now, its files closed and unlinked off the thread (st_seg_drop). */
+/*
+ * Segment seg leaves the log: its files are closed and unlinked off the
+ * thread (st_seg_drop), at once or, while every drop is busy, after the ones
+ * before it (drop_wait); seg is freed now or then. Without an io_uring (the
+ * tools) on the spot.
+ */
 static void seg_remove(struct st_log *log, struct st_seg *seg)
 {
-	struct st_seg_drop *d = NULL;
-	for (uint32_t i = 0; i < ST_LOG_DROPS_MAX && !d && log->io; i++)
-		if (!log->drops[i].left)
-			d = &log->drops[i];
-	if (!d) {
+	if (!log->io) {
 		seg_unlink(log, seg->base);
 		seg_free(seg);
 		return;
 	}
+	for (uint32_t i = 0; i < ST_LOG_DROPS_MAX; i++)
+		if (!log->drops[i].left) {
+			drop_start(log, &log->drops[i], seg);
+			return;
+		}
+	seg->drop_next = NULL;
+	if (log->drop_wait_tail)
+		log->drop_wait_tail->drop_next = seg;
+	else
+		log->drop_wait = seg;
+	log->drop_wait_tail = seg;
+}
+
+static void drop_start(struct st_log *log, struct st_seg_drop *d, struct st_seg *seg)
+{
 	static const char *const suffix[3] = { ST_LOG_SUFFIX, ST_INDEX_SUFFIX, ST_TINDEX_SUFFIX };
 	/*
 	 * The blocks are freed when the last link and the last reference are gone,
@@ -1772,10 +1799,9 @@ void st_log_fault_write(struct st_log *log, int64_t offset)
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
-	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy;
+	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy && !log->drop_wait;
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
-bool st_log_retain_more(const struct st_log *log) { return log->retain_more; }
 bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
 int64_t st_log_start_offset(const struct st_log *log)
 {
@@ -2714,7 +2740,6 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 	uint64_t total = 0;
 	int deleted = 0;
 
-	log->retain_more = false;
 	rp_advance(log, 1); /* the owner's timer: whatever the durable end gained since the last record */
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		total += log->segs[i]->size;
@@ -2734,10 +2759,6 @@ int st_log_retain(struct st_log *log, int64_t now_ms)
 		bool by_start = log->segs[1]->base <= log->ls_start && log->segs[1]->base <= log->keep_from;
 		if (!by_size && !by_time && !by_start)
 			break;
-		if (log->io && log->drops_busy >= ST_LOG_DROPS_MAX) {
-			log->retain_more = true;   /* not on the spot: the next pass, once a drop is free */
-			break;
-		}
 		total -= seg->size;
 		seg_remove(log, seg);
 		memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof(*log->segs));

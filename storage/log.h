@@ -338,11 +338,7 @@ int  st_compaction_done(struct st_log *log, struct st_compaction *k, int status)
 static inline bool st_compaction_busy(const struct st_compaction *k) { return k->queuing || k->pending; }
 
 /* Apply retention (size and time, now_ms) and delete the segments wholly below a raised log start
- * (st_log_raise_start); returns segments deleted. Owner core timer. Segment files are removed
- * through io_uring, a few at a time (log_internal.h st_seg_drop): a pass that finds them all
- * under way stops, and st_log_retain_more says so until the next pass; call again once the
- * removals in flight are done (the owner's next tick). */
+ * (st_log_raise_start); returns segments deleted. Owner core timer. */
 int  st_log_retain(struct st_log *log, int64_t now_ms);
-bool st_log_retain_more(const struct st_log *log);
 
 #endif

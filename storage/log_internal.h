@@ -215,6 +215,7 @@ struct st_seg {
 	struct st_damage *dmg;    /* ndmg ranges, ascending; set by the recovery scan only */
 	uint32_t ndmg;
 	bool damage_seen;         /* a read met damage the scan did not know (trusted index): logged once */
+	struct st_seg *drop_next; /* removed from the log, waiting for a free st_seg_drop (FIFO) */
 };
 
 /* One append, from st_log_append until its callback. Locality: shard core (owner). */
@@ -274,11 +275,11 @@ struct st_io {
  * segments): its three files unlinked through io_uring (fop.h), after its
  * descriptors are closed, so the owner core never waits in unlink (or a
  * last close) while the file system frees a large file's blocks (log.c,
- * seg_remove). ST_LOG_DROPS_MAX per log at once. Retention that finds every
- * one busy stops there and is due again (st_log_retain_more: the owner asks
- * on its next tick); a compaction's old segments (st_log_drop_before) are
- * still removed on the spot then (that one blocks).
- * Locality: the log's core.
+ * seg_remove). ST_LOG_DROPS_MAX per log at once; a removal that finds every
+ * one busy waits, its segment out of the log but its files still open, in
+ * the log's FIFO (drop_wait), for the next to finish: a bulk retention or a
+ * compaction of many segments never unlinks on the core (st_log_idle waits
+ * for the FIFO too). Locality: the log's core.
  */
 #define ST_LOG_DROPS_MAX 2u
 struct st_seg_drop {
@@ -333,7 +334,7 @@ struct st_log {
 	uint32_t dalign;                   /* the direct block (log.h), 0 until the first O_DIRECT open */
 	struct st_seg_drop drops[ST_LOG_DROPS_MAX];
 	uint32_t drops_busy;               /* of drops[] in flight (st_log_idle waits) */
-	bool retain_more;                  /* the last st_log_retain stopped for want of a free drop */
+	struct st_seg *drop_wait, *drop_wait_tail; /* removed segments waiting for one (st_seg.drop_next) */
 	struct iovec iov[ST_IO_IOV_MAX];
 };
 

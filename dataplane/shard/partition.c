@@ -382,15 +382,12 @@ void dp_shard_timer(struct dp_core *c)
 				snapshot_producers_async(c, p);
 			due |= p->snap_due;
 			st_log_keep_from(p->log, p->snap_offset);   /* a restart replays from it */
-			/* A pass that stopped for the log's segment removals in flight goes on at every tick. */
-			bool again = st_log_retain_more(p->log) && !c->reads_inflight;
-			if ((retain || again) && st_log_retain(p->log, dp_wall_ms()) > 0) {
+			if (retain && st_log_retain(p->log, dp_wall_ms()) > 0) {
 				txn_lso_trim(p->lso, st_log_start_offset(p->log));
 				if (!txn_pstate_snapshot_busy(p->ps))   /* its chain syncs the index file first */
 					txn_lso_compact_index(p->lso);
-				if (!st_log_retain_more(p->log))   /* once, where a pass in steps ends */
-					DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
-					        (long long)st_log_start_offset(p->log));
+				DP_INFO("partition %s/%d: retention moved log start to %lld", t->name, i,
+				        (long long)st_log_start_offset(p->log));
 			}
 		}
 	}
