@@ -425,7 +425,7 @@ static void drop_done(void *arg, int status)
 	if (--d->left)
 		return;
 	log->drops_busy--;
-	struct st_seg *next = log->drop_wait;
+	struct st_seg *next = log->io->quiescing ? NULL : log->drop_wait;
 	if (next) {   /* the oldest waiting takes this drop (its fops may restart from their callback) */
 		log->drop_wait = next->drop_next;
 		if (!log->drop_wait)
@@ -1585,6 +1585,11 @@ static void log_free(struct st_log *log)
 {
 	for (uint32_t i = 0; i < log->nsegs; i++)
 		seg_free(log->segs[i]);
+	while (log->drop_wait) {   /* only after st_io_quiesce: their files go after the next start */
+		struct st_seg *seg = log->drop_wait;
+		log->drop_wait = seg->drop_next;
+		seg_free(seg);
+	}
 	free(log->segs);
 	if (log->dirfd >= 0)
 		st_fs_close(log->dirfd);
@@ -1799,7 +1804,7 @@ void st_log_fault_write(struct st_log *log, int64_t offset)
 bool st_log_idle(const struct st_log *log)
 {
 	return !log->pend_head && !log->grp.active && !log->on_dirty && !log->index_writes &&
-	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy && !log->drop_wait;
+	       !st_fop_busy(&log->rp_fop) && !st_fop_busy(&log->ls_fop) && !log->drops_busy;   /* a FIFO: log_internal.h */
 }
 int st_log_failed(const struct st_log *log) { return log->failed; }
 bool st_log_direct_off(const struct st_log *log) { return log->dio_off; }
@@ -1844,6 +1849,7 @@ void st_io_destroy(struct st_io *io)
 
 int st_log_dirfd(const struct st_log *log) { return log->dirfd; }
 uint32_t st_io_pending(const struct st_io *io) { return io->pending + io->fops; }
+void st_io_quiesce(struct st_io *io) { io->quiescing = true; }
 
 static void dirty_push(struct st_io *io, struct st_log *log)
 {

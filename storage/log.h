@@ -92,6 +92,8 @@ void st_io_complete(struct st_io *io, const struct io_uring_cqe *cqe);
 int  st_io_flush(struct st_io *io);
 /* Appends queued or in flight (for clean shutdown: loop until 0). */
 uint32_t st_io_pending(const struct st_io *io);
+/* Stopping: segment removals still waiting for one of their log's drops are not started (log_internal.h). */
+void st_io_quiesce(struct st_io *io);
 
 struct st_log_config {
 	uint64_t segment_bytes;        /* roll the active segment beyond this size */

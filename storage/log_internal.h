@@ -268,6 +268,7 @@ struct st_io {
 	struct st_log *dirty_head, *dirty_tail; /* logs with SQEs to prepare, FIFO */
 	uint32_t pending;                  /* appends queued or in flight */
 	uint32_t fops;                     /* file operations (fop.h) in flight */
+	bool quiescing;                    /* stopping (st_io_quiesce): removals waiting for a drop stay waiting */
 };
 
 /*
@@ -278,8 +279,13 @@ struct st_io {
  * seg_remove). ST_LOG_DROPS_MAX per log at once; a removal that finds every
  * one busy waits, its segment out of the log but its files still open, in
  * the log's FIFO (drop_wait), for the next to finish: a bulk retention or a
- * compaction of many segments never unlinks on the core (st_log_idle waits
- * for the FIFO too). Locality: the log's core.
+ * compaction of many segments never unlinks on the core. A non-empty FIFO
+ * means both drops are busy (st_log_idle waits for them), except once the
+ * core stops (st_io_quiesce): then no new drop starts, so a stop waits for
+ * two drops per log at most, and the close only closes the waiting
+ * segments' descriptors; their files are removed after the next start
+ * (they lie below the log start, or are due for retention again).
+ * Locality: the log's core.
  */
 #define ST_LOG_DROPS_MAX 2u
 struct st_seg_drop {

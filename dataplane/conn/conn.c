@@ -128,13 +128,19 @@ void dp_call_send(struct dp_core *c, struct dp_req *r, struct dp_call *call, enu
  * dp_call_grow): send the request again in a larger call, decoded afresh
  * from the first call's copy of its body by the API's own handler. True if
  * it went (r waits for it); false leaves the first call and its plain error
- * as the answer: sent again too often, or no buffer for it (the handler
- * then shaped a refusal in r's own arena, which is not used).
+ * as the answer: past the core's byte budget, or no buffer for it (the
+ * handler then shaped a refusal in r's own arena, which is not used).
  */
 static bool call_again(struct dp_core *c, struct dp_req *r, uint16_t type)
 {
 	struct dp_call *old = r->call;
 	size_t old_bytes = r->call_bytes;
+	if (c->held_bytes + old->grow_bytes > DP_CORE_HELD_BYTES_MAX) {
+		/* Within the core's byte budget, as every request is: the coordinator's error stands. */
+		DP_WARN_RL("connection %u: a %u-byte call for an answer larger than its request's is past the "
+		           "core's byte budget: answered with the coordinator's error", r->conn->handle, old->grow_bytes);
+		return false;
+	}
 	r->call_grows++;
 	r->call = NULL;
 	r->resp = NULL;   /* the new call's answer sets it (at once, from a coordinator on this core) */

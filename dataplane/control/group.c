@@ -259,6 +259,7 @@ static void fill_join(struct dp_call *r, const struct grp_group *g, const struct
 		 * answer, so the id fits (the assertion above).
 		 */
 		r->arena.used = mark;
+		resp->ProtocolType = (struct kstr){ "", 0 };   /* was in the arena given back (dp_call_error keeps it) */
 		join_error(r, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 		if (dp_call_grow(r)) {
 			bool idok = true;

@@ -282,7 +282,10 @@ static void core_teardown(struct dp_core *c)
 	for (uint32_t i = 0; i < c->nroles; i++)
 		if (c->roles[i]->quiesce)
 			c->roles[i]->quiesce(c);
-	/* Let queued appends reach the disk and the roles' own I/O finish (bounded: 10 s). */
+	/* Let queued appends reach the disk and the roles' own I/O finish (bounded: 10 s); segment
+	 * removals not yet started wait for the next start (storage/log_internal.h st_seg_drop). */
+	if (c->io)
+		st_io_quiesce(c->io);
 	turn_clock(c);
 	int64_t until = c->turn_us + 10 * 1000000;
 	while (c->io && (st_io_pending(c->io) || roles_busy(c)) && c->turn_us < until) {

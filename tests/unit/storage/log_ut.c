@@ -1477,6 +1477,45 @@ static void test_retention(void)
 	ut_teardown();
 }
 
+/*
+ * A stop while removals wait for a drop (st_io_quiesce): no new drop starts,
+ * so the core waits for the two under way only, the log is then idle and
+ * closes (the waiting segments' descriptors closed, their files kept), and
+ * after the next open retention removes what was left.
+ */
+static void test_retention_stop(void)
+{
+	struct st_log *log;
+	struct st_log_config cfg = cfg_default;
+	cfg.segment_bytes = 4096;
+	ut_setup(true);
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	for (int i = 0; i < 150; i++)
+		ut_append(log, i, 1, 1000 * i, 200);
+	ut_drive();
+	st_log_close(log);
+	cfg.retention_bytes = 2 * 4096;
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	int del = st_log_retain(log, 0);
+	CU_ASSERT_FATAL(del > (int)ST_LOG_DROPS_MAX);
+	int64_t start = st_log_start_offset(log);
+	st_io_quiesce(io);
+	ut_drive();
+	CU_ASSERT(st_log_idle(log));
+	int left = files_below_ext(start, ".log");
+	CU_ASSERT_EQUAL(left, del - (int)ST_LOG_DROPS_MAX);   /* the two under way went, the rest waits */
+	st_log_close(log);
+	io->quiescing = false;   /* the next start */
+	CU_ASSERT_EQUAL_FATAL(st_log_open(io, dir, &cfg, &log), 0);
+	CU_ASSERT_EQUAL(st_log_end_offset(log), 150);
+	CU_ASSERT(st_log_retain(log, 0) >= left);
+	ut_drive();
+	CU_ASSERT_EQUAL(files_below(st_log_start_offset(log)), 0);
+	CU_ASSERT(st_log_start_offset(log) >= start);
+	st_log_close(log);
+	ut_teardown();
+}
+
 /* Compaction by rewrite: old segments go only once every rewrite is durable and none was lost. */
 static void test_compaction(void)
 {
@@ -2666,6 +2705,7 @@ int main(void)
 	CU_add_test(s, "scan headers", test_scan);
 	CU_add_test(s, "retention by size and time", test_retention);
 	CU_add_test(s, "retention waits for writes", test_retention_waits_for_writes);
+	CU_add_test(s, "retention: a stop with removals waiting", test_retention_stop);
 	CU_add_test(s, "log start raised (DeleteRecords): durable first, retention, reopen", test_raise_start);
 	CU_add_test(s, "compaction by rewrite", test_compaction);
 	CU_add_test(s, "group commit", test_group_commit);
