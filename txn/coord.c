@@ -292,9 +292,12 @@ static void list_free(struct txn_coord *c, struct txn_arena *pool, void *list)
 	txn_mem_free(c && c->pooled ? pool : NULL, list);   /* the pool's block, or the heap's */
 }
 
+static void next_clear(struct txn_meta *m);
+
 static void meta_free(struct txn_coord *c, struct txn_meta *m)
 {
 	txn_meta_clear_txn(m);
+	next_clear(m);
 	if (!in_pool(c, m)) {
 		free(m);
 		return;
@@ -519,6 +522,53 @@ void txn_meta_clear_txn(struct txn_meta *m)
 	m->groups = NULL;
 	m->ntps = m->tps_cap = m->tps_told = 0;
 	m->ngroups = m->groups_cap = 0;
+}
+
+/* The next transaction's list and the transaction's trade places (the calls on next_tps are the ones on tps). */
+static void next_swap(struct txn_meta *m)
+{
+	struct txn_tp *tps = m->tps;
+	uint32_t n = m->ntps, cap = m->tps_cap, told = m->tps_told;
+	m->tps = m->next_tps, m->ntps = m->next_ntps, m->tps_cap = m->next_cap, m->tps_told = m->next_told;
+	m->next_tps = tps, m->next_ntps = n, m->next_cap = cap, m->next_told = told;
+}
+
+int txn_meta_next_room(struct txn_meta *m, uint32_t extra)
+{
+	next_swap(m);
+	int rc = txn_meta_tps_room(m, extra);
+	next_swap(m);
+	return rc;
+}
+
+bool txn_meta_next_has_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition)
+{
+	next_swap(m);
+	bool has = txn_meta_has_tp(m, topic, len, partition);
+	next_swap(m);
+	return has;
+}
+
+int txn_meta_next_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition)
+{
+	next_swap(m);
+	int rc = txn_meta_add_tp(m, topic, len, partition);
+	next_swap(m);
+	return rc;
+}
+
+void txn_meta_next_install(struct txn_meta *m)
+{
+	assert(m->ntps == 0 && !m->tps);
+	next_swap(m);
+}
+
+static void next_clear(struct txn_meta *m)
+{
+	struct txn_coord *c = m->coord;
+	list_free(c, c ? &c->tps_pool : NULL, m->next_tps);
+	m->next_tps = NULL;
+	m->next_ntps = m->next_cap = m->next_told = 0;
 }
 
 bool txn_meta_expirable(const struct txn_meta *m, int64_t now_ms, int64_t expiration_ms)

@@ -57,6 +57,11 @@ enum txn_state {
  *        PREPARE --durable--> MARKERS --all markers durable, Complete--> IDLE
  *        (a Prepare write that failed is written again: the decision stands)
  *   IDLE --start-up, an Ongoing transaction's owners told again--> REAUTH --acked--> IDLE
+ *
+ * In MARKERS the producer's next transaction may begin beside it (next_*
+ * below): its AddPartitionsToTxn is served there, and at Complete it becomes
+ * the transaction, the driver moving on to ADD_ACKS if its grants are still
+ * out (txncoord.c next_install).
  */
 enum txn_drive {
 	TXN_DRIVE_IDLE = 0,     /* nothing under way: a request may start */
@@ -115,6 +120,20 @@ struct txn_meta {
 	uint32_t writes;              /* log writes of this id not yet durable (their cookies point here) */
 	uint32_t markers_left, markers_acked;   /* owner answers still awaited / received */
 	uint32_t tps_told;            /* tps[0, tps_told) are known to their owners (AddPartitions acked) */
+	/*
+	 * The producer's next transaction, begun while this one's markers are
+	 * written (an AddPartitionsToTxn served in TXN_DRIVE_MARKERS,
+	 * txncoord.c add_partitions): its partitions, next_tps[0, next_told)
+	 * granted by their owners. In no record until this transaction's
+	 * Complete is written; then it becomes the transaction
+	 * (txn_meta_next_install).
+	 */
+	uint32_t next_ntps, next_cap, next_told;
+	struct txn_tp *next_tps;
+	int64_t next_start_ms;        /* its first add (its start_ms once installed) */
+	uint32_t next_left;           /* owner answers its grants still await */
+	bool next_refused;            /* an owner could not record one (retriable, as grant_refused) */
+	void *next_ctx;               /* its AddPartitionsToTxn, waiting for them */
 	bool grant_refused;           /* an owner could not record this AddPartitions' grant (its pool full) */
 	bool compact_due;             /* the running compaction has not rewritten it yet */
 	/* Start-up's reconciliation with the partitions' reports (txncoord.c: open_report). */
@@ -207,6 +226,12 @@ int  txn_meta_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t 
 bool txn_meta_has_group(const struct txn_meta *m, const char *id, size_t len);
 int  txn_meta_add_group(struct txn_meta *m, const char *id, size_t len);
 void txn_meta_clear_txn(struct txn_meta *m);   /* drop partitions and groups, and their memory */
+/* The next transaction's partitions (next_tps): as the calls above, on that list. */
+int  txn_meta_next_room(struct txn_meta *m, uint32_t extra);
+bool txn_meta_next_has_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition);
+int  txn_meta_next_add_tp(struct txn_meta *m, const char *topic, size_t len, int32_t partition);
+/* The next transaction's list becomes the transaction's (which is empty: cleared), told as far as it was. */
+void txn_meta_next_install(struct txn_meta *m);
 
 /*
  * Log record value (key = the transactional id), big-endian:

@@ -12,7 +12,9 @@
  * it staged are ended in __consumer_offsets (group.c); each owner appends its
  * COMMIT/ABORT control batch and answers once it is durable; once all are,
  * Complete{Commit,Abort} is written, not waited for, and the producer's next
- * request, queued meanwhile, is taken. Should we crash before the markers
+ * request, queued meanwhile, is taken; but its next AddPartitionsToTxn is
+ * served as soon as the markers are sent, behind them on each owner's ring
+ * (next_granted says why that is safe). Should we crash before the markers
  * are all durable, the log still says Prepare*, and the restart finishes the
  * fan-out (owners ignore a marker for a transaction they already closed).
  *
@@ -429,19 +431,21 @@ void dp_txnc_on_write(void *cookie, int status, int64_t base_offset)
  */
 static void owner_ack(struct dp_core *c, struct dp_msg *msg);
 
-static bool tp_send(struct dp_core *c, struct txn_meta *m, uint32_t i, uint16_t type, bool commit, bool count)
+static bool tp_send(struct dp_core *c, struct txn_meta *m, const struct txn_tp *tp, uint32_t i, uint16_t type,
+                    uint16_t flags, bool commit, uint32_t *count)
 {
-	struct txn_tp *tp = &m->tps[i];
 	uint32_t id, gen, hash;
 	if (!dp_ctrl_topic(c, tp->topic, tp->topic_len, tp->partition, &id, &gen, &hash))
 		return false;   /* deleted since: nothing to mark */
-	struct dp_msg msg = { .type = type, .ctx = m, .idx = i, .topic_id = id, .gen = gen, .partition = tp->partition };
+	struct dp_msg msg = { .type = type, .flags = flags, .ctx = m, .idx = i, .topic_id = id, .gen = gen,
+	                      .partition = tp->partition };
 	msg.u.txn.pid = m->pid;
 	msg.u.txn.epoch = m->epoch;
 	msg.u.txn.commit = commit;
-	msg.u.txn.coord_epoch = m->serial;   /* this decision's serial (coord.h: txn_meta.serial) */
+	/* a marker: this decision's serial; a grant: the last decision's (coord.h: txn_meta.serial) */
+	msg.u.txn.coord_epoch = m->serial;
 	if (count)
-		m->markers_left++;
+		(*count)++;
 	int owner = dp_owner_core(c->b, hash, tp->partition);
 	if (!dp_send_room(c, owner, 1)) {
 		/* No credit toward the owner (dp_limits.h): answered here as a write
@@ -471,8 +475,43 @@ static uint32_t to_owners(struct dp_core *c, struct txn_meta *m, uint16_t type, 
 {
 	m->markers_left++;   /* held until the loop ends */
 	for (uint32_t i = 0; i < m->ntps; i++)
-		tp_send(c, m, i, type, commit, true);
+		tp_send(c, m, &m->tps[i], i, type, 0, commit, &m->markers_left);
 	return --m->markers_left;
+}
+
+/*
+ * This transaction is complete, its record written: the next one, begun
+ * while its markers were written (add_partitions), becomes the id's
+ * transaction. Its record (Ongoing, its partitions) is written now, behind
+ * Complete in the same log, and not waited for (add_partitions' argument,
+ * unchanged). An AddPartitionsToTxn of it still waiting for grants goes on
+ * as the id's op (ADD_ACKS: add_done answers it), and the request queued
+ * meanwhile waits for it.
+ */
+static void next_install(struct dp_core *c, struct txn_meta *m)
+{
+	struct dp_call *r = m->next_ctx;
+	txn_meta_next_install(m);
+	txn_set_state(m, TXN_ONGOING);
+	m->start_ms = m->next_start_ms;
+	if (persist(c, m, false) < 0)
+		DP_ERR_RL("txn %.*s: cannot write its next transaction's partitions; its next record will carry them",
+		          m->id_len, m->id);
+	if (!r) {
+		op_finish(c, m, KERR_NONE);
+		return;
+	}
+	assert(!m->op_ctx && m->next_left > 0);   /* EndTxn was answered at the Prepare; next_granted clears r at 0 */
+	txn_set_drive(m, TXN_DRIVE_IDLE);
+	txn_set_drive(m, TXN_DRIVE_ADD);
+	txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
+	m->op_ctx = r;
+	m->markers_acked = 0;
+	m->grant_refused = m->next_refused;
+	m->markers_left = m->next_left;
+	m->next_ctx = NULL;
+	m->next_left = 0;
+	m->next_refused = false;
 }
 
 static void complete(struct dp_core *c, struct txn_meta *m)
@@ -494,10 +533,15 @@ static void complete(struct dp_core *c, struct txn_meta *m)
 		 * that the log lost (open_report): that one is aborted there; the producer is
 		 * fenced now, before the request queued meanwhile (its EndTxn would otherwise
 		 * be taken for a retry of this one's). */
+		assert(!m->next_ntps && !m->next_ctx);   /* next_may_begin: none began */
 		m->recon_fence = false;
 		txn_set_drive(m, TXN_DRIVE_IDLE);
 		begin_if_new(m);
 		fence_and_abort(c, m, "a partition held a transaction of it that the log lost");
+		return;
+	}
+	if (m->next_ntps) {
+		next_install(c, m);
 		return;
 	}
 	op_finish(c, m, KERR_NONE);
@@ -546,12 +590,14 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 	case TXN_DRIVE_PREPARE:
 		txn_set_drive(m, TXN_DRIVE_MARKERS);
 		/*
-		 * The outcome is decided and durable: answer EndTxn now, as Kafka
-		 * does. The markers follow; a request for this id that arrives
-		 * meanwhile waits for them (queued, not refused), and a crash
-		 * before they are all durable is finished on restart.
+		 * The outcome is decided and durable: EndTxn is answered now, as
+		 * Kafka does, once the markers are sent (so that the producer's next
+		 * AddPartitionsToTxn, which a connection on this core may send
+		 * inside the answer, finds its grants behind them). A request for
+		 * this id that arrives meanwhile waits for the markers (queued, not
+		 * refused), but for that AddPartitionsToTxn (next_granted), and a
+		 * crash before they are all durable is finished on restart.
 		 */
-		op_answer(c, m, KERR_NONE);
 		fault_point(c, 1, "after Prepare is durable, before any marker");
 		/*
 		 * The offsets staged by TxnOffsetCommit end now too, as Kafka writes
@@ -566,6 +612,7 @@ static void txnc_step(struct dp_core *c, struct txn_meta *m)
 		for (uint32_t i = 0; i < m->ngroups; i++)
 			dp_group_txn_end(c, m->groups[i].id, m->groups[i].len, m->pid, m->state == TXN_PREPARE_COMMIT, m);
 		(void)to_owners(c, m, DP_MSG_TXN_MARKER, m->state == TXN_PREPARE_COMMIT);
+		op_answer(c, m, KERR_NONE);
 		if (--m->markers_left)
 			return;
 		complete(c, m);
@@ -698,7 +745,7 @@ static void marker_retries(struct dp_core *c, int64_t now)
 			/* a grant refused for credit while adding partitions, else a marker */
 			bool deciding = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
 			uint16_t type = deciding ? DP_MSG_TXN_MARKER : DP_MSG_TXN_ADD;
-			if (!tp_send(c, m, i, type, m->state == TXN_PREPARE_COMMIT, false))
+			if (!tp_send(c, m, &m->tps[i], i, type, 0, m->state == TXN_PREPARE_COMMIT, NULL))
 				m->markers_left--;   /* the topic went away: nothing to mark there */
 		}
 		if (--m->markers_left == 0)
@@ -721,9 +768,15 @@ void dp_txnc_offsets_ended(struct dp_core *c, struct txn_meta *m)
 		txnc_step(c, m);
 }
 
+static void next_ack(struct dp_core *c, struct txn_meta *m, const struct dp_msg *msg);
+
 static void owner_ack(struct dp_core *c, struct dp_msg *msg)
 {
 	struct txn_meta *m = msg->ctx;
+	if (msg->type == DP_MSG_TXN_ADD_ACK && m->drive == TXN_DRIVE_MARKERS) {
+		next_ack(c, m, msg);   /* a grant of the next transaction (this one's were all acked before EndTxn) */
+		return;
+	}
 	assert(m->markers_left > 0);
 	if ((msg->type == DP_MSG_TXN_MARKER_DONE || msg->type == DP_MSG_TXN_ADD_ACK) && msg->err &&
 	    marker_retry(c, m, msg))
@@ -843,6 +896,22 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
 	return DP_ANSWER_LATER;   /* answered later */
 }
 
+/*
+ * May m's next transaction begin now, while this one's markers are being
+ * written (add_partitions)? One AddPartitionsToTxn of it at a time, none
+ * behind a request already queued (an InitProducerId goes first), and none
+ * where the resumed decision is to fence the producer. Nor after a
+ * transaction with offsets (AddOffsetsToTxn): should their end fail in the
+ * offsets log, it stays staged, and a restart resolves it by the id's
+ * latest state, which must then still be this transaction's; so nothing
+ * later may begin (dp_group_txn_ending) until that end is durable.
+ */
+static bool next_may_begin(const struct txn_meta *m)
+{
+	return m->drive == TXN_DRIVE_MARKERS && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) &&
+	       !m->next_ctx && !m->has_queued && !m->recon_fence && m->ngroups == 0;
+}
+
 /* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */
 static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr id, int64_t pid,
                               int16_t epoch, struct txn_meta **out)
@@ -853,6 +922,10 @@ static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr 
 	/* INT16_MAX is never handed out (TXN_EPOCH_MAX): only a fenced or foreign producer holds it. */
 	if (m->epoch != epoch || epoch >= INT16_MAX)
 		return fenced_err(r->hdr.api_key, r->hdr.api_version);
+	if (r->hdr.api_key == KAPI_ADD_PARTITIONS_TO_TXN && next_may_begin(m)) {
+		*out = m;   /* the next transaction's first adds (add_partitions) */
+		return KERR_NONE;
+	}
 	if (txn_busy(m) || m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT ||
 	    m->state == TXN_PREPARE_EPOCH_FENCE)
 		return KERR_CONCURRENT_TRANSACTIONS;
@@ -868,11 +941,11 @@ static int16_t check_producer(struct dp_core *c, struct dp_call *r, struct kstr 
  * (a new transaction's lists are cleared first): a full pool refuses the
  * call retriably with nothing moved. 0, or the error to answer.
  */
-static int16_t lists_room(struct txn_meta *m, uint32_t tps, uint32_t groups)
+static int16_t lists_room(struct txn_meta *m, uint32_t tps, uint32_t groups, bool next)
 {
-	if (m->state != TXN_ONGOING)
+	if (m->state != TXN_ONGOING && !next)
 		txn_meta_clear_txn(m);   /* what begin_if_new would drop */
-	int rc = txn_meta_tps_room(m, tps);
+	int rc = next ? txn_meta_next_room(m, tps) : txn_meta_tps_room(m, tps);
 	if (rc == 0)
 		rc = txn_meta_groups_room(m, groups);
 	if (rc == -ENOSPC)
@@ -894,6 +967,79 @@ static void begin_if_new(struct txn_meta *m)
 	}
 }
 
+/*
+ * The producer's next transaction, begun while this one's markers are
+ * being written (Prepare durable, markers sent, EndTxn answered): its
+ * AddPartitionsToTxn is served now instead of waiting for those markers to
+ * be durable. Its grants go to the owners behind this transaction's
+ * markers (one ring per owner, in order; DP_F_TXN_AFTER where the
+ * partition is in this transaction), and it is answered once they are
+ * held. Its record is written only after this transaction's Complete
+ * (next_install), so the log never has it Ongoing while markers of the
+ * last one may be missing. Safe because:
+ *  - on each partition of this transaction the marker is written before
+ *    any batch under the new grant, even where this transaction has no
+ *    data (shard.c shard_marker), and a log is durable as a prefix: a
+ *    batch of the next transaction that survives a crash has this
+ *    decision recorded before it there;
+ *  - where the marker was refused (offline, no memory, no credit toward
+ *    that core) the owner refuses the grant, retriably, until the marker,
+ *    sent again, is written; where its write failed after the grant (the
+ *    log cut at its durable end, the marker gone) the batches under the
+ *    grant are told to come back until then (shard.c decided_here);
+ *  - a crash before Complete is durable: the log has Prepare, and the
+ *    restart resumes it; a partition holding the next transaction's data
+ *    reports it open with this decision applied (or not in its list), and
+ *    open_report aborts it there and fences the producer: it was told its
+ *    partitions were added, and must not commit without them. A crash
+ *    after Complete but before the next record: the same, from Complete.
+ * EndTxn and AddOffsetsToTxn of the next transaction wait for Complete
+ * (queued, txn_request).
+ */
+static void next_granted(struct dp_core *c, struct txn_meta *m)
+{
+	struct dp_call *r = m->next_ctx;
+	m->next_ctx = NULL;
+	if (m->next_refused) {
+		m->next_refused = false;   /* as add_done: next_told stays put, the retry tells them all again */
+		set_error(r, KERR_COORDINATOR_NOT_AVAILABLE);
+	} else {
+		m->next_told = m->next_ntps;
+	}
+	reply(c, r);
+}
+
+static int16_t next_begin(struct dp_core *c, struct txn_meta *m, struct dp_call *r)
+{
+	if (!m->next_told)
+		m->next_start_ms = dp_wall_ms();   /* its first add: the transaction's timeout counts from here */
+	m->next_ctx = r;
+	m->next_refused = false;
+	m->next_left++;   /* held until every grant is sent, as in to_owners */
+	for (uint32_t i = 0; i < m->next_ntps; i++) {
+		const struct txn_tp *tp = &m->next_tps[i];
+		bool after = txn_meta_has_tp(m, tp->topic, tp->topic_len, tp->partition);   /* behind a marker */
+		tp_send(c, m, tp, i, DP_MSG_TXN_ADD, after ? DP_F_TXN_AFTER : 0, false, &m->next_left);
+	}
+	if (--m->next_left == 0)
+		next_granted(c, m);
+	return DP_ANSWER_LATER;
+}
+
+/* An owner answered a grant of the next transaction (still in this one's MARKERS). */
+static void next_ack(struct dp_core *c, struct txn_meta *m, const struct dp_msg *msg)
+{
+	(void)c;
+	assert(m->next_left > 0 && m->next_ctx);
+	if (msg->err == KERR_NOT_ENOUGH_REPLICAS)
+		m->next_refused = true;   /* could not record it, or the last decision is not recorded there */
+	else if (msg->err && msg->err != KERR_UNKNOWN_TOPIC_OR_PARTITION)
+		DP_WARN_RL("txn %.*s: partition %d answered error %d %s", m->id_len, m->id, msg->partition, msg->err,
+		           kerr_name(msg->err) ?: "?");
+	if (--m->next_left == 0)
+		next_granted(c, m);
+}
+
 static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_call *r)
 {
 	struct AddPartitionsToTxnRequest *q = r->req;
@@ -903,6 +1049,7 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 	                             q->V3AndBelowProducerEpoch, &m);
 	if (err)
 		return err;
+	bool next = m->drive == TXN_DRIVE_MARKERS;   /* the next transaction (check_producer: next_may_begin) */
 	/* Unknown partitions: Kafka adds none, and marks the rest OPERATION_NOT_ATTEMPTED. */
 	/*
 	 * A retry of a call that was done is answered at once; not one whose
@@ -910,7 +1057,8 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 	 * record), but their owners were never told, so they would refuse the
 	 * producer's batches. tps_told counts those that were.
 	 */
-	bool unknown = false, all_in = m->state == TXN_ONGOING && m->tps_told == m->ntps;
+	bool unknown = false, all_in = next ? m->next_told == m->next_ntps :
+	                               m->state == TXN_ONGOING && m->tps_told == m->ntps;
 	uint32_t fresh = 0;   /* requested partitions not in the transaction yet (duplicates counted twice) */
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
@@ -921,7 +1069,9 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 			resp->ResultsByTopicV3AndBelow[i].ResultsByPartition[j].PartitionErrorCode =
 				ok ? 0 : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			unknown |= !ok;
-			if (ok && !txn_meta_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j])) {
+			bool has = ok && (next ? txn_meta_next_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]) :
+			                         txn_meta_has_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]));
+			if (ok && !has) {
 				all_in = false;
 				fresh++;
 			}
@@ -939,15 +1089,19 @@ static int16_t add_partitions(struct dp_core *c, struct dp_msg *msg, struct dp_c
 	}
 	if (all_in)
 		return KERR_NONE;   /* a retry: everything is already in the transaction */
-	if ((err = lists_room(m, fresh, 0)))
+	if ((err = lists_room(m, fresh, 0, next)))
 		return err;
-	begin_if_new(m);
+	if (!next)
+		begin_if_new(m);
 	for (int32_t i = 0; i < q->V3AndBelowTopics_n; i++) {
 		struct AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *tq = &q->V3AndBelowTopics[i];
 		for (int32_t j = 0; j < tq->Partitions_n; j++)
-			if (txn_meta_add_tp(m, tq->Name.ptr, (size_t)tq->Name.len, tq->Partitions[j]) < 0)
+			if ((next ? txn_meta_next_add_tp : txn_meta_add_tp)(m, tq->Name.ptr, (size_t)tq->Name.len,
+			                                                    tq->Partitions[j]) < 0)
 				return KERR_INVALID_REQUEST;   /* over TXN_PARTS_MAX */
 	}
+	if (next)
+		return next_begin(c, m, r);
 	start_op(m, TXN_DRIVE_ADD, msg, r);
 	/*
 	 * The record is written, not waited for: the owners are told and the
@@ -991,7 +1145,7 @@ static int16_t add_offsets(struct dp_core *c, struct dp_msg *msg, struct dp_call
 		return KERR_INVALID_GROUP_ID;
 	if (m->state == TXN_ONGOING && txn_meta_has_group(m, q->GroupId.ptr, (size_t)q->GroupId.len))
 		return KERR_NONE;
-	if ((err = lists_room(m, 0, 1)))
+	if ((err = lists_room(m, 0, 1, false)))
 		return err;
 	begin_if_new(m);
 	if (txn_meta_add_group(m, q->GroupId.ptr, (size_t)q->GroupId.len) < 0)
@@ -1196,9 +1350,11 @@ static void txn_request(struct dp_core *c, struct dp_msg *msg)
 	struct kstr id = request_txn_id(r);
 	struct txn_meta *busy = id.len > 0 && c->txnc->loaded ?
 		txn_coord_find(c->txnc->coord, id.ptr, (size_t)id.len) : NULL;
-	if (busy && (busy->drive == TXN_DRIVE_PREPARE || busy->drive == TXN_DRIVE_MARKERS) && !busy->has_queued) {
+	if (busy && (busy->drive == TXN_DRIVE_PREPARE || busy->drive == TXN_DRIVE_MARKERS) && !busy->has_queued &&
+	    !(r->hdr.api_key == KAPI_ADD_PARTITIONS_TO_TXN && next_may_begin(busy))) {
 		/* Markers are being written: the next call waits for them instead of
-		 * getting CONCURRENT_TRANSACTIONS and backing off. */
+		 * getting CONCURRENT_TRANSACTIONS and backing off (but for the next
+		 * transaction's AddPartitionsToTxn: add_partitions). */
 		memcpy(busy->queued, msg, sizeof(*msg));
 		busy->has_queued = true;
 		return;

@@ -167,6 +167,9 @@ enum dp_msg_type {
 
 /* DP_MSG_CREATE: check everything a create checks, but create nothing (CreateTopics validateOnly). */
 #define DP_F_VALIDATE_ONLY 2
+/* DP_MSG_TXN_ADD: a grant of the producer's next transaction, behind its last decision's marker to
+ * this partition (u.txn.coord_epoch: that decision's serial; shard.c decided_here). */
+#define DP_F_TXN_AFTER 2
 
 
 struct dp_topic {
@@ -305,6 +308,7 @@ struct dp_core {
 	struct dp_txn_allow *allow_free;
 	struct dp_txn_allow *allows;
 	uint64_t allows_refused;      /* grants refused for an empty pool */
+	uint64_t grants_held_back;    /* next transactions' grants refused before the last decision's marker (decided_here) */
 	/* Producer tables and transaction indexes of the owned partitions (txn/arena.h): from this
 	 * pool of cfg.txn_state_mib, reserved at start (shard_role.c). */
 	struct txn_arena *txn_arena;
@@ -327,7 +331,7 @@ struct dp_core {
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
-	uint64_t markers_applied_again; /* markers of a decision already applied here, a later transaction open (logged at exit) */
+	uint64_t markers_applied_again; /* markers of a decision applied or granted past here, a later transaction open (logged at exit) */
 	/* Start-up's report of the open transactions to the coordinator (shard.c: dp_shard_report_opens):
 	 * the cursor, over topics, their owned partitions and each one's open ones by first offset. */
 	uint32_t opens_topic;

@@ -191,22 +191,23 @@ void dupwait_check(struct dp_part *p)
  * b->txn_allows_max, allocated at start-up (shard_role.c); nothing is
  * allocated here.
  */
-static bool allow_has(const struct dp_part *p, int64_t pid, int16_t epoch)
+static struct dp_txn_allow *allow_find(const struct dp_part *p, int64_t pid)
 {
-	for (const struct dp_txn_allow *g = p->allow; g; g = g->next)
+	for (struct dp_txn_allow *g = p->allow; g; g = g->next)
 		if (g->pid == pid)
-			return g->epoch == epoch;
-	return false;
+			return g;
+	return NULL;
 }
 
 /* -ENOSPC: the core's pool is empty (the coordinator answers its client retriably). */
-static int allow_set(struct dp_core *c, struct dp_part *p, int64_t pid, int16_t epoch)
+static int allow_set(struct dp_core *c, struct dp_part *p, int64_t pid, int16_t epoch, int32_t after)
 {
-	for (struct dp_txn_allow *g = p->allow; g; g = g->next)
-		if (g->pid == pid) {
-			g->epoch = epoch;
-			return 0;
-		}
+	struct dp_txn_allow *old = allow_find(p, pid);
+	if (old) {
+		old->epoch = epoch;
+		old->after = after;
+		return 0;
+	}
 	struct dp_txn_allow *g = c->allow_free;
 	if (!g) {
 		c->allows_refused++;
@@ -216,7 +217,7 @@ static int allow_set(struct dp_core *c, struct dp_part *p, int64_t pid, int16_t 
 		return -ENOSPC;
 	}
 	c->allow_free = g->next;
-	*g = (struct dp_txn_allow){ .pid = pid, .epoch = epoch, .next = p->allow };
+	*g = (struct dp_txn_allow){ .pid = pid, .epoch = epoch, .after = after, .next = p->allow };
 	p->allow = g;
 	return 0;
 }
@@ -231,6 +232,24 @@ static void allow_drop(struct dp_core *c, struct dp_part *p, int64_t pid)
 			c->allow_free = g;
 			return;
 		}
+}
+
+/*
+ * Has this partition recorded the producer's decision serial `after`, the
+ * one a grant of the next transaction must follow (DP_F_TXN_AFTER)? The
+ * coordinator serves a producer's next AddPartitionsToTxn once the last
+ * transaction's markers are sent, before they are durable (txncoord.c
+ * next_granted); the grant comes behind the marker on this core's ring, and
+ * the next transaction's batches go into the log behind it. Where the
+ * marker was refused (offline, no memory), or lost after its write failed
+ * (the log cut at its durable end, part_probe), the decision is not
+ * recorded here, the last transaction's data may be open still, and the
+ * next one's batches must wait for the marker, sent again.
+ */
+static bool decided_here(const struct dp_part *p, int64_t pid, int32_t after)
+{
+	const struct txn_producer *pr = after > 0 ? txn_pstate_find(p->ps, pid) : NULL;
+	return after <= 0 || (pr && pr->coordinator_epoch == after);
 }
 
 void dp_shard_allow_clear(struct dp_core *c, struct dp_part *p)
@@ -305,8 +324,13 @@ static int16_t produce_batch(struct dp_core *c, struct dp_part *p, struct dp_app
 		 * the grants of the transactions open across it are still to come:
 		 * such a batch is told to come back (retriable), not failed.
 		 */
-		if (txnl && !allow_has(p, h->producer_id, h->producer_epoch))
+		const struct dp_txn_allow *g = txnl ? allow_find(p, h->producer_id) : NULL;
+		if (txnl && (!g || g->epoch != h->producer_epoch))
 			return c->txn_reconciled ? KERR_INVALID_TXN_STATE : KERR_NOT_ENOUGH_REPLICAS;
+		/* A grant of the next transaction whose last decision is not recorded here (its
+		 * marker lost with a failed write): told to come back until the marker is written. */
+		if (txnl && !decided_here(p, h->producer_id, g->after))
+			return KERR_NOT_ENOUGH_REPLICAS;
 		/*
 		 * This producer's last marker here may be written and not yet
 		 * durable: that transaction is closing (txn_lso_close), and a batch
@@ -457,6 +481,7 @@ struct dp_marker {
 	struct dp_msg req;        /* the request, for the reply */
 	struct dp_part *p;
 	int64_t offset;           /* where the marker went */
+	bool empty;               /* no data of the transaction here: only the decision is recorded */
 	/* test only (--fault-marker-delay-ms): its completion, held until due_ms */
 	bool held;
 	int status;
@@ -512,7 +537,7 @@ void dp_shard_on_marker(void *cookie, int status, int64_t base_offset)
 		 * the simulator, tests/sim). An abort enters the aborted index now.
 		 */
 #ifndef WSIM_PLANT_LSO_AT_QUEUE
-		int rc = txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
+		int rc = mk->empty ? 0 : txn_lso_end(mk->p->lso, mk->req.u.txn.pid, mk->offset, !mk->req.u.txn.commit);
 		assert(rc == 0);   /* closing since the append; shard_marker writes no second one meanwhile */
 		(void)rc;
 #endif
@@ -580,21 +605,31 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		return;
 	}
 	/*
-	 * A decision already applied here: this producer's last marker carries
-	 * the same serial (txn/coord.h), durable (none is closing), since its
-	 * transaction is closed and data is open again. The open data belongs to
-	 * a later transaction, which this marker, sent again after a coordinator
-	 * crash, must neither end nor deprive of its permission: it changes
-	 * nothing.
+	 * A decision already recorded here: this producer's last marker carries
+	 * the same serial (txn/coord.h), durable (none is closing). Sent again
+	 * after a coordinator crash, or while the producer's next transaction
+	 * is open here (begun behind it: txncoord.c next_granted), it must
+	 * neither end that one nor take its grant: it changes nothing.
 	 */
 	struct txn_producer *pr = pid >= 0 ? txn_pstate_find(p->ps, pid) : NULL;
-	if (pr && m->u.txn.coord_epoch > 0 && pr->coordinator_epoch == m->u.txn.coord_epoch && pr->txn_first_offset >= 0) {
+	if (pr && m->u.txn.coord_epoch > 0 && pr->coordinator_epoch == m->u.txn.coord_epoch) {
 		c->markers_applied_again++;
 		marker_reply(c, m, KERR_NONE);
 		return;
 	}
 	allow_drop(c, p, pid);
-	if (txn_lso_open_first(p->lso, pid) < 0) {
+	/*
+	 * No data of the transaction here: the coordinator's marker is written
+	 * all the same, as Kafka writes a marker to every partition of the
+	 * transaction, so that the decision is recorded before the producer's
+	 * next transaction writes here. Without it a crash before the
+	 * coordinator's Complete was durable left the next transaction's data
+	 * looking like this one's at the restart (open, this decision not
+	 * applied), and the resumed marker ended it with this outcome. A
+	 * client's WriteTxnMarkers (no serial) writes nothing.
+	 */
+	bool empty = txn_lso_open_first(p->lso, pid) < 0;
+	if (empty && !(pid >= 0 && m->u.txn.coord_epoch > 0)) {
 		marker_reply(c, m, KERR_NONE);
 		return;
 	}
@@ -633,6 +668,7 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	mk->req = *m;
 	mk->p = p;
 	mk->held = false;
+	mk->empty = empty;
 	int n = st_batch_build_marker(batch, 128, pid, m->u.txn.epoch, m->u.txn.commit, m->u.txn.coord_epoch,
 	                              dp_wall_ms());
 	assert(n > 0);
@@ -651,8 +687,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	mk->offset = off;   /* the transaction ends here when the marker is durable (dp_shard_on_marker) */
 	p->markers_writing++;
 #ifndef WSIM_PLANT_LSO_AT_QUEUE
-	rc = txn_lso_close(p->lso, pid, off);   /* holds the LSO; the next transaction may open beside it */
-	assert(rc == 0);                         /* open: txn_lso_open_first above */
+	if (!empty) {
+		rc = txn_lso_close(p->lso, pid, off);   /* holds the LSO; the next transaction may open beside it */
+		assert(rc == 0);                         /* open: txn_lso_open_first above */
+	}
 #endif
 	if (c->marker_write_faults < c->b->cfg.fault_marker_write_fail) {   /* test only */
 		c->marker_write_faults++;
@@ -704,8 +742,16 @@ void dp_shard_txn_msg(struct dp_core *c, struct dp_msg *m)
 		struct dp_msg out = { .err = p ? KERR_NONE : part_absent_err(c, m) };
 		/* NOT_ENOUGH_REPLICAS, the owner's "could not record, retriable" (state_full): the
 		 * coordinator answers the AddPartitionsToTxn retriably and tells the owners again on its retry. */
-		if (p && allow_set(c, p, m->u.txn.pid, m->u.txn.epoch) < 0)
+		int32_t after = m->flags & DP_F_TXN_AFTER ? m->u.txn.coord_epoch : 0;
+		if (p && !decided_here(p, m->u.txn.pid, after)) {
+			c->grants_held_back++;
+			DP_INFO_RL("partition %s: producer %lld's last decision is not recorded here (its marker "
+			           "refused): the next transaction's grant refused, retriably (%llu so far on this core)",
+			           p->dir, (long long)m->u.txn.pid, (unsigned long long)c->grants_held_back);
 			out.err = KERR_NOT_ENOUGH_REPLICAS;
+		} else if (p && allow_set(c, p, m->u.txn.pid, m->u.txn.epoch, after) < 0) {
+			out.err = KERR_NOT_ENOUGH_REPLICAS;
+		}
 		reply(c, m, &out, DP_MSG_TXN_ADD_ACK);
 		return;
 	}

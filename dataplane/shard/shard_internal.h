@@ -46,6 +46,7 @@ struct dp_txn_allow {
 	int64_t pid;
 	struct dp_txn_allow *next;
 	int16_t epoch;
+	int32_t after;    /* a grant of the next transaction: the decision serial it follows (shard.c decided_here), else 0 */
 };
 
 /* Every grant of a partition back to its core's pool (the partition is closed). */

@@ -291,6 +291,32 @@ def add_partitions_to_txn(c, txn_id, topic, pid, epoch, parts):
     return max(errs, key=lambda e: e != 0), None
 
 
+def init_producer_id(c, txn_id, timeout_ms):
+    """InitProducerId v1 of txn_id: (error, (producer id, epoch))."""
+    r = Reader(c.call(22, 1, kstr(txn_id) + struct.pack('>i', timeout_ms)))
+    r.i32()
+    err, pid, epoch = r.i16(), r.i64(), r.i16()
+    return err, (pid, epoch)
+
+
+def txn_produce(c, txn_id, topic, partition, batch):
+    """Produce v7 (acks -1) of one batch of txn_id's producer to topic/partition: (error, base offset)."""
+    body = (kstr(txn_id) + struct.pack('>hi', -1, 30000) + struct.pack('>i', 1) + kstr(topic) +
+            struct.pack('>i', 1) + struct.pack('>i', partition) + kbytes(batch))
+    return parse_produce_v7(c.call(0, 7, body))[(topic, partition)]
+
+
+def end_txn_body(txn_id, pid, epoch, commit):
+    return kstr(txn_id) + struct.pack('>qhb', pid, epoch, commit)
+
+
+def end_txn(c, txn_id, pid, epoch, commit):
+    """EndTxn v1: (error, None)."""
+    r = Reader(c.call(26, 1, end_txn_body(txn_id, pid, epoch, commit)))
+    r.i32()
+    return r.i16(), None
+
+
 def list_offsets(c, topic, partition, ts, isolation=0):
     """ListOffsets v2 of one partition at timestamp ts (-1 latest, -2 earliest):
     (error, timestamp, offset)."""

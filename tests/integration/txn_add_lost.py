@@ -30,7 +30,6 @@ Python 3 stdlib only (bad_client.py, admin_client.py).
 """
 import json
 import os
-import struct
 import sys
 import time
 
@@ -38,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import admin_client as ac  # noqa: E402
 import bad_client as bc  # noqa: E402
 
-API_PRODUCE, API_LIST_OFFSETS, API_INIT_PID, API_ADD_PARTS, API_END_TXN = 0, 2, 22, 24, 26
+API_END_TXN = 26
 NONE, COORD_LOAD, COORD_NA, NOT_ENOUGH_REPLICAS, CONCURRENT = 0, 14, 15, 19, 51
 INVALID_PRODUCER_EPOCH = 47
 TOPIC, PARTS = 'tal', 4
@@ -52,10 +51,7 @@ txn_batch, retried = bc.txn_batch, bc.retried   # the raw producer's helpers
 
 
 def init_pid(c, txn_id):
-    r = bc.Reader(c.call(API_INIT_PID, 1, bc.kstr(txn_id) + struct.pack('>i', TXN_TIMEOUT_MS)))
-    r.i32()
-    err, pid, epoch = r.i16(), r.i64(), r.i16()
-    return err, (pid, epoch)
+    return bc.init_producer_id(c, txn_id, TXN_TIMEOUT_MS)
 
 
 def add_parts(c, txn_id, pid, epoch, parts):
@@ -63,20 +59,10 @@ def add_parts(c, txn_id, pid, epoch, parts):
 
 
 def produce(c, txn_id, partition, batch):
-    body = (bc.kstr(txn_id) + struct.pack('>hi', -1, 30000) + struct.pack('>i', 1) + bc.kstr(TOPIC) +
-            struct.pack('>i', 1) + struct.pack('>i', partition) + bc.kbytes(batch))
-    res = bc.parse_produce_v7(c.call(API_PRODUCE, 7, body))
-    return res[(TOPIC, partition)]
+    return bc.txn_produce(c, txn_id, TOPIC, partition, batch)
 
 
-def end_txn_body(txn_id, pid, epoch, commit):
-    return bc.kstr(txn_id) + struct.pack('>qhb', pid, epoch, commit)
-
-
-def end_txn(c, txn_id, pid, epoch, commit):
-    r = bc.Reader(c.call(API_END_TXN, 1, end_txn_body(txn_id, pid, epoch, commit)))
-    r.i32()
-    return r.i16(), None
+end_txn_body, end_txn = bc.end_txn_body, bc.end_txn
 
 
 def list_offset(c, partition, isolation):

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import admin_client as ac  # noqa: E402
 import bad_client as bc  # noqa: E402
 
-API_PRODUCE, API_INIT_PID, API_ADD_PARTS, API_END_TXN, API_WRITE_MARKERS = 0, 22, 24, 26, 27
+API_WRITE_MARKERS = 27
 NONE, NOT_ENOUGH_REPLICAS, COORD_LOAD, COORD_NA, CONCURRENT = 0, 19, 14, 15, 51
 TXN_ID, TOPIC = 'tbm', 'tbm'
 DEADLINE_S = 120
@@ -35,10 +35,7 @@ txn_batch, retried = bc.txn_batch, bc.retried   # the raw producer's helpers
 
 
 def init_pid(c):
-    r = bc.Reader(c.call(API_INIT_PID, 1, bc.kstr(TXN_ID) + struct.pack('>i', 60000)))
-    r.i32()
-    err, pid, epoch = r.i16(), r.i64(), r.i16()
-    return err, (pid, epoch)
+    return bc.init_producer_id(c, TXN_ID, 60000)
 
 
 def add_parts(c, pid, epoch, parts):
@@ -46,16 +43,11 @@ def add_parts(c, pid, epoch, parts):
 
 
 def produce(c, partition, batch):
-    body = (bc.kstr(TXN_ID) + struct.pack('>hi', -1, 30000) + struct.pack('>i', 1) + bc.kstr(TOPIC) +
-            struct.pack('>i', 1) + struct.pack('>i', partition) + bc.kbytes(batch))
-    res = bc.parse_produce_v7(c.call(API_PRODUCE, 7, body))
-    return res[(TOPIC, partition)]
+    return bc.txn_produce(c, TXN_ID, TOPIC, partition, batch)
 
 
 def end_txn(c, pid, epoch, commit):
-    r = bc.Reader(c.call(API_END_TXN, 1, bc.kstr(TXN_ID) + struct.pack('>qhb', pid, epoch, commit)))
-    r.i32()
-    return r.i16(), None
+    return bc.end_txn(c, TXN_ID, pid, epoch, commit)
 
 
 def main(argv):

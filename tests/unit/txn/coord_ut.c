@@ -1015,6 +1015,48 @@ static void test_fixed_lists(void)
 	txn_coord_destroy(c);
 }
 
+/*
+ * The next transaction's list (begun while the last one's markers are
+ * written): its own entries and pool blocks, untouched by the transaction's
+ * clear and encoding, installed as the transaction with its told count, and
+ * freed with the id.
+ */
+static void test_next_list(void)
+{
+	struct txn_coord *c = NULL;
+	CU_ASSERT_FATAL(txn_coord_create_fixed(&c, UT_FIXED_IDS, UT_FIXED_TPS, UT_FIXED_GROUPS) == 0);
+	struct txn_meta *m = txn_coord_add(c, "next", 4);
+	CU_ASSERT_FATAL(m != NULL);
+	txn_set_state(m, TXN_ONGOING);
+	CU_ASSERT_EQUAL(txn_meta_add_tp(m, "a", 1, 0), 0);
+	CU_ASSERT_EQUAL(txn_meta_add_group(m, "g", 1), 0);
+	m->tps_told = 1;
+	txn_set_state(m, TXN_PREPARE_COMMIT);
+	size_t vlen = txn_meta_value_size(m);
+	CU_ASSERT_EQUAL(txn_meta_next_room(m, 2), 0);
+	CU_ASSERT_EQUAL(txn_meta_next_add_tp(m, "b", 1, 0), 0);
+	CU_ASSERT_EQUAL(txn_meta_next_add_tp(m, "b", 1, 1), 0);
+	CU_ASSERT_EQUAL(txn_meta_next_add_tp(m, "b", 1, 1), 0);   /* a duplicate: taken once */
+	m->next_told = 2;
+	CU_ASSERT(m->next_ntps == 2 && txn_meta_next_has_tp(m, "b", 1, 1) && !txn_meta_next_has_tp(m, "a", 1, 0));
+	CU_ASSERT(m->ntps == 1 && m->tps_told == 1 && !txn_meta_has_tp(m, "b", 1, 0));
+	CU_ASSERT_EQUAL(txn_meta_value_size(m), vlen);   /* the record is the decided transaction's alone */
+	/* Complete: the transaction's lists go, the next one's stay, and become the transaction. */
+	txn_set_state(m, TXN_COMPLETE_COMMIT);
+	txn_meta_clear_txn(m);
+	CU_ASSERT(m->ntps == 0 && m->ngroups == 0 && m->next_ntps == 2);
+	txn_meta_next_install(m);
+	CU_ASSERT(m->ntps == 2 && m->tps_told == 2 && txn_meta_has_tp(m, "b", 1, 0) && txn_meta_has_tp(m, "b", 1, 1));
+	CU_ASSERT(m->next_ntps == 0 && m->next_tps == NULL && m->next_told == 0);
+	/* The pool holds both lists at once; an id removed with a next list gives it back. */
+	CU_ASSERT_EQUAL(txn_meta_next_add_tp(m, "c", 1, 0), 0);
+	txn_coord_remove(c, m);
+	struct txn_meta *w = txn_coord_add(c, "whole", 5);
+	CU_ASSERT_FATAL(w != NULL);
+	CU_ASSERT_EQUAL(txn_meta_tps_room(w, UT_FIXED_TPS), 0);   /* the whole pool: nothing was left behind */
+	txn_coord_destroy(c);
+}
+
 /* transactional.id.expiration.ms: which ids may go, and when. */
 static void test_expirable(void)
 {
@@ -1069,6 +1111,7 @@ int main(void)
 	CU_add_test(s, "expiry: settled, idle ids only", test_expirable);
 	CU_add_test(s, "fixed table: no allocation after creation, full refuses", test_fixed_table);
 	CU_add_test(s, "fixed table: transactions' lists from pools, full refuses", test_fixed_lists);
+	CU_add_test(s, "next transaction's list: apart, installed, freed", test_next_list);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
