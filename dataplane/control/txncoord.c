@@ -900,7 +900,8 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
  * May m's next transaction begin now, while this one's markers are being
  * written (add_partitions)? One AddPartitionsToTxn of it at a time, none
  * behind a request already queued (an InitProducerId goes first), and none
- * where the resumed decision is to fence the producer. Nor after a
+ * where the resumed decision is to fence the producer, or has no serial (a
+ * log from before serials: owners could not tell it apart). Nor after a
  * transaction with offsets (AddOffsetsToTxn): should their end fail in the
  * offsets log, it stays staged, and a restart resolves it by the id's
  * latest state, which must then still be this transaction's; so nothing
@@ -909,7 +910,7 @@ static int16_t init_pid(struct dp_core *c, struct dp_msg *msg, struct dp_call *r
 static bool next_may_begin(const struct txn_meta *m)
 {
 	return m->drive == TXN_DRIVE_MARKERS && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT) &&
-	       !m->next_ctx && !m->has_queued && !m->recon_fence && m->ngroups == 0;
+	       m->serial > 0 && !m->next_ctx && !m->has_queued && !m->recon_fence && m->ngroups == 0;
 }
 
 /* The common checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. */

@@ -617,7 +617,11 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 		marker_reply(c, m, KERR_NONE);
 		return;
 	}
-	allow_drop(c, p, pid);
+	/* Not the grant of the producer's next transaction, made behind this very marker
+	 * (decided_here): the marker is sent again after its write failed and the log was cut. */
+	const struct dp_txn_allow *g = pid >= 0 ? allow_find(p, pid) : NULL;
+	if (!(g && m->u.txn.coord_epoch > 0 && g->after == m->u.txn.coord_epoch))
+		allow_drop(c, p, pid);
 	/*
 	 * No data of the transaction here: the coordinator's marker is written
 	 * all the same, as Kafka writes a marker to every partition of the
@@ -646,9 +650,10 @@ static void shard_marker(struct dp_core *c, struct dp_msg *m)
 	 * Both records of the marker must be sure before it is written: the
 	 * transaction's end in the index needs no room (its begin reserved the
 	 * aborted entry, lso.h), and the producer has an entry (it wrote this
-	 * transaction's data here, and expiry keeps a producer with one open).
-	 * Should the latter ever fail, the marker is refused, never written
-	 * without its records.
+	 * transaction's data here, and expiry keeps a producer with one open;
+	 * an empty marker may need a new one). Should the latter fail, the
+	 * marker is refused, never written without its records, and the
+	 * coordinator sends it again until there is room.
 	 */
 	struct dp_marker *mk = dp_buf_try_get(sizeof(*mk) + 128);
 	if (!mk) {
