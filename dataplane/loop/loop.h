@@ -331,7 +331,7 @@ struct dp_core {
 	uint64_t state_full_refused;  /* ... how many so far */
 	uint64_t aborted_cut_reads;   /* read_committed reads ended early for DP_FETCH_ABORTED_MAX (logged at exit) */
 	uint64_t aborted_one_batch_reads; /* ... of them, to the first batch alone */
-	uint64_t markers_applied_again; /* markers of a decision applied or granted past here, a later transaction open (logged at exit) */
+	uint64_t markers_applied_again; /* markers of a decision already recorded here: nothing changed (logged at exit) */
 	/* Start-up's report of the open transactions to the coordinator (shard.c: dp_shard_report_opens):
 	 * the cursor, over topics, their owned partitions and each one's open ones by first offset. */
 	uint32_t opens_topic;

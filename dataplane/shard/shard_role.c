@@ -78,11 +78,11 @@ static void shard_stop(struct dp_core *c)
 	if (c->appends_refused)
 		DP_INFO("%llu batches refused for an empty append pool", (unsigned long long)c->appends_refused);
 	if (c->markers_applied_again)
-		DP_INFO("%llu markers of a decision already applied, or granted past, found a later transaction "
-		        "open or granted, and left it", (unsigned long long)c->markers_applied_again);
+		DP_INFO("%llu markers of a decision already recorded here changed nothing",
+		        (unsigned long long)c->markers_applied_again);
 	if (c->grants_held_back)
-		DP_INFO("%llu transaction grants held back: the producer's last transaction was still open",
-		        (unsigned long long)c->grants_held_back);
+		DP_INFO("%llu grants of a next transaction held back: the producer's last decision was not recorded "
+		        "here yet", (unsigned long long)c->grants_held_back);
 	if (c->opens_aborted)
 		DP_INFO("%llu of the %llu transactions open here at start-up were unknown to the coordinator, and aborted",
 		        (unsigned long long)c->opens_aborted, (unsigned long long)c->opens_reported);
