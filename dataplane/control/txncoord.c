@@ -501,7 +501,7 @@ static void next_install(struct dp_core *c, struct txn_meta *m)
 		op_finish(c, m, KERR_NONE);
 		return;
 	}
-	assert(!m->op_ctx && m->next_left > 0);   /* EndTxn was answered at the Prepare; next_granted clears r at 0 */
+	assert(!m->op_ctx && m->next_left > 0);   /* EndTxn was answered with the markers; next_granted clears r at 0 */
 	txn_set_drive(m, TXN_DRIVE_IDLE);
 	txn_set_drive(m, TXN_DRIVE_ADD);
 	txn_set_drive(m, TXN_DRIVE_ADD_ACKS);
