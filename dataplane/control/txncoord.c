@@ -1030,7 +1030,6 @@ static int16_t next_begin(struct dp_core *c, struct txn_meta *m, struct dp_call 
 /* An owner answered a grant of the next transaction (still in this one's MARKERS). */
 static void next_ack(struct dp_core *c, struct txn_meta *m, const struct dp_msg *msg)
 {
-	(void)c;
 	assert(m->next_left > 0 && m->next_ctx);
 	if (msg->err == KERR_NOT_ENOUGH_REPLICAS)
 		m->next_refused = true;   /* could not record it, or the last decision is not recorded there */
